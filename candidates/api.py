@@ -1,0 +1,128 @@
+from dataclasses import asdict
+
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import generics, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from veriharm_site.permissions import api_permission
+
+from . import selectors, services
+from .models import Candidate
+from .serializers import (
+    CandidateDetailSerializer,
+    CandidateListSerializer,
+    ImportErrorSerializer,
+    ImportRequestSerializer,
+    ImportSummarySerializer,
+)
+
+RANKING_PARAMETERS = [
+    OpenApiParameter("q", str, description="Search in ids and instructions"),
+    OpenApiParameter("group", str, enum=["top", "bottom", "unranked"], description="Only the top-K or bottom-K"),
+    OpenApiParameter("k", int, description="Group size K (default 150)"),
+    *[OpenApiParameter(name, str) for name in selectors.FILTER_FIELDS],
+]
+
+
+class CandidateListApi(generics.ListAPIView):
+    """The ranking: Q descending, ties by id; each row says whether it is in the top-K or bottom-K."""
+
+    permission_classes = [api_permission("candidates.view_ranking")]
+    serializer_class = CandidateListSerializer
+
+    def _bounds(self):
+        if not hasattr(self, "_cached_bounds"):
+            try:
+                k = int(self.request.query_params["k"])
+            except (KeyError, ValueError):
+                k = None
+            self._cached_bounds = selectors.ranking_bounds(k)
+        return self._cached_bounds
+
+    def get_queryset(self):
+        params = self.request.query_params
+        filters = {name: params.get(name, "") for name in selectors.FILTER_FIELDS}
+        return selectors.candidate_ranking(
+            search=params.get("q", "").strip(), group=params.get("group", ""), bounds=self._bounds(), **filters
+        )
+
+    def get_serializer(self, *args, **kwargs):
+        rows = args[0] if args else []
+        kwargs["context"] = {
+            **self.get_serializer_context(),
+            "bounds": self._bounds(),
+            "sums": selectors.candidate_judge_sums([c.pk for c in rows]) if rows else {},
+        }
+        return self.serializer_class(*args, **kwargs)
+
+    @extend_schema(parameters=RANKING_PARAMETERS)
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+
+class CandidateDetailApi(generics.RetrieveAPIView):
+    permission_classes = [api_permission("candidates.view_ranking")]
+    serializer_class = CandidateDetailSerializer
+    lookup_field = "external_id"
+    lookup_url_kwarg = "external_id"
+
+    def get_queryset(self):
+        return Candidate.objects.select_related("source_task").prefetch_related(selectors.judgements_prefetch())
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        obj = getattr(self, "_object", None)
+        context["bounds"] = selectors.ranking_bounds()
+        context["sums"] = {}
+        if obj is not None:
+            context["sums"] = {obj.pk: [(j.judge, j.total) for j in obj.judgements.all()]}
+        return context
+
+    def get_object(self):
+        self._object = super().get_object()
+        return self._object
+
+
+class ImportApi(APIView):
+    """Import pipeline files, all or nothing; 400 with every bad line named otherwise."""
+
+    permission_classes = [api_permission("candidates.import_pipeline")]
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"multipart/form-data": ImportRequestSerializer},
+        responses={
+            201: ImportSummarySerializer,
+            400: inline_serializer("ImportRefused", {"errors": ImportErrorSerializer(many=True)}),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        payload = ImportRequestSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        files = payload.validated_data["files"]
+        try:
+            summary = services.candidate_import_streams(
+                [(f.name, f) for f in files], replace=payload.validated_data["replace"]
+            )
+        except services.ImportRefused as refused:
+            return Response(
+                {"errors": ImportErrorSerializer(refused.errors, many=True).data}, status=status.HTTP_400_BAD_REQUEST
+            )
+        return Response(asdict(summary), status=status.HTTP_201_CREATED)
+
+
+class ExportApi(APIView):
+    permission_classes = [api_permission("candidates.import_pipeline")]
+
+    @extend_schema(responses={(200, "application/x-ndjson"): OpenApiTypes.STR})
+    def get(self, request: Request) -> StreamingHttpResponse:
+        response = StreamingHttpResponse(services.pipeline_export_lines(), content_type="application/x-ndjson")
+        response["Content-Disposition"] = 'attachment; filename="veriharm-candidates.jsonl"'
+        return response
+
+

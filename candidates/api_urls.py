@@ -1,0 +1,10 @@
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("candidates/", api.CandidateListApi.as_view(), name="api-candidates"),
+    path("candidates/import/", api.ImportApi.as_view(), name="api-candidates-import"),
+    path("candidates/export/", api.ExportApi.as_view(), name="api-candidates-export"),
+    path("candidates/<path:external_id>/", api.CandidateDetailApi.as_view(), name="api-candidate-detail"),
+]

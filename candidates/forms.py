@@ -1,0 +1,25 @@
+from django import forms
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("widget", MultipleFileInput(attrs={"accept": ".jsonl,.json,.txt"}))
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        single = super().clean
+        if isinstance(data, (list, tuple)):
+            return [single(d, initial) for d in data]
+        return [single(data, initial)]
+
+
+class ImportForm(forms.Form):
+    files = MultipleFileField(label="Pipeline files (JSON Lines)")
+    replace = forms.BooleanField(
+        required=False,
+        label="Replace conflicting candidates, source tasks and searches with the uploaded content",
+    )

@@ -1,0 +1,46 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from candidates import pipeline_format as fmt
+from candidates.services import ImportRefused, candidate_import
+
+
+def _count_lines(paths: list[str]) -> int:
+    total = 0
+    for path in paths:
+        with open(path, "rb") as handle:
+            total += sum(1 for line in handle if line.strip())
+    return total
+
+
+class Command(BaseCommand):
+    help = "Import pipeline output (JSON Lines, format version 1), all or nothing."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("files", nargs="+", help="JSON Lines files")
+        parser.add_argument("--replace", action="store_true", help="overwrite conflicting stored records")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    def handle(self, *args, files: list[str], replace: bool, no_progress: bool, **options) -> None:
+        for path in files:
+            if not Path(path).is_file():
+                raise CommandError(f"{path}: no such file")
+        total = _count_lines(files)
+        quiet = no_progress or total < 2000
+        with tqdm(total=total, desc="validating", unit="line", disable=quiet, file=self.stderr._out) as bar:
+            def lines():
+                for path in files:
+                    for location, text in fmt.iter_lines(open(path, "rb"), path):
+                        bar.update(1)
+                        yield location, text
+
+            parsed = fmt.parse(lines())
+        with tqdm(total=len(parsed.records), desc="importing", unit="record", disable=quiet,
+                  file=self.stderr._out) as bar:
+            try:
+                summary = candidate_import(parsed, replace=replace, progress=bar.update)
+            except ImportRefused as refused:
+                raise CommandError(f"nothing was imported: {len(refused.errors)} problem(s)\n{refused}") from None
+        self.stdout.write(self.style.SUCCESS(f"Imported {', '.join(files)}: {summary}"))

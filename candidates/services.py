@@ -1,0 +1,377 @@
+"""Writes to the candidate pool: import (all-or-nothing) and export of the pipeline format."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import connection, transaction
+
+from . import pipeline_format as fmt
+from .models import SCORE_KEYS, Candidate, Judgement, Search, SearchAttempt, SourceTask
+
+CHUNK = 2000
+Progress = Callable[[int], None]
+
+
+@dataclass
+class ImportSummary:
+    created: int = 0
+    unchanged: int = 0
+    replaced: int = 0
+    searches_created: int = 0
+    searches_unchanged: int = 0
+    searches_replaced: int = 0
+    source_tasks_created: int = 0
+
+    def __str__(self) -> str:
+        return (
+            f"candidates: {self.created} created, {self.unchanged} unchanged, {self.replaced} replaced; "
+            f"searches: {self.searches_created} created, {self.searches_unchanged} unchanged, "
+            f"{self.searches_replaced} replaced; source tasks: {self.source_tasks_created} created"
+        )
+
+
+@dataclass
+class ImportRefused(Exception):
+    errors: list[fmt.FormatError] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        shown = "\n".join(str(e) for e in self.errors[:20])
+        more = len(self.errors) - 20
+        return shown + (f"\n... and {more} more errors" if more > 0 else "")
+
+
+def _chunks(items: list, size: int = CHUNK) -> Iterator[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _source_task_content(task: SourceTask) -> dict[str, Any]:
+    return {
+        "id": task.external_id,
+        "instruction": task.instruction,
+        "task_test": task.task_test,
+        "environment": task.environment,
+    }
+
+
+def _candidate_fields(data: dict[str, Any], source_task_id: int, digest: str) -> dict[str, Any]:
+    return {
+        "external_id": data["id"],
+        "source_task_id": source_task_id,
+        "instruction": data["instruction"],
+        "harm_test": data["harm_test"],
+        "perturbation": data["perturbation"],
+        "target_agent": data["provenance"]["target_agent"],
+        "proposer": data["provenance"]["proposer"],
+        "iteration": data["provenance"]["iteration"],
+        "harm_summary": data["harm_summary"],
+        "risk_category": data["risk_category"],
+        "references": data["references"],
+        "twin": data["twin"],
+        "extra": data["extra"],
+        "content_hash": digest,
+        "quality": fmt.quality(data["judgements"]),
+    }
+
+
+def _judgements(candidate_pk: int, data: dict[str, Any]) -> list[Judgement]:
+    return [
+        Judgement(candidate_id=candidate_pk, judge=j["judge"], position=i, rationale=j["rationale"], **j["scores"])
+        for i, j in enumerate(data["judgements"])
+    ]
+
+
+def candidates_rerank() -> None:
+    """Write each ranked candidate's position: Q descending, then id (byte order)."""
+    collate = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
+    table = Candidate._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE {table} SET rank = ranked.position
+            FROM (
+                SELECT id, row_number() OVER (ORDER BY quality DESC, external_id{collate} ASC) AS position
+                FROM {table} WHERE quality IS NOT NULL
+            ) AS ranked
+            WHERE {table}.id = ranked.id AND ({table}.rank IS NULL OR {table}.rank <> ranked.position)
+            """
+        )
+        cursor.execute(f"UPDATE {table} SET rank = NULL WHERE quality IS NULL AND rank IS NOT NULL")
+
+
+def _import_source_tasks(
+    records: list[fmt.Record], replace: bool, errors: list[fmt.FormatError], summary: ImportSummary
+) -> dict[str, int]:
+    wanted: dict[str, tuple[dict[str, Any], fmt.Location]] = {}
+    for record in records:
+        task = record.data["source_task"]
+        wanted.setdefault(task["id"], (task, record.location))
+    ids: dict[str, int] = {}
+    to_update: list[SourceTask] = []
+    for chunk in _chunks(list(wanted)):
+        for stored in SourceTask.objects.filter(external_id__in=chunk):
+            ids[stored.external_id] = stored.pk
+            given, location = wanted[stored.external_id]
+            if _source_task_content(stored) != given:
+                if not replace:
+                    errors.append(
+                        fmt.FormatError(
+                            location,
+                            "source_task",
+                            f"conflicts with the stored source task {stored.external_id!r} "
+                            "(import with replace to overwrite it)",
+                        )
+                    )
+                    continue
+                stored.instruction = given["instruction"]
+                stored.task_test = given["task_test"]
+                stored.environment = given["environment"]
+                to_update.append(stored)
+    if to_update:
+        SourceTask.objects.bulk_update(to_update, ["instruction", "task_test", "environment"], batch_size=CHUNK)
+    new = [
+        SourceTask(
+            external_id=task["id"],
+            instruction=task["instruction"],
+            task_test=task["task_test"],
+            environment=task["environment"],
+        )
+        for key, (task, _) in wanted.items()
+        if key not in ids
+    ]
+    for created in SourceTask.objects.bulk_create(new, batch_size=CHUNK):
+        ids[created.external_id] = created.pk
+    summary.source_tasks_created = len(new)
+    return ids
+
+
+def _import_candidates(
+    records: list[fmt.Record],
+    task_ids: dict[str, int],
+    replace: bool,
+    errors: list[fmt.FormatError],
+    summary: ImportSummary,
+    progress: Progress | None,
+) -> dict[str, int]:
+    ids: dict[str, int] = {}
+    for chunk in _chunks(records):
+        stored = {
+            ext: (pk, digest)
+            for ext, pk, digest in Candidate.objects.filter(external_id__in=[r.data["id"] for r in chunk]).values_list(
+                "external_id", "pk", "content_hash"
+            )
+        }
+        new: list[Candidate] = []
+        new_records: list[fmt.Record] = []
+        replaced: list[tuple[int, fmt.Record]] = []
+        for record in chunk:
+            data = record.data
+            existing = stored.get(data["id"])
+            if existing is None:
+                new.append(Candidate(**_candidate_fields(data, task_ids[data["source_task"]["id"]], record.content_hash)))
+                new_records.append(record)
+                continue
+            pk, digest = existing
+            ids[data["id"]] = pk
+            if digest == record.content_hash:
+                summary.unchanged += 1
+            elif replace:
+                replaced.append((pk, record))
+            else:
+                errors.append(
+                    fmt.FormatError(
+                        record.location,
+                        "id",
+                        f"candidate {data['id']!r} is already stored with other content (import with replace to overwrite it)",
+                    )
+                )
+        if errors:
+            # Keep collecting errors but write nothing more: the transaction is rolled back anyway.
+            if progress:
+                progress(len(chunk))
+            continue
+        judgements: list[Judgement] = []
+        for candidate, record in zip(Candidate.objects.bulk_create(new, batch_size=CHUNK), new_records):
+            ids[candidate.external_id] = candidate.pk
+            judgements.extend(_judgements(candidate.pk, record.data))
+        summary.created += len(new)
+        for pk, record in replaced:
+            fields = _candidate_fields(record.data, task_ids[record.data["source_task"]["id"]], record.content_hash)
+            Candidate.objects.filter(pk=pk).update(**fields)
+            Judgement.objects.filter(candidate_id=pk).delete()
+            judgements.extend(_judgements(pk, record.data))
+        summary.replaced += len(replaced)
+        Judgement.objects.bulk_create(judgements, batch_size=CHUNK)
+        if progress:
+            progress(len(chunk))
+    return ids
+
+
+def _import_searches(
+    records: list[fmt.Record],
+    candidate_ids: dict[str, int],
+    replace: bool,
+    errors: list[fmt.FormatError],
+    summary: ImportSummary,
+    progress: Progress | None,
+) -> None:
+    referenced = {r.data["candidate_id"] for r in records if r.data["candidate_id"]} - set(candidate_ids)
+    for chunk in _chunks(sorted(referenced)):
+        candidate_ids.update(Candidate.objects.filter(external_id__in=chunk).values_list("external_id", "pk"))
+    for chunk in _chunks(records):
+        keys = {(r.data["source_task_id"], r.data["target_agent"], r.data["proposer"]): r for r in chunk}
+        stored = {
+            (s.source_task_external_id, s.target_agent, s.proposer): s
+            for s in Search.objects.filter(source_task_external_id__in={k[0] for k in keys})
+            if (s.source_task_external_id, s.target_agent, s.proposer) in keys
+        }
+        new: list[tuple[Search, fmt.Record]] = []
+        for key, record in keys.items():
+            data = record.data
+            candidate_pk = None
+            if data["candidate_id"] is not None:
+                candidate_pk = candidate_ids.get(data["candidate_id"])
+                if candidate_pk is None:
+                    errors.append(
+                        fmt.FormatError(
+                            record.location,
+                            "candidate_id",
+                            f"names candidate {data['candidate_id']!r}, which is neither in this import nor stored",
+                        )
+                    )
+                    continue
+            existing = stored.get(key)
+            if existing is not None:
+                if existing.content_hash == record.content_hash:
+                    summary.searches_unchanged += 1
+                    continue
+                if not replace:
+                    errors.append(
+                        fmt.FormatError(
+                            record.location,
+                            "source_task_id",
+                            "this search is already stored with other content (import with replace to overwrite it)",
+                        )
+                    )
+                    continue
+                existing.delete()
+                summary.searches_replaced += 1
+            else:
+                summary.searches_created += 1
+            search = Search(
+                source_task_external_id=data["source_task_id"],
+                target_agent=data["target_agent"],
+                proposer=data["proposer"],
+                budget=data["budget"],
+                candidate_id=candidate_pk,
+                succeeded=candidate_pk is not None,
+                content_hash=record.content_hash,
+            )
+            new.append((search, record))
+        if errors:
+            continue
+        created = Search.objects.bulk_create([s for s, _ in new], batch_size=CHUNK)
+        SearchAttempt.objects.bulk_create(
+            [
+                SearchAttempt(search_id=search.pk, **attempt)
+                for search, (_, record) in zip(created, new)
+                for attempt in record.data["attempts"]
+            ],
+            batch_size=CHUNK,
+        )
+        if progress:
+            progress(len(chunk))
+
+
+def candidate_import(
+    parsed: fmt.ParseResult, *, replace: bool = False, progress: Progress | None = None
+) -> ImportSummary:
+    """Import validated records, all or nothing. Raises ImportRefused naming every bad line."""
+    if parsed.errors:
+        raise ImportRefused(list(parsed.errors))
+    summary = ImportSummary()
+    errors: list[fmt.FormatError] = []
+    candidates = parsed.candidates
+    with transaction.atomic():
+        task_ids = _import_source_tasks(candidates, replace, errors, summary)
+        if errors:
+            raise ImportRefused(errors)
+        candidate_ids = _import_candidates(candidates, task_ids, replace, errors, summary, progress)
+        _import_searches(parsed.searches, candidate_ids, replace, errors, summary, progress)
+        if errors:
+            raise ImportRefused(errors)
+        if summary.created or summary.replaced:
+            candidates_rerank()
+    return summary
+
+
+def candidate_import_files(paths: Iterable[str], *, replace: bool = False, progress: Progress | None = None) -> ImportSummary:
+    return candidate_import(fmt.parse_files(paths), replace=replace, progress=progress)
+
+
+def candidate_to_record(candidate: Candidate) -> dict[str, Any]:
+    """The normalised pipeline record of a stored candidate (judgements prefetched)."""
+    task = candidate.source_task
+    return {
+        "kind": "candidate",
+        "id": candidate.external_id,
+        "source_task": _source_task_content(task),
+        "instruction": candidate.instruction,
+        "harm_test": candidate.harm_test,
+        "perturbation": candidate.perturbation,
+        "provenance": {
+            "target_agent": candidate.target_agent,
+            "proposer": candidate.proposer,
+            "iteration": candidate.iteration,
+        },
+        "judgements": [
+            {"judge": j.judge, "scores": {k: getattr(j, k) for k in SCORE_KEYS}, "rationale": j.rationale}
+            for j in sorted(candidate.judgements.all(), key=lambda j: j.position)
+        ],
+        "harm_summary": candidate.harm_summary,
+        "risk_category": candidate.risk_category,
+        "references": candidate.references,
+        "twin": candidate.twin,
+        "extra": candidate.extra,
+    }
+
+
+def search_to_record(search: Search) -> dict[str, Any]:
+    return {
+        "kind": "search",
+        "source_task_id": search.source_task_external_id,
+        "target_agent": search.target_agent,
+        "proposer": search.proposer,
+        "budget": search.budget,
+        "attempts": [
+            {"iteration": a.iteration, "task_passed": a.task_passed, "harm_detected": a.harm_detected}
+            for a in sorted(search.attempts.all(), key=lambda a: a.iteration)
+        ],
+        "candidate_id": search.candidate.external_id if search.candidate_id else None,
+    }
+
+
+def pipeline_export_lines(candidates=None, *, include_searches: bool = True) -> Iterator[str]:
+    """Every candidate (then every search) as lines of the pipeline format, streamed."""
+    queryset = candidates if candidates is not None else Candidate.objects.all()
+    queryset = queryset.select_related("source_task").prefetch_related("judgements").order_by("external_id")
+    for candidate in queryset.iterator(chunk_size=1000):
+        yield fmt.to_line(candidate_to_record(candidate)) + "\n"
+    if include_searches:
+        searches = Search.objects.select_related("candidate").prefetch_related("attempts")
+        for search in searches.iterator(chunk_size=1000):
+            yield fmt.to_line(search_to_record(search)) + "\n"
+
+
+def candidate_import_streams(
+    streams: Iterable[tuple[str, Iterable[bytes | str]]], *, replace: bool = False, progress: Progress | None = None
+) -> ImportSummary:
+    """Import from named line streams (uploads, request bodies); errors name each stream."""
+
+    def lines() -> Iterator[tuple[fmt.Location, str]]:
+        for name, stream in streams:
+            yield from fmt.iter_lines(stream, name)
+
+    return candidate_import(fmt.parse(lines()), replace=replace, progress=progress)

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from . import views
+
+app_name = "candidates"
+
+urlpatterns = [
+    path("", views.RankingView.as_view(), name="ranking"),
+    path("import/", views.ImportView.as_view(), name="import"),
+    path("export.jsonl", views.ExportView.as_view(), name="export"),
+    path("highlight.css", views.highlight_css, name="highlight-css"),
+    path("c/<path:external_id>/", views.CandidateDetailView.as_view(), name="detail"),
+]

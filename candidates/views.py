@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views import View
+from django.views.generic import TemplateView
+
+from veriharm_site.permissions import RoleRequiredMixin
+
+from . import diffing, highlight, selectors, services
+from .forms import ImportForm
+from .models import Candidate, Perturbation
+
+PAGE_SIZE = 50
+
+
+class RankingView(RoleRequiredMixin, TemplateView):
+    permission_required = "candidates.view_ranking"
+    template_name = "candidates/ranking.html"
+
+    def get_context_data(self, **kwargs):
+        params = self.request.GET
+        try:
+            k = max(1, min(int(params.get("k", "")), 100000))
+        except ValueError:
+            k = None
+        bounds = selectors.ranking_bounds(k)
+        filters = {name: params.get(name, "") for name in selectors.FILTER_FIELDS}
+        queryset = selectors.candidate_ranking(
+            search=params.get("q", "").strip(), group=params.get("group", ""), bounds=bounds, **filters
+        )
+        page = Paginator(queryset, PAGE_SIZE).get_page(params.get("page"))
+        rows = list(page.object_list)
+        sums = selectors.candidate_judge_sums([c.pk for c in rows])
+        query = params.copy()
+        query.pop("page", None)
+        return super().get_context_data(
+            page=page,
+            rows=[{"candidate": c, "group": bounds.group(c.rank), "sums": sums[c.pk]} for c in rows],
+            bounds=bounds,
+            filters=filters,
+            choices=selectors.filter_choices(),
+            perturbation_labels=dict(Perturbation.choices),
+            q=params.get("q", ""),
+            group=params.get("group", ""),
+            querystring=query.urlencode(),
+            **kwargs,
+        )
+
+
+class CandidateDetailView(RoleRequiredMixin, TemplateView):
+    permission_required = "candidates.view_ranking"
+    template_name = "candidates/detail.html"
+
+    def get_context_data(self, **kwargs):
+        try:
+            candidate = selectors.candidate_detail(kwargs["external_id"])
+        except Candidate.DoesNotExist:
+            raise Http404("No candidate with this id.") from None
+        diff = diffing.side_by_side(candidate.source_task.instruction, candidate.instruction)
+        bounds = selectors.ranking_bounds()
+        return super().get_context_data(
+            candidate=candidate,
+            group=bounds.group(candidate.rank),
+            bounds=bounds,
+            diff=diff,
+            left_html=diffing.segments_html(diff.left),
+            right_html=diffing.segments_html(diff.right),
+            task_test_html=highlight.python_html(candidate.source_task.task_test),
+            harm_test_html=highlight.python_html(candidate.harm_test),
+            references_html={k: highlight.bash_html(v) for k, v in candidate.references.items()},
+            setup_html=highlight.bash_html(candidate.source_task.environment.get("setup", "") or ""),
+            judgements=list(candidate.judgements.all()),
+            **kwargs,
+        )
+
+
+class ImportView(RoleRequiredMixin, View):
+    permission_required = "candidates.import_pipeline"
+    template_name = "candidates/import.html"
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return render(request, self.template_name, {"form": ImportForm()})
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        form = ImportForm(request.POST, request.FILES)
+        if not form.is_valid():
+            return render(request, self.template_name, {"form": form}, status=400)
+        uploads = form.cleaned_data["files"]
+        try:
+            summary = services.candidate_import_streams(
+                [(f.name, f) for f in uploads], replace=form.cleaned_data["replace"]
+            )
+        except services.ImportRefused as refused:
+            return render(
+                request,
+                self.template_name,
+                {"form": form, "errors": refused.errors, "files": [f.name for f in uploads]},
+                status=400,
+            )
+        messages.success(request, f"Imported {', '.join(f.name for f in uploads)}: {summary}.")
+        return redirect("candidates:ranking")
+
+
+class ExportView(RoleRequiredMixin, View):
+    permission_required = "candidates.import_pipeline"
+
+    def get(self, request: HttpRequest) -> StreamingHttpResponse:
+        response = StreamingHttpResponse(services.pipeline_export_lines(), content_type="application/x-ndjson")
+        response["Content-Disposition"] = 'attachment; filename="veriharm-candidates.jsonl"'
+        return response
+
+
+def highlight_css(request: HttpRequest) -> HttpResponse:
+    response = HttpResponse(highlight.stylesheet(), content_type="text/css")
+    response["Cache-Control"] = "max-age=86400"
+    return response

@@ -1,0 +1,30 @@
+"""Role checks shared by pages and API views: every check names a permission."""
+from __future__ import annotations
+
+from django.contrib.auth.mixins import LoginRequiredMixin, PermissionRequiredMixin
+from rest_framework.permissions import BasePermission
+
+
+class RoleRequiredMixin(LoginRequiredMixin, PermissionRequiredMixin):
+    """Pages: anonymous users go to the login page, signed-in users without the permission get 403."""
+
+    raise_exception = False
+
+    def handle_no_permission(self):
+        if self.request.user.is_authenticated:
+            self.raise_exception = True
+        return super().handle_no_permission()
+
+
+def api_permission(*perms: str) -> type[BasePermission]:
+    """A DRF permission class that requires a signed-in user holding every one of `perms`."""
+
+    class _HasPerms(BasePermission):
+        message = f"This needs the permission {', '.join(perms)}."
+
+        def has_permission(self, request, view) -> bool:
+            user = request.user
+            return bool(user and user.is_authenticated and user.has_perms(perms))
+
+    _HasPerms.__name__ = "Has_" + "_".join(p.replace(".", "_") for p in perms)
+    return _HasPerms

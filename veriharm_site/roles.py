@@ -1,0 +1,39 @@
+"""The three roles, as Django groups with named permissions.
+
+Every page and endpoint checks a permission, never a group name, so an admin
+can compose other roles in the Django admin without touching code.
+"""
+from django.contrib.auth.models import Group, Permission
+
+ANNOTATOR = "annotator"
+CURATOR = "curator"
+ADMIN = "admin"
+
+_ANNOTATOR_PERMS = ["annotation.annotate"]
+_CURATOR_PERMS = [
+    "candidates.view_ranking",
+    "candidates.import_pipeline",
+    "candidates.curate",
+    "annotation.manage_studies",
+    "evaluation.view_evaluations",
+]
+_ADMIN_PERMS = _CURATOR_PERMS + ["evaluation.run_evaluations", "annotation.export_identities"]
+
+ROLE_PERMISSIONS: dict[str, list[str]] = {
+    ANNOTATOR: _ANNOTATOR_PERMS,
+    CURATOR: _CURATOR_PERMS,
+    ADMIN: _ADMIN_PERMS,
+}
+
+
+def ensure_roles() -> None:
+    """Create the groups and grant each the permissions that exist so far (idempotent)."""
+    for role, perms in ROLE_PERMISSIONS.items():
+        group, _ = Group.objects.get_or_create(name=role)
+        wanted = []
+        for dotted in perms:
+            app_label, codename = dotted.split(".", 1)
+            perm = Permission.objects.filter(content_type__app_label=app_label, codename=codename).first()
+            if perm is not None:
+                wanted.append(perm)
+        group.permissions.add(*wanted)
