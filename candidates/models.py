@@ -54,6 +54,8 @@ class Candidate(models.Model):
     extra = models.JSONField(default=dict, blank=True)
     # sha256 of the canonical JSON of the imported line: an identical re-import is detected without a diff.
     content_hash = models.CharField(max_length=64)
+    # Bumped by every curator edit of the instruction or harm test; results of an older revision are stale.
+    revision = models.PositiveIntegerField(default=1)
     quality = models.FloatField(null=True, blank=True)
     rank = models.PositiveIntegerField(null=True, blank=True)
     imported_at = models.DateTimeField(auto_now_add=True)

@@ -26,10 +26,16 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
 }
 
 
+# Admins also manage every record of these apps in the Django admin.
+ADMIN_APPS = ("auth", "candidates", "annotation", "evaluation")
+
+
 def ensure_roles() -> None:
     """Create the groups and grant each the permissions that exist so far (idempotent)."""
     for role, perms in ROLE_PERMISSIONS.items():
         group, _ = Group.objects.get_or_create(name=role)
+        if role == ADMIN:
+            group.permissions.add(*Permission.objects.filter(content_type__app_label__in=ADMIN_APPS))
         wanted = []
         for dotted in perms:
             app_label, codename = dotted.split(".", 1)

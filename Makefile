@@ -1,0 +1,45 @@
+# VeriHarm Review. `make run` to try it, `make test` to test it.
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/veriharm
+TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
+
+.PHONY: run install test test-fast services sandbox-image benchmarks check clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(PY) || "$$(scripts/find_python.sh)" -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Install, migrate, load demo data and users, start a worker and the web server.
+run: install
+	scripts/run_local.sh
+
+## The whole suite against PostgreSQL and Redis at their usual local addresses.
+test: install
+	scripts/system_packages.sh
+	scripts/start_docker.sh
+	scripts/build_sandbox_image.sh
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(PYTEST_ARGS)
+
+## Without the browser and sandbox preparation (for quick runs while developing).
+test-fast: install
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest -m "not browser" $(PYTEST_ARGS)
+
+## Start PostgreSQL and Redis on this machine if they are down.
+services:
+	scripts/start_services.sh
+
+check: install
+	$(PY) manage.py check
+	DJANGO_SETTINGS_MODULE=veriharm_site.settings.production DJANGO_SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(64))') $(PY) manage.py check --deploy --fail-level WARNING
+
+benchmarks: install
+	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) benchmarks/import_bench.py
+
+clean:
+	rm -rf var .pytest_cache

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Run the application on the embedded default (SQLite, filesystem broker): a Celery worker
+# in the background and the development server in the foreground.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+HOST=${HOST:-127.0.0.1}
+PORT=${PORT:-8000}
+$PY manage.py migrate --noinput -v0
+$PY manage.py load_demo
+mkdir -p var
+.venv/bin/celery -A veriharm_site worker --loglevel=INFO --concurrency=2 > var/worker.log 2>&1 &
+worker=$!
+trap 'kill $worker 2>/dev/null || true' EXIT INT TERM
+echo
+echo "VeriHarm Review is running at http://$HOST:$PORT/  (worker log: var/worker.log; Ctrl-C stops both)"
+echo
+$PY manage.py runserver "$HOST:$PORT"

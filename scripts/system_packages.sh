@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Debian packages the test suite needs: Chromium for browser tests, bubblewrap and Docker for sandboxes.
+set -euo pipefail
+missing=()
+command -v chromium >/dev/null || missing+=(chromium)
+command -v bwrap >/dev/null || missing+=(bubblewrap)
+command -v dockerd >/dev/null || missing+=(docker.io)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+  echo "Missing system packages: ${missing[*]}. Install them with: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "Installing ${missing[*]} ..."
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null

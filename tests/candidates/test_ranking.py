@@ -1,0 +1,60 @@
+"""Q(c) and the ranking, against hand computations."""
+import pytest
+
+from candidates.selectors import candidate_ranking, ranking_bounds
+from candidates.services import candidate_import_streams
+from tests.factories import CandidateLineFactory, jsonl, with_judges
+
+pytestmark = pytest.mark.django_db
+
+
+def import_lines(*lines):
+    return candidate_import_streams([("t.jsonl", jsonl(*lines).splitlines())])
+
+
+def test_q_is_the_mean_over_judges_of_each_judges_sum(db):
+    import_lines(with_judges(CandidateLineFactory(id="a"), (5, 4, 5, 5, 4), (5, 4, 5, 5, 3)))  # 23 and 22
+    candidate = candidate_ranking().get(external_id="a")
+    assert candidate.quality == pytest.approx(22.5)
+
+
+def test_ranking_orders_by_q_then_id_and_marks_top_and_bottom(db, client, curator):
+    # Hand computation: sums 25, 20, 20, 15, 10 and one unjudged candidate.
+    lines = [
+        with_judges(CandidateLineFactory(id="e-low"), (2, 2, 2, 2, 2)),                 # Q 10
+        with_judges(CandidateLineFactory(id="b-tie"), (4, 4, 4, 4, 4)),                 # Q 20
+        with_judges(CandidateLineFactory(id="a-tie"), (5, 5, 5, 5, 5), (3, 3, 3, 3, 3)),  # Q 20
+        with_judges(CandidateLineFactory(id="z-best"), (5, 5, 5, 5, 5)),                # Q 25
+        with_judges(CandidateLineFactory(id="c-mid"), (3, 3, 3, 3, 3)),                 # Q 15
+        with_judges(CandidateLineFactory(id="u-none")),                                  # no Q
+    ]
+    import_lines(*lines)
+    ranked = list(candidate_ranking().values_list("external_id", "rank", "quality"))
+    assert ranked == [
+        ("z-best", 1, 25.0), ("a-tie", 2, 20.0), ("b-tie", 3, 20.0), ("c-mid", 4, 15.0), ("e-low", 5, 10.0),
+        ("u-none", None, None),
+    ]
+    bounds = ranking_bounds(k=2)
+    assert [c.external_id for c in candidate_ranking(group="top", bounds=bounds)] == ["z-best", "a-tie"]
+    assert [c.external_id for c in candidate_ranking(group="bottom", bounds=bounds)] == ["c-mid", "e-low"]
+
+    client.force_login(curator)
+    page = client.get("/candidates/?k=2").content.decode()
+    assert page.index("z-best") < page.index("a-tie") < page.index("b-tie") < page.index("c-mid") < page.index("e-low")
+    assert page.count('class="row-top"') == 2 and page.count('class="row-bottom"') == 2
+
+
+def test_a_new_import_reranks_everything(db):
+    import_lines(with_judges(CandidateLineFactory(id="first"), (3, 3, 3, 3, 3)))
+    import_lines(with_judges(CandidateLineFactory(id="second"), (4, 4, 4, 4, 4)))
+    assert list(candidate_ranking().values_list("external_id", "rank")) == [("second", 1), ("first", 2)]
+
+
+def test_filters_and_search(db):
+    import_lines(
+        with_judges(CandidateLineFactory(id="x1", perturbation="delegation_of_control"), (4, 4, 4, 4, 4)),
+        with_judges(CandidateLineFactory(id="x2", risk_category="persistence"), (3, 3, 3, 3, 3)),
+    )
+    assert [c.external_id for c in candidate_ranking(perturbation="delegation_of_control")] == ["x1"]
+    assert [c.external_id for c in candidate_ranking(risk_category="persistence")] == ["x2"]
+    assert [c.external_id for c in candidate_ranking(search="X2")] == ["x2"]

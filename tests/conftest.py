@@ -1,0 +1,101 @@
+"""Shared fixtures: real PostgreSQL and Redis, users in each role, logged-in clients."""
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from rest_framework.test import APIClient
+
+from veriharm_site.roles import ADMIN, ANNOTATOR, CURATOR, ensure_roles
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "data" / "examples"
+PASSWORD = "test-password-1"
+
+
+def _reachable(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    db = settings.DATABASES["default"]
+    broker = urlparse(settings.CELERY_BROKER_URL)
+    problems = []
+    if db["ENGINE"] != "django.db.backends.postgresql":
+        problems.append(f"the tests need PostgreSQL, but DATABASE_URL points to {db['ENGINE']}")
+    elif not _reachable(db.get("HOST") or "127.0.0.1", int(db.get("PORT") or 5432)):
+        problems.append(
+            f"PostgreSQL is not reachable at {db.get('HOST')}:{db.get('PORT') or 5432} "
+            "(start it, e.g. `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`, "
+            "or set DATABASE_URL)"
+        )
+    if broker.scheme != "redis" or not _reachable(broker.hostname or "127.0.0.1", broker.port or 6379):
+        problems.append(
+            f"Redis is not reachable at {settings.CELERY_BROKER_URL} "
+            "(start it, e.g. `redis-server --daemonize yes --bind 127.0.0.1 --port 6379`, or set CELERY_BROKER_URL)"
+        )
+    if problems:
+        raise pytest.UsageError("Cannot run the test suite:\n  - " + "\n  - ".join(problems))
+
+
+def make_user(username: str, role: str | None):
+    ensure_roles()
+    user = get_user_model().objects.create_user(username=username, password=PASSWORD)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    if role == ADMIN:
+        user.is_staff = True
+        user.save()
+    return user
+
+
+@pytest.fixture
+def annotator(db):
+    return make_user("ann", ANNOTATOR)
+
+
+@pytest.fixture
+def curator(db):
+    return make_user("cur", CURATOR)
+
+
+@pytest.fixture
+def admin_user(db):
+    return make_user("adm", ADMIN)
+
+
+def _client(user) -> APIClient:
+    client = APIClient()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def annotator_client(annotator) -> APIClient:
+    return _client(annotator)
+
+
+@pytest.fixture
+def curator_client(curator) -> APIClient:
+    return _client(curator)
+
+
+@pytest.fixture
+def admin_client_(admin_user) -> APIClient:
+    return _client(admin_user)
+
+
+@pytest.fixture
+def examples_imported(db):
+    from candidates.services import candidate_import_files
+
+    return candidate_import_files([str(EXAMPLES / "candidates.jsonl"), str(EXAMPLES / "search.jsonl")])
