@@ -28,10 +28,10 @@ class RankingView(RoleRequiredMixin, TemplateView):
             k = None
         bounds = selectors.ranking_bounds(k)
         filters = {name: params.get(name, "") for name in selectors.FILTER_FIELDS}
-        queryset = selectors.candidate_ranking(
+        rows_source = selectors.candidate_ranking_pageable(
             search=params.get("q", "").strip(), group=params.get("group", ""), bounds=bounds, **filters
         )
-        page = Paginator(queryset, PAGE_SIZE).get_page(params.get("page"))
+        page = Paginator(rows_source, PAGE_SIZE).get_page(params.get("page"))
         rows = list(page.object_list)
         sums = selectors.candidate_judge_sums([c.pk for c in rows])
         query = params.copy()

@@ -58,3 +58,20 @@ def test_filters_and_search(db):
     assert [c.external_id for c in candidate_ranking(perturbation="delegation_of_control")] == ["x1"]
     assert [c.external_id for c in candidate_ranking(risk_category="persistence")] == ["x2"]
     assert [c.external_id for c in candidate_ranking(search="X2")] == ["x2"]
+
+
+def test_pages_of_the_ranking_follow_rank_order_into_the_unranked(db):
+    from django.core.paginator import Paginator
+
+    from candidates.selectors import candidate_ranking_pageable
+
+    lines = [with_judges(CandidateLineFactory(id=f"r{i:02d}"), (1 + i % 5,) * 5) for i in range(7)]
+    lines += [with_judges(CandidateLineFactory(id=f"u{i}")) for i in range(2)]
+    import_lines(*lines)
+    expected = list(candidate_ranking().values_list("external_id", flat=True))
+    bounds = ranking_bounds(k=3)
+    paginator = Paginator(candidate_ranking_pageable(bounds=bounds), 4)
+    walked = [c.external_id for n in paginator.page_range for c in paginator.page(n).object_list]
+    assert paginator.count == 9 and walked == expected and walked[-2:] == ["u0", "u1"]
+    bottom = Paginator(candidate_ranking_pageable(group="bottom", bounds=bounds), 2)
+    assert [c.external_id for n in bottom.page_range for c in bottom.page(n).object_list] == expected[4:7]
