@@ -158,3 +158,22 @@ LOGGING = {
 
 # Candidates: how many make the benchmark (top-K) and the control group (bottom-K).
 VERIHARM_TOP_K = env.int("VERIHARM_TOP_K", default=150)
+
+# --- Evaluations (evaluation app) -------------------------------------------------------------
+# Which sandbox backend a run uses unless its launcher picks one: "local" (bubblewrap) or "docker".
+VERIHARM_SANDBOX_BACKEND = env.str("VERIHARM_SANDBOX_BACKEND", default="local")
+# Limits of every sandbox a trial creates.
+VERIHARM_SANDBOX_MEMORY_MB = env.int("VERIHARM_SANDBOX_MEMORY_MB", default=512)
+VERIHARM_SANDBOX_CPUS = env.float("VERIHARM_SANDBOX_CPUS", default=1.0)
+VERIHARM_SANDBOX_PIDS = env.int("VERIHARM_SANDBOX_PIDS", default=256)
+VERIHARM_SANDBOX_DISK_MB = env.int("VERIHARM_SANDBOX_DISK_MB", default=256)
+# Seconds each of V_task and V_harm may run.
+VERIHARM_TEST_TIMEOUT = env.int("VERIHARM_TEST_TIMEOUT", default=120)
+# Infrastructure failures (not agent outcomes) are retried this many times in all, then unresolved.
+VERIHARM_TRIAL_MAX_ATTEMPTS = env.int("VERIHARM_TRIAL_MAX_ATTEMPTS", default=3)
+# A running trial whose heartbeat is older than the lease is taken over by the next delivery of
+# its task (its worker died). The heartbeat must beat well within the lease.
+VERIHARM_TRIAL_LEASE_SECONDS = env.int("VERIHARM_TRIAL_LEASE_SECONDS", default=120)
+VERIHARM_TRIAL_HEARTBEAT_SECONDS = env.float("VERIHARM_TRIAL_HEARTBEAT_SECONDS", default=10.0)
+# A whole trial (agent limit + both tests + setup) must end inside CELERY_TASK_SOFT_TIME_LIMIT.
+VERIHARM_AGENT_MAX_TIME_LIMIT = env.int("VERIHARM_AGENT_MAX_TIME_LIMIT", default=40 * 60)

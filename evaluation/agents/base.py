@@ -1,0 +1,81 @@
+"""What every agent harness shares: how it reports steps and how its run ends.
+
+An agent sees only the sandbox and the perturbed task t~; the trial protocol
+(`evaluation.trial`) owns everything before and after.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evaluation.sandbox.base import Sandbox
+
+TAIL_CHARS = 4000
+
+
+def output_tail(text: str | bytes | None, limit: int = TAIL_CHARS) -> str:
+    """The end of an output: what usually explains a failure is at the bottom."""
+    if text is None:
+        return ""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    text = text.replace("\x00", "")  # PostgreSQL text cannot hold NUL
+    if len(text) <= limit:
+        return text
+    return f"[... {len(text) - limit} characters cut ...]\n" + text[-limit:]
+
+
+def combined_output(stdout: str | bytes | None, stderr: str | bytes | None) -> str:
+    """stdout, then stderr under a marker, as one text."""
+    out = stdout.decode("utf-8", "replace") if isinstance(stdout, bytes) else (stdout or "")
+    err = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else (stderr or "")
+    return out + (("\n[stderr]\n" + err) if err else "")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One transcript entry: a model message, a command and its result, or a harness note."""
+
+    kind: str
+    content: str = ""
+    command: str = ""
+    exit_code: int | None = None
+    timed_out: bool = False
+    duration: float | None = None
+
+
+StepSink = Callable[[Step], None]
+StopCheck = Callable[[], bool]
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    exit_code: int | None
+    timed_out: bool
+    duration: float
+    output: str
+
+
+class AgentError(Exception):
+    """The harness itself failed (endpoint unreachable, malformed reply, missing key).
+
+    Like a SandboxError this is infrastructure, not an agent outcome: the trial is retried.
+    """
+
+
+class AgentStopped(Exception):
+    """The agent noticed its run was cancelled and stopped between steps."""
+
+
+class AgentRunner(ABC):
+    #: Whether the sandbox must have network for this agent to work.
+    needs_network: bool = False
+
+    @abstractmethod
+    def run(
+        self, sandbox: Sandbox, task: str, *, time_limit: float, record: StepSink, should_stop: StopCheck
+    ) -> AgentOutcome:
+        """Run in `sandbox` on `task` for at most `time_limit` seconds."""

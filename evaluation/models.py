@@ -1,0 +1,232 @@
+"""Agents, runs of agents over candidates in sandboxes, and each trial's outcome and transcript."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class AgentKind(models.TextChoices):
+    REFERENCE = "reference", "Reference script"
+    COMMAND = "command", "Command in the sandbox"
+    OPENAI_COMPATIBLE = "openai_compatible", "OpenAI-compatible bash-tool loop"
+
+
+class Agent(models.Model):
+    """A system under evaluation: a model driven by a harness.
+
+    `model` and `harness` are recorded separately so results can be laid out as a
+    model x harness matrix. `config` holds what the kind needs:
+    reference: {"script": "safe" | "harmful"};
+    command: {"command": template with {task_file} and {workdir}, "env": {...}};
+    openai_compatible: {"base_url", "model", "api_key_env", "max_steps", "temperature",
+    "command_timeout", "system_prompt"}.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=32, choices=AgentKind.choices)
+    model = models.CharField(max_length=200, blank=True, default="")
+    harness = models.CharField(max_length=200, blank=True, default="")
+    config = models.JSONField(default=dict, blank=True)
+    # Off unless an admin enables it for this agent; the openai-compatible loop never needs it.
+    network = models.BooleanField(default=False)
+    time_limit = models.PositiveIntegerField(default=600, help_text="Seconds the agent may run in one trial")
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=AgentKind.values), name="agent_known_kind"),
+            models.CheckConstraint(condition=Q(time_limit__gte=1), name="agent_time_limit_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Backend(models.TextChoices):
+    LOCAL = "local", "Local (bubblewrap)"
+    DOCKER = "docker", "Docker"
+
+
+class Run(models.Model):
+    """A set of candidates x agents x repetitions, one trial each, executed in the background."""
+
+    name = models.CharField(max_length=200, blank=True, default="")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    backend = models.CharField(max_length=32, choices=Backend.choices)
+    repetitions = models.PositiveSmallIntegerField(default=1)
+    agents = models.ManyToManyField(Agent, related_name="runs")
+    # How the candidates were chosen, for the record: {"kind": "ids" | "filter" | "top_k" | "study" | "rerun", ...}.
+    selection = models.JSONField(default=dict, blank=True)
+    # Set when this run re-evaluates an earlier one; the earlier trials stay as they are.
+    rerun_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns")
+    test_timeout = models.PositiveIntegerField(default=120, help_text="Seconds each test may run")
+    notes = models.TextField(blank=True, default="")
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        permissions = [
+            ("run_evaluations", "Can launch, cancel and re-run evaluations"),
+            ("view_evaluations", "Can see evaluation results"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(backend__in=Backend.values), name="run_known_backend"),
+            models.CheckConstraint(condition=Q(repetitions__gte=1, repetitions__lte=100), name="run_repetitions_range"),
+            models.CheckConstraint(condition=Q(test_timeout__gte=1), name="run_test_timeout_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name or f"Run {self.pk}"
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancelled_at is not None
+
+
+class TrialStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    UNRESOLVED = "unresolved", "Unresolved"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+FINISHED_STATUSES = (TrialStatus.DONE, TrialStatus.UNRESOLVED, TrialStatus.CANCELLED)
+
+
+class Trial(models.Model):
+    """One agent on one candidate, once: r_task and r_harm of the final state.
+
+    Claimed by a worker with a lease (`lease_token`, refreshed through
+    `heartbeat_at`); only the holder of the current lease may record an
+    outcome, so a duplicate delivery or a worker that lost its lease cannot
+    record a second one. A re-evaluation creates new trials; these are never
+    overwritten once finished.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="trials")
+    candidate = models.ForeignKey("candidates.Candidate", on_delete=models.CASCADE, related_name="trials")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="trials")
+    repetition = models.PositiveSmallIntegerField(default=1)
+    # candidate.revision when the run was launched: results of an older revision are stale.
+    candidate_revision = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=TrialStatus.choices, default=TrialStatus.QUEUED)
+    r_task = models.PositiveSmallIntegerField(null=True, blank=True)
+    r_harm = models.PositiveSmallIntegerField(null=True, blank=True)
+    agent_exit_code = models.IntegerField(null=True, blank=True)
+    agent_timed_out = models.BooleanField(default=False)
+    agent_duration = models.FloatField(null=True, blank=True)
+    agent_output = models.TextField(blank=True, default="")
+    task_exit_code = models.IntegerField(null=True, blank=True)
+    task_timed_out = models.BooleanField(default=False)
+    task_duration = models.FloatField(null=True, blank=True)
+    task_output = models.TextField(blank=True, default="")
+    harm_exit_code = models.IntegerField(null=True, blank=True)
+    harm_timed_out = models.BooleanField(default=False)
+    harm_duration = models.FloatField(null=True, blank=True)
+    harm_output = models.TextField(blank=True, default="")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    lease_token = models.CharField(max_length=64, blank=True, default="")
+    worker = models.CharField(max_length=200, blank=True, default="")
+    queued_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "candidate", "agent", "repetition"]
+        indexes = [
+            models.Index(fields=["run", "status"], name="trial_run_status_idx"),
+            models.Index(fields=["candidate", "agent", "-finished_at"], name="trial_candidate_latest_idx"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "candidate", "agent", "repetition"], name="trial_one_per_slot"),
+            models.CheckConstraint(condition=Q(status__in=TrialStatus.values), name="trial_known_status"),
+            models.CheckConstraint(condition=Q(repetition__gte=1), name="trial_repetition_positive"),
+            models.CheckConstraint(
+                condition=(Q(r_task__isnull=True) | Q(r_task__in=(0, 1))) & (Q(r_harm__isnull=True) | Q(r_harm__in=(0, 1))),
+                name="trial_binary_results",
+            ),
+            # A finished trial has both results; any other has neither.
+            models.CheckConstraint(
+                condition=(Q(status=TrialStatus.DONE) & Q(r_task__isnull=False) & Q(r_harm__isnull=False))
+                | (~Q(status=TrialStatus.DONE) & Q(r_task__isnull=True) & Q(r_harm__isnull=True)),
+                name="trial_done_has_results",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} on {self.candidate_id} #{self.repetition} (run {self.run_id})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+    @property
+    def stale(self) -> bool:
+        """Evaluated on an older revision of the candidate (needs `candidate` loaded)."""
+        return self.candidate_revision != self.candidate.revision
+
+
+class TranscriptStep(models.Model):
+    """One step of an agent's run, written as it happens so a crash keeps what came before."""
+
+    class Kind(models.TextChoices):
+        MESSAGE = "message", "Model message"
+        COMMAND = "command", "Command"
+        NOTE = "note", "Harness note"
+
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="steps")
+    attempt = models.PositiveSmallIntegerField()
+    index = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    content = models.TextField(blank=True, default="")
+    command = models.TextField(blank=True, default="")
+    exit_code = models.IntegerField(null=True, blank=True)
+    timed_out = models.BooleanField(default=False)
+    duration = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["trial", "attempt", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["trial", "attempt", "index"], name="step_one_per_index"),
+        ]
+
+
+class ReferenceVerdict(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DISCRIMINATES = "discriminates", "Tests discriminate"
+    FLAGGED = "flagged", "Tests do not discriminate"
+
+
+class ReferenceCheck(models.Model):
+    """Whether a candidate's tests tell its safe reference (1, 0) from its harmful one (1, 1).
+
+    One row per candidate revision, updated when a reference trial of that
+    revision finishes; the latest finished trial of each script decides.
+    """
+
+    candidate = models.ForeignKey("candidates.Candidate", on_delete=models.CASCADE, related_name="reference_checks")
+    candidate_revision = models.PositiveIntegerField()
+    safe_trial = models.ForeignKey(Trial, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    harmful_trial = models.ForeignKey(Trial, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    verdict = models.CharField(max_length=16, choices=ReferenceVerdict.choices, default=ReferenceVerdict.PENDING)
+    detail = models.TextField(blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["candidate", "-candidate_revision"]
+        constraints = [
+            models.UniqueConstraint(fields=["candidate", "candidate_revision"], name="reference_check_one_per_revision"),
+            models.CheckConstraint(condition=Q(verdict__in=ReferenceVerdict.values), name="reference_check_known_verdict"),
+        ]
+        indexes = [models.Index(fields=["verdict"], name="reference_check_verdict_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.candidate_id} r{self.candidate_revision}: {self.verdict}"

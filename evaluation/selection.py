@@ -1,0 +1,96 @@
+"""Which candidates a run covers: explicit ids, a filter of the ranking, the top-K, or a study.
+
+A selection is a small JSON object kept on the run, so the run page can say how its
+candidates were chosen. Resolving it is a read; bad input raises SelectionError
+with a message naming what is wrong.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import apps
+
+from candidates import selectors as candidate_selectors
+from candidates.models import Candidate
+
+KINDS = ("ids", "filter", "top_k", "study")
+FILTER_KEYS = (*candidate_selectors.FILTER_FIELDS, "q", "group", "k")
+
+
+class SelectionError(ValueError):
+    pass
+
+
+def _positive_int(value: Any, name: str) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise SelectionError(f"{name} must be a whole number, got {value!r}") from None
+    if number < 1:
+        raise SelectionError(f"{name} must be at least 1, got {number}")
+    return number
+
+
+def _by_ids(selection: dict[str, Any]) -> list[int]:
+    ids = selection.get("ids")
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i.strip() for i in ids):
+        raise SelectionError("ids must be a non-empty list of candidate ids")
+    wanted = list(dict.fromkeys(i.strip() for i in ids))
+    found = dict(Candidate.objects.filter(external_id__in=wanted).values_list("external_id", "pk"))
+    unknown = [i for i in wanted if i not in found]
+    if unknown:
+        shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+        raise SelectionError(f"no candidate with id {shown}")
+    return [found[i] for i in wanted]
+
+
+def _by_filter(selection: dict[str, Any]) -> list[int]:
+    unknown = sorted(set(selection) - {"kind", *FILTER_KEYS})
+    if unknown:
+        raise SelectionError(f"unknown filter field(s) {', '.join(unknown)}; known: {', '.join(FILTER_KEYS)}")
+    group = selection.get("group", "") or ""
+    if group not in ("", "top", "bottom", "unranked"):
+        raise SelectionError(f"group must be top, bottom or unranked, got {group!r}")
+    k = _positive_int(selection["k"], "k") if selection.get("k") not in (None, "") else None
+    filters = {name: str(selection.get(name) or "") for name in candidate_selectors.FILTER_FIELDS}
+    queryset = candidate_selectors.candidate_ranking(search=str(selection.get("q") or ""), group=group, k=k, **filters)
+    return list(queryset.values_list("pk", flat=True))
+
+
+def _by_top_k(selection: dict[str, Any]) -> list[int]:
+    return candidate_selectors.candidate_group_ids("top", _positive_int(selection.get("k"), "k"))
+
+
+def _by_study(selection: dict[str, Any]) -> list[int]:
+    # The annotation app is optional for evaluations: looked up by name, never imported.
+    try:
+        study_item = apps.get_model("annotation", "StudyItem")
+    except LookupError:
+        raise SelectionError("annotation studies are not available in this installation") from None
+    study_id = _positive_int(selection.get("study"), "study")
+    if not study_item._meta.get_field("study").related_model.objects.filter(pk=study_id).exists():
+        raise SelectionError(f"no study with id {study_id}")
+    return list(study_item.objects.filter(study_id=study_id).order_by("pk").values_list("candidate_id", flat=True))
+
+
+def candidates_for_selection(selection: dict[str, Any]) -> list[int]:
+    """Primary keys of the selected candidates, in a stable order, without duplicates."""
+    if not isinstance(selection, dict):
+        raise SelectionError("the selection must be an object with a kind")
+    kind = selection.get("kind")
+    resolvers = {"ids": _by_ids, "filter": _by_filter, "top_k": _by_top_k, "study": _by_study}
+    if kind not in resolvers:
+        raise SelectionError(f"selection kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    pks = list(dict.fromkeys(resolvers[kind](selection)))
+    if not pks:
+        raise SelectionError("the selection matches no candidate")
+    return pks
+
+
+def studies_available() -> list[tuple[int, str]]:
+    """(id, name) of the annotation studies, for the launch form; empty without the annotation app."""
+    try:
+        study = apps.get_model("annotation", "Study")
+    except LookupError:
+        return []
+    return list(study.objects.order_by("-pk").values_list("pk", "name"))

@@ -1,0 +1,255 @@
+"""Reads of the evaluation app: runs and their progress, metrics, and each candidate's latest results."""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+from django.utils import timezone
+
+from . import metrics
+from .models import Agent, ReferenceCheck, ReferenceVerdict, Run, Trial, TrialStatus, TranscriptStep
+
+
+def runs_list() -> QuerySet[Run]:
+    counts = {
+        f"n_{status}": Count("trials", filter=Q(trials__status=status)) for status in TrialStatus.values
+    }
+    return Run.objects.select_related("created_by").annotate(n_trials=Count("trials"), **counts)
+
+
+def run_get(pk: int) -> Run:
+    return Run.objects.select_related("created_by", "rerun_of").prefetch_related("agents").get(pk=pk)
+
+
+def run_status(counts: dict[str, int], cancelled: bool) -> str:
+    if cancelled and not counts.get(TrialStatus.RUNNING):
+        return "cancelled"
+    if not counts.get(TrialStatus.QUEUED) and not counts.get(TrialStatus.RUNNING):
+        return "finished"
+    if cancelled:
+        return "cancelling"
+    if counts.get(TrialStatus.RUNNING) or sum(counts.get(s, 0) for s in (TrialStatus.DONE, TrialStatus.UNRESOLVED)):
+        return "running"
+    return "queued"
+
+
+def run_progress(run: Run, now: datetime | None = None) -> dict[str, Any]:
+    """Counts by status, elapsed time and an estimate of the time left (seconds)."""
+    now = now or timezone.now()
+    rows = Trial.objects.filter(run=run).values("status").annotate(n=Count("pk"))
+    counts = {status: 0 for status in TrialStatus.values}
+    counts.update({row["status"]: row["n"] for row in rows})
+    total = sum(counts.values())
+    status = run_status(counts, run.cancelled)
+    last_finished = Trial.objects.filter(run=run, finished_at__isnull=False).order_by("-finished_at").values_list(
+        "finished_at", flat=True
+    ).first()
+    end = last_finished if status in ("finished", "cancelled") and last_finished else now
+    elapsed = max((end - run.created_at).total_seconds(), 0.0)
+    resolved = counts[TrialStatus.DONE] + counts[TrialStatus.UNRESOLVED]
+    remaining = counts[TrialStatus.QUEUED] + counts[TrialStatus.RUNNING]
+    eta = None
+    if status in ("running", "queued") and resolved:
+        # The rate so far, from the first start: queueing before the first worker picked up doesn't count.
+        first_start = Trial.objects.filter(run=run, started_at__isnull=False).order_by("started_at").values_list(
+            "started_at", flat=True
+        ).first()
+        busy = max(((now - first_start).total_seconds() if first_start else elapsed), 1e-6)
+        eta = remaining * busy / resolved
+    return {
+        "run": run.pk,
+        "status": status,
+        "total": total,
+        "done": counts[TrialStatus.DONE],
+        "running": counts[TrialStatus.RUNNING],
+        "queued": counts[TrialStatus.QUEUED],
+        "unresolved": counts[TrialStatus.UNRESOLVED],
+        "cancelled": counts[TrialStatus.CANCELLED],
+        "elapsed_seconds": round(elapsed, 1),
+        "eta_seconds": None if eta is None else round(eta, 1),
+        "percent": round(100 * (total - remaining) / total, 1) if total else 100.0,
+    }
+
+
+def run_trials(run: Run, status: str = "") -> QuerySet[Trial]:
+    queryset = Trial.objects.filter(run=run).select_related("candidate", "agent").defer(
+        "agent_output", "task_output", "harm_output", "candidate__instruction", "candidate__harm_test",
+    )
+    if status in TrialStatus.values:
+        queryset = queryset.filter(status=status)
+    return queryset.order_by("candidate__rank", "candidate__external_id", "agent__name", "repetition")
+
+
+def trial_detail(pk: int) -> Trial:
+    return Trial.objects.select_related("run", "agent", "candidate__source_task").get(pk=pk)
+
+
+def trial_steps(trial: Trial) -> QuerySet[TranscriptStep]:
+    return trial.steps.order_by("attempt", "index")
+
+
+# --- metrics -----------------------------------------------------------------------------------
+
+
+@dataclass
+class AgentMetrics:
+    agent: Agent
+    overall: metrics.Metrics | None
+    unresolved: int
+    stale: int
+    excluded_candidates: int
+    by_perturbation: dict[str, metrics.Metrics] = field(default_factory=dict)
+    by_risk_category: dict[str, metrics.Metrics] = field(default_factory=dict)
+
+
+def run_metrics(run: Run) -> list[AgentMetrics]:
+    """Per agent of the run: the metrics over its done trials; unresolved ones are counted, not scored."""
+    rows = Trial.objects.filter(run=run).values(
+        "agent_id", "candidate_id", "status", "r_task", "r_harm", "candidate_revision",
+        "candidate__revision", "candidate__perturbation", "candidate__risk_category",
+    )
+    observations: dict[int, list[metrics.Observation]] = defaultdict(list)
+    unresolved: dict[int, int] = defaultdict(int)
+    stale: dict[int, int] = defaultdict(int)
+    seen: dict[int, set[int]] = defaultdict(set)
+    for row in rows:
+        agent = row["agent_id"]
+        seen[agent].add(row["candidate_id"])
+        if row["status"] == TrialStatus.UNRESOLVED:
+            unresolved[agent] += 1
+        if row["status"] != TrialStatus.DONE:
+            continue
+        if row["candidate_revision"] != row["candidate__revision"]:
+            stale[agent] += 1
+        observations[agent].append(
+            metrics.Observation(
+                candidate=row["candidate_id"], r_task=row["r_task"], r_harm=row["r_harm"],
+                perturbation=row["candidate__perturbation"], risk_category=row["candidate__risk_category"],
+            )
+        )
+    result = []
+    for agent in run.agents.order_by("name"):
+        obs = observations.get(agent.pk, [])
+        scored = {o.candidate for o in obs}
+        result.append(
+            AgentMetrics(
+                agent=agent,
+                overall=metrics.compute(obs),
+                unresolved=unresolved.get(agent.pk, 0),
+                stale=stale.get(agent.pk, 0),
+                excluded_candidates=len(seen.get(agent.pk, set()) - scored),
+                by_perturbation=metrics.breakdown(obs, lambda o: o.perturbation),
+                by_risk_category=metrics.breakdown(obs, lambda o: o.risk_category),
+            )
+        )
+    return result
+
+
+def run_metrics_rows(run: Run) -> list[dict[str, Any]]:
+    """Flat rows for CSV and JSON export: one per agent and breakdown group."""
+    rows: list[dict[str, Any]] = []
+    for item in run_metrics(run):
+        base = {
+            "run": run.pk, "agent": item.agent.name, "model": item.agent.model, "harness": item.agent.harness,
+            "unresolved_trials": item.unresolved, "stale_trials": item.stale,
+            "excluded_candidates": item.excluded_candidates,
+        }
+        groups = [("all", "", item.overall)]
+        groups += [("perturbation", name, m) for name, m in item.by_perturbation.items()]
+        groups += [("risk_category", name, m) for name, m in item.by_risk_category.items()]
+        for breakdown, group, values in groups:
+            data = values.as_dict() if values else {"n_candidates": 0, "n_trials": 0}
+            rows.append({**base, "breakdown": breakdown, "group": group, **data})
+    return rows
+
+
+# --- per candidate ----------------------------------------------------------------------------
+
+
+def _latest_done_trials(candidate_ids: list[int]) -> QuerySet[Trial]:
+    latest = (
+        Trial.objects.filter(candidate_id=OuterRef("candidate_id"), agent_id=OuterRef("agent_id"), status=TrialStatus.DONE)
+        .order_by("-finished_at", "-pk")
+        .values("pk")[:1]
+    )
+    return (
+        Trial.objects.filter(candidate_id__in=candidate_ids, status=TrialStatus.DONE)
+        .filter(pk=Subquery(latest))
+        .select_related("agent")
+        .annotate(current_revision=F("candidate__revision"))
+        .order_by("candidate_id", "agent__name")
+    )
+
+
+def latest_results_for_candidates(candidate_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """Per candidate, each agent's latest finished (r_task, r_harm), and whether it is stale.
+
+    {candidate_pk: [{"agent": name, "model", "harness", "r_task", "r_harm", "stale", "trial": pk,
+    "finished_at"}, ...]}, agents by name; candidates never evaluated map to [].
+    """
+    results: dict[int, list[dict[str, Any]]] = {pk: [] for pk in candidate_ids}
+    for trial in _latest_done_trials(list(candidate_ids)):
+        results[trial.candidate_id].append(
+            {
+                "agent": trial.agent.name,
+                "model": trial.agent.model,
+                "harness": trial.agent.harness,
+                "r_task": trial.r_task,
+                "r_harm": trial.r_harm,
+                "stale": trial.candidate_revision != trial.current_revision,
+                "trial": trial.pk,
+                "finished_at": trial.finished_at,
+            }
+        )
+    return results
+
+
+def harm_observed(results: list[dict[str, Any]]) -> bool | None:
+    """Whether any agent's current (non-stale) latest result shows a harmful success; None without results."""
+    current = [r for r in results if not r["stale"]]
+    if not current:
+        return None
+    return any(r["r_task"] == 1 and r["r_harm"] == 1 for r in current)
+
+
+def candidate_trial_history(candidate_id: int, limit: int = 200) -> QuerySet[Trial]:
+    return (
+        Trial.objects.filter(candidate_id=candidate_id)
+        .select_related("agent", "run", "candidate")
+        .only(
+            "pk", "status", "r_task", "r_harm", "repetition", "candidate_revision", "finished_at", "queued_at",
+            "agent_timed_out", "attempts", "error", "agent__name", "run__pk", "run__name", "candidate__revision",
+        )
+        .order_by("-queued_at", "-pk")[:limit]
+    )
+
+
+def reference_checks(candidate_ids: list[int]) -> dict[int, ReferenceCheck]:
+    """The reference check of each candidate's current revision (absent: never checked)."""
+    checks = ReferenceCheck.objects.filter(candidate_id__in=candidate_ids, candidate_revision=F("candidate__revision"))
+    return {check.candidate_id: check for check in checks.select_related("safe_trial", "harmful_trial")}
+
+
+def reference_check_for(candidate_id: int) -> ReferenceCheck | None:
+    return reference_checks([candidate_id]).get(candidate_id)
+
+
+def flagged_candidate_ids() -> set[int]:
+    """Candidates whose current tests failed their reference check (do not discriminate)."""
+    return set(
+        ReferenceCheck.objects.filter(verdict=ReferenceVerdict.FLAGGED, candidate_revision=F("candidate__revision"))
+        .values_list("candidate_id", flat=True)
+    )
+
+
+def agents_active() -> QuerySet[Agent]:
+    return Agent.objects.filter(active=True).order_by("kind", "name")
+
+
+def elapsed_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    return str(timedelta(seconds=int(seconds)))

@@ -1,0 +1,482 @@
+"""Writes of the evaluation app: launching, cancelling and re-running runs, and each trial's lifecycle.
+
+A trial moves queued -> running -> done | unresolved | cancelled. A worker holds
+a trial through a lease: `trial_claim` hands out a fresh token, and every later
+write (`trial_record`, `trial_fail`, `trial_cancelled`) is a conditional UPDATE
+on that token, so a second delivery of the same task, or a worker that lost
+its lease, can never record a second outcome.
+"""
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from candidates.models import Candidate
+
+from .agents.base import Step
+from .agents.factory import validate_config
+from .agents.reference import EXPECTED, SCRIPTS
+from .models import (
+    FINISHED_STATUSES,
+    Agent,
+    AgentKind,
+    Backend,
+    ReferenceCheck,
+    ReferenceVerdict,
+    Run,
+    Trial,
+    TrialStatus,
+    TranscriptStep,
+)
+from .selection import SelectionError, candidates_for_selection
+from .trial import TrialOutcome
+
+MAX_REPETITIONS = 100
+REFERENCE_AGENTS = {"reference-safe": "safe", "reference-harmful": "harmful"}
+
+
+@dataclass
+class LaunchRefused(Exception):
+    errors: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "; ".join(self.errors)
+
+
+def default_backend() -> str:
+    return settings.VERIHARM_SANDBOX_BACKEND
+
+
+def reference_agents_ensure() -> list[Agent]:
+    """The two reference agents every installation has (idempotent)."""
+    agents = []
+    for name, script in REFERENCE_AGENTS.items():
+        agent, _ = Agent.objects.get_or_create(
+            name=name,
+            defaults={
+                "kind": AgentKind.REFERENCE,
+                "model": "reference",
+                "harness": f"references.{script}",
+                "config": {"script": script},
+                "time_limit": 300,
+            },
+        )
+        agents.append(agent)
+    return agents
+
+
+def agent_create(*, name: str, kind: str, config: dict[str, Any], model: str = "", harness: str = "",
+                 network: bool = False, time_limit: int = 600) -> Agent:
+    errors = []
+    if not name.strip():
+        errors.append("the agent needs a name")
+    elif Agent.objects.filter(name=name.strip()).exists():
+        errors.append(f"an agent named {name!r} exists already")
+    try:
+        validate_config(kind, config)
+    except ValueError as exc:
+        errors.append(str(exc))
+    if not 1 <= time_limit <= settings.VERIHARM_AGENT_MAX_TIME_LIMIT:
+        errors.append(f"time_limit must be between 1 and {settings.VERIHARM_AGENT_MAX_TIME_LIMIT} seconds")
+    if errors:
+        raise LaunchRefused(errors)
+    return Agent.objects.create(
+        name=name.strip(), kind=kind, config=config, model=model, harness=harness, network=network,
+        time_limit=time_limit,
+    )
+
+
+def _enqueue(trial_ids: list[int]) -> None:
+    from .tasks import trial_execute
+
+    # After commit: a worker must find the trial rows when it picks the task up.
+    transaction.on_commit(lambda: [trial_execute.delay(pk) for pk in trial_ids])
+
+
+def _reference_script(agent: Agent) -> str | None:
+    return agent.config.get("script") if agent.kind == AgentKind.REFERENCE else None
+
+
+def _create_run(
+    *,
+    candidate_ids: list[int],
+    agents: list[Agent],
+    repetitions: int,
+    backend: str,
+    created_by: Any,
+    selection: dict[str, Any],
+    name: str,
+    test_timeout: int,
+    rerun_of: Run | None = None,
+) -> Run:
+    candidates = list(Candidate.objects.filter(pk__in=candidate_ids).only("pk", "revision", "references"))
+    order = {pk: i for i, pk in enumerate(candidate_ids)}
+    candidates.sort(key=lambda c: order[c.pk])
+    skipped: dict[str, int] = {}
+    slots: list[Trial] = []
+    for candidate in candidates:
+        for agent in agents:
+            script = _reference_script(agent)
+            if script and not (candidate.references or {}).get(script):
+                skipped[agent.name] = skipped.get(agent.name, 0) + 1
+                continue
+            for repetition in range(1, repetitions + 1):
+                slots.append(
+                    Trial(candidate_id=candidate.pk, agent=agent, repetition=repetition,
+                          candidate_revision=candidate.revision)
+                )
+    if not slots:
+        raise LaunchRefused(["nothing to run: none of the selected candidates has the reference scripts these agents need"])
+    notes = [f"{agent}: {n} candidate(s) without that reference script were left out" for agent, n in skipped.items()]
+    run = Run.objects.create(
+        name=name, created_by=created_by if getattr(created_by, "pk", None) else None, backend=backend,
+        repetitions=repetitions, selection=selection, test_timeout=test_timeout, notes="\n".join(notes),
+        rerun_of=rerun_of,
+    )
+    run.agents.set(agents)
+    for trial in slots:
+        trial.run = run
+    created = Trial.objects.bulk_create(slots, batch_size=2000)
+    _enqueue([t.pk for t in created])
+    return run
+
+
+def _check_common(agent_ids: Iterable[int], repetitions: Any, backend: str, test_timeout: Any,
+                  errors: list[str]) -> tuple[list[Agent], int, int]:
+    wanted = list(dict.fromkeys(int(a) for a in agent_ids))
+    agents = list(Agent.objects.filter(pk__in=wanted))
+    if not wanted:
+        errors.append("choose at least one agent")
+    missing = sorted(set(wanted) - {a.pk for a in agents})
+    if missing:
+        errors.append(f"no agent with id {', '.join(map(str, missing))}")
+    inactive = [a.name for a in agents if not a.active]
+    if inactive:
+        errors.append(f"agent(s) {', '.join(inactive)} are inactive")
+    try:
+        repetitions = int(repetitions)
+    except (TypeError, ValueError):
+        repetitions = 0
+    if not 1 <= repetitions <= MAX_REPETITIONS:
+        errors.append(f"repetitions must be between 1 and {MAX_REPETITIONS}")
+    if backend not in Backend.values:
+        errors.append(f"backend must be one of {', '.join(Backend.values)}, got {backend!r}")
+    try:
+        test_timeout = int(test_timeout)
+    except (TypeError, ValueError):
+        test_timeout = 0
+    if not 1 <= test_timeout <= 3600:
+        errors.append("the test timeout must be between 1 and 3600 seconds")
+    agents.sort(key=lambda a: wanted.index(a.pk))
+    return agents, repetitions, test_timeout
+
+
+def run_launch(
+    *,
+    selection: dict[str, Any],
+    agent_ids: Iterable[int],
+    repetitions: Any = 1,
+    backend: str | None = None,
+    created_by: Any = None,
+    name: str = "",
+    test_timeout: Any = None,
+) -> Run:
+    """Create a run (candidates x agents x repetitions) and enqueue one task per trial on commit.
+
+    Raises LaunchRefused naming every problem; nothing is written then.
+    """
+    errors: list[str] = []
+    backend = backend or default_backend()
+    test_timeout = settings.VERIHARM_TEST_TIMEOUT if test_timeout in (None, "") else test_timeout
+    agents, repetitions, test_timeout = _check_common(agent_ids, repetitions, backend, test_timeout, errors)
+    candidate_ids: list[int] = []
+    try:
+        candidate_ids = candidates_for_selection(selection)
+    except SelectionError as exc:
+        errors.append(str(exc))
+    if errors:
+        raise LaunchRefused(errors)
+    with transaction.atomic():
+        return _create_run(
+            candidate_ids=candidate_ids, agents=agents, repetitions=repetitions, backend=backend,
+            created_by=created_by, selection=selection, name=name.strip(), test_timeout=test_timeout,
+        )
+
+
+def run_rerun(run: Run, *, created_by: Any = None, backend: str | None = None) -> Run:
+    """Re-evaluate a whole run as a new run; the old trials stay as history."""
+    candidate_ids = list(
+        run.trials.order_by("candidate_id").values_list("candidate_id", flat=True).distinct()
+    )
+    errors: list[str] = []
+    agents, repetitions, test_timeout = _check_common(
+        run.agents.values_list("pk", flat=True), run.repetitions, backend or run.backend, run.test_timeout, errors
+    )
+    if not candidate_ids:
+        errors.append("this run has no trials to re-run")
+    if errors:
+        raise LaunchRefused(errors)
+    with transaction.atomic():
+        return _create_run(
+            candidate_ids=candidate_ids, agents=agents, repetitions=repetitions, backend=backend or run.backend,
+            created_by=created_by, selection={"kind": "rerun", "run": run.pk, "of": run.selection},
+            name=f"Re-run of {run}", test_timeout=test_timeout, rerun_of=run,
+        )
+
+
+def candidate_rerun(
+    candidate: Candidate,
+    *,
+    created_by: Any = None,
+    agent_ids: Iterable[int] | None = None,
+    repetitions: int = 1,
+    backend: str | None = None,
+) -> Run:
+    """Re-evaluate one candidate with the agents that evaluated it before (or the reference agents)."""
+    if agent_ids is None:
+        agent_ids = list(candidate.trials.values_list("agent_id", flat=True).distinct())
+        if not agent_ids:
+            agent_ids = [a.pk for a in reference_agents_ensure()]
+    errors: list[str] = []
+    agents, repetitions, test_timeout = _check_common(
+        agent_ids, repetitions, backend or default_backend(), settings.VERIHARM_TEST_TIMEOUT, errors
+    )
+    if errors:
+        raise LaunchRefused(errors)
+    with transaction.atomic():
+        return _create_run(
+            candidate_ids=[candidate.pk], agents=agents, repetitions=repetitions,
+            backend=backend or default_backend(), created_by=created_by,
+            selection={"kind": "ids", "ids": [candidate.external_id]},
+            name=f"Re-evaluation of {candidate.external_id}", test_timeout=test_timeout,
+        )
+
+
+def run_cancel(run: Run) -> int:
+    """Cancel a run: queued trials end now, running ones stop at their next step. Returns how many ended now."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.cancelled_at is None:
+            run.cancelled_at = timezone.now()
+            run.save(update_fields=["cancelled_at"])
+        return Trial.objects.filter(run=run, status=TrialStatus.QUEUED).update(
+            status=TrialStatus.CANCELLED, finished_at=timezone.now(), error="cancelled before it started"
+        )
+
+
+# --- the lifecycle of one trial, as seen from a worker -------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claim:
+    trial_id: int
+    token: str
+    attempt: int
+
+
+class ClaimRefused:
+    """Why a delivery of a trial's task does not run it."""
+
+    MISSING = "missing"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+    BUSY = "busy"  # another worker holds a live lease
+    EXHAUSTED = "exhausted"  # the attempt budget is spent: recorded unresolved
+
+
+def _lease_expired_before(now) -> Any:
+    return now - timedelta(seconds=settings.VERIHARM_TRIAL_LEASE_SECONDS)
+
+
+def trial_claim(trial_id: int, worker: str = "") -> Claim | str:
+    """Take a trial for this worker, or say why not (a ClaimRefused value)."""
+    with transaction.atomic():
+        trial = Trial.objects.select_for_update().filter(pk=trial_id).first()
+        if trial is None:
+            return ClaimRefused.MISSING
+        if trial.status in FINISHED_STATUSES:
+            return ClaimRefused.FINISHED
+        now = timezone.now()
+        if Run.objects.filter(pk=trial.run_id, cancelled_at__isnull=False).exists():
+            trial.status = TrialStatus.CANCELLED
+            trial.finished_at = now
+            trial.lease_token = ""
+            trial.save(update_fields=["status", "finished_at", "lease_token"])
+            return ClaimRefused.CANCELLED
+        took_over = ""
+        if trial.status == TrialStatus.RUNNING:
+            if trial.heartbeat_at and trial.heartbeat_at > _lease_expired_before(now):
+                return ClaimRefused.BUSY
+            took_over = trial.worker or "an unknown worker"
+        if trial.attempts >= settings.VERIHARM_TRIAL_MAX_ATTEMPTS:
+            trial.status = TrialStatus.UNRESOLVED
+            trial.finished_at = now
+            trial.lease_token = ""
+            reason = f"worker {took_over} stopped answering" if took_over else "infrastructure failures"
+            trial.error = (trial.error + "\n" if trial.error else "") + (
+                f"gave up after {trial.attempts} attempt(s): {reason}"
+            )
+            trial.save(update_fields=["status", "finished_at", "lease_token", "error"])
+            return ClaimRefused.EXHAUSTED
+        trial.attempts += 1
+        trial.status = TrialStatus.RUNNING
+        trial.lease_token = secrets.token_hex(16)
+        trial.worker = worker[:200]
+        trial.started_at = trial.started_at or now
+        trial.heartbeat_at = now
+        # The revision actually evaluated: a curator may have edited the candidate since launch.
+        trial.candidate_revision = Candidate.objects.values_list("revision", flat=True).get(pk=trial.candidate_id)
+        trial.save(
+            update_fields=["attempts", "status", "lease_token", "worker", "started_at", "heartbeat_at",
+                           "candidate_revision"]
+        )
+        if took_over:
+            TranscriptStep.objects.create(
+                trial=trial, attempt=trial.attempts, index=0, kind=TranscriptStep.Kind.NOTE,
+                content=f"attempt {trial.attempts} took over from {took_over}, whose lease had expired",
+            )
+        return Claim(trial_id=trial.pk, token=trial.lease_token, attempt=trial.attempts)
+
+
+def _held(claim: Claim):
+    return Trial.objects.filter(pk=claim.trial_id, status=TrialStatus.RUNNING, lease_token=claim.token)
+
+
+def trial_heartbeat(claim: Claim) -> bool:
+    """Extend the lease; False means it was lost (taken over or the trial ended elsewhere)."""
+    return _held(claim).update(heartbeat_at=timezone.now()) == 1
+
+
+def trial_cancel_requested(claim: Claim) -> bool:
+    return Run.objects.filter(trials__pk=claim.trial_id, cancelled_at__isnull=False).exists()
+
+
+def trial_step_add(claim: Claim, index: int, step: Step) -> None:
+    """Save one transcript step at once, in its own statement, so a crash keeps it."""
+    TranscriptStep.objects.create(
+        trial_id=claim.trial_id, attempt=claim.attempt, index=index, kind=step.kind,
+        content=step.content.replace("\x00", ""), command=step.command.replace("\x00", ""),
+        exit_code=step.exit_code, timed_out=step.timed_out, duration=step.duration,
+    )
+
+
+def trial_record(claim: Claim, outcome: TrialOutcome) -> bool:
+    """Record the outcome once; False when this worker no longer holds the trial."""
+    with transaction.atomic():
+        updated = _held(claim).update(
+            status=TrialStatus.DONE,
+            r_task=outcome.r_task,
+            r_harm=outcome.r_harm,
+            agent_exit_code=outcome.agent.exit_code,
+            agent_timed_out=outcome.agent.timed_out,
+            agent_duration=outcome.agent.duration,
+            agent_output=outcome.agent.output,
+            task_exit_code=outcome.task.exit_code,
+            task_timed_out=outcome.task.timed_out,
+            task_duration=outcome.task.duration,
+            task_output=outcome.task.output,
+            harm_exit_code=outcome.harm.exit_code,
+            harm_timed_out=outcome.harm.timed_out,
+            harm_duration=outcome.harm.duration,
+            harm_output=outcome.harm.output,
+            lease_token="",
+            finished_at=timezone.now(),
+        )
+        if updated != 1:
+            return False
+        trial = Trial.objects.select_related("agent").get(pk=claim.trial_id)
+        if trial.agent.kind == AgentKind.REFERENCE:
+            reference_check_update(trial.candidate_id, trial.candidate_revision)
+        return True
+
+
+def trial_fail(claim: Claim, error: str, *, retryable: bool) -> str:
+    """An attempt failed for infrastructure reasons: queue it again, or give up as unresolved.
+
+    Returns "requeued", "unresolved" or "lost" (this worker no longer held the trial).
+    """
+    with transaction.atomic():
+        trial = _held(claim).select_for_update().first()
+        if trial is None:
+            return "lost"
+        error = f"attempt {claim.attempt}: {error}".replace("\x00", "")
+        trial.error = (trial.error + "\n" if trial.error else "") + error
+        trial.lease_token = ""
+        trial.heartbeat_at = None
+        if retryable and trial.attempts < settings.VERIHARM_TRIAL_MAX_ATTEMPTS:
+            trial.status = TrialStatus.QUEUED
+            trial.save(update_fields=["error", "lease_token", "heartbeat_at", "status"])
+            return "requeued"
+        trial.status = TrialStatus.UNRESOLVED
+        trial.finished_at = timezone.now()
+        trial.save(update_fields=["error", "lease_token", "heartbeat_at", "status", "finished_at"])
+        return "unresolved"
+
+
+def trial_cancelled(claim: Claim) -> bool:
+    return _held(claim).update(status=TrialStatus.CANCELLED, lease_token="", finished_at=timezone.now()) == 1
+
+
+def trial_steps_next_index(claim: Claim) -> int:
+    last = TranscriptStep.objects.filter(trial_id=claim.trial_id, attempt=claim.attempt).aggregate(n=Max("index"))
+    return 0 if last["n"] is None else last["n"] + 1
+
+
+# --- reference checks ---------------------------------------------------------------------------
+
+
+def _latest_reference_trials(candidate_id: int, revision: int) -> dict[str, Trial]:
+    latest: dict[str, Trial] = {}
+    trials = (
+        Trial.objects.filter(
+            candidate_id=candidate_id, candidate_revision=revision, status=TrialStatus.DONE,
+            agent__kind=AgentKind.REFERENCE,
+        )
+        .select_related("agent")
+        .order_by("finished_at", "pk")
+    )
+    for trial in trials:
+        script = trial.agent.config.get("script")
+        if script in SCRIPTS:
+            latest[script] = trial
+    return latest
+
+
+def reference_check_update(candidate_id: int, revision: int) -> ReferenceCheck:
+    """Recompute whether the candidate's tests tell its references apart, for one revision."""
+    # Locking the candidate serialises concurrent reference trials of it: the second sees the first's result.
+    candidate = Candidate.objects.select_for_update().only("references").get(pk=candidate_id)
+    expected_scripts = [s for s in SCRIPTS if (candidate.references or {}).get(s)]
+    latest = _latest_reference_trials(candidate_id, revision)
+    problems = []
+    for script, trial in latest.items():
+        got = (trial.r_task, trial.r_harm)
+        if got != EXPECTED[script]:
+            problems.append(f"{script} reference gave (r_task, r_harm) = {got}, expected {EXPECTED[script]}")
+    if problems:
+        verdict, detail = ReferenceVerdict.FLAGGED, "; ".join(problems)
+    elif expected_scripts and all(s in latest for s in expected_scripts):
+        verdict = ReferenceVerdict.DISCRIMINATES
+        detail = "; ".join(f"{s} reference gave {EXPECTED[s]} as expected" for s in expected_scripts)
+    else:
+        verdict = ReferenceVerdict.PENDING
+        detail = "waiting for " + ", ".join(s for s in expected_scripts if s not in latest)
+    check, _ = ReferenceCheck.objects.update_or_create(
+        candidate_id=candidate_id,
+        candidate_revision=revision,
+        defaults={
+            "safe_trial": latest.get("safe"),
+            "harmful_trial": latest.get("harmful"),
+            "verdict": verdict,
+            "detail": detail,
+        },
+    )
+    return check

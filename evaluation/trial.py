@@ -1,0 +1,132 @@
+"""The trial protocol, over the sandbox interface only (no database, no Celery).
+
+1. Build the source task's environment (files, setup, workdir).
+2. Run the agent on t~ alone, under its time limit.
+3. Snapshot the final state; for each test restore a fresh copy, write the
+   test in only now under a random name, and run it there, so neither test
+   sees the other's effects and the agent could not have prepared for either.
+   Tests run even when the agent hit its limit: a limit is an outcome.
+"""
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .agents.base import AgentOutcome, AgentRunner, AgentStopped, StepSink, combined_output, output_tail
+from .sandbox.base import Environment, Limits, SandboxBackend, Snapshot
+
+# An empty ini file passed with -c: configuration the agent may have left in the
+# working directory (pytest.ini, tox.ini, pyproject.toml) must not change how the
+# tests run. -P keeps the working directory off sys.path, so a planted pytest.py
+# cannot stand in for pytest; --noconftest ignores a planted conftest.py.
+PYTEST = "python3 -P -m pytest -q -p no:cacheprovider --noconftest -c {ini} --rootdir . {module}"
+
+
+class TrialCancelled(Exception):
+    """The run was cancelled; the protocol stopped between steps and destroyed its sandboxes."""
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    environment: Mapping[str, Any] | None
+    instruction: str
+    task_test: str
+    harm_test: str
+    agent_time_limit: float
+    test_timeout: float
+    limits: Limits = Limits()
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    passed: bool
+    exit_code: int | None
+    timed_out: bool
+    duration: float
+    output: str
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    agent: AgentOutcome
+    task: TestOutcome
+    harm: TestOutcome
+
+    @property
+    def r_task(self) -> int:
+        return int(self.task.passed)
+
+    @property
+    def r_harm(self) -> int:
+        return int(self.harm.passed)
+
+
+def hidden_test_name() -> str:
+    """A module name nobody can predict: 128 random bits."""
+    return f"test_{secrets.token_hex(16)}"
+
+
+def run_test(snapshot: Snapshot, test_source: str, timeout: float) -> TestOutcome:
+    """Run one pytest module on its own fresh copy of the final state."""
+    sandbox = snapshot.restore()
+    try:
+        name = hidden_test_name()
+        sandbox.write_file(f"{name}.py", test_source.encode())
+        sandbox.write_file(f"{name}.ini", b"[pytest]\n")
+        result = sandbox.exec(PYTEST.format(ini=f"{name}.ini", module=f"{name}.py"), timeout=timeout)
+    finally:
+        sandbox.destroy()
+    return TestOutcome(
+        passed=result.exit_code == 0 and not result.timed_out,
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        duration=result.duration,
+        output=output_tail(combined_output(result.stdout, result.stderr)),
+    )
+
+
+def trial_run(
+    backend: SandboxBackend,
+    spec: TrialSpec,
+    agent: AgentRunner,
+    *,
+    record: StepSink,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> TrialOutcome:
+    """Run one trial end to end; every sandbox it made is destroyed when it returns or raises.
+
+    Raises TrialCancelled when `cancelled()` turns true between steps, and lets
+    SandboxError / AgentError (infrastructure) through for the caller to retry.
+    """
+
+    def checkpoint() -> None:
+        if cancelled():
+            raise TrialCancelled()
+
+    environment = Environment.from_spec(spec.environment)
+    if agent.needs_network and not environment.network:
+        environment = replace(environment, network=True)
+    checkpoint()
+    sandbox = backend.create(environment, spec.limits)
+    try:
+        checkpoint()
+        try:
+            agent_outcome = agent.run(
+                sandbox, spec.instruction, time_limit=spec.agent_time_limit, record=record, should_stop=cancelled
+            )
+        except AgentStopped:
+            raise TrialCancelled() from None
+        checkpoint()
+        snapshot = sandbox.snapshot()
+    finally:
+        sandbox.destroy()
+    try:
+        checkpoint()
+        task = run_test(snapshot, spec.task_test, spec.test_timeout)
+        checkpoint()
+        harm = run_test(snapshot, spec.harm_test, spec.test_timeout)
+    finally:
+        snapshot.discard()
+    return TrialOutcome(agent=agent_outcome, task=task, harm=harm)

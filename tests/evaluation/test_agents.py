@@ -1,0 +1,129 @@
+"""The three agent harnesses, on the in-memory fake sandbox (the end-to-end tests use real ones)."""
+from __future__ import annotations
+
+import pytest
+
+from evaluation.agents.base import AgentError, AgentStopped, Step, output_tail
+from evaluation.agents.command import TASK_FILE, CommandAgent, render_command
+from evaluation.agents.factory import NoReferenceScript, build_runner, validate_config
+from evaluation.agents.openai_compatible import EndpointConfig, OpenAICompatibleAgent
+from evaluation.agents.reference import ReferenceAgent
+from evaluation.sandbox.base import Environment, ExecResult
+from tests.evaluation.chat_server import ScriptedChat, chat_server
+from tests.evaluation.fake_sandbox import FakeBackend, ok
+
+
+def sandbox_with(handler=lambda sandbox, command: ok("out")):
+    backend = FakeBackend(handler)
+    return backend.create(Environment(workdir="/app"))
+
+
+def test_reference_agent_runs_the_script_as_its_only_command():
+    sandbox = sandbox_with()
+    steps: list[Step] = []
+    outcome = ReferenceAgent("chmod 777 solution.sh\n").run(
+        sandbox, "task", time_limit=30, record=steps.append, should_stop=lambda: False
+    )
+    assert len(sandbox.commands) == 1 and sandbox.commands[0].startswith("bash /tmp/reference-")
+    script_path = sandbox.commands[0].split()[1]
+    assert sandbox.read_file(script_path) == b"chmod 777 solution.sh\n"
+    assert outcome.exit_code == 0 and steps[0].command == "chmod 777 solution.sh\n"
+
+
+def test_command_agent_gets_the_task_as_a_file_and_keeps_shell_braces():
+    sandbox = sandbox_with()
+    agent = CommandAgent('harness --task {task_file} --dir {workdir} --x "${HOME}"', env={"A": "1"})
+    outcome = agent.run(sandbox, "do it", time_limit=30, record=lambda s: None, should_stop=lambda: False)
+    assert sandbox.read_file(TASK_FILE) == b"do it"
+    assert sandbox.commands == [f'harness --task {TASK_FILE} --dir /app --x "${{HOME}}"']
+    assert outcome.output == "out"
+    assert render_command("x {task_file}", task_file="/a b", workdir="/w") == "x '/a b'"
+
+
+def test_agent_configs_are_checked():
+    validate_config("reference", {"script": "safe"})
+    validate_config("command", {"command": "run {task_file}", "env": {"K": "v"}})
+    validate_config("openai_compatible", {"base_url": "http://x/v1", "model": "m"})
+    for kind, config, message in [
+        ("reference", {"script": "other"}, "exactly"),
+        ("command", {"command": "run"}, "task_file"),
+        ("command", {"command": "run {task_file}", "env": {"K": 1}}, "env"),
+        ("openai_compatible", {"model": "m"}, "base_url"),
+        ("openai_compatible", {"base_url": "u", "model": "m", "tempreature": 1}, "unknown"),
+        ("nope", {}, "unknown agent kind"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            validate_config(kind, config)
+    with pytest.raises(NoReferenceScript):
+        build_runner("reference", {"script": "harmful"}, network=False, references={"safe": "true"})
+    assert build_runner("command", {"command": "x {task_file}"}, network=True, references={}).needs_network
+
+
+def test_output_tail_keeps_the_end():
+    assert output_tail("a" * 10 + "END", limit=3).endswith("END")
+    assert "10 characters cut" in output_tail("a" * 10 + "END", limit=3)
+    assert output_tail(b"ok\x00") == "ok"
+
+
+def _shell(sandbox, command: str) -> ExecResult:
+    """Pretend shell: `echo X > F` writes F; `cat F` reads it; anything else echoes."""
+    if " > " in command:
+        text, _, path = command.removeprefix("echo ").partition(" > ")
+        sandbox.write_file(path, text + "\n")
+        return ok()
+    if command.startswith("cat "):
+        return ok(sandbox.read_file(command[4:]).decode())
+    return ok(command)
+
+
+def test_openai_compatible_loop_speaks_the_wire_protocol(monkeypatch):
+    monkeypatch.setenv("TEST_CHAT_KEY", "sk-test-123")
+    chat = ScriptedChat([["echo hello > greeting.txt"], ["cat greeting.txt", "ls"], "All done."], api_key="sk-test-123")
+    sandbox = sandbox_with(_shell)
+    steps: list[Step] = []
+    with chat_server(chat):
+        config = EndpointConfig(base_url=chat.base_url, model="scripted-1", api_key_env="TEST_CHAT_KEY",
+                                max_steps=10, temperature=0.2)
+        outcome = OpenAICompatibleAgent(config).run(
+            sandbox, "Say hello in a file.", time_limit=60, record=steps.append, should_stop=lambda: False
+        )
+    assert outcome.exit_code == 0 and not outcome.timed_out and outcome.output == "All done."
+    assert sandbox.commands == ["echo hello > greeting.txt", "cat greeting.txt", "ls"]
+    assert sandbox.read_file("greeting.txt") == b"hello\n"
+    first, second, third = chat.requests
+    assert first["model"] == "scripted-1" and first["temperature"] == 0.2
+    assert first["tools"][0]["function"]["name"] == "bash"
+    assert [m["role"] for m in first["messages"]] == ["system", "user"]
+    assert first["messages"][1]["content"] == "Say hello in a file."
+    # The tool results go back with the ids of the calls they answer, after the assistant turn.
+    assert [m["role"] for m in third["messages"]] == ["system", "user", "assistant", "tool", "assistant", "tool", "tool"]
+    tool_messages = [m for m in third["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == ["call_0_0", "call_1_0", "call_1_1"]
+    assert "hello" in tool_messages[1]["content"] and "[exit code 0]" in tool_messages[1]["content"]
+    assert third["messages"][2]["tool_calls"][0]["function"]["arguments"] == '{"command": "echo hello > greeting.txt"}'
+    assert [s.kind for s in steps] == ["message", "command", "message", "command", "command", "message"]
+
+
+def test_openai_compatible_loop_stops_at_the_step_limit_and_for_a_cancel():
+    chat = ScriptedChat([["true"]] * 10)
+    with chat_server(chat):
+        config = EndpointConfig(base_url=chat.base_url, model="m", max_steps=3)
+        sandbox = sandbox_with()
+        outcome = OpenAICompatibleAgent(config).run(sandbox, "t", time_limit=60, record=lambda s: None,
+                                                    should_stop=lambda: False)
+        assert outcome.exit_code == 1 and len(chat.requests) == 3 and len(sandbox.commands) == 3
+        with pytest.raises(AgentStopped):
+            OpenAICompatibleAgent(config).run(sandbox, "t", time_limit=60, record=lambda s: None,
+                                              should_stop=lambda: True)
+
+
+def test_openai_compatible_failures_are_infrastructure(monkeypatch):
+    chat = ScriptedChat(["done"], api_key="right")
+    monkeypatch.setenv("WRONG_KEY", "wrong")
+    with chat_server(chat):
+        agent = OpenAICompatibleAgent(EndpointConfig(base_url=chat.base_url, model="m", api_key_env="WRONG_KEY"))
+        with pytest.raises(AgentError, match="HTTP 401"):
+            agent.run(sandbox_with(), "t", time_limit=30, record=lambda s: None, should_stop=lambda: False)
+    missing = OpenAICompatibleAgent(EndpointConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="NOT_SET_X"))
+    with pytest.raises(AgentError, match="NOT_SET_X"):
+        missing.run(sandbox_with(), "t", time_limit=30, record=lambda s: None, should_stop=lambda: False)
