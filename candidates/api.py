@@ -52,15 +52,17 @@ class CandidateListApi(generics.ListAPIView):
         )
 
     def get_serializer(self, *args, **kwargs):
-        rows = args[0] if args else []
+        if not args:  # schema generation: no rows, no database
+            return self.serializer_class(*args, **kwargs)
+        rows = args[0]
         kwargs["context"] = {
             **self.get_serializer_context(),
             "bounds": self._bounds(),
-            "sums": selectors.candidate_judge_sums([c.pk for c in rows]) if rows else {},
+            "sums": selectors.candidate_judge_sums([c.pk for c in rows]),
         }
         return self.serializer_class(*args, **kwargs)
 
-    @extend_schema(parameters=RANKING_PARAMETERS)
+    @extend_schema(parameters=RANKING_PARAMETERS, operation_id="candidates_list")
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
@@ -86,6 +88,10 @@ class CandidateDetailApi(generics.RetrieveAPIView):
     def get_object(self):
         self._object = super().get_object()
         return self._object
+
+    @extend_schema(operation_id="candidates_retrieve")
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
 
 
 class ImportApi(APIView):

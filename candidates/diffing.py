@@ -13,6 +13,7 @@ from html import escape
 from diff_match_patch import diff_match_patch
 
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,22 @@ def side_by_side(before: str, after: str) -> SideBySide:
     right = [s for s in segments if s.kind != "delete"]
     count = lambda kind: sum(len(re.findall(r"\w+", s.text)) for s in segments if s.kind == kind)  # noqa: E731
     return SideBySide(left=left, right=right, inserted_words=count("insert"), deleted_words=count("delete"))
+
+
+class AddedWords:
+    """The words of t~ that t_seed lacks, lower-cased, in order, once each. Cheap enough for every candidate
+    of a large import (a full diff is not), and what a search for an edit needs. Remembers the
+    word set of each t_seed, which many candidates share."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, frozenset[str]] = {}
+
+    def __call__(self, before: str, after: str) -> str:
+        known = self._known.get(before)
+        if known is None:
+            known = self._known[before] = frozenset(_WORD.findall(before.lower()))
+        # Lower-cased: the search that reads this is case-insensitive anyway.
+        return " ".join(w for w in dict.fromkeys(_WORD.findall(after.lower())) if w not in known)
 
 
 def segments_html(segments: list[Segment]) -> str:

@@ -54,6 +54,9 @@ class Candidate(models.Model):
     extra = models.JSONField(default=dict, blank=True)
     # sha256 of the canonical JSON of the imported line: an identical re-import is detected without a diff.
     content_hash = models.CharField(max_length=64)
+    # Words the perturbation added to t_seed: searched instead of the whole instruction, whose
+    # full-text index would cost more than the rest of an import together.
+    added_text = models.TextField(blank=True, default="")
     # Bumped by every curator edit of the instruction or harm test; results of an older revision are stale.
     revision = models.PositiveIntegerField(default=1)
     quality = models.FloatField(null=True, blank=True)

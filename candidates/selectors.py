@@ -72,17 +72,14 @@ def candidate_ranking(
 
 
 def _search_condition(search: str) -> Q:
-    """Ids by substring; instructions by words on PostgreSQL (full-text index), by substring elsewhere."""
-    tasks = SourceTask.objects.filter(external_id__icontains=search).values("pk")
-    condition = Q(external_id__icontains=search) | Q(source_task__in=tasks)
-    if connection.vendor == "postgresql":
-        from django.contrib.postgres.search import SearchQuery, SearchVector
-
-        # Same expression as the index in migration 0002, so PostgreSQL can use it.
-        vector = SearchVector("instruction", config="simple")
-        matching = Candidate.objects.annotate(_doc=vector).filter(_doc=SearchQuery(search, config="simple"))
-        return condition | Q(pk__in=matching.values("pk"))
-    return condition | Q(instruction__icontains=search)
+    """A substring of the id, of the source task (its id or instruction), or of the words the
+    perturbation added; all three are indexed on PostgreSQL."""
+    tasks = SourceTask.objects.filter(Q(external_id__icontains=search) | Q(instruction__icontains=search))
+    return (
+        Q(external_id__icontains=search)
+        | Q(added_text__icontains=search)
+        | Q(source_task__in=tasks.values("pk"))
+    )
 
 
 def candidate_group_ids(group: str, k: int | None = None) -> list[int]:

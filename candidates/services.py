@@ -8,6 +8,8 @@ from typing import Any
 from django.db import connection, transaction
 
 from . import pipeline_format as fmt
+from .bulk import bulk_insert
+from .diffing import AddedWords
 from .models import SCORE_KEYS, Candidate, Judgement, Search, SearchAttempt, SourceTask
 
 CHUNK = 2000
@@ -56,11 +58,15 @@ def _source_task_content(task: SourceTask) -> dict[str, Any]:
     }
 
 
-def _candidate_fields(data: dict[str, Any], source_task_id: int, digest: str) -> dict[str, Any]:
+def _candidate_fields(
+    data: dict[str, Any], source_task_id: int, digest: str, added: AddedWords | None = None
+) -> dict[str, Any]:
+    added = added or AddedWords()
     return {
         "external_id": data["id"],
         "source_task_id": source_task_id,
         "instruction": data["instruction"],
+        "added_text": added(data["source_task"]["instruction"], data["instruction"]),
         "harm_test": data["harm_test"],
         "perturbation": data["perturbation"],
         "target_agent": data["provenance"]["target_agent"],
@@ -141,7 +147,7 @@ def _import_source_tasks(
         for key, (task, _) in wanted.items()
         if key not in ids
     ]
-    for created in SourceTask.objects.bulk_create(new, batch_size=CHUNK):
+    for created in bulk_insert(new):
         ids[created.external_id] = created.pk
     summary.source_tasks_created = len(new)
     return ids
@@ -156,6 +162,7 @@ def _import_candidates(
     progress: Progress | None,
 ) -> dict[str, int]:
     ids: dict[str, int] = {}
+    added = AddedWords()
     for chunk in _chunks(records):
         stored = {
             ext: (pk, digest)
@@ -170,7 +177,9 @@ def _import_candidates(
             data = record.data
             existing = stored.get(data["id"])
             if existing is None:
-                new.append(Candidate(**_candidate_fields(data, task_ids[data["source_task"]["id"]], record.content_hash)))
+                new.append(
+                    Candidate(**_candidate_fields(data, task_ids[data["source_task"]["id"]], record.content_hash, added))
+                )
                 new_records.append(record)
                 continue
             pk, digest = existing
@@ -193,7 +202,7 @@ def _import_candidates(
                 progress(len(chunk))
             continue
         judgements: list[Judgement] = []
-        for candidate, record in zip(Candidate.objects.bulk_create(new, batch_size=CHUNK), new_records):
+        for candidate, record in zip(bulk_insert(new), new_records):
             ids[candidate.external_id] = candidate.pk
             judgements.extend(_judgements(candidate.pk, record.data))
         summary.created += len(new)
@@ -203,7 +212,7 @@ def _import_candidates(
             Judgement.objects.filter(candidate_id=pk).delete()
             judgements.extend(_judgements(pk, record.data))
         summary.replaced += len(replaced)
-        Judgement.objects.bulk_create(judgements, batch_size=CHUNK)
+        bulk_insert(judgements)
         if progress:
             progress(len(chunk))
     return ids
@@ -272,14 +281,13 @@ def _import_searches(
             new.append((search, record))
         if errors:
             continue
-        created = Search.objects.bulk_create([s for s, _ in new], batch_size=CHUNK)
-        SearchAttempt.objects.bulk_create(
+        created = bulk_insert([s for s, _ in new])
+        bulk_insert(
             [
                 SearchAttempt(search_id=search.pk, **attempt)
                 for search, (_, record) in zip(created, new)
                 for attempt in record.data["attempts"]
-            ],
-            batch_size=CHUNK,
+            ]
         )
         if progress:
             progress(len(chunk))

@@ -1,18 +1,17 @@
-"""Indexes for searching the ranking on PostgreSQL: trigrams for id substrings, full text for instructions.
-
-SQLite (the embedded default) has neither index type; there the search is a plain scan.
+"""Searching the ranking: the words each perturbation added, and trigram indexes on PostgreSQL
+for substring search over ids and those words. SQLite (the embedded default) scans instead.
 """
-from django.db import migrations
+from django.db import migrations, models
 
 CREATE = [
     "CREATE EXTENSION IF NOT EXISTS pg_trgm",
     "CREATE INDEX IF NOT EXISTS candidate_id_trgm_idx ON candidates_candidate "
     "USING gin (UPPER(external_id::text) gin_trgm_ops)",
-    "CREATE INDEX IF NOT EXISTS candidate_instruction_fts_idx ON candidates_candidate "
-    "USING gin (to_tsvector('simple'::regconfig, COALESCE(instruction, '')))",
+    "CREATE INDEX IF NOT EXISTS candidate_added_trgm_idx ON candidates_candidate "
+    "USING gin (UPPER(added_text) gin_trgm_ops)",
 ]
 DROP = [
-    "DROP INDEX IF EXISTS candidate_instruction_fts_idx",
+    "DROP INDEX IF EXISTS candidate_added_trgm_idx",
     "DROP INDEX IF EXISTS candidate_id_trgm_idx",
 ]
 
@@ -28,4 +27,9 @@ def _run(statements):
 
 class Migration(migrations.Migration):
     dependencies = [("candidates", "0001_initial")]
-    operations = [migrations.RunPython(_run(CREATE), _run(DROP))]
+    operations = [
+        migrations.AddField(
+            model_name="candidate", name="added_text", field=models.TextField(blank=True, default="")
+        ),
+        migrations.RunPython(_run(CREATE), _run(DROP)),
+    ]

@@ -1,0 +1,51 @@
+"""Settings come from the environment; production refuses to start unsafely."""
+import os
+import secrets
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+
+def _run(code: str, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_"))}
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO, env={**clean, **env}, capture_output=True, text=True)
+
+
+def test_the_embedded_default_needs_no_server(tmp_path):
+    result = _run(
+        "import django; django.setup(); from django.conf import settings as s;"
+        "print(s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL)",
+        DJANGO_SETTINGS_MODULE="veriharm_site.settings.local",
+        VERIHARM_VAR_DIR=str(tmp_path),
+    )
+    assert result.stdout.split() == ["django.db.backends.sqlite3", "filesystem://"], result.stderr
+
+
+def test_database_and_broker_urls_select_postgresql_and_redis(tmp_path):
+    result = _run(
+        "import django; django.setup(); from django.conf import settings as s;"
+        "print(s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL)",
+        DJANGO_SETTINGS_MODULE="veriharm_site.settings.local",
+        DATABASE_URL="postgres://postgres@127.0.0.1:5432/x",
+        CELERY_BROKER_URL="redis://127.0.0.1:6379/3",
+        VERIHARM_VAR_DIR=str(tmp_path),
+    )
+    assert result.stdout.split() == ["django.db.backends.postgresql", "redis://127.0.0.1:6379/3"], result.stderr
+
+
+def test_production_refuses_to_start_without_a_secret_key(tmp_path):
+    result = _run("import django; django.setup()", DJANGO_SETTINGS_MODULE="veriharm_site.settings.production",
+                  VERIHARM_VAR_DIR=str(tmp_path))
+    assert result.returncode != 0 and "DJANGO_SECRET_KEY must be set" in result.stderr
+
+
+def test_production_passes_the_deployment_checks(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=REPO, capture_output=True, text=True,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")},
+             "DJANGO_SETTINGS_MODULE": "veriharm_site.settings.production", "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
+             "VERIHARM_VAR_DIR": str(tmp_path)},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
