@@ -10,6 +10,12 @@ from django.db.models import Max, Prefetch, Q, QuerySet
 from .models import SCORE_KEYS, Candidate, Judgement, SourceTask
 
 FILTER_FIELDS = ("perturbation", "risk_category", "target_agent", "proposer")
+FILTER_LABELS = {
+    "perturbation": "perturbation",
+    "risk_category": "risk category",
+    "target_agent": "target agent",
+    "proposer": "proposer",
+}
 
 
 @dataclass(frozen=True)
@@ -106,6 +112,7 @@ def _distinct_values(column: str) -> list[str]:
 
 
 def filter_choices() -> dict[str, list[str]]:
+    """The values each filter of the ranking can take."""
     return {name: _distinct_values(name) for name in FILTER_FIELDS}
 
 

@@ -41,7 +41,9 @@ class RankingView(RoleRequiredMixin, TemplateView):
             rows=[{"candidate": c, "group": bounds.group(c.rank), "sums": sums[c.pk]} for c in rows],
             bounds=bounds,
             filters=filters,
-            choices=selectors.filter_choices(),
+            choices=[
+                (name, selectors.FILTER_LABELS[name], values) for name, values in selectors.filter_choices().items()
+            ],
             perturbation_labels=dict(Perturbation.choices),
             q=params.get("q", ""),
             group=params.get("group", ""),
