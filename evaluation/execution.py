@@ -22,7 +22,7 @@ from . import services
 from .agents.base import AgentError, Step
 from .agents.factory import NoReferenceScript, build_runner
 from .models import Trial
-from .sandbox.base import Limits, SandboxError
+from .sandbox.base import Environment, Limits, SandboxError
 from .trial import TrialCancelled, TrialSpec, trial_run
 
 logger = logging.getLogger(__name__)
@@ -94,16 +94,19 @@ def _attempt(claim: services.Claim, backend_factory: Callable[[str], object]) ->
             references=trial.candidate.references or {},
         )
         spec = _spec(trial)
+        Environment.from_spec(spec.environment)
     except (NoReferenceScript, ValueError) as exc:
         # A configuration problem: trying again would fail the same way.
         return services.trial_fail(claim, f"cannot start: {exc}", retryable=False)
-    backend = backend_factory(trial.run.backend)
     with Heartbeat(claim, settings.VERIHARM_TRIAL_HEARTBEAT_SECONDS) as heartbeat:
 
         def stop_requested() -> bool:
             return heartbeat.lost.is_set() or services.trial_cancel_requested(claim)
 
         try:
+            backend = backend_factory(trial.run.backend)
+            if claim.took_over:
+                _cleanup_after_dead_worker(backend, claim)
             outcome = trial_run(backend, spec, runner, record=_step_sink(claim), cancelled=stop_requested)
         except TrialCancelled:
             if heartbeat.lost.is_set():
@@ -115,8 +118,17 @@ def _attempt(claim: services.Claim, backend_factory: Callable[[str], object]) ->
         except (SandboxError, AgentError) as exc:
             return services.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True)
         except Exception:
+            # Unexpected: still infrastructure from the agent's point of view, so bounded retries.
             return services.trial_fail(claim, traceback.format_exc(limit=8), retryable=True)
     return "done" if services.trial_record(claim, outcome) else "lost"
+
+
+def _cleanup_after_dead_worker(backend, claim: services.Claim) -> None:
+    try:
+        removed = backend.cleanup_orphans()
+        logger.info("trial %s: removed %d sandbox(es) left by a dead worker", claim.trial_id, removed)
+    except Exception:
+        logger.exception("trial %s: could not clean up after the dead worker", claim.trial_id)
 
 
 def default_backend_factory(name: str):

@@ -219,10 +219,7 @@ def candidate_trial_history(candidate_id: int, limit: int = 200) -> QuerySet[Tri
     return (
         Trial.objects.filter(candidate_id=candidate_id)
         .select_related("agent", "run", "candidate")
-        .only(
-            "pk", "status", "r_task", "r_harm", "repetition", "candidate_revision", "finished_at", "queued_at",
-            "agent_timed_out", "attempts", "error", "agent__name", "run__pk", "run__name", "candidate__revision",
-        )
+        .defer("agent_output", "task_output", "harm_output", "candidate__instruction", "candidate__harm_test")
         .order_by("-queued_at", "-pk")[:limit]
     )
 

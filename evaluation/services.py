@@ -280,6 +280,8 @@ class Claim:
     trial_id: int
     token: str
     attempt: int
+    # The previous holder's lease had expired (its worker died): its sandboxes may be left over.
+    took_over: bool = False
 
 
 class ClaimRefused:
@@ -343,7 +345,7 @@ def trial_claim(trial_id: int, worker: str = "") -> Claim | str:
                 trial=trial, attempt=trial.attempts, index=0, kind=TranscriptStep.Kind.NOTE,
                 content=f"attempt {trial.attempts} took over from {took_over}, whose lease had expired",
             )
-        return Claim(trial_id=trial.pk, token=trial.lease_token, attempt=trial.attempts)
+        return Claim(trial_id=trial.pk, token=trial.lease_token, attempt=trial.attempts, took_over=bool(took_over))
 
 
 def _held(claim: Claim):

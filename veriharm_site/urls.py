@@ -7,6 +7,7 @@ from . import views
 
 api_patterns = [
     path("", include("candidates.api_urls")),
+    path("", include("evaluation.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
@@ -16,6 +17,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("candidates/", include("candidates.urls")),
+    path("evaluation/", include("evaluation.urls")),
     path("api/", include(api_patterns)),
     path("admin/", admin.site.urls),
 ]

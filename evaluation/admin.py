@@ -1,0 +1,83 @@
+from django import forms
+from django.contrib import admin
+
+from .agents.factory import validate_config
+from .models import Agent, ReferenceCheck, Run, Trial, TranscriptStep
+
+
+class AgentForm(forms.ModelForm):
+    class Meta:
+        model = Agent
+        fields = "__all__"
+
+    def clean(self):
+        data = super().clean()
+        try:
+            validate_config(data.get("kind", ""), data.get("config") or {})
+        except ValueError as exc:
+            raise forms.ValidationError({"config": str(exc)}) from None
+        return data
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    form = AgentForm
+    list_display = ["name", "kind", "model", "harness", "network", "time_limit", "active"]
+    list_filter = ["kind", "active", "network"]
+    search_fields = ["name", "model", "harness"]
+
+
+class TrialInline(admin.TabularInline):
+    """Results are written by workers only; the admin shows them."""
+
+    model = Trial
+    extra = 0
+    can_delete = False
+    fields = ["candidate", "agent", "repetition", "status", "r_task", "r_harm", "attempts"]
+    readonly_fields = fields
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "backend", "repetitions", "created_by", "created_at", "cancelled_at"]
+    list_filter = ["backend"]
+    readonly_fields = ["created_at", "created_by", "selection", "rerun_of", "cancelled_at"]
+    inlines = [TrialInline]
+
+
+class StepInline(admin.TabularInline):
+    model = TranscriptStep
+    extra = 0
+    can_delete = False
+    readonly_fields = ["attempt", "index", "kind", "command", "content", "exit_code", "timed_out", "duration"]
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Trial)
+class TrialAdmin(admin.ModelAdmin):
+    list_display = ["pk", "run", "candidate", "agent", "repetition", "status", "r_task", "r_harm", "attempts"]
+    list_filter = ["status", "agent"]
+    raw_id_fields = ["run", "candidate", "agent"]
+    inlines = [StepInline]
+    show_full_result_count = False
+
+    def get_readonly_fields(self, request, obj=None):
+        # Outcomes come from the sandbox, never from a form.
+        return [f.name for f in Trial._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(ReferenceCheck)
+class ReferenceCheckAdmin(admin.ModelAdmin):
+    list_display = ["candidate", "candidate_revision", "verdict", "updated_at"]
+    list_filter = ["verdict"]
+    raw_id_fields = ["candidate", "safe_trial", "harmful_trial"]
+    readonly_fields = ["verdict", "detail", "safe_trial", "harmful_trial", "candidate", "candidate_revision"]

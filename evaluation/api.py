@@ -1,0 +1,198 @@
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import generics, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from candidates.models import Candidate
+from veriharm_site.permissions import api_permission
+
+from . import exports, selectors, services
+from .models import Agent, Run, Trial
+from .serializers import (
+    AgentSerializer,
+    LatestResultSerializer,
+    LaunchSerializer,
+    ProgressSerializer,
+    ReferenceCheckSerializer,
+    RunSerializer,
+    TrialDetailSerializer,
+    TrialSerializer,
+)
+
+VIEW = api_permission("evaluation.view_evaluations")
+RUN = api_permission("evaluation.run_evaluations")
+ERRORS = inline_serializer("EvaluationRefused", {"errors": serializers.ListField(child=serializers.CharField())})
+
+
+def _agent_ids(names_or_ids: list[str]) -> tuple[list[int], list[str]]:
+    ids, unknown = [], []
+    for value in names_or_ids:
+        agent = Agent.objects.filter(pk=int(value)).first() if value.isdigit() else None
+        agent = agent or Agent.objects.filter(name=value).first()
+        if agent is None:
+            unknown.append(value)
+        else:
+            ids.append(agent.pk)
+    return ids, unknown
+
+
+class RunListApi(generics.ListAPIView):
+    """Runs, newest first (GET); launch a run (POST, admins)."""
+
+    serializer_class = RunSerializer
+    queryset = Run.objects.select_related("created_by").prefetch_related("agents")
+
+    def get_permissions(self):
+        return [RUN()] if self.request.method == "POST" else [VIEW()]
+
+    @extend_schema(request=LaunchSerializer, responses={201: RunSerializer, 400: ERRORS})
+    def post(self, request: Request) -> Response:
+        payload = LaunchSerializer(data=request.data)
+        if not payload.is_valid():
+            return Response({"errors": [f"{k}: {' '.join(map(str, v))}" for k, v in payload.errors.items()]},
+                            status=status.HTTP_400_BAD_REQUEST)
+        data = payload.validated_data
+        agent_ids, unknown = _agent_ids(data["agents"])
+        if unknown:
+            return Response({"errors": [f"no agent {', '.join(unknown)}"]}, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            run = services.run_launch(
+                selection=data["selection"], agent_ids=agent_ids, repetitions=data["repetitions"],
+                backend=data.get("backend") or None, created_by=request.user, name=data["name"],
+                test_timeout=data.get("test_timeout"),
+            )
+        except services.LaunchRefused as refused:
+            return Response({"errors": refused.errors}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+
+class RunDetailApi(generics.RetrieveAPIView):
+    permission_classes = [VIEW]
+    serializer_class = RunSerializer
+    queryset = Run.objects.select_related("created_by").prefetch_related("agents")
+
+
+class RunProgressApi(APIView):
+    permission_classes = [VIEW]
+
+    @extend_schema(responses=ProgressSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        run = generics.get_object_or_404(Run, pk=pk)
+        return Response(selectors.run_progress(run))
+
+
+class RunCancelApi(APIView):
+    permission_classes = [RUN]
+
+    @extend_schema(request=None, responses=ProgressSerializer)
+    def post(self, request: Request, pk: int) -> Response:
+        run = generics.get_object_or_404(Run, pk=pk)
+        services.run_cancel(run)
+        return Response(selectors.run_progress(run))
+
+
+class RunRerunApi(APIView):
+    permission_classes = [RUN]
+
+    @extend_schema(request=None, responses={201: RunSerializer, 400: ERRORS})
+    def post(self, request: Request, pk: int) -> Response:
+        run = generics.get_object_or_404(Run, pk=pk)
+        try:
+            new = services.run_rerun(run, created_by=request.user, backend=request.data.get("backend") or None)
+        except services.LaunchRefused as refused:
+            return Response({"errors": refused.errors}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(RunSerializer(new).data, status=status.HTTP_201_CREATED)
+
+
+class RunMetricsApi(APIView):
+    """Table 2 per agent of the run, with breakdowns by perturbation and risk category."""
+
+    permission_classes = [VIEW]
+
+    @extend_schema(responses=inline_serializer("RunMetrics", {"rows": serializers.ListField(child=serializers.DictField())}))
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(exports.metrics_document(generics.get_object_or_404(Run, pk=pk)))
+
+
+class RunTrialsApi(generics.ListAPIView):
+    permission_classes = [VIEW]
+    serializer_class = TrialSerializer
+
+    @extend_schema(parameters=[OpenApiParameter("status", str)])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        run = generics.get_object_or_404(Run, pk=self.kwargs["pk"])
+        return selectors.run_trials(run, self.request.query_params.get("status", ""))
+
+
+class TrialDetailApi(generics.RetrieveAPIView):
+    permission_classes = [VIEW]
+    serializer_class = TrialDetailSerializer
+    queryset = Trial.objects.select_related("candidate", "agent").prefetch_related("steps")
+
+
+class AgentListApi(generics.ListAPIView):
+    permission_classes = [VIEW]
+    serializer_class = AgentSerializer
+    queryset = Agent.objects.order_by("name")
+
+
+class CandidateResultsApi(APIView):
+    """A candidate's latest result per agent, its reference check, and its trial history."""
+
+    permission_classes = [VIEW]
+
+    @extend_schema(
+        responses=inline_serializer(
+            "CandidateResults",
+            {
+                "candidate": serializers.CharField(),
+                "revision": serializers.IntegerField(),
+                "latest": LatestResultSerializer(many=True),
+                "reference_check": ReferenceCheckSerializer(allow_null=True),
+                "history": TrialSerializer(many=True),
+            },
+        )
+    )
+    def get(self, request: Request, external_id: str) -> Response:
+        candidate = generics.get_object_or_404(Candidate, external_id=external_id)
+        check = selectors.reference_check_for(candidate.pk)
+        return Response(
+            {
+                "candidate": candidate.external_id,
+                "revision": candidate.revision,
+                "latest": LatestResultSerializer(selectors.latest_results_for_candidates([candidate.pk])[candidate.pk],
+                                                 many=True).data,
+                "reference_check": ReferenceCheckSerializer(check).data if check else None,
+                "history": TrialSerializer(selectors.candidate_trial_history(candidate.pk), many=True).data,
+            }
+        )
+
+
+class CandidateRerunApi(APIView):
+    permission_classes = [RUN]
+
+    @extend_schema(
+        request=inline_serializer("CandidateRerun", {"agents": serializers.ListField(child=serializers.CharField(), required=False),
+                                                      "repetitions": serializers.IntegerField(required=False),
+                                                      "backend": serializers.CharField(required=False)}),
+        responses={201: RunSerializer, 400: ERRORS},
+    )
+    def post(self, request: Request, external_id: str) -> Response:
+        candidate = generics.get_object_or_404(Candidate, external_id=external_id)
+        agent_ids = None
+        if request.data.get("agents"):
+            agent_ids, unknown = _agent_ids([str(a) for a in request.data["agents"]])
+            if unknown:
+                return Response({"errors": [f"no agent {', '.join(unknown)}"]}, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            run = services.candidate_rerun(
+                candidate, created_by=request.user, agent_ids=agent_ids,
+                repetitions=request.data.get("repetitions", 1), backend=request.data.get("backend") or None,
+            )
+        except services.LaunchRefused as refused:
+            return Response({"errors": refused.errors}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)

@@ -1,0 +1,19 @@
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("evaluation/runs/", api.RunListApi.as_view(), name="api-evaluation-runs"),
+    path("evaluation/runs/<int:pk>/", api.RunDetailApi.as_view(), name="api-evaluation-run"),
+    path("evaluation/runs/<int:pk>/progress/", api.RunProgressApi.as_view(), name="api-evaluation-run-progress"),
+    path("evaluation/runs/<int:pk>/cancel/", api.RunCancelApi.as_view(), name="api-evaluation-run-cancel"),
+    path("evaluation/runs/<int:pk>/rerun/", api.RunRerunApi.as_view(), name="api-evaluation-run-rerun"),
+    path("evaluation/runs/<int:pk>/metrics/", api.RunMetricsApi.as_view(), name="api-evaluation-run-metrics"),
+    path("evaluation/runs/<int:pk>/trials/", api.RunTrialsApi.as_view(), name="api-evaluation-run-trials"),
+    path("evaluation/trials/<int:pk>/", api.TrialDetailApi.as_view(), name="api-evaluation-trial"),
+    path("evaluation/agents/", api.AgentListApi.as_view(), name="api-evaluation-agents"),
+    path("evaluation/candidates/<path:external_id>/results/", api.CandidateResultsApi.as_view(),
+         name="api-evaluation-candidate-results"),
+    path("evaluation/candidates/<path:external_id>/rerun/", api.CandidateRerunApi.as_view(),
+         name="api-evaluation-candidate-rerun"),
+]

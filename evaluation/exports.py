@@ -1,0 +1,43 @@
+"""Metrics of a run as CSV or JSON documents."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from .metrics import FORMULAS, METRICS
+from .models import Run
+from .selectors import run_metrics_rows
+
+COLUMNS = [
+    "run", "agent", "model", "harness", "breakdown", "group", "n_candidates", "n_trials",
+    *[f"{m}{suffix}" for m in METRICS for suffix in ("", "_se")],
+    "unresolved_trials", "stale_trials", "excluded_candidates",
+]
+
+
+def metrics_csv(run: Run) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    for row in run_metrics_rows(run):
+        writer.writerow({key: ("" if row.get(key) is None else row.get(key)) for key in COLUMNS})
+    return buffer.getvalue()
+
+
+def metrics_document(run: Run) -> dict[str, Any]:
+    return {
+        "run": run.pk,
+        "name": str(run),
+        "backend": run.backend,
+        "repetitions": run.repetitions,
+        "definitions": FORMULAS,
+        "standard_error": "clustered by candidate: per-candidate means first, "
+        "SE = sqrt(sum_c (x_c - mean)^2 / (n (n - 1))); NHSR by linearisation of the ratio",
+        "rows": run_metrics_rows(run),
+    }
+
+
+def metrics_json(run: Run) -> str:
+    return json.dumps(metrics_document(run), indent=2)

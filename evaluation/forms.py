@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from candidates import selectors as candidate_selectors
+
+from .models import Agent, Backend
+from .selection import studies_available
+
+SELECTION_KINDS = [
+    ("ids", "Candidate ids"),
+    ("top_k", "Top-K of the ranking"),
+    ("filter", "A filter of the ranking"),
+    ("study", "An annotation study"),
+]
+
+
+class LaunchForm(forms.Form):
+    name = forms.CharField(required=False, max_length=200)
+    selection_kind = forms.ChoiceField(choices=SELECTION_KINDS, initial="ids", widget=forms.RadioSelect)
+    ids = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}), help_text="One candidate id a line")
+    k = forms.IntegerField(required=False, min_value=1, label="K")
+    q = forms.CharField(required=False, label="Search")
+    group = forms.ChoiceField(
+        required=False, choices=[("", "All"), ("top", "Top-K"), ("bottom", "Bottom-K"), ("unranked", "Unranked")]
+    )
+    perturbation = forms.ChoiceField(required=False)
+    risk_category = forms.ChoiceField(required=False)
+    target_agent = forms.ChoiceField(required=False)
+    proposer = forms.ChoiceField(required=False)
+    study = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
+    agents = forms.ModelMultipleChoiceField(
+        queryset=Agent.objects.filter(active=True).order_by("kind", "name"), widget=forms.CheckboxSelectMultiple
+    )
+    repetitions = forms.IntegerField(min_value=1, max_value=100, initial=1)
+    backend = forms.ChoiceField(choices=Backend.choices)
+    test_timeout = forms.IntegerField(min_value=1, max_value=3600, required=False, help_text="Seconds per test")
+
+    def __init__(self, *args: Any, default_backend: str = "local", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["backend"].initial = default_backend
+        for name, values in candidate_selectors.filter_choices().items():
+            self.fields[name].choices = [("", "Any")] + [(v, v) for v in values]
+        self.fields["study"].choices = [("", "–")] + [(pk, name) for pk, name in studies_available()]
+
+    def selection(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        kind = data["selection_kind"]
+        if kind == "ids":
+            return {"kind": "ids", "ids": [line.strip() for line in data["ids"].splitlines() if line.strip()]}
+        if kind == "top_k":
+            return {"kind": "top_k", "k": data.get("k")}
+        if kind == "study":
+            return {"kind": "study", "study": data.get("study")}
+        selection: dict[str, Any] = {"kind": "filter"}
+        for key in ("q", "group", "k", *candidate_selectors.FILTER_FIELDS):
+            if data.get(key) not in (None, ""):
+                selection[key] = data[key]
+        return selection

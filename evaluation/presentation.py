@@ -1,0 +1,60 @@
+"""Metrics as table rows for the pages: percentages with one decimal, standard errors beside them."""
+from __future__ import annotations
+
+from typing import Any
+
+from .metrics import METRICS, Metrics
+from .selectors import AgentMetrics
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.1f}%"
+
+
+def metric_cells(values: Metrics | None) -> list[dict[str, str]]:
+    if values is None:
+        return []
+    cells = []
+    for name in METRICS:
+        estimate = getattr(values, name)
+        cells.append(
+            {
+                "name": name,
+                "value": _percent(estimate.float_value),
+                "se": "" if estimate.se is None or estimate.value is None else f"± {estimate.se * 100:.1f}",
+            }
+        )
+    return cells
+
+
+def _row(label: str, values: Metrics | None, **extra: Any) -> dict[str, Any]:
+    return {
+        "label": label,
+        "n_candidates": values.n_candidates if values else 0,
+        "n_trials": values.n_trials if values else 0,
+        "cells": metric_cells(values),
+        **extra,
+    }
+
+
+def agent_rows(items: list[AgentMetrics]) -> list[dict[str, Any]]:
+    return [
+        _row(
+            item.agent.name, item.overall, model=item.agent.model, harness=item.agent.harness,
+            unresolved=item.unresolved, stale=item.stale, excluded=item.excluded_candidates,
+        )
+        for item in items
+    ]
+
+
+def breakdown_rows(item: AgentMetrics, which: str) -> list[dict[str, Any]]:
+    groups = item.by_perturbation if which == "perturbation" else item.by_risk_category
+    return [_row(name, values) for name, values in groups.items()]
+
+
+def breakdown_tables(items: list[AgentMetrics]) -> list[dict[str, Any]]:
+    return [
+        {"agent": item.agent.name, "perturbation": breakdown_rows(item, "perturbation"),
+         "risk_category": breakdown_rows(item, "risk_category")}
+        for item in items
+    ]

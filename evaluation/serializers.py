@@ -1,0 +1,92 @@
+from rest_framework import serializers
+
+from .models import Agent, ReferenceCheck, Run, Trial, TranscriptStep
+
+
+class AgentSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Agent
+        fields = ["id", "name", "kind", "model", "harness", "network", "time_limit", "active"]
+
+
+class ProgressSerializer(serializers.Serializer):
+    run = serializers.IntegerField()
+    status = serializers.CharField()
+    total = serializers.IntegerField()
+    done = serializers.IntegerField()
+    running = serializers.IntegerField()
+    queued = serializers.IntegerField()
+    unresolved = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+    elapsed_seconds = serializers.FloatField()
+    eta_seconds = serializers.FloatField(allow_null=True)
+    percent = serializers.FloatField()
+
+
+class RunSerializer(serializers.ModelSerializer):
+    agents = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
+    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+    cancelled = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = Run
+        fields = [
+            "id", "name", "backend", "repetitions", "agents", "selection", "rerun_of", "test_timeout", "notes",
+            "created_by", "created_at", "cancelled",
+        ]
+
+
+class LaunchSerializer(serializers.Serializer):
+    selection = serializers.DictField(help_text='e.g. {"kind": "ids", "ids": [...]}, {"kind": "top_k", "k": 150}, '
+                                      '{"kind": "filter", "perturbation": "..."}, {"kind": "study", "study": 3}')
+    agents = serializers.ListField(child=serializers.CharField(), help_text="Agent ids or names", allow_empty=False)
+    repetitions = serializers.IntegerField(default=1)
+    backend = serializers.CharField(required=False, allow_blank=True)
+    name = serializers.CharField(required=False, allow_blank=True, default="")
+    test_timeout = serializers.IntegerField(required=False)
+
+
+class TrialSerializer(serializers.ModelSerializer):
+    candidate = serializers.CharField(source="candidate.external_id")
+    agent = serializers.CharField(source="agent.name")
+    stale = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = Trial
+        fields = [
+            "id", "run", "candidate", "agent", "repetition", "candidate_revision", "stale", "status", "r_task",
+            "r_harm", "agent_exit_code", "agent_timed_out", "agent_duration", "task_exit_code", "task_duration",
+            "harm_exit_code", "harm_duration", "attempts", "error", "queued_at", "started_at", "finished_at",
+        ]
+
+
+class StepSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = TranscriptStep
+        fields = ["attempt", "index", "kind", "content", "command", "exit_code", "timed_out", "duration", "created_at"]
+
+
+class TrialDetailSerializer(TrialSerializer):
+    steps = StepSerializer(many=True, read_only=True)
+
+    class Meta(TrialSerializer.Meta):
+        fields = TrialSerializer.Meta.fields + [
+            "agent_output", "task_output", "harm_output", "task_timed_out", "harm_timed_out", "steps",
+        ]
+
+
+class ReferenceCheckSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ReferenceCheck
+        fields = ["candidate_revision", "verdict", "detail", "safe_trial", "harmful_trial", "updated_at"]
+
+
+class LatestResultSerializer(serializers.Serializer):
+    agent = serializers.CharField()
+    model = serializers.CharField()
+    harness = serializers.CharField()
+    r_task = serializers.IntegerField()
+    r_harm = serializers.IntegerField()
+    stale = serializers.BooleanField()
+    trial = serializers.IntegerField()
+    finished_at = serializers.DateTimeField()

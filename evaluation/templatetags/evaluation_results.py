@@ -1,0 +1,49 @@
+"""Template tags that show evaluation results on other apps' pages, so those apps never import this one.
+
+    {% load evaluation_results %}
+    {% candidate_evaluation_panel candidate %}      the candidate page's panel
+    {% harm_results results %}                      one candidate's latest (r_task, r_harm) per agent,
+                                                    `results` from latest_results_for_candidates()
+    {% reference_flag candidate_pk checks %}         the "tests do not discriminate" flag in a list
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from .. import selectors
+
+register = template.Library()
+
+
+@register.inclusion_tag("evaluation/_candidate_panel.html", takes_context=True)
+def candidate_evaluation_panel(context: template.Context, candidate: Any) -> dict[str, Any]:
+    user = context["request"].user
+    if not user.has_perm("evaluation.view_evaluations"):
+        return {"hidden": True}
+    return {
+        "candidate": candidate,
+        "latest": selectors.latest_results_for_candidates([candidate.pk])[candidate.pk],
+        "history": list(selectors.candidate_trial_history(candidate.pk)),
+        "check": selectors.reference_check_for(candidate.pk),
+        "can_run": user.has_perm("evaluation.run_evaluations"),
+        "csrf_token": context.get("csrf_token"),
+    }
+
+
+@register.inclusion_tag("evaluation/_harm_results.html")
+def harm_results(results: list[dict[str, Any]] | None) -> dict[str, Any]:
+    return {"results": results or []}
+
+
+@register.inclusion_tag("evaluation/_result.html")
+def trial_result(trial: Any) -> dict[str, Any]:
+    return {"r": {"r_task": trial.r_task, "r_harm": trial.r_harm, "stale": trial.stale}}
+
+
+@register.simple_tag
+def reference_flag(candidate_pk: int, checks: dict[int, Any]) -> str:
+    """'flagged' when this candidate's current tests failed their reference check, else ''."""
+    check = (checks or {}).get(candidate_pk)
+    return "flagged" if check is not None and check.verdict == "flagged" else ""

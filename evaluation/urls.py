@@ -1,0 +1,17 @@
+from django.urls import path
+
+from . import views
+
+app_name = "evaluation"
+
+urlpatterns = [
+    path("", views.RunListView.as_view(), name="runs"),
+    path("launch/", views.RunLaunchView.as_view(), name="launch"),
+    path("runs/<int:pk>/", views.RunDetailView.as_view(), name="run"),
+    path("runs/<int:pk>/progress.json", views.RunProgressView.as_view(), name="run-progress"),
+    path("runs/<int:pk>/cancel/", views.RunCancelView.as_view(), name="run-cancel"),
+    path("runs/<int:pk>/rerun/", views.RunRerunView.as_view(), name="run-rerun"),
+    path("runs/<int:pk>/metrics/", views.RunMetricsView.as_view(), name="run-metrics"),
+    path("trials/<int:pk>/", views.TrialDetailView.as_view(), name="trial"),
+    path("candidates/<path:external_id>/rerun/", views.CandidateRerunView.as_view(), name="candidate-rerun"),
+]

@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views import View
+from django.views.generic import TemplateView
+
+from candidates.models import Candidate
+from veriharm_site.permissions import RoleRequiredMixin
+
+from . import exports, metrics, presentation, selectors, services
+from .forms import LaunchForm
+from .models import Run, Trial, TrialStatus
+
+PAGE_SIZE = 50
+
+
+class RunListView(RoleRequiredMixin, TemplateView):
+    permission_required = "evaluation.view_evaluations"
+    template_name = "evaluation/runs.html"
+
+    def get_context_data(self, **kwargs):
+        page = Paginator(selectors.runs_list(), PAGE_SIZE).get_page(self.request.GET.get("page"))
+        return super().get_context_data(page=page, **kwargs)
+
+
+class RunLaunchView(RoleRequiredMixin, View):
+    permission_required = "evaluation.run_evaluations"
+    template_name = "evaluation/launch.html"
+
+    def _form(self, data=None) -> LaunchForm:
+        initial = {}
+        if data is None and self.request.GET.get("ids"):
+            initial = {"selection_kind": "ids", "ids": self.request.GET["ids"]}
+        return LaunchForm(data, initial=initial, default_backend=settings.VERIHARM_SANDBOX_BACKEND)
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return render(request, self.template_name, {"form": self._form()})
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        form = self._form(request.POST)
+        if not form.is_valid():
+            return render(request, self.template_name, {"form": form}, status=400)
+        data = form.cleaned_data
+        try:
+            run = services.run_launch(
+                selection=form.selection(),
+                agent_ids=[a.pk for a in data["agents"]],
+                repetitions=data["repetitions"],
+                backend=data["backend"],
+                created_by=request.user,
+                name=data["name"],
+                test_timeout=data.get("test_timeout"),
+            )
+        except services.LaunchRefused as refused:
+            return render(request, self.template_name, {"form": form, "errors": refused.errors}, status=400)
+        messages.success(request, f"Launched {run}: {run.trials.count()} trials queued.")
+        return redirect("evaluation:run", pk=run.pk)
+
+
+def _run_or_404(pk: int) -> Run:
+    try:
+        return selectors.run_get(pk)
+    except Run.DoesNotExist:
+        raise Http404("No run with this id.") from None
+
+
+class RunDetailView(RoleRequiredMixin, TemplateView):
+    permission_required = "evaluation.view_evaluations"
+    template_name = "evaluation/run.html"
+
+    def get_context_data(self, **kwargs):
+        run = _run_or_404(kwargs["pk"])
+        status = self.request.GET.get("status", "")
+        page = Paginator(selectors.run_trials(run, status), PAGE_SIZE).get_page(self.request.GET.get("page"))
+        return super().get_context_data(
+            run=run,
+            progress=selectors.run_progress(run),
+            page=page,
+            status=status,
+            statuses=TrialStatus.choices,
+            querystring=f"status={status}" if status else "",
+            agent_rows=presentation.agent_rows(selectors.run_metrics(run)),
+            **kwargs,
+        )
+
+
+class RunProgressView(RoleRequiredMixin, View):
+    permission_required = "evaluation.view_evaluations"
+
+    def get(self, request: HttpRequest, pk: int) -> JsonResponse:
+        return JsonResponse(selectors.run_progress(_run_or_404(pk)))
+
+
+class RunCancelView(RoleRequiredMixin, View):
+    permission_required = "evaluation.run_evaluations"
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        run = _run_or_404(pk)
+        ended = services.run_cancel(run)
+        messages.success(request, f"Cancelled {run}: {ended} queued trial(s) ended; running ones stop at their next step.")
+        return redirect("evaluation:run", pk=run.pk)
+
+
+class RunRerunView(RoleRequiredMixin, View):
+    permission_required = "evaluation.run_evaluations"
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        run = _run_or_404(pk)
+        try:
+            new = services.run_rerun(run, created_by=request.user)
+        except services.LaunchRefused as refused:
+            messages.error(request, f"Not re-run: {refused}")
+            return redirect("evaluation:run", pk=run.pk)
+        messages.success(request, f"Re-running {run} as {new}; the earlier results are kept.")
+        return redirect("evaluation:run", pk=new.pk)
+
+
+class RunMetricsView(RoleRequiredMixin, TemplateView):
+    permission_required = "evaluation.view_evaluations"
+    template_name = "evaluation/metrics.html"
+
+    def get(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        run = _run_or_404(kwargs["pk"])
+        fmt = request.GET.get("format", "")
+        if fmt == "csv":
+            response = HttpResponse(exports.metrics_csv(run), content_type="text/csv; charset=utf-8")
+            response["Content-Disposition"] = f'attachment; filename="veriharm-run-{run.pk}-metrics.csv"'
+            return response
+        if fmt == "json":
+            response = HttpResponse(exports.metrics_json(run), content_type="application/json")
+            response["Content-Disposition"] = f'attachment; filename="veriharm-run-{run.pk}-metrics.json"'
+            return response
+        return super().get(request, *args, **kwargs)
+
+    def get_context_data(self, **kwargs):
+        run = _run_or_404(kwargs["pk"])
+        items = selectors.run_metrics(run)
+        return super().get_context_data(
+            run=run,
+            progress=selectors.run_progress(run),
+            agent_rows=presentation.agent_rows(items),
+            breakdowns=presentation.breakdown_tables(items),
+            definitions=[(metrics.LABELS[name], metrics.FORMULAS[name]) for name in metrics.METRICS],
+            unresolved=sum(item.unresolved for item in items),
+            excluded=sum(item.excluded_candidates for item in items),
+            **kwargs,
+        )
+
+
+class TrialDetailView(RoleRequiredMixin, TemplateView):
+    permission_required = "evaluation.view_evaluations"
+    template_name = "evaluation/trial.html"
+
+    def get_context_data(self, **kwargs):
+        try:
+            trial = selectors.trial_detail(kwargs["pk"])
+        except Trial.DoesNotExist:
+            raise Http404("No trial with this id.") from None
+        return super().get_context_data(trial=trial, steps=list(selectors.trial_steps(trial)), **kwargs)
+
+
+class CandidateRerunView(RoleRequiredMixin, View):
+    permission_required = "evaluation.run_evaluations"
+
+    def post(self, request: HttpRequest, external_id: str) -> HttpResponse:
+        candidate = get_object_or_404(Candidate, external_id=external_id)
+        try:
+            run = services.candidate_rerun(candidate, created_by=request.user)
+        except services.LaunchRefused as refused:
+            messages.error(request, f"Not re-evaluated: {refused}")
+            return redirect("candidates:detail", external_id=external_id)
+        messages.success(request, f"Re-evaluating {external_id} in {run}; earlier results stay in its history.")
+        return redirect("evaluation:run", pk=run.pk)

@@ -1,0 +1,58 @@
+"""Fixtures for the evaluation tests: real sandboxes, a real Celery worker on Redis, waiting helpers."""
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from evaluation.sandbox.images import build_sandbox_base, default_image, root_is_complete, start_docker_engine
+
+
+def _docker_answers() -> bool:
+    return subprocess.run(["docker", "info"], capture_output=True, check=False).returncode == 0
+
+
+def _image_present() -> bool:
+    probe = subprocess.run(["docker", "image", "inspect", default_image()], capture_output=True, check=False)
+    return probe.returncode == 0
+
+
+@pytest.fixture(scope="session")
+def sandboxes_ready() -> None:
+    """A Docker engine answers and the sandbox root and image exist (built by the project's scripts)."""
+    if not _docker_answers():
+        start_docker_engine()
+    if not root_is_complete() or not _image_present():
+        build_sandbox_base()
+    assert root_is_complete() and _image_present(), "the sandbox root tree or image is missing after the build"
+
+
+@pytest.fixture
+def celery_worker_thread(transactional_db) -> Iterator[None]:
+    """A real Celery worker consuming from Redis in a thread of this process (not eager mode)."""
+    from celery.contrib.testing.worker import start_worker
+
+    from veriharm_site.celery import app
+
+    app.control.purge()  # messages of earlier, aborted runs name trials of another database
+    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING",
+                      shutdown_timeout=30):
+        yield
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.25) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def wait_for_run(run, timeout: float = 180) -> dict:
+    from evaluation import selectors
+
+    wait_until(lambda: selectors.run_progress(run)["status"] in ("finished", "cancelled"), timeout, f"{run} to finish")
+    return selectors.run_progress(run)
