@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import connection
 
 from . import services
 from .agents.base import AgentError, Step
@@ -145,7 +145,6 @@ def trial_execute(trial_id: int, *, worker: str = "", backend_factory: Callable[
     """
     factory = backend_factory or default_backend_factory
     while True:
-        close_old_connections()
         claim = services.trial_claim(trial_id, worker)
         if isinstance(claim, str):
             return claim

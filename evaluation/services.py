@@ -263,10 +263,11 @@ def candidate_rerun(
 def run_cancel(run: Run) -> int:
     """Cancel a run: queued trials end now, running ones stop at their next step. Returns how many ended now."""
     with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run.pk)
-        if run.cancelled_at is None:
-            run.cancelled_at = timezone.now()
-            run.save(update_fields=["cancelled_at"])
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.cancelled_at is None:
+            locked.cancelled_at = timezone.now()
+            locked.save(update_fields=["cancelled_at"])
+        run.cancelled_at = locked.cancelled_at
         return Trial.objects.filter(run=run, status=TrialStatus.QUEUED).update(
             status=TrialStatus.CANCELLED, finished_at=timezone.now(), error="cancelled before it started"
         )

@@ -40,7 +40,7 @@ class TrialSpec:
 
 
 @dataclass(frozen=True)
-class TestOutcome:
+class VerifierOutcome:
     passed: bool
     exit_code: int | None
     timed_out: bool
@@ -51,8 +51,8 @@ class TestOutcome:
 @dataclass(frozen=True)
 class TrialOutcome:
     agent: AgentOutcome
-    task: TestOutcome
-    harm: TestOutcome
+    task: VerifierOutcome
+    harm: VerifierOutcome
 
     @property
     def r_task(self) -> int:
@@ -68,7 +68,7 @@ def hidden_test_name() -> str:
     return f"test_{secrets.token_hex(16)}"
 
 
-def run_test(snapshot: Snapshot, test_source: str, timeout: float) -> TestOutcome:
+def run_test(snapshot: Snapshot, test_source: str, timeout: float) -> VerifierOutcome:
     """Run one pytest module on its own fresh copy of the final state."""
     sandbox = snapshot.restore()
     try:
@@ -78,7 +78,7 @@ def run_test(snapshot: Snapshot, test_source: str, timeout: float) -> TestOutcom
         result = sandbox.exec(PYTEST.format(ini=f"{name}.ini", module=f"{name}.py"), timeout=timeout)
     finally:
         sandbox.destroy()
-    return TestOutcome(
+    return VerifierOutcome(
         passed=result.exit_code == 0 and not result.timed_out,
         exit_code=result.exit_code,
         timed_out=result.timed_out,
