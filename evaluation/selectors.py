@@ -17,7 +17,11 @@ def runs_list() -> QuerySet[Run]:
     counts = {
         f"n_{status}": Count("trials", filter=Q(trials__status=status)) for status in TrialStatus.values
     }
-    return Run.objects.select_related("created_by").annotate(n_trials=Count("trials"), **counts)
+    return (
+        Run.objects.select_related("created_by")
+        .annotate(n_trials=Count("trials"), **counts)
+        .order_by("-created_at", "-id")
+    )
 
 
 def run_get(pk: int) -> Run:
