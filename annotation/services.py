@@ -1,0 +1,371 @@
+"""Writes of annotation studies: creating a study from the ranked pool, claiming, labelling, closing.
+
+Locks are always taken in one order (study member, then item, then assignment), and a claim that
+waits for an item lock takes them in primary-key order, so concurrent annotators cannot deadlock.
+"""
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Manager, Q, QuerySet
+from django.utils import timezone
+
+from candidates.models import Candidate
+from candidates.selectors import candidate_group_ids, ranking_bounds
+
+from . import sampling
+from .models import Assignment, Group, StratifyBy, Study, StudyItem, StudyMember, StudyStatus
+from .selectors import item_places
+
+# A label's own time is what the page measured; without it, the time since the claim, capped so
+# that a claim left open overnight does not count as work.
+MAX_SECONDS_PER_VISIT = 3 * 60 * 60
+MAX_COMMENT = 5000
+
+
+def _locked(rows: Manager | QuerySet, *, skip_locked: bool = False) -> QuerySet:
+    """SELECT ... FOR NO KEY UPDATE of these rows only: joined rows (the study) stay unlocked, and
+    inserts that reference a locked row (their foreign-key check takes KEY SHARE) are not blocked."""
+    return rows.select_for_update(no_key=True, of=("self",), skip_locked=skip_locked)
+
+
+class AnnotationError(Exception):
+    """A refused request; the message says what is wrong and nothing was changed."""
+
+
+class NotAMember(AnnotationError):
+    pass
+
+
+class StudyClosed(AnnotationError):
+    pass
+
+
+class ClaimLost(AnnotationError):
+    pass
+
+
+class NotYourItem(AnnotationError):
+    pass
+
+
+@dataclass
+class StudyRefused(AnnotationError):
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return "; ".join(f"{name}: {message}" for name, message in self.errors.items())
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    name: str
+    seed: int
+    top_k: int = 150
+    per_group: int = 25
+    stratify_by: str = StratifyBy.PERTURBATION
+    annotators_per_item: int = 3
+    claim_timeout_minutes: int = 30
+    description: str = ""
+
+
+def _members_refusal(users: Sequence[AbstractBaseUser]) -> str:
+    """Why some of `users` cannot be annotators: they lack the role, or they can see the ranking
+    (group, Q and judges) and so would not label blind."""
+    without_role = [u.get_username() for u in users if not u.has_perm("annotation.annotate")]
+    if without_role:
+        return f"{', '.join(without_role)} cannot annotate (they lack annotation.annotate)"
+    sighted = [u.get_username() for u in users if u.has_perm("candidates.view_ranking")]
+    if sighted:
+        return f"{', '.join(sighted)} can see the ranking, so they would not label blind"
+    return ""
+
+
+def _spec_errors(spec: StudySpec, annotators: Sequence[AbstractBaseUser]) -> dict[str, str]:
+    errors: dict[str, str] = {}
+    if not spec.name.strip():
+        errors["name"] = "is required"
+    elif Study.objects.filter(name=spec.name.strip()).exists():
+        errors["name"] = f"a study named {spec.name.strip()!r} exists already"
+    for name in ("top_k", "per_group", "annotators_per_item", "claim_timeout_minutes"):
+        if getattr(spec, name) < 1:
+            errors[name] = "must be at least 1"
+    if not 0 <= spec.seed < 2**31:
+        errors["seed"] = "must be between 0 and 2147483647"
+    if spec.stratify_by not in StratifyBy.values:
+        errors["stratify_by"] = f"must be one of {', '.join(repr(v) for v in StratifyBy.values)}"
+    if spec.per_group > spec.top_k >= 1:
+        errors["per_group"] = f"cannot draw {spec.per_group} items from a group of K={spec.top_k}"
+    refused = _members_refusal(annotators)
+    if refused:
+        errors["annotators"] = refused
+    elif len(annotators) < spec.annotators_per_item:
+        errors["annotators"] = (
+            f"{spec.annotators_per_item} annotators per item need at least {spec.annotators_per_item} "
+            f"annotators in the study, got {len(annotators)}"
+        )
+    if "top_k" not in errors:
+        ranked = ranking_bounds(spec.top_k).ranked
+        if ranked == 0:
+            errors["top_k"] = "no candidate is ranked yet: import judged candidates first"
+        elif ranked < 2 * spec.top_k:
+            errors["top_k"] = (
+                f"only {ranked} candidates are ranked, so the top {spec.top_k} and the bottom {spec.top_k} "
+                f"would overlap; choose K of at most {ranked // 2}"
+            )
+    return errors
+
+
+def _pseudonyms_assign(study: Study, users: Sequence[AbstractBaseUser], start: int) -> list[StudyMember]:
+    # A random order, so that pseudonyms say nothing about user names or join order.
+    shuffled = list(users)
+    secrets.SystemRandom().shuffle(shuffled)
+    return [StudyMember(study=study, user=u, pseudonym=f"A{start + i}") for i, u in enumerate(shuffled)]
+
+
+@transaction.atomic
+def study_create(
+    spec: StudySpec, *, annotators: Sequence[AbstractBaseUser], created_by: AbstractBaseUser | None = None
+) -> Study:
+    """Sample n of the top-K and n of the bottom-K and open the study; StudyRefused changes nothing."""
+    errors = _spec_errors(spec, annotators)
+    if errors:
+        raise StudyRefused(errors)
+    top_ids = candidate_group_ids(Group.TOP, spec.top_k)
+    bottom_ids = candidate_group_ids(Group.BOTTOM, spec.top_k)
+    fields = ["pk", "rank", "quality", "revision"] + ([spec.stratify_by] if spec.stratify_by else [])
+    rows = {row["pk"]: row for row in Candidate.objects.filter(pk__in=top_ids + bottom_ids).values(*fields)}
+
+    def pool(ids: list[int]) -> list[tuple[int, str]]:
+        return [(pk, rows[pk].get(spec.stratify_by, "") if spec.stratify_by else "") for pk in ids]
+
+    samples = {
+        group: sampling.stratified_sample(pool(ids), spec.per_group, spec.seed, group)
+        for group, ids in ((Group.TOP, top_ids), (Group.BOTTOM, bottom_ids))
+    }
+    study = Study.objects.create(
+        name=spec.name.strip(),
+        description=spec.description,
+        created_by=created_by,
+        seed=spec.seed,
+        top_k=spec.top_k,
+        per_group=spec.per_group,
+        stratify_by=spec.stratify_by,
+        annotators_per_item=spec.annotators_per_item,
+        claim_timeout_minutes=spec.claim_timeout_minutes,
+        ranked_at_sampling=ranking_bounds(spec.top_k).ranked,
+        strata_report={
+            "rule": sampling.ROUNDING_RULE,
+            "groups": {
+                group: {
+                    "pool": sample.pool,
+                    "strata": [
+                        {"name": s.name, "pool": s.pool, "quota": round(s.quota, 4), "allocated": s.allocated}
+                        for s in sample.strata
+                    ],
+                }
+                for group, sample in samples.items()
+            },
+        },
+    )
+    group_of = {pk: group for group, sample in samples.items() for pk in sample.chosen}
+    numbers = sampling.item_numbers(list(group_of), spec.seed)
+    StudyItem.objects.bulk_create(
+        [
+            StudyItem(
+                study=study,
+                candidate_id=pk,
+                number=numbers[pk],
+                token=secrets.token_urlsafe(12),
+                group=group,
+                stratum=rows[pk].get(spec.stratify_by, "") if spec.stratify_by else "",
+                rank_at_sampling=rows[pk]["rank"],
+                quality_at_sampling=rows[pk]["quality"],
+                revision_at_sampling=rows[pk]["revision"],
+            )
+            for pk, group in sorted(group_of.items(), key=lambda pair: numbers[pair[0]])
+        ]
+    )
+    StudyMember.objects.bulk_create(_pseudonyms_assign(study, annotators, start=1))
+    return study
+
+
+@transaction.atomic
+def study_members_add(study: Study, users: Sequence[AbstractBaseUser]) -> list[StudyMember]:
+    _locked(Study.objects).get(pk=study.pk)
+    present = set(study.memberships.values_list("user_id", flat=True))
+    new = [u for u in users if u.pk not in present]
+    refused = _members_refusal(new)
+    if refused:
+        raise StudyRefused({"annotators": refused})
+    return StudyMember.objects.bulk_create(_pseudonyms_assign(study, new, start=study.memberships.count() + 1))
+
+
+def _study_status_set(study: Study, status: str) -> Study:
+    with transaction.atomic():
+        locked = _locked(Study.objects).get(pk=study.pk)
+        locked.status = status
+        locked.closed_at = timezone.now() if status == StudyStatus.CLOSED else None
+        locked.save(update_fields=["status", "closed_at"])
+    return locked
+
+
+def study_close(study: Study) -> Study:
+    """No more claims, labels or revisions until reopened."""
+    return _study_status_set(study, StudyStatus.CLOSED)
+
+
+def study_reopen(study: Study) -> Study:
+    return _study_status_set(study, StudyStatus.OPEN)
+
+
+def _taken(item_id: int, now: datetime, *, excluding: int | None = None) -> int:
+    """Places held on an item: submitted labels and unexpired claims. Call with the item row locked."""
+    rows = Assignment.objects.filter(item_id=item_id).filter(Q(submitted_at__isnull=False) | Q(expires_at__gt=now))
+    if excluding is not None:
+        rows = rows.exclude(annotator_id=excluding)
+    return rows.count()
+
+
+def _member_lock(study_id: int, annotator: AbstractBaseUser) -> StudyMember:
+    """Serialises one annotator's requests in one study (a double click must not claim twice)."""
+    try:
+        member = _locked(StudyMember.objects.select_related("study")).get(study_id=study_id, user=annotator)
+    except StudyMember.DoesNotExist:
+        raise NotAMember("You are not an annotator of this study.") from None
+    if not member.study.is_open:
+        raise StudyClosed("This study is closed: labels can no longer be added or changed.")
+    return member
+
+
+def _claim_renew(own: Assignment, study: Study, now: datetime) -> bool:
+    """Renew the annotator's expired claim if its place is still free; give it up otherwise."""
+    _locked(StudyItem.objects).get(pk=own.item_id)
+    if _taken(own.item_id, now, excluding=own.annotator_id) < study.annotators_per_item:
+        own.expires_at = now + timedelta(minutes=study.claim_timeout_minutes)
+        return Assignment.objects.filter(pk=own.pk, submitted_at__isnull=True).update(expires_at=own.expires_at) == 1
+    own.delete()
+    return False
+
+
+def _claim_first_free(study: Study, annotator_id: int, item_ids: list[int], now: datetime, *, wait: bool) -> tuple[
+    Assignment | None, list[int]
+]:
+    """Lock and claim the first item of `item_ids` with a free place; returns it and the items skipped
+    because another transaction held them. With `wait`, waits for each lock instead of skipping."""
+    skipped = []
+    for item_id in item_ids:
+        locked = _locked(StudyItem.objects.filter(pk=item_id), skip_locked=not wait).values_list("pk", flat=True)
+        if not locked:
+            skipped.append(item_id)
+            continue
+        if _taken(item_id, now) >= study.annotators_per_item:
+            continue
+        assignment = Assignment.objects.create(
+            study=study, item_id=item_id, annotator_id=annotator_id, claimed_at=now,
+            expires_at=now + timedelta(minutes=study.claim_timeout_minutes),
+        )
+        return assignment, skipped
+    return None, skipped
+
+
+def _claim_attempt(study_id: int, annotator: AbstractBaseUser, *, wait: bool) -> tuple[Assignment | None, list[int]]:
+    with transaction.atomic():
+        member = _member_lock(study_id, annotator)
+        study = member.study
+        now = timezone.now()
+        own = Assignment.objects.filter(study=study, annotator=annotator, submitted_at__isnull=True).first()
+        if own is not None:
+            if own.expires_at > now:
+                return own, []
+            if not wait and _claim_renew(own, study, now):
+                return own, []
+            if wait:
+                # A waiting claim may hold only locks taken in primary-key order, so it does not
+                # lock this item to weigh a renewal: the expired claim is simply given up.
+                own.delete()
+        places = item_places(study, annotator.pk, now)
+        free = {pk for pk, is_free in places if is_free}
+        ordered = sampling.annotator_order([pk for pk, _ in places], study.seed, annotator.pk)
+        candidates = [pk for pk in ordered if pk in free]
+        if wait:
+            candidates.sort()  # waiting claims lock in one global order: no deadlock between them
+        return _claim_first_free(study, annotator.pk, candidates, now, wait=wait)
+
+
+def item_claim_next(study_id: int, annotator: AbstractBaseUser) -> Assignment | None:
+    """The annotator's open claim or a new one on the next free item in their own order; None when
+    nothing is left for them. Never gives an item more places than its annotator count."""
+    assignment, skipped = _claim_attempt(study_id, annotator, wait=False)
+    if assignment is None and skipped:
+        # Every free item was being claimed by someone else at that instant; their locks last a
+        # few milliseconds, so wait for them in a fresh transaction rather than report "done".
+        assignment, _ = _claim_attempt(study_id, annotator, wait=True)
+    return assignment
+
+
+@dataclass(frozen=True)
+class LabelInput:
+    c1: bool
+    c2: bool
+    c3: bool
+    comment: str = ""
+    seconds_spent: float | None = None
+
+
+def _seconds(given: float | None, assignment: Assignment, now: datetime) -> float:
+    if given is None:
+        # Without the page's measurement, a first label counts the time since its claim; a revision nothing.
+        given = (now - assignment.claimed_at).total_seconds() if assignment.submitted_at is None else 0.0
+    return float(min(max(given, 0.0), MAX_SECONDS_PER_VISIT))
+
+
+def label_submit(study_id: int, token: str, annotator: AbstractBaseUser, label: LabelInput) -> Assignment:
+    """Submit or revise the annotator's label of one item (while the study is open)."""
+    if len(label.comment) > MAX_COMMENT:
+        raise AnnotationError(f"The comment is {len(label.comment)} characters long; at most {MAX_COMMENT} are kept.")
+    with transaction.atomic():
+        saved = _label_save(study_id, token, annotator, label)
+    # Raised after the commit, so that giving up the lost claim is kept.
+    if saved is None:
+        raise ClaimLost(
+            "Your claim on this item expired and the item went to another annotator; your answers were not saved."
+        )
+    return saved
+
+
+def _label_save(study_id: int, token: str, annotator: AbstractBaseUser, label: LabelInput) -> Assignment | None:
+    try:
+        current = Assignment.objects.select_related("study").get(item__token=token, study_id=study_id,
+                                                                 annotator=annotator)
+    except Assignment.DoesNotExist:
+        raise NotYourItem("This item is not assigned to you.") from None
+    if not current.study.is_open:
+        raise StudyClosed("This study is closed: labels can no longer be added or changed.")
+    if current.submitted_at is None:
+        # A first submission takes a place for good: decide it under the item lock, against
+        # claimers who may have taken the place if this claim expired.
+        _locked(StudyItem.objects).get(pk=current.item_id)
+    assignment = _locked(Assignment.objects.select_related("study")).filter(pk=current.pk).first()
+    if assignment is None:  # the claim was given up in the meantime
+        return None
+    now = timezone.now()
+    if assignment.submitted_at is None and assignment.expires_at <= now:
+        if _taken(assignment.item_id, now, excluding=annotator.pk) >= assignment.study.annotators_per_item:
+            assignment.delete()
+            return None
+    assignment.seconds_spent += _seconds(label.seconds_spent, assignment, now)
+    assignment.c1, assignment.c2, assignment.c3 = label.c1, label.c2, label.c3
+    assignment.comment = label.comment.strip()
+    if assignment.submitted_at is None:
+        assignment.submitted_at = now
+    else:
+        assignment.revisions += 1
+    assignment.updated_at = now
+    assignment.save()
+    return assignment
