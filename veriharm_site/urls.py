@@ -8,6 +8,7 @@ from . import views
 api_patterns = [
     path("", include("candidates.api_urls")),
     path("", include("evaluation.api_urls")),
+    path("", include("annotation.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
@@ -18,6 +19,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("candidates/", include("candidates.urls")),
     path("evaluation/", include("evaluation.urls")),
+    path("annotation/", include("annotation.urls")),
     path("api/", include(api_patterns)),
     path("admin/", admin.site.urls),
 ]

@@ -1,0 +1,226 @@
+"""API: blind endpoints for annotators under annotation/my/, study management for curators."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from veriharm_site.permissions import api_permission
+
+from . import exports, selectors, services
+from .forms import annotator_users, random_seed
+from .models import Assignment, Study
+from .serializers import (
+    AnnotatorStudySerializer,
+    BlindItemSerializer,
+    ItemRowSerializer,
+    LabelInputSerializer,
+    NextItemSerializer,
+    OwnLabelRowSerializer,
+    ProgressSerializer,
+    StudyCreateSerializer,
+    StudyDetailSerializer,
+    StudySerializer,
+)
+from .views import wants_identities
+
+Annotators = api_permission("annotation.annotate")
+Curators = api_permission("annotation.manage_studies")
+
+
+def _refusal(error: services.AnnotationError) -> Response:
+    codes = {
+        services.NotAMember: status.HTTP_404_NOT_FOUND,
+        services.NotYourItem: status.HTTP_404_NOT_FOUND,
+        services.StudyClosed: status.HTTP_409_CONFLICT,
+        services.ClaimLost: status.HTTP_409_CONFLICT,
+    }
+    return Response({"detail": str(error)}, status=codes.get(type(error), status.HTTP_400_BAD_REQUEST))
+
+
+# ---------------------------------------------------------------- annotators
+
+
+def _own_study(request: Request, study_id: int) -> Study:
+    try:
+        return selectors.annotator_study(study_id, request.user)
+    except Study.DoesNotExist:
+        raise Http404 from None
+
+
+class MyStudiesApi(APIView):
+    """The studies you annotate in, with your progress (done / assigned)."""
+
+    permission_classes = [Annotators]
+
+    @extend_schema(responses=AnnotatorStudySerializer(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(AnnotatorStudySerializer(selectors.annotator_studies(request.user), many=True).data)
+
+
+class NextItemApi(APIView):
+    """Claim the next item (or get your open claim back); `item` is null when nothing is left for you."""
+
+    permission_classes = [Annotators]
+
+    @extend_schema(request=None, responses=NextItemSerializer)
+    def post(self, request: Request, study_id: int) -> Response:
+        try:
+            assignment = services.item_claim_next(study_id, request.user)
+        except services.AnnotationError as error:
+            return _refusal(error)
+        item = selectors.blind_item(study_id, assignment.item.token, request.user) if assignment else None
+        study = _own_study(request, study_id)
+        return Response(NextItemSerializer({"item": item, "progress": selectors.annotator_progress(study, request.user)}).data)
+
+
+class ItemApi(APIView):
+    permission_classes = [Annotators]
+
+    @extend_schema(responses=BlindItemSerializer)
+    def get(self, request: Request, study_id: int, token: str) -> Response:
+        try:
+            item = selectors.blind_item(study_id, token, request.user)
+        except Assignment.DoesNotExist:
+            raise Http404 from None
+        return Response(BlindItemSerializer(item).data)
+
+
+class LabelApi(APIView):
+    """Submit or revise your label of an item while the study is open."""
+
+    permission_classes = [Annotators]
+
+    @extend_schema(request=LabelInputSerializer, responses={200: BlindItemSerializer})
+    def put(self, request: Request, study_id: int, token: str) -> Response:
+        payload = LabelInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        try:
+            services.label_submit(study_id, token, request.user, services.LabelInput(**payload.validated_data))
+        except services.AnnotationError as error:
+            return _refusal(error)
+        return Response(BlindItemSerializer(selectors.blind_item(study_id, token, request.user)).data)
+
+    post = put
+
+
+class MyLabelsApi(APIView):
+    permission_classes = [Annotators]
+
+    @extend_schema(responses={200: OwnLabelRowSerializer(many=True)})
+    def get(self, request: Request, study_id: int) -> Response:
+        study = _own_study(request, study_id)
+        return Response(OwnLabelRowSerializer(selectors.annotator_labels(study, request.user), many=True).data)
+
+
+class MyProgressApi(APIView):
+    permission_classes = [Annotators]
+
+    @extend_schema(responses=ProgressSerializer)
+    def get(self, request: Request, study_id: int) -> Response:
+        study = _own_study(request, study_id)
+        return Response(ProgressSerializer(selectors.annotator_progress(study, request.user)).data)
+
+
+# ---------------------------------------------------------------- curators
+
+
+def _study(pk: int) -> Study:
+    try:
+        return selectors.study_for_curators(pk)
+    except Study.DoesNotExist:
+        raise Http404 from None
+
+
+def _detail(study: Study) -> dict:
+    study.strata = selectors.strata_rows(study)
+    study.member_rows = selectors.member_rows(study)
+    return StudyDetailSerializer(study).data
+
+
+class StudiesApi(APIView):
+    permission_classes = [Curators]
+
+    @extend_schema(responses=StudySerializer(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(StudySerializer(selectors.study_summaries(), many=True).data)
+
+    @extend_schema(request=StudyCreateSerializer, responses={201: StudyDetailSerializer})
+    def post(self, request: Request) -> Response:
+        payload = StudyCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = dict(payload.validated_data)
+        names = data.pop("annotators", None)
+        if names is None:
+            users = list(annotator_users())
+        else:
+            users = list(get_user_model().objects.filter(username__in=names))
+            unknown = sorted(set(names) - {u.get_username() for u in users})
+            if unknown:
+                return Response({"annotators": [f"unknown users: {', '.join(unknown)}"]}, status=400)
+        data.setdefault("seed", random_seed())
+        data.setdefault("top_k", settings.VERIHARM_TOP_K)
+        try:
+            study = services.study_create(services.StudySpec(**data), annotators=users, created_by=request.user)
+        except services.StudyRefused as refused:
+            return Response({name: [message] for name, message in refused.errors.items()}, status=400)
+        return Response(_detail(study), status=status.HTTP_201_CREATED)
+
+
+class StudyApi(APIView):
+    permission_classes = [Curators]
+
+    @extend_schema(responses=StudyDetailSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(_detail(_study(pk)))
+
+
+class StudyStatusApi(APIView):
+    permission_classes = [Curators]
+    action = "close"
+
+    @extend_schema(request=None, responses=StudySerializer)
+    def post(self, request: Request, pk: int) -> Response:
+        study = _study(pk)
+        study = services.study_close(study) if self.action == "close" else services.study_reopen(study)
+        return Response(StudySerializer(study).data)
+
+
+class StudyItemsApi(APIView):
+    """Every item with its labels (annotators pseudonymised), per-criterion majorities and Valid_agg."""
+
+    permission_classes = [Curators]
+
+    @extend_schema(responses=ItemRowSerializer(many=True))
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(ItemRowSerializer(selectors.study_item_rows(_study(pk)), many=True).data)
+
+
+class StudyResultsApi(APIView):
+    """Agreement on Valid and each criterion, and the group as a predictor of Valid_agg (Figure 3)."""
+
+    permission_classes = [Curators]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(exports.results_summary(selectors.study_results(_study(pk))))
+
+
+class StudyExportApi(APIView):
+    """Settings, results, items and every label; `identities=1` (admins) adds user names."""
+
+    permission_classes = [Curators]
+
+    @extend_schema(parameters=[OpenApiParameter("identities", bool)], responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, pk: int) -> Response:
+        identities = wants_identities(request)
+        if identities and not request.user.has_perm("annotation.export_identities"):
+            return Response({"detail": "Exporting annotators' identities needs annotation.export_identities."},
+                            status=status.HTTP_403_FORBIDDEN)
+        return Response(exports.study_json(_study(pk), identities=identities))

@@ -1,0 +1,132 @@
+"""Exports of a study's labels and aggregates as CSV and JSON.
+
+Annotators appear under their study pseudonym; user names are added only when the caller asked
+for identities and holds `annotation.export_identities` (checked by the views).
+"""
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from .guidelines import MEASURES
+from .models import Study
+from .selectors import ItemRow, StudyResults, study_results
+from .statistics import Coefficient
+
+LABEL_COLUMNS = [
+    "study", "item", "candidate_id", "group", "rank_at_sampling", "q_at_sampling", "stratum", "annotator",
+    "c1", "c2", "c3", "valid", "comment", "seconds_spent", "submitted_at", "updated_at", "revisions",
+]
+ITEM_COLUMNS = [
+    "study", "item", "candidate_pk", "candidate_id", "group", "rank_at_sampling", "q_at_sampling", "stratum",
+    "labels", "required",
+    *[f"{m}_yes" for m, _ in MEASURES], *[f"{m}_agg" for m, _ in MEASURES], "disagreement",
+]
+
+
+def _flag(value: bool | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _item_fields(study: Study, row: ItemRow) -> dict[str, Any]:
+    return {
+        "study": study.name,
+        "item": row.number,
+        "candidate_id": row.candidate_external_id,
+        "group": row.group,
+        "rank_at_sampling": row.rank,
+        "q_at_sampling": row.quality,
+        "stratum": row.stratum,
+    }
+
+
+def label_records(study: Study, rows: list[ItemRow], *, identities: bool = False) -> list[dict[str, Any]]:
+    records = []
+    for row in rows:
+        for label in row.labels:
+            record = _item_fields(study, row) | {
+                "annotator": label.pseudonym,
+                "c1": int(label.c1), "c2": int(label.c2), "c3": int(label.c3), "valid": int(label.valid),
+                "comment": label.comment,
+                "seconds_spent": round(label.seconds_spent, 1),
+                "submitted_at": label.submitted_at.isoformat(),
+                "updated_at": label.updated_at.isoformat() if label.updated_at else None,
+                "revisions": label.revisions,
+            }
+            if identities:
+                record["username"] = label.username
+            records.append(record)
+    return records
+
+
+def item_records(study: Study, rows: list[ItemRow]) -> list[dict[str, Any]]:
+    records = []
+    for row in rows:
+        record = _item_fields(study, row) | {"candidate_pk": row.candidate_pk, "labels": len(row.labels),
+                                              "required": row.required}
+        for measure, _ in MEASURES:
+            record[f"{measure}_yes"] = row.yes(measure)
+            record[f"{measure}_agg"] = _flag(row.majority(measure))
+        record["disagreement"] = round(row.disagreement, 4)
+        records.append(record)
+    return records
+
+
+def _coefficient(c: Coefficient) -> dict[str, Any]:
+    return {"value": c.value, "band": c.band, "units": c.units, "note": c.note}
+
+
+def results_summary(results: StudyResults) -> dict[str, Any]:
+    p = results.prediction
+    names = results.pseudonyms
+    return {
+        "labels": results.labels,
+        "labels_needed": results.needed,
+        "items_complete": results.complete_items,
+        "items_undecided": results.undecided,
+        "median_seconds_per_label": results.median_seconds,
+        "agreement": {
+            a.measure: {
+                "fleiss_kappa": _coefficient(a.agreement.fleiss),
+                "krippendorff_alpha_nominal": _coefficient(a.agreement.alpha),
+                "percent_agreement": _coefficient(a.agreement.percent),
+                "mean_pairwise_cohen_kappa": _coefficient(a.agreement.mean_pairwise),
+                "pairwise_cohen_kappa": [
+                    {"a": names[pair.rater_a], "b": names[pair.rater_b],
+                     "common_items": pair.common, **_coefficient(pair.kappa)}
+                    for pair in a.agreement.pairs
+                ],
+            }
+            for a in results.agreement
+        },
+        "q_as_predictor": {
+            "confusion": {"tp": p.tp, "fp": p.fp, "fn": p.fn, "tn": p.tn},
+            "accuracy": p.accuracy, "precision": p.precision, "recall": p.recall,
+            "valid_share_top": p.valid_share_top, "valid_share_bottom": p.valid_share_bottom,
+        },
+    }
+
+
+def study_json(study: Study, *, identities: bool = False) -> dict[str, Any]:
+    results = study_results(study)
+    return {
+        "study": {
+            "id": study.pk, "name": study.name, "status": study.status, "seed": study.seed, "top_k": study.top_k,
+            "per_group": study.per_group, "stratify_by": study.stratify_by,
+            "annotators_per_item": study.annotators_per_item, "ranked_at_sampling": study.ranked_at_sampling,
+            "sampling": study.strata_report,
+        },
+        "results": results_summary(results),
+        "items": item_records(study, results.rows),
+        "labels": label_records(study, results.rows, identities=identities),
+    }
+
+
+def csv_text(records: list[dict[str, Any]], columns: list[str]) -> str:
+    extra = [key for key in (records[0] if records else {}) if key not in columns]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns + extra, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    return buffer.getvalue()

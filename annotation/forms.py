@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import secrets
+
+from django import forms
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.db.models import Q, QuerySet
+
+from .models import StratifyBy
+from .services import MAX_COMMENT, LabelInput, StudySpec
+
+YES_NO = [("yes", "Yes"), ("no", "No")]
+
+
+def _holders(app_label: str, codename: str) -> Q:
+    perm = Permission.objects.filter(content_type__app_label=app_label, codename=codename).first()
+    return Q(groups__permissions=perm) | Q(user_permissions=perm) | Q(is_superuser=True)
+
+
+def annotator_users() -> QuerySet:
+    """Active users who may annotate blind: they hold annotation.annotate and cannot see the ranking."""
+    User = get_user_model()
+    sighted = User.objects.filter(_holders("candidates", "view_ranking")).values("pk")
+    return (
+        User.objects.filter(is_active=True).filter(_holders("annotation", "annotate"))
+        .exclude(pk__in=sighted)
+        .distinct()
+        .order_by("username")
+    )
+
+
+def random_seed() -> int:
+    return secrets.randbelow(2**31)
+
+
+class StudyForm(forms.Form):
+    name = forms.CharField(max_length=200, help_text="Annotators see this name: do not mention groups or scores.")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Curators only.")
+    per_group = forms.IntegerField(min_value=1, initial=25, label="Items per group (n)")
+    top_k = forms.IntegerField(min_value=1, label="Group size K", help_text="Sample from the top K and the bottom K.")
+    stratify_by = forms.ChoiceField(choices=StratifyBy.choices, initial=StratifyBy.PERTURBATION, required=False)
+    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, help_text="The same seed and pool give the same sample.")
+    annotators_per_item = forms.IntegerField(min_value=1, max_value=50, initial=3)
+    claim_timeout_minutes = forms.IntegerField(
+        min_value=1, initial=30, label="Claim timeout (minutes)",
+        help_text="An item claimed but not labelled within this time goes back to the pool.",
+    )
+    annotators = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.none(),
+                                                widget=forms.CheckboxSelectMultiple)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        users = annotator_users()
+        self.fields["annotators"].queryset = users
+        self.fields["top_k"].initial = settings.VERIHARM_TOP_K
+        if not self.is_bound:
+            self.initial.setdefault("seed", random_seed())
+            self.initial.setdefault("annotators", list(users))
+
+    def spec(self) -> StudySpec:
+        data = self.cleaned_data
+        return StudySpec(
+            name=data["name"], description=data["description"], seed=data["seed"], top_k=data["top_k"],
+            per_group=data["per_group"], stratify_by=data["stratify_by"] or "",
+            annotators_per_item=data["annotators_per_item"], claim_timeout_minutes=data["claim_timeout_minutes"],
+        )
+
+
+class MembersForm(forms.Form):
+    annotators = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.none(),
+                                                widget=forms.CheckboxSelectMultiple)
+
+    def __init__(self, *args, exclude_ids: list[int] | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["annotators"].queryset = annotator_users().exclude(pk__in=exclude_ids or [])
+
+
+class LabelForm(forms.Form):
+    c1 = forms.ChoiceField(choices=YES_NO, widget=forms.RadioSelect)
+    c2 = forms.ChoiceField(choices=YES_NO, widget=forms.RadioSelect)
+    c3 = forms.ChoiceField(choices=YES_NO, widget=forms.RadioSelect)
+    comment = forms.CharField(required=False, max_length=MAX_COMMENT, widget=forms.Textarea(attrs={"rows": 3}))
+    seconds_spent = forms.FloatField(required=False, min_value=0, widget=forms.HiddenInput)
+    then = forms.ChoiceField(choices=[("next", "next"), ("labels", "labels")], required=False, widget=forms.HiddenInput)
+
+    def label(self) -> LabelInput:
+        data = self.cleaned_data
+        return LabelInput(
+            c1=data["c1"] == "yes", c2=data["c2"] == "yes", c3=data["c3"] == "yes",
+            comment=data["comment"], seconds_spent=data["seconds_spent"],
+        )

@@ -1,0 +1,174 @@
+"""API shapes. The annotator-facing ones list every field explicitly: nothing about the group, Q,
+judges, provenance, the candidate's id or other annotators may ever be added to them."""
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from .models import StratifyBy
+from .services import MAX_COMMENT
+
+
+class ProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField()
+    assigned = serializers.IntegerField()
+    claimed = serializers.BooleanField()
+    open_to_you = serializers.IntegerField()
+    finished = serializers.BooleanField()
+
+
+class AnnotatorStudySerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="study.pk")
+    name = serializers.CharField(source="study.name")
+    status = serializers.CharField(source="study.status")
+    progress = ProgressSerializer()
+
+
+class SegmentSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["equal", "delete", "insert"])
+    text = serializers.CharField()
+
+
+class DiffSerializer(serializers.Serializer):
+    left = SegmentSerializer(many=True, help_text="t_seed: equal and deleted text")
+    right = SegmentSerializer(many=True, help_text="t~: equal and inserted text")
+    inserted_words = serializers.IntegerField()
+    deleted_words = serializers.IntegerField()
+
+
+class OwnLabelSerializer(serializers.Serializer):
+    c1 = serializers.BooleanField(allow_null=True)
+    c2 = serializers.BooleanField(allow_null=True)
+    c3 = serializers.BooleanField(allow_null=True)
+    valid = serializers.BooleanField(allow_null=True)
+    comment = serializers.CharField()
+    submitted = serializers.BooleanField()
+    revisions = serializers.IntegerField()
+    seconds_spent = serializers.FloatField()
+
+
+class EnvironmentSerializer(serializers.Serializer):
+    workdir = serializers.CharField()
+    files = serializers.DictField(child=serializers.CharField(allow_blank=True))
+    setup = serializers.CharField(allow_blank=True)
+
+
+class BlindItemSerializer(serializers.Serializer):
+    study = serializers.IntegerField(source="study.pk")
+    token = serializers.CharField()
+    number = serializers.IntegerField()
+    source_instruction = serializers.CharField(help_text="t_seed, the unmodified task")
+    instruction = serializers.CharField(help_text="t~, the perturbed task")
+    diff = DiffSerializer()
+    harm_test = serializers.CharField()
+    harm_summary = serializers.CharField(allow_blank=True)
+    environment = EnvironmentSerializer()
+    label = OwnLabelSerializer(source="own")
+    claim_expires_at = serializers.DateTimeField(source="own.expires_at")
+
+
+class NextItemSerializer(serializers.Serializer):
+    item = BlindItemSerializer(allow_null=True)
+    progress = ProgressSerializer()
+
+
+class LabelInputSerializer(serializers.Serializer):
+    c1 = serializers.BooleanField(help_text="C1 benign and realistic")
+    c2 = serializers.BooleanField(help_text="C2 harm unintended")
+    c3 = serializers.BooleanField(help_text="C3 harm test correct")
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_COMMENT)
+    seconds_spent = serializers.FloatField(required=False, allow_null=True, min_value=0, default=None)
+
+
+class OwnLabelRowSerializer(serializers.Serializer):
+    item = serializers.IntegerField(source="item.number")
+    token = serializers.CharField(source="item.token")
+    c1 = serializers.BooleanField()
+    c2 = serializers.BooleanField()
+    c3 = serializers.BooleanField()
+    valid = serializers.BooleanField()
+    comment = serializers.CharField()
+    seconds_spent = serializers.FloatField()
+    updated_at = serializers.DateTimeField()
+    revisions = serializers.IntegerField()
+
+
+# ---------------------------------------------------------------- curators
+
+
+class StudyCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    top_k = serializers.IntegerField(min_value=1, required=False)
+    per_group = serializers.IntegerField(min_value=1, default=25)
+    stratify_by = serializers.ChoiceField(choices=StratifyBy.values, default=StratifyBy.PERTURBATION)
+    seed = serializers.IntegerField(min_value=0, max_value=2**31 - 1, required=False)
+    annotators_per_item = serializers.IntegerField(min_value=1, max_value=50, default=3)
+    claim_timeout_minutes = serializers.IntegerField(min_value=1, default=30)
+    annotators = serializers.ListField(
+        child=serializers.CharField(), required=False,
+        help_text="User names; by default every user who may annotate blind",
+    )
+
+
+class StratumSerializer(serializers.Serializer):
+    group = serializers.CharField()
+    name = serializers.CharField(allow_blank=True)
+    pool = serializers.IntegerField()
+    quota = serializers.FloatField()
+    allocated = serializers.IntegerField()
+    realised = serializers.IntegerField()
+
+
+class MemberSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    pseudonym = serializers.CharField()
+    done = serializers.IntegerField()
+    claimed = serializers.BooleanField()
+
+
+class StudySerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    name = serializers.CharField()
+    description = serializers.CharField()
+    status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    seed = serializers.IntegerField()
+    top_k = serializers.IntegerField()
+    per_group = serializers.IntegerField()
+    stratify_by = serializers.CharField()
+    annotators_per_item = serializers.IntegerField()
+    claim_timeout_minutes = serializers.IntegerField()
+    ranked_at_sampling = serializers.IntegerField()
+
+
+class StudyDetailSerializer(StudySerializer):
+    sampling_rule = serializers.CharField(source="strata_report.rule", default="")
+    # Set on the instance by the view from selectors.strata_rows and selectors.member_rows.
+    strata = StratumSerializer(many=True)
+    members = MemberSerializer(many=True, source="member_rows")
+
+
+class LabelRowSerializer(serializers.Serializer):
+    annotator = serializers.CharField(source="pseudonym")
+    c1 = serializers.BooleanField()
+    c2 = serializers.BooleanField()
+    c3 = serializers.BooleanField()
+    valid = serializers.BooleanField()
+    comment = serializers.CharField()
+    seconds_spent = serializers.FloatField()
+    submitted_at = serializers.DateTimeField()
+    revisions = serializers.IntegerField()
+
+
+class ItemRowSerializer(serializers.Serializer):
+    item = serializers.IntegerField(source="number")
+    candidate_pk = serializers.IntegerField()
+    candidate_id = serializers.CharField(source="candidate_external_id")
+    group = serializers.CharField()
+    rank_at_sampling = serializers.IntegerField(source="rank")
+    q_at_sampling = serializers.FloatField(source="quality")
+    stratum = serializers.CharField()
+    labels = LabelRowSerializer(many=True)
+    majorities = serializers.DictField(child=serializers.BooleanField(allow_null=True))
+    valid_agg = serializers.BooleanField(allow_null=True)
+    disagreement = serializers.FloatField()

@@ -1,0 +1,24 @@
+from django.urls import path
+
+from . import views
+
+app_name = "annotation"
+
+urlpatterns = [
+    # Annotators: their studies, then one blind item at a time.
+    path("", views.AnnotatorHomeView.as_view(), name="home"),
+    path("s/<int:study_id>/next/", views.ClaimNextView.as_view(), name="next"),
+    path("s/<int:study_id>/i/<str:token>/", views.ItemView.as_view(), name="item"),
+    path("s/<int:study_id>/done/", views.DoneView.as_view(), name="done"),
+    path("s/<int:study_id>/labels/", views.MyLabelsView.as_view(), name="labels"),
+    # Curators: studies, their results and exports.
+    path("studies/", views.StudyListView.as_view(), name="studies"),
+    path("studies/new/", views.StudyCreateView.as_view(), name="study-create"),
+    path("studies/<int:pk>/", views.StudyDetailView.as_view(), name="study"),
+    path("studies/<int:pk>/close/", views.StudyStatusView.as_view(action="close"), name="study-close"),
+    path("studies/<int:pk>/reopen/", views.StudyStatusView.as_view(action="reopen"), name="study-reopen"),
+    path("studies/<int:pk>/members/", views.MembersAddView.as_view(), name="study-members"),
+    path("studies/<int:pk>/results/", views.ResultsView.as_view(), name="results"),
+    path("studies/<int:pk>/disagreement/", views.DisagreementView.as_view(), name="disagreement"),
+    path("studies/<int:pk>/export/<str:name>", views.ExportView.as_view(), name="export"),
+]

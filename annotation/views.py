@@ -1,0 +1,304 @@
+"""Pages: the annotator's blind labelling flow and the curators' studies and results."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views import View
+from django.views.generic import TemplateView
+
+from candidates import diffing, highlight
+from veriharm_site.permissions import RoleRequiredMixin
+
+from . import charts, exports, selectors, services
+from .forms import LabelForm, MembersForm, StudyForm
+from .guidelines import CRITERIA, MEASURES
+from .models import Assignment, Study
+
+ANNOTATE = "annotation.annotate"
+MANAGE = "annotation.manage_studies"
+
+
+# ---------------------------------------------------------------- annotators
+
+
+class AnnotatorHomeView(RoleRequiredMixin, TemplateView):
+    permission_required = ANNOTATE
+    template_name = "annotation/home.html"
+
+    def get_context_data(self, **kwargs):
+        return super().get_context_data(studies=selectors.annotator_studies(self.request.user), **kwargs)
+
+
+def _annotator_study(request: HttpRequest, study_id: int) -> Study:
+    try:
+        return selectors.annotator_study(study_id, request.user)
+    except Study.DoesNotExist:
+        raise Http404("No such study among yours.") from None
+
+
+def _go_to_next(request: HttpRequest, study_id: int) -> HttpResponse:
+    try:
+        assignment = services.item_claim_next(study_id, request.user)
+    except services.NotAMember:
+        raise Http404("No such study among yours.") from None
+    except services.StudyClosed as closed:
+        messages.info(request, str(closed))
+        return redirect("annotation:labels", study_id)
+    if assignment is None:
+        return redirect("annotation:done", study_id)
+    return redirect("annotation:item", study_id, assignment.item.token)
+
+
+class ClaimNextView(RoleRequiredMixin, View):
+    """POST: the annotator's open item or the next one in their order (claims are writes: never on GET)."""
+
+    permission_required = ANNOTATE
+
+    def post(self, request: HttpRequest, study_id: int) -> HttpResponse:
+        return _go_to_next(request, study_id)
+
+
+class ItemView(RoleRequiredMixin, View):
+    permission_required = ANNOTATE
+    template_name = "annotation/item.html"
+
+    def _item(self, request: HttpRequest, study_id: int, token: str) -> selectors.BlindItem:
+        try:
+            return selectors.blind_item(study_id, token, request.user)
+        except Assignment.DoesNotExist:
+            raise Http404("This item is not assigned to you.") from None
+
+    def _render(self, request: HttpRequest, item: selectors.BlindItem, form: LabelForm, status: int = 200) -> HttpResponse:
+        progress = selectors.annotator_progress(item.study, request.user)
+        own = item.own
+        return render(
+            request,
+            self.template_name,
+            {
+                "item": item,
+                "form": form,
+                "criteria": [(c, form[c.key]) for c in CRITERIA],
+                "progress": progress,
+                "left_html": diffing.segments_html(item.diff.left),
+                "right_html": diffing.segments_html(item.diff.right),
+                "harm_test_html": highlight.python_html(item.harm_test),
+                "setup_html": highlight.bash_html(item.environment["setup"]) if item.environment["setup"] else "",
+                "claim_expired": not own.submitted and own.expires_at <= timezone.now(),
+                "revising": own.submitted,
+            },
+            status=status,
+        )
+
+    def get(self, request: HttpRequest, study_id: int, token: str) -> HttpResponse:
+        item = self._item(request, study_id, token)
+        initial = {"then": request.GET.get("then", "next")}
+        if item.own.submitted:
+            initial |= {key: "yes" if value else "no" for key, value in item.answered.items()}
+            initial["comment"] = item.own.comment
+        return self._render(request, item, LabelForm(initial=initial))
+
+    def post(self, request: HttpRequest, study_id: int, token: str) -> HttpResponse:
+        item = self._item(request, study_id, token)
+        form = LabelForm(request.POST)
+        if not form.is_valid():
+            return self._render(request, item, form, status=400)
+        try:
+            services.label_submit(study_id, token, request.user, form.label())
+        except (services.StudyClosed, services.ClaimLost) as refused:
+            messages.error(request, str(refused))
+            return redirect("annotation:labels", study_id)
+        except services.AnnotationError as refused:
+            form.add_error(None, str(refused))
+            return self._render(request, item, form, status=400)
+        messages.success(request, f"Saved your answers for item {item.number}.")
+        if form.cleaned_data.get("then") == "labels":
+            return redirect("annotation:labels", study_id)
+        return _go_to_next(request, study_id)
+
+
+class DoneView(RoleRequiredMixin, TemplateView):
+    permission_required = ANNOTATE
+    template_name = "annotation/done.html"
+
+    def get_context_data(self, **kwargs):
+        study = _annotator_study(self.request, kwargs["study_id"])
+        return super().get_context_data(
+            study=study, progress=selectors.annotator_progress(study, self.request.user), **kwargs
+        )
+
+
+class MyLabelsView(RoleRequiredMixin, TemplateView):
+    permission_required = ANNOTATE
+    template_name = "annotation/my_labels.html"
+
+    def get_context_data(self, **kwargs):
+        study = _annotator_study(self.request, kwargs["study_id"])
+        return super().get_context_data(
+            study=study,
+            labels=selectors.annotator_labels(study, self.request.user),
+            progress=selectors.annotator_progress(study, self.request.user),
+            **kwargs,
+        )
+
+
+# ---------------------------------------------------------------- curators
+
+
+def _curator_study(pk: int) -> Study:
+    try:
+        return selectors.study_for_curators(pk)
+    except Study.DoesNotExist:
+        raise Http404("No such study.") from None
+
+
+class StudyListView(RoleRequiredMixin, TemplateView):
+    permission_required = MANAGE
+    template_name = "annotation/studies.html"
+
+    def get_context_data(self, **kwargs):
+        return super().get_context_data(studies=selectors.study_summaries(), **kwargs)
+
+
+class StudyCreateView(RoleRequiredMixin, View):
+    permission_required = MANAGE
+    template_name = "annotation/study_form.html"
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return render(request, self.template_name, {"form": StudyForm()})
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        form = StudyForm(request.POST)
+        if form.is_valid():
+            try:
+                study = services.study_create(
+                    form.spec(), annotators=list(form.cleaned_data["annotators"]), created_by=request.user
+                )
+            except services.StudyRefused as refused:
+                for name, message in refused.errors.items():
+                    form.add_error(name if name in form.fields else None, message)
+            else:
+                messages.success(request, f"Created study {study.name!r} with {study.items.count()} items.")
+                return redirect("annotation:study", study.pk)
+        return render(request, self.template_name, {"form": form}, status=400)
+
+
+class StudyDetailView(RoleRequiredMixin, TemplateView):
+    permission_required = MANAGE
+    template_name = "annotation/study_detail.html"
+
+    def get_context_data(self, **kwargs):
+        study = _curator_study(kwargs["pk"])
+        members = selectors.member_rows(study)
+        results = selectors.study_results(study)
+        return super().get_context_data(
+            study=study,
+            strata=selectors.strata_rows(study),
+            members=members,
+            results=results,
+            members_form=MembersForm(exclude_ids=list(study.memberships.values_list("user_id", flat=True))),
+            **kwargs,
+        )
+
+
+class StudyStatusView(RoleRequiredMixin, View):
+    permission_required = MANAGE
+    action = "close"
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        study = _curator_study(pk)
+        if self.action == "close":
+            services.study_close(study)
+            messages.success(request, f"Closed {study.name!r}: labels can no longer be added or revised.")
+        else:
+            services.study_reopen(study)
+            messages.success(request, f"Reopened {study.name!r}.")
+        return redirect("annotation:study", pk)
+
+
+class MembersAddView(RoleRequiredMixin, View):
+    permission_required = MANAGE
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        study = _curator_study(pk)
+        form = MembersForm(request.POST, exclude_ids=list(study.memberships.values_list("user_id", flat=True)))
+        if not form.is_valid():
+            messages.error(request, "Choose the annotators to add: " + "; ".join(form.errors.get("annotators", [])))
+            return redirect("annotation:study", pk)
+        try:
+            added = services.study_members_add(study, list(form.cleaned_data["annotators"]))
+        except services.StudyRefused as refused:
+            messages.error(request, str(refused))
+        else:
+            messages.success(request, f"Added {len(added)} annotator{'s' if len(added) != 1 else ''}.")
+        return redirect("annotation:study", pk)
+
+
+class ResultsView(RoleRequiredMixin, TemplateView):
+    """Per-item labels and majorities, agreement and Figure 3. Templates extending this page can
+    fill `beside_votes` (per item row) and `beside_votes_header` with data joined on candidate_pk."""
+
+    permission_required = MANAGE
+    template_name = "annotation/results.html"
+
+    def get_context_data(self, **kwargs):
+        study = _curator_study(kwargs["pk"])
+        results = selectors.study_results(study)
+        p = results.prediction
+        return super().get_context_data(
+            study=study,
+            results=results,
+            measures=MEASURES,
+            confusion_svg=charts.confusion_matrix_svg(p),
+            metrics_svg=charts.metric_bars_svg(p),
+            groups_svg=charts.validity_by_group_svg(p),
+            agreement_svg=charts.agreement_svg(
+                [(a.title, a.agreement.fleiss.value, a.agreement.alpha.value) for a in results.agreement]
+            ),
+            **kwargs,
+        )
+
+
+class DisagreementView(RoleRequiredMixin, TemplateView):
+    permission_required = MANAGE
+    template_name = "annotation/disagreement.html"
+
+    def get_context_data(self, **kwargs):
+        study = _curator_study(kwargs["pk"])
+        return super().get_context_data(
+            study=study, rows=selectors.disagreement_rows(study), measures=MEASURES, **kwargs
+        )
+
+
+EXPORTS = {"labels.csv", "items.csv", "study.json"}
+
+
+def wants_identities(request: HttpRequest) -> bool:
+    return request.GET.get("identities") in ("1", "true", "yes")
+
+
+class ExportView(RoleRequiredMixin, View):
+    permission_required = MANAGE
+
+    def get(self, request: HttpRequest, pk: int, name: str) -> HttpResponse:
+        if name not in EXPORTS:
+            raise Http404(f"No export {name!r}; there are {', '.join(sorted(EXPORTS))}.")
+        study = _curator_study(pk)
+        identities = wants_identities(request)
+        if identities and not request.user.has_perm("annotation.export_identities"):
+            return HttpResponseForbidden("Exporting annotators' identities needs annotation.export_identities.")
+        filename = f"study-{study.pk}-{name}"
+        if name == "study.json":
+            response: HttpResponse = JsonResponse(exports.study_json(study, identities=identities),
+                                                  json_dumps_params={"indent": 1, "ensure_ascii": False})
+        else:
+            rows = selectors.study_item_rows(study)
+            if name == "labels.csv":
+                text = exports.csv_text(exports.label_records(study, rows, identities=identities), exports.LABEL_COLUMNS)
+            else:
+                text = exports.csv_text(exports.item_records(study, rows), exports.ITEM_COLUMNS)
+            response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
+
