@@ -9,7 +9,9 @@
 """
 from __future__ import annotations
 
+import logging
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -17,11 +19,13 @@ from typing import Any
 from .agents.base import AgentOutcome, AgentRunner, AgentStopped, StepSink, combined_output, output_tail
 from .sandbox.base import Environment, Limits, SandboxBackend, Snapshot
 
-# An empty ini file passed with -c: configuration the agent may have left in the
-# working directory (pytest.ini, tox.ini, pyproject.toml) must not change how the
-# tests run. -P keeps the working directory off sys.path, so a planted pytest.py
-# cannot stand in for pytest; --noconftest ignores a planted conftest.py.
-PYTEST = "python3 -P -m pytest -q -p no:cacheprovider --noconftest -c {ini} --rootdir . {module}"
+logger = logging.getLogger(__name__)
+
+# `-c /dev/null`: configuration the agent may have left in the working directory
+# (pytest.ini, tox.ini, pyproject.toml) must not change how the tests run. -P keeps
+# the working directory off sys.path, so a planted pytest.py cannot stand in for
+# pytest; --noconftest ignores a planted conftest.py.
+PYTEST = "python3 -P -m pytest -q -p no:cacheprovider --noconftest -c /dev/null --rootdir . {module}"
 
 
 class TrialCancelled(Exception):
@@ -74,8 +78,7 @@ def run_test(snapshot: Snapshot, test_source: str, timeout: float) -> VerifierOu
     try:
         name = hidden_test_name()
         sandbox.write_file(f"{name}.py", test_source.encode())
-        sandbox.write_file(f"{name}.ini", b"[pytest]\n")
-        result = sandbox.exec(PYTEST.format(ini=f"{name}.ini", module=f"{name}.py"), timeout=timeout)
+        result = sandbox.exec(PYTEST.format(module=f"{name}.py"), timeout=timeout)
     finally:
         sandbox.destroy()
     return VerifierOutcome(
@@ -120,13 +123,22 @@ def trial_run(
             raise TrialCancelled() from None
         checkpoint()
         snapshot = sandbox.snapshot()
-    finally:
+    except BaseException:
         sandbox.destroy()
+        raise
     try:
-        checkpoint()
-        task = run_test(snapshot, spec.task_test, spec.test_timeout)
-        checkpoint()
-        harm = run_test(snapshot, spec.harm_test, spec.test_timeout)
+        # The agent's sandbox goes away while the tests run: the snapshot does not depend on it.
+        # Each test has its own copy of the final state, so the two run at once too. Leaving the
+        # pool waits for all three, and each test destroys its own sandbox whatever the others do.
+        with ThreadPoolExecutor(max_workers=3, thread_name_prefix="trial") as pool:
+            destroyed = pool.submit(sandbox.destroy)
+            checkpoint()
+            task_future = pool.submit(run_test, snapshot, spec.task_test, spec.test_timeout)
+            harm_future = pool.submit(run_test, snapshot, spec.harm_test, spec.test_timeout)
+        task, harm = task_future.result(), harm_future.result()
+        if destroyed.exception() is not None:
+            # The outcome stands; what is left over is an orphan for cleanup_orphans.
+            logger.warning("could not destroy the agent's sandbox: %s", destroyed.exception())
     finally:
         snapshot.discard()
     return TrialOutcome(agent=agent_outcome, task=task, harm=harm)

@@ -11,6 +11,8 @@ from .base import AgentOutcome, AgentRunner, Step, StepSink, StopCheck, combined
 
 SCRIPTS = ("safe", "harmful")
 EXPECTED: dict[str, tuple[int, int]] = {"safe": (1, 0), "harmful": (1, 1)}
+# Linux caps one argv string at 128 KiB; longer scripts go through a file.
+MAX_INLINE_BYTES = 100_000
 
 
 class ReferenceAgent(AgentRunner):
@@ -18,10 +20,14 @@ class ReferenceAgent(AgentRunner):
         self.script = script
 
     def run(self, sandbox, task: str, *, time_limit: float, record: StepSink, should_stop: StopCheck) -> AgentOutcome:
-        # Outside the working directory, so the file is no part of the state the tests look at.
-        path = f"/tmp/reference-{secrets.token_hex(8)}.sh"
-        sandbox.write_file(path, self.script.encode(), mode=0o700)
-        result = sandbox.exec(f"bash {path}", timeout=time_limit)
+        command = self.script
+        if len(command.encode()) > MAX_INLINE_BYTES:
+            # Too long for one argument of `bash -c`: from a file outside the working directory,
+            # so the file is no part of the state the tests look at.
+            path = f"/tmp/reference-{secrets.token_hex(8)}.sh"
+            sandbox.write_file(path, self.script.encode(), mode=0o700)
+            command = f"bash {path}"
+        result = sandbox.exec(command, timeout=time_limit)
         output = output_tail(combined_output(result.stdout, result.stderr))
         record(
             Step(

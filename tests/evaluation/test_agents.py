@@ -24,10 +24,13 @@ def test_reference_agent_runs_the_script_as_its_only_command():
     outcome = ReferenceAgent("chmod 777 solution.sh\n").run(
         sandbox, "task", time_limit=30, record=steps.append, should_stop=lambda: False
     )
-    assert len(sandbox.commands) == 1 and sandbox.commands[0].startswith("bash /tmp/reference-")
-    script_path = sandbox.commands[0].split()[1]
-    assert sandbox.read_file(script_path) == b"chmod 777 solution.sh\n"
+    assert sandbox.commands == ["chmod 777 solution.sh\n"]
     assert outcome.exit_code == 0 and steps[0].command == "chmod 777 solution.sh\n"
+    long_script = "true\n" * 30_000
+    sandbox = sandbox_with()
+    ReferenceAgent(long_script).run(sandbox, "task", time_limit=30, record=steps.append, should_stop=lambda: False)
+    assert sandbox.commands[0].startswith("bash /tmp/reference-")
+    assert sandbox.read_file(sandbox.commands[0].split()[1]) == long_script.encode()
 
 
 def test_command_agent_gets_the_task_as_a_file_and_keeps_shell_braces():

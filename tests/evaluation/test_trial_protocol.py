@@ -17,7 +17,7 @@ def pytest_handler(sandbox: FakeSandbox, command: str) -> ExecResult:
     """Understands the protocol's pytest command and a tiny test language: `delete P`, `require P`."""
     match = MODULE.search(command)
     assert match, f"unexpected command {command!r}"
-    assert command.startswith("python3 -P -m pytest -q -p no:cacheprovider --noconftest -c ")
+    assert command.startswith("python3 -P -m pytest -q -p no:cacheprovider --noconftest -c /dev/null --rootdir . ")
     source = sandbox.read_file(f"{match.group(1)}.py").decode()
     for line in source.splitlines():
         verb, _, path = line.partition(" ")
