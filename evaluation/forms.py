@@ -7,13 +7,14 @@ from django import forms
 from candidates import selectors as candidate_selectors
 
 from .models import Agent, Backend
-from .selection import studies_available
+from .selection import releases_available, studies_available
 
 SELECTION_KINDS = [
     ("ids", "Candidate ids"),
     ("top_k", "Top-K of the ranking"),
     ("filter", "A filter of the ranking"),
     ("study", "An annotation study"),
+    ("release", "A benchmark release"),
 ]
 
 
@@ -31,6 +32,7 @@ class LaunchForm(forms.Form):
     target_agent = forms.ChoiceField(required=False)
     proposer = forms.ChoiceField(required=False)
     study = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
+    release = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
     agents = forms.ModelMultipleChoiceField(
         queryset=Agent.objects.filter(active=True).order_by("kind", "name"), widget=forms.CheckboxSelectMultiple
     )
@@ -44,6 +46,7 @@ class LaunchForm(forms.Form):
         for name, values in candidate_selectors.filter_choices().items():
             self.fields[name].choices = [("", "Any")] + [(v, v) for v in values]
         self.fields["study"].choices = [("", "–")] + [(pk, name) for pk, name in studies_available()]
+        self.fields["release"].choices = [("", "–")] + [(pk, name) for pk, name in releases_available()]
 
     def selection(self) -> dict[str, Any]:
         data = self.cleaned_data
@@ -54,6 +57,8 @@ class LaunchForm(forms.Form):
             return {"kind": "top_k", "k": data.get("k")}
         if kind == "study":
             return {"kind": "study", "study": data.get("study")}
+        if kind == "release":
+            return {"kind": "release", "release": data.get("release")}
         selection: dict[str, Any] = {"kind": "filter"}
         for key in ("q", "group", "k", *candidate_selectors.FILTER_FIELDS):
             if data.get(key) not in (None, ""):

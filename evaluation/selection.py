@@ -1,4 +1,4 @@
-"""Which candidates a run covers: explicit ids, a filter of the ranking, the top-K, or a study.
+"""Which candidates a run covers: explicit ids, a filter of the ranking, the top-K, a study or a release.
 
 A selection is a small JSON object kept on the run, so the run page can say how its
 candidates were chosen. Resolving it is a read; bad input raises SelectionError
@@ -13,7 +13,7 @@ from django.apps import apps
 from candidates import selectors as candidate_selectors
 from candidates.models import Candidate
 
-KINDS = ("ids", "filter", "top_k", "study")
+KINDS = ("ids", "filter", "top_k", "study", "release")
 FILTER_KEYS = (*candidate_selectors.FILTER_FIELDS, "q", "group", "k")
 
 
@@ -73,18 +73,43 @@ def _by_study(selection: dict[str, Any]) -> list[int]:
     return list(study_item.objects.filter(study_id=study_id).order_by("pk").values_list("candidate_id", flat=True))
 
 
+def _by_release(selection: dict[str, Any]) -> list[int]:
+    # Benchmark releases come with candidate curation; looked up by name so either side can land first.
+    try:
+        release_item = apps.get_model("candidates", "ReleaseItem")
+    except LookupError:
+        raise SelectionError("benchmark releases are not available in this installation") from None
+    release_id = _positive_int(selection.get("release"), "release")
+    if not release_item._meta.get_field("release").related_model.objects.filter(pk=release_id).exists():
+        raise SelectionError(f"no release with id {release_id}")
+    pks = list(release_item.objects.filter(release_id=release_id).order_by("position").values_list("candidate_id", flat=True))
+    if not pks:
+        raise SelectionError(f"release {release_id} has no items (a draft gets its items when it is frozen)")
+    return pks
+
+
 def candidates_for_selection(selection: dict[str, Any]) -> list[int]:
     """Primary keys of the selected candidates, in a stable order, without duplicates."""
     if not isinstance(selection, dict):
         raise SelectionError("the selection must be an object with a kind")
     kind = selection.get("kind")
-    resolvers = {"ids": _by_ids, "filter": _by_filter, "top_k": _by_top_k, "study": _by_study}
+    resolvers = {"ids": _by_ids, "filter": _by_filter, "top_k": _by_top_k, "study": _by_study, "release": _by_release}
     if kind not in resolvers:
         raise SelectionError(f"selection kind must be one of {', '.join(KINDS)}, got {kind!r}")
     pks = list(dict.fromkeys(resolvers[kind](selection)))
     if not pks:
         raise SelectionError("the selection matches no candidate")
     return pks
+
+
+def releases_available() -> list[tuple[int, str]]:
+    """(id, "name version") of the releases with items, for the launch form."""
+    try:
+        release = apps.get_model("candidates", "Release")
+    except LookupError:
+        return []
+    return [(pk, f"{name} {version}") for pk, name, version in
+            release.objects.filter(items__isnull=False).distinct().order_by("-pk").values_list("pk", "name", "version")]
 
 
 def studies_available() -> list[tuple[int, str]]:

@@ -219,6 +219,35 @@ def harm_observed(results: list[dict[str, Any]]) -> bool | None:
     return any(r["r_task"] == 1 and r["r_harm"] == 1 for r in current)
 
 
+def harm_test_summaries(candidate_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """What the harm tests say of each candidate, to set beside human verdicts.
+
+    {pk: {"results": latest_results_for_candidates(...)[pk], "harm_observed": harm_observed(...),
+    "tests_valid": True (the reference check discriminates) | False (flagged) | None (not decided)}}
+    """
+    results = latest_results_for_candidates(candidate_ids)
+    checks = reference_checks(candidate_ids)
+    summaries = {}
+    for pk in candidate_ids:
+        check = checks.get(pk)
+        tests_valid = None
+        if check is not None and check.verdict != ReferenceVerdict.PENDING:
+            tests_valid = check.verdict == ReferenceVerdict.DISCRIMINATES
+        summaries[pk] = {"results": results[pk], "harm_observed": harm_observed(results[pk]), "tests_valid": tests_valid}
+    return summaries
+
+
+def disagrees_with_humans(human_valid: bool | None, summary: dict[str, Any]) -> bool:
+    """Humans' majority verdict on a candidate's validity against its harm tests' own verdict.
+
+    The reference check is the tests' verdict on themselves: V_harm fires on the harmful reference
+    and not on the safe one (criterion (i) of the judges, (iii) of the annotators). Both must be
+    decided to disagree.
+    """
+    tests_valid = summary.get("tests_valid")
+    return human_valid is not None and tests_valid is not None and human_valid != tests_valid
+
+
 def candidate_trial_history(candidate_id: int, limit: int = 200) -> QuerySet[Trial]:
     return (
         Trial.objects.filter(candidate_id=candidate_id)

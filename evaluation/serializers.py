@@ -38,7 +38,8 @@ class RunSerializer(serializers.ModelSerializer):
 
 class LaunchSerializer(serializers.Serializer):
     selection = serializers.DictField(help_text='e.g. {"kind": "ids", "ids": [...]}, {"kind": "top_k", "k": 150}, '
-                                      '{"kind": "filter", "perturbation": "..."}, {"kind": "study", "study": 3}')
+                                      '{"kind": "filter", "perturbation": "..."}, {"kind": "study", "study": 3}, '
+                                      '{"kind": "release", "release": 2}')
     agents = serializers.ListField(child=serializers.CharField(), help_text="Agent ids or names", allow_empty=False)
     repetitions = serializers.IntegerField(default=1)
     backend = serializers.CharField(required=False, allow_blank=True)

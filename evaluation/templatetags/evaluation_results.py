@@ -4,7 +4,8 @@
     {% candidate_evaluation_panel candidate %}      the candidate page's panel
     {% harm_results results %}                      one candidate's latest (r_task, r_harm) per agent,
                                                     `results` from latest_results_for_candidates()
-    {% reference_flag candidate_pk checks %}         the "tests do not discriminate" flag in a list
+    {% reference_checks_for rows as checks %}       the reference checks of a page of candidates (one query)
+    {% reference_flag candidate_pk checks %}         "flagged" when its tests do not discriminate
 """
 from __future__ import annotations
 
@@ -40,6 +41,16 @@ def harm_results(results: list[dict[str, Any]] | None) -> dict[str, Any]:
 @register.inclusion_tag("evaluation/_result.html")
 def trial_result(trial: Any) -> dict[str, Any]:
     return {"r": {"r_task": trial.r_task, "r_harm": trial.r_harm, "stale": trial.stale}}
+
+
+@register.simple_tag
+def reference_checks_for(rows: Any) -> dict[int, Any]:
+    """`rows`: candidates, or dicts holding one under "candidate" (as the ranking's rows do)."""
+    pks = []
+    for row in rows or []:
+        candidate = row.get("candidate") if isinstance(row, dict) else row
+        pks.append(getattr(candidate, "pk", candidate))
+    return selectors.reference_checks(pks)
 
 
 @register.simple_tag

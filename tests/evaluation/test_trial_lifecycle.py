@@ -202,3 +202,37 @@ def test_transcript_steps_are_saved_as_they_happen_and_cancel_stops_a_running_tr
     assert trial.status == TrialStatus.CANCELLED and trial.r_task is None
     assert list(trial.steps.values_list("kind", "command")) == [("command", "harness /tmp/veriharm-task.md")]
     assert not backends[0].live and not backends[0].snapshots  # no sandbox left behind
+
+
+def test_harm_test_summaries_for_human_verdicts(run):
+    from django.template import Context, Template
+
+    safe, harmful = safe_trial(run), Trial.objects.get(run=run, agent__name="reference-harmful")
+    pk = safe.candidate_id
+    summary = selectors.harm_test_summaries([pk])[pk]
+    assert summary == {"results": [], "harm_observed": None, "tests_valid": None}
+    assert not selectors.disagrees_with_humans(True, summary)
+    services.trial_record(services.trial_claim(safe.pk), outcome(1, 0))
+    services.trial_record(services.trial_claim(harmful.pk), outcome(1, 1))
+    summary = selectors.harm_test_summaries([pk])[pk]
+    assert summary["tests_valid"] is True and summary["harm_observed"] is True
+    assert selectors.disagrees_with_humans(False, summary) and not selectors.disagrees_with_humans(True, summary)
+    assert not selectors.disagrees_with_humans(None, summary)
+    html = Template(
+        "{% load evaluation_results %}{% harm_results summary.results %}"
+        "{% reference_checks_for rows as checks %}[{% reference_flag pk checks %}]"
+    ).render(Context({"summary": summary, "rows": [{"candidate": safe.candidate}], "pk": pk}))
+    assert "reference-harmful" in html and "(1, 1)" in html and "(1, 0)" in html and "[]" in html
+
+
+def test_a_run_over_an_annotation_study_and_a_release_refusal(examples_imported, annotator):
+    from annotation.services import StudySpec, study_create
+
+    study = study_create(StudySpec(name="pilot", seed=1, top_k=1, per_group=1, stratify_by="", annotators_per_item=1),
+                         annotators=[annotator])
+    agents = services.reference_agents_ensure()
+    run = services.run_launch(selection={"kind": "study", "study": study.pk}, agent_ids=[agents[0].pk],
+                              backend="local")
+    assert set(run.trials.values_list("candidate__external_id", flat=True)) == {SAFE_ID, OTHER_ID}
+    with pytest.raises(services.LaunchRefused, match="release"):
+        services.run_launch(selection={"kind": "release", "release": 12345}, agent_ids=[agents[0].pk])

@@ -4,6 +4,7 @@
     evaluate --agent my-agent --top-k 150 --repetitions 4 --backend docker
     evaluate --agent my-agent --filter perturbation=underspecification --filter group=top
     evaluate --agent my-agent --study 3
+    evaluate --agent my-agent --release 2
     evaluate --rerun RUN_ID [--wait]            re-evaluate a whole run (a new run; history kept)
     evaluate --rerun-candidate ID [--agent ...]  re-evaluate one candidate
     evaluate --cancel RUN_ID
@@ -31,6 +32,7 @@ class Command(BaseCommand):
         what.add_argument("--filter", action="append", metavar="FIELD=VALUE",
                           help="a filter of the ranking (perturbation, risk_category, target_agent, proposer, q, group, k)")
         what.add_argument("--study", type=int, metavar="STUDY_ID", help="the candidates of an annotation study")
+        what.add_argument("--release", type=int, metavar="RELEASE_ID", help="the items of a benchmark release")
         what.add_argument("--rerun", type=int, metavar="RUN_ID", help="re-run a whole run as a new run")
         what.add_argument("--rerun-candidate", metavar="ID", help="re-evaluate one candidate")
         what.add_argument("--cancel", type=int, metavar="RUN_ID", help="cancel a run")
@@ -58,6 +60,8 @@ class Command(BaseCommand):
             return {"kind": "top_k", "k": options["top_k"]}
         if options["study"] is not None:
             return {"kind": "study", "study": options["study"]}
+        if options["release"] is not None:
+            return {"kind": "release", "release": options["release"]}
         selection: dict[str, Any] = {"kind": "filter"}
         for item in options["filter"]:
             key, sep, value = item.partition("=")
