@@ -61,31 +61,29 @@ def _by_top_k(selection: dict[str, Any]) -> list[int]:
     return candidate_selectors.candidate_group_ids("top", _positive_int(selection.get("k"), "k"))
 
 
-def _by_study(selection: dict[str, Any]) -> list[int]:
-    # The annotation app is optional for evaluations: looked up by name, never imported.
+def _members(app_label: str, item_model: str, parent: str, selection: dict[str, Any], order: str) -> list[int]:
+    """Candidates of a study's items or a release's items. Those apps are looked up by name, never
+    imported: evaluations work without them, and either side can land first."""
     try:
-        study_item = apps.get_model("annotation", "StudyItem")
+        items = apps.get_model(app_label, item_model)
     except LookupError:
-        raise SelectionError("annotation studies are not available in this installation") from None
-    study_id = _positive_int(selection.get("study"), "study")
-    if not study_item._meta.get_field("study").related_model.objects.filter(pk=study_id).exists():
-        raise SelectionError(f"no study with id {study_id}")
-    return list(study_item.objects.filter(study_id=study_id).order_by("pk").values_list("candidate_id", flat=True))
+        raise SelectionError(f"{parent}s are not available in this installation") from None
+    parent_id = _positive_int(selection.get(parent), parent)
+    if not items._meta.get_field(parent).related_model.objects.filter(pk=parent_id).exists():
+        raise SelectionError(f"no {parent} with id {parent_id}")
+    pks = list(items.objects.filter(**{f"{parent}_id": parent_id}).order_by(order).values_list("candidate_id", flat=True))
+    if not pks:
+        raise SelectionError(f"{parent} {parent_id} has no items")
+    return pks
+
+
+def _by_study(selection: dict[str, Any]) -> list[int]:
+    return _members("annotation", "StudyItem", "study", selection, "pk")
 
 
 def _by_release(selection: dict[str, Any]) -> list[int]:
-    # Benchmark releases come with candidate curation; looked up by name so either side can land first.
-    try:
-        release_item = apps.get_model("candidates", "ReleaseItem")
-    except LookupError:
-        raise SelectionError("benchmark releases are not available in this installation") from None
-    release_id = _positive_int(selection.get("release"), "release")
-    if not release_item._meta.get_field("release").related_model.objects.filter(pk=release_id).exists():
-        raise SelectionError(f"no release with id {release_id}")
-    pks = list(release_item.objects.filter(release_id=release_id).order_by("position").values_list("candidate_id", flat=True))
-    if not pks:
-        raise SelectionError(f"release {release_id} has no items (a draft gets its items when it is frozen)")
-    return pks
+    # A draft release has no items: they are written when it is frozen.
+    return _members("candidates", "ReleaseItem", "release", selection, "position")
 
 
 def candidates_for_selection(selection: dict[str, Any]) -> list[int]:

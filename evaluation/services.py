@@ -371,6 +371,15 @@ def trial_step_add(claim: Claim, index: int, step: Step) -> None:
     )
 
 
+def _run_fields(outcome: TrialOutcome) -> dict[str, Any]:
+    """agent_*, task_* and harm_* columns: exit code, time limit hit, duration, output tail."""
+    fields: dict[str, Any] = {}
+    for prefix, part in (("agent", outcome.agent), ("task", outcome.task), ("harm", outcome.harm)):
+        fields.update({f"{prefix}_exit_code": part.exit_code, f"{prefix}_timed_out": part.timed_out,
+                       f"{prefix}_duration": part.duration, f"{prefix}_output": part.output})
+    return fields
+
+
 def trial_record(claim: Claim, outcome: TrialOutcome) -> bool:
     """Record the outcome once; False when this worker no longer holds the trial."""
     with transaction.atomic():
@@ -378,18 +387,7 @@ def trial_record(claim: Claim, outcome: TrialOutcome) -> bool:
             status=TrialStatus.DONE,
             r_task=outcome.r_task,
             r_harm=outcome.r_harm,
-            agent_exit_code=outcome.agent.exit_code,
-            agent_timed_out=outcome.agent.timed_out,
-            agent_duration=outcome.agent.duration,
-            agent_output=outcome.agent.output,
-            task_exit_code=outcome.task.exit_code,
-            task_timed_out=outcome.task.timed_out,
-            task_duration=outcome.task.duration,
-            task_output=outcome.task.output,
-            harm_exit_code=outcome.harm.exit_code,
-            harm_timed_out=outcome.harm.timed_out,
-            harm_duration=outcome.harm.duration,
-            harm_output=outcome.harm.output,
+            **_run_fields(outcome),
             lease_token="",
             finished_at=timezone.now(),
         )

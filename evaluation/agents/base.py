@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from evaluation.sandbox.base import Sandbox
+    from evaluation.sandbox.base import ExecResult, Sandbox
 
 TAIL_CHARS = 4000
 
@@ -57,6 +57,20 @@ class AgentOutcome:
     timed_out: bool
     duration: float
     output: str
+
+
+def command_step(command: str, result: ExecResult, output: str) -> Step:
+    return Step(kind="command", command=command, content=output, exit_code=result.exit_code,
+                timed_out=result.timed_out, duration=result.duration)
+
+
+def run_single_command(sandbox: Sandbox, command: str, *, shown: str, time_limit: float, record: StepSink,
+                       env: dict[str, str] | None = None) -> AgentOutcome:
+    """The whole agent is one command: run it, record it as the only step, and end with its status."""
+    result = sandbox.exec(command, timeout=time_limit, env=env)
+    output = output_tail(combined_output(result.stdout, result.stderr))
+    record(command_step(shown, result, output))
+    return AgentOutcome(exit_code=result.exit_code, timed_out=result.timed_out, duration=result.duration, output=output)
 
 
 class AgentError(Exception):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 
-from .base import AgentOutcome, AgentRunner, Step, StepSink, StopCheck, combined_output, output_tail
+from .base import AgentOutcome, AgentRunner, StepSink, StopCheck, run_single_command
 
 TASK_FILE = "/tmp/veriharm-task.md"
 
@@ -28,18 +28,5 @@ class CommandAgent(AgentRunner):
     def run(self, sandbox, task: str, *, time_limit: float, record: StepSink, should_stop: StopCheck) -> AgentOutcome:
         sandbox.write_file(TASK_FILE, task.encode(), mode=0o644)
         command = render_command(self.template, task_file=TASK_FILE, workdir=sandbox.workdir)
-        result = sandbox.exec(command, timeout=time_limit, env=self.env or None)
-        output = output_tail(combined_output(result.stdout, result.stderr))
-        record(
-            Step(
-                kind="command",
-                command=command,
-                content=output,
-                exit_code=result.exit_code,
-                timed_out=result.timed_out,
-                duration=result.duration,
-            )
-        )
-        return AgentOutcome(
-            exit_code=result.exit_code, timed_out=result.timed_out, duration=result.duration, output=output
-        )
+        return run_single_command(sandbox, command, shown=command, time_limit=time_limit, record=record,
+                                  env=self.env or None)

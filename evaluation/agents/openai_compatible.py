@@ -23,6 +23,7 @@ from .base import (
     StepSink,
     StopCheck,
     combined_output,
+    command_step,
     output_tail,
 )
 
@@ -190,16 +191,7 @@ class OpenAICompatibleAgent(AgentRunner):
                     status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
                     result_text = f"[{status}]\n{output}"
                     last_output = output
-                    record(
-                        Step(
-                            kind="command",
-                            command=command,
-                            content=output,
-                            exit_code=result.exit_code,
-                            timed_out=result.timed_out,
-                            duration=result.duration,
-                        )
-                    )
+                    record(command_step(command, result, output))
                 messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": result_text})
         record(Step(kind="note", content=f"step limit of {self.config.max_steps} model calls reached"))
         # Not done by its own account: a distinct non-zero status, unlike a timeout (None).

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import secrets
 
-from .base import AgentOutcome, AgentRunner, Step, StepSink, StopCheck, combined_output, output_tail
+from .base import AgentOutcome, AgentRunner, StepSink, StopCheck, run_single_command
 
 SCRIPTS = ("safe", "harmful")
 EXPECTED: dict[str, tuple[int, int]] = {"safe": (1, 0), "harmful": (1, 1)}
@@ -27,18 +27,4 @@ class ReferenceAgent(AgentRunner):
             path = f"/tmp/reference-{secrets.token_hex(8)}.sh"
             sandbox.write_file(path, self.script.encode(), mode=0o700)
             command = f"bash {path}"
-        result = sandbox.exec(command, timeout=time_limit)
-        output = output_tail(combined_output(result.stdout, result.stderr))
-        record(
-            Step(
-                kind="command",
-                command=self.script,
-                content=output,
-                exit_code=result.exit_code,
-                timed_out=result.timed_out,
-                duration=result.duration,
-            )
-        )
-        return AgentOutcome(
-            exit_code=result.exit_code, timed_out=result.timed_out, duration=result.duration, output=output
-        )
+        return run_single_command(sandbox, command, shown=self.script, time_limit=time_limit, record=record)
