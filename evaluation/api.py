@@ -13,7 +13,7 @@ from .serializers import (
     AgentSerializer,
     LatestResultSerializer,
     LaunchSerializer,
-    ProgressSerializer,
+    RunProgressSerializer,
     ReferenceCheckSerializer,
     RunSerializer,
     TrialDetailSerializer,
@@ -76,7 +76,7 @@ class RunDetailApi(generics.RetrieveAPIView):
 class RunProgressApi(APIView):
     permission_classes = [VIEW]
 
-    @extend_schema(responses=ProgressSerializer)
+    @extend_schema(responses=RunProgressSerializer)
     def get(self, request: Request, pk: int) -> Response:
         run = generics.get_object_or_404(Run, pk=pk)
         return Response(selectors.run_progress(run))
@@ -85,7 +85,7 @@ class RunProgressApi(APIView):
 class RunCancelApi(APIView):
     permission_classes = [RUN]
 
-    @extend_schema(request=None, responses=ProgressSerializer)
+    @extend_schema(request=None, responses=RunProgressSerializer)
     def post(self, request: Request, pk: int) -> Response:
         run = generics.get_object_or_404(Run, pk=pk)
         services.run_cancel(run)

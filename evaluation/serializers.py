@@ -9,7 +9,7 @@ class AgentSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "kind", "model", "harness", "network", "time_limit", "active"]
 
 
-class ProgressSerializer(serializers.Serializer):
+class RunProgressSerializer(serializers.Serializer):
     run = serializers.IntegerField()
     status = serializers.CharField()
     total = serializers.IntegerField()
