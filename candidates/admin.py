@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Candidate, Judgement, Search, SearchAttempt, SourceTask
+from .models import Candidate, Decision, Judgement, Release, ReleaseItem, Revision, Search, SearchAttempt, SourceTask
 
 
 class JudgementInline(admin.TabularInline):
@@ -46,3 +46,80 @@ class SearchAdmin(admin.ModelAdmin):
     list_filter = ["succeeded", "target_agent", "proposer"]
     raw_id_fields = ["candidate"]
     inlines = [AttemptInline]
+
+
+# --- Curation: decisions and revisions are history, frozen releases are immutable ---------------
+
+
+class _HistoryAdmin(admin.ModelAdmin):
+    """Read-only: decisions and revisions are made in the review pages and never change."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Decision)
+class DecisionAdmin(_HistoryAdmin):
+    list_display = ["candidate", "verdict", "reason", "candidate_revision", "decided_by", "decided_at"]
+    list_filter = ["verdict", "reason"]
+    search_fields = ["candidate__external_id", "note"]
+    list_select_related = ["candidate", "decided_by"]
+
+
+@admin.register(Revision)
+class RevisionAdmin(_HistoryAdmin):
+    list_display = ["candidate", "number", "author", "created_at"]
+    search_fields = ["candidate__external_id", "reason"]
+    list_select_related = ["candidate", "author"]
+
+
+class ReleaseItemInline(admin.TabularInline):
+    model = ReleaseItem
+    extra = 0
+    fields = ["position", "external_id", "revision", "content_hash"]
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Release)
+class ReleaseAdmin(admin.ModelAdmin):
+    """Drafts: name, version and description may change. Frozen: read-only and not deletable.
+    Freezing happens on the release page, where the approved set is snapshotted."""
+
+    list_display = ["name", "version", "frozen_at", "checksum", "created_by"]
+    list_filter = ["name"]
+    readonly_fields = ["created_by", "created_at", "frozen_at", "frozen_by", "checksum", "previous", "changelog"]
+    inlines = [ReleaseItemInline]
+
+    def get_actions(self, request, action_location=admin.ActionLocation.CHANGE_LIST):
+        # The bulk delete would reach frozen releases without asking each one.
+        actions = super().get_actions(request, action_location)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def has_add_permission(self, request) -> bool:
+        # A release needs its creator, which the curation pages and API record.
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        if obj is not None and obj.is_frozen:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        if obj is not None and obj.is_frozen:
+            return False
+        return super().has_delete_permission(request, obj)

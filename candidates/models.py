@@ -1,6 +1,9 @@
 """What the construction pipeline produced: source tasks, candidates, judge scores, searches."""
+from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
+from django.utils import timezone
 
 SCORE_KEYS = (
     "harm_test_correctness",
@@ -169,3 +172,277 @@ class SearchAttempt(models.Model):
             models.UniqueConstraint(fields=["search", "iteration"], name="attempt_one_per_iteration"),
             models.CheckConstraint(condition=Q(iteration__gte=1), name="attempt_iteration_positive"),
         ]
+
+
+# --- Curation: decisions, revisions and frozen releases -------------------------------------------
+
+
+class Verdict(models.TextChoices):
+    APPROVE = "approve", "Approve"
+    REJECT = "reject", "Reject"
+
+
+class DecisionReason(models.TextChoices):
+    """The short list a curator picks from; the order is the keyboard order (1-5) in the review queue."""
+
+    VALID = "valid", "Valid: a benign request, an unintended harm, a correct harm test"
+    HARM_REQUESTED = "harm_requested", "The instruction asks for the harm or gives it away"
+    HARM_TEST_WRONG = "harm_test_wrong", "The harm test is wrong or checks an unrelated change"
+    UNREALISTIC = "unrealistic", "Not a realistic benign request, or the source task's goal is lost"
+    OTHER = "other", "Other (say why in the note)"
+
+
+# A rejection reason cannot justify an approval and "valid" cannot justify a rejection.
+APPROVE_REASONS = (DecisionReason.VALID, DecisionReason.OTHER)
+REJECT_REASONS = tuple(r for r in DecisionReason if r != DecisionReason.VALID)
+
+
+class AppendOnly(Exception):
+    """Raised on an attempt to change or delete a row that is kept as history."""
+
+
+class ReleaseFrozen(Exception):
+    """Raised on an attempt to change or delete a frozen release or one of its items."""
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    """History rows: bulk updates and deletes would bypass Model.save/delete, so refuse them here too."""
+
+    def update(self, **kwargs) -> int:
+        raise AppendOnly(f"{self.model._meta.verbose_name_plural} are history and cannot be changed.")
+
+    def delete(self):
+        raise AppendOnly(f"{self.model._meta.verbose_name_plural} are history and cannot be deleted.")
+
+
+class Decision(models.Model):
+    """One curator's approve/reject of a candidate. Append-only: the latest decision is the
+    current one, earlier ones stay as history; changing one's mind is a new row."""
+
+    candidate = models.ForeignKey(Candidate, on_delete=models.PROTECT, related_name="decisions")
+    verdict = models.CharField(max_length=16, choices=Verdict.choices)
+    reason = models.CharField(max_length=32, choices=DecisionReason.choices)
+    note = models.TextField(blank=True, default="")
+    # The revision the curator looked at: an approval of revision 1 says nothing about revision 2's text.
+    candidate_revision = models.PositiveIntegerField()
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="decisions")
+    decided_at = models.DateTimeField(default=timezone.now)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["candidate", "-decided_at", "-id"]
+        indexes = [models.Index(fields=["candidate", "-decided_at", "-id"], name="decision_latest_idx")]
+        constraints = [
+            models.CheckConstraint(condition=Q(verdict__in=Verdict.values), name="decision_known_verdict"),
+            models.CheckConstraint(
+                condition=Q(verdict=Verdict.APPROVE, reason__in=[r.value for r in APPROVE_REASONS])
+                | Q(verdict=Verdict.REJECT, reason__in=[r.value for r in REJECT_REASONS]),
+                name="decision_reason_fits_verdict",
+            ),
+            models.CheckConstraint(
+                condition=~Q(reason=DecisionReason.OTHER) | ~Q(note=""), name="decision_other_needs_note"
+            ),
+            models.CheckConstraint(condition=Q(candidate_revision__gte=1), name="decision_revision_positive"),
+        ]
+
+    def save(self, *args, **kwargs) -> None:
+        if not self._state.adding:
+            raise AppendOnly("A decision is history and cannot be changed; record a new decision instead.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnly("A decision is history and cannot be deleted; record a new decision instead.")
+
+    def __str__(self) -> str:
+        return f"{self.get_verdict_display()} {self.candidate_id} ({self.reason})"
+
+
+class Revision(models.Model):
+    """The instruction and harm test of a candidate at one revision.
+
+    Revision 1 is the imported text (no author); it is written when the first curator edit
+    comes, so unedited candidates need no rows. The candidate row always holds the latest
+    revision's text and number.
+    """
+
+    candidate = models.ForeignKey(Candidate, on_delete=models.PROTECT, related_name="revisions")
+    number = models.PositiveIntegerField()
+    instruction = models.TextField()
+    harm_test = models.TextField()
+    reason = models.TextField(blank=True, default="")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="revisions"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["candidate", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["candidate", "number"], name="revision_one_per_number"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="revision_number_positive"),
+            # Every edit names who made it and why; only the imported original has neither.
+            models.CheckConstraint(
+                condition=Q(number=1) | (Q(author__isnull=False) & ~Q(reason="")), name="revision_edit_has_author"
+            ),
+        ]
+
+    def save(self, *args, **kwargs) -> None:
+        if not self._state.adding:
+            raise AppendOnly("A revision is history and cannot be changed; make a new revision instead.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnly("A revision is history and cannot be deleted.")
+
+    def __str__(self) -> str:
+        return f"{self.candidate_id} revision {self.number}"
+
+
+# Both end up in file and folder names of exports, so they stay within safe characters.
+RELEASE_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
+RELEASE_VERSION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9.+_-]{0,49}$"
+
+
+class _FrozenGuardQuerySet(models.QuerySet):
+    """Bulk updates and deletes bypass Model.save/delete; refuse them on frozen rows too."""
+
+    frozen_lookup: str  # the lookup that is False on the rows of a frozen release
+    what: str
+
+    def _touches_frozen(self) -> bool:
+        return self.filter(**{self.frozen_lookup: False}).exists()
+
+    def update(self, **kwargs) -> int:
+        if self._touches_frozen():
+            raise ReleaseFrozen(f"{self.what} cannot change.")
+        return super().update(**kwargs)
+
+    def delete(self):
+        if self._touches_frozen():
+            raise ReleaseFrozen(f"{self.what} cannot be deleted.")
+        return super().delete()
+
+
+class ReleaseQuerySet(_FrozenGuardQuerySet):
+    frozen_lookup = "frozen_at__isnull"
+    what = "A frozen release"
+
+
+class Release(models.Model):
+    """A named, versioned benchmark. A draft has no items; freezing snapshots the approved set
+    and from then on nothing about the release may change."""
+
+    name = models.CharField(max_length=100, validators=[RegexValidator(RELEASE_NAME_PATTERN)])
+    version = models.CharField(max_length=50, validators=[RegexValidator(RELEASE_VERSION_PATTERN)])
+    description = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    frozen_at = models.DateTimeField(null=True, blank=True)
+    frozen_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    # sha256 of the release's JSONL export (its items' canonical lines in id order).
+    checksum = models.CharField(max_length=64, blank=True, default="")
+    # The release of the same name the changelog compares against (None for the first).
+    previous = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    changelog = models.JSONField(default=dict, blank=True)
+
+    objects = ReleaseQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name", "-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "version"], name="release_unique_name_version"),
+            models.CheckConstraint(condition=Q(name__regex=RELEASE_NAME_PATTERN), name="release_name_format"),
+            models.CheckConstraint(condition=Q(version__regex=RELEASE_VERSION_PATTERN), name="release_version_format"),
+            # Frozen means all of: when, by whom and a checksum; a draft has none of them.
+            models.CheckConstraint(
+                condition=Q(frozen_at__isnull=True, frozen_by__isnull=True, checksum="")
+                | Q(frozen_at__isnull=False, frozen_by__isnull=False, checksum__regex=r"^[0-9a-f]{64}$"),
+                name="release_frozen_is_complete",
+            ),
+            models.CheckConstraint(condition=~Q(previous=F("id")), name="release_previous_not_self"),
+        ]
+
+    @property
+    def is_frozen(self) -> bool:
+        return self.frozen_at is not None
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.version}"
+
+    def _stored_frozen(self) -> bool:
+        return self.pk is not None and Release.objects.filter(pk=self.pk, frozen_at__isnull=False).exists()
+
+    def save(self, *args, **kwargs) -> None:
+        # The stored row decides, not this instance: a stale copy must not overwrite a frozen release.
+        if self._stored_frozen():
+            raise ReleaseFrozen(f"Release {self.label} is frozen: it cannot change. Make a new version instead.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if self._stored_frozen():
+            raise ReleaseFrozen(f"Release {self.label} is frozen: it cannot be deleted.")
+        return super().delete(*args, **kwargs)
+
+    def __str__(self) -> str:
+        return self.label + ("" if self.is_frozen else " (draft)")
+
+
+class ReleaseItemQuerySet(_FrozenGuardQuerySet):
+    frozen_lookup = "release__frozen_at__isnull"
+    what = "The items of a frozen release"
+
+    def bulk_create(self, objs, *args, **kwargs):
+        objs = list(objs)
+        releases = {obj.release_id for obj in objs}
+        if Release.objects.filter(pk__in=releases, frozen_at__isnull=False).exists():
+            raise ReleaseFrozen("A frozen release cannot get new items.")
+        return super().bulk_create(objs, *args, **kwargs)
+
+
+class ReleaseItem(models.Model):
+    """One benchmark instance of a release: the candidate's pipeline record at the revision frozen.
+
+    `line` is the canonical JSON text, not a JSONField: jsonb reorders keys and may respell
+    numbers, and the checksum must be recomputable byte for byte from what is stored.
+    """
+
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="items")
+    candidate = models.ForeignKey(Candidate, on_delete=models.PROTECT, related_name="release_items")
+    external_id = models.CharField(max_length=200)
+    revision = models.PositiveIntegerField()
+    position = models.PositiveIntegerField(help_text="Order in the release: rank order when frozen")
+    line = models.TextField()
+    content_hash = models.CharField(max_length=64)
+
+    objects = ReleaseItemQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["release", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["release", "candidate"], name="release_item_one_per_candidate"),
+            models.UniqueConstraint(fields=["release", "position"], name="release_item_one_per_position"),
+            models.CheckConstraint(condition=Q(revision__gte=1), name="release_item_revision_positive"),
+            models.CheckConstraint(condition=Q(position__gte=1), name="release_item_position_positive"),
+        ]
+
+    def _release_frozen(self) -> bool:
+        return Release.objects.filter(pk=self.release_id, frozen_at__isnull=False).exists()
+
+    def save(self, *args, **kwargs) -> None:
+        if self._release_frozen():
+            raise ReleaseFrozen("The items of a frozen release cannot change.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if self._release_frozen():
+            raise ReleaseFrozen("The items of a frozen release cannot be deleted.")
+        return super().delete(*args, **kwargs)
+
+    def __str__(self) -> str:
+        return f"{self.external_id} r{self.revision} in release {self.release_id}"
