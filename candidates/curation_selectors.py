@@ -1,0 +1,64 @@
+"""Reads for the reports: plain rows out of the database for the pure report modules."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.db.models import Count
+
+from .descriptive import CountRow, Counts
+from .models import Candidate, Search, SearchAttempt
+from .review import approved_candidates
+from .search_report import FunnelStage, SearchRow, funnel
+from .selectors import ranking_bounds
+
+
+def search_rows() -> list[SearchRow]:
+    """Every imported search with its attempts in order: the input of Table 1."""
+    attempts: dict[int, list[tuple[bool, bool]]] = defaultdict(list)
+    rows = SearchAttempt.objects.order_by("search_id", "iteration").values_list("search_id", "task_passed", "harm_detected")
+    for search_id, task_passed, harm_detected in rows.iterator(chunk_size=5000):
+        attempts[search_id].append((task_passed, harm_detected))
+    searches = Search.objects.values_list("pk", "proposer", "target_agent", "budget")
+    return [
+        SearchRow(proposer=proposer, target_agent=agent, budget=budget, attempts=tuple(attempts[pk]))
+        for pk, proposer, agent, budget in searches.iterator(chunk_size=5000)
+    ]
+
+
+def search_funnel(k: int | None = None) -> list[FunnelStage]:
+    """Searches -> harmful successes -> candidates -> top-K -> approved (current decisions)."""
+    bounds = ranking_bounds(k)
+    return funnel(
+        [
+            ("Searches", Search.objects.count()),
+            ("Harmful successes", Search.objects.filter(succeeded=True).count()),
+            ("Candidates", Candidate.objects.count()),
+            (f"Top-{bounds.k}", bounds.top_end),
+            ("Approved", approved_candidates().count()),
+        ]
+    )
+
+
+def descriptive_cells() -> list[CountRow]:
+    """Counts per (risk category, perturbation): candidates, approved, harmful successes.
+
+    Harmful successes are the succeeded searches, attributed to the category and perturbation
+    of the candidate each one kept.
+    """
+    cells: dict[tuple[str, str], Counts] = defaultdict(Counts)
+    for risk, perturbation, n in (
+        Candidate.objects.values_list("risk_category", "perturbation").annotate(n=Count("pk")).order_by()
+    ):
+        cells[risk, perturbation] += Counts(candidates=n)
+    approved = approved_candidates().values_list("risk_category", "perturbation").annotate(n=Count("pk")).order_by()
+    for risk, perturbation, n in approved:
+        cells[risk, perturbation] += Counts(approved=n)
+    successes = (
+        Search.objects.filter(succeeded=True)
+        .values_list("candidate__risk_category", "candidate__perturbation")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    for risk, perturbation, n in successes:
+        cells[risk, perturbation] += Counts(harmful_successes=n)
+    return [CountRow(risk, perturbation, counts) for (risk, perturbation), counts in cells.items()]

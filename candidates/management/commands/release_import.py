@@ -1,0 +1,29 @@
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from candidates.release_bundle import BundleRefused
+from candidates.release_import import release_bundle_import
+
+
+class Command(BaseCommand):
+    help = "Import a release bundle (.tar.gz): its candidates, then the release itself, frozen."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("bundle", help="a .tar.gz written by release_export or downloaded from a release page")
+        parser.add_argument("--user", required=True, help="username recorded as the one who stored the release")
+
+    def handle(self, *args, bundle: str, user: str, **options) -> None:
+        if not Path(bundle).is_file():
+            raise CommandError(f"{bundle}: no such file")
+        try:
+            account = get_user_model().objects.get_by_natural_key(user)
+        except get_user_model().DoesNotExist:
+            raise CommandError(f"no user {user!r}") from None
+        try:
+            with open(bundle, "rb") as stream:
+                summary = release_bundle_import(stream, user=account)
+        except BundleRefused as refused:
+            raise CommandError(f"{bundle} was not imported:\n" + "\n".join(refused.messages)) from None
+        self.stdout.write(self.style.SUCCESS(f"{bundle}: {summary}"))

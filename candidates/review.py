@@ -1,0 +1,185 @@
+"""Curators' decisions on candidates and the review queue over the top-K in rank order.
+
+Decisions are append-only: recording one never changes an earlier one, and a candidate's
+current decision is simply its latest (by time, then id). Keeping the history as rows
+rather than a status column makes "who decided what, when, and what changed their mind"
+a plain query.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F, OuterRef, QuerySet, Subquery
+
+from .models import APPROVE_REASONS, REJECT_REASONS, Candidate, Decision, DecisionReason, Verdict
+from .refusals import Refused
+from .selectors import ranking_bounds
+
+
+@dataclass(frozen=True)
+class ReasonOption:
+    key: int  # the keyboard digit in the review queue
+    value: str
+    label: str
+    for_approve: bool
+    for_reject: bool
+
+
+REASON_OPTIONS: tuple[ReasonOption, ...] = tuple(
+    ReasonOption(index, reason.value, reason.label, reason in APPROVE_REASONS, reason in REJECT_REASONS)
+    for index, reason in enumerate(DecisionReason, start=1)
+)
+
+
+class DecisionRefused(Refused):
+    pass
+
+
+def _check_decision(verdict: str, reason: str, note: str) -> None:
+    if verdict not in Verdict.values:
+        raise DecisionRefused("verdict", f"must be approve or reject, got {verdict!r}")
+    if reason not in DecisionReason.values:
+        raise DecisionRefused("reason", f"must be one of {', '.join(DecisionReason.values)}, got {reason!r}")
+    allowed = APPROVE_REASONS if verdict == Verdict.APPROVE else REJECT_REASONS
+    if reason not in allowed:
+        label = DecisionReason(reason).label
+        raise DecisionRefused("reason", f"“{label}” is not a reason to {verdict}")
+    if reason == DecisionReason.OTHER and not note.strip():
+        raise DecisionRefused("note", "say why in the note when the reason is “other”")
+
+
+def decision_record(
+    *,
+    candidate_id: int,
+    user: AbstractBaseUser,
+    verdict: str,
+    reason: str,
+    note: str = "",
+    seen_revision: int | None = None,
+) -> Decision:
+    """Record a decision; `seen_revision` is the revision the curator looked at, and a decision
+    on text that has been edited since is refused rather than silently applied to the new text."""
+    note = note.strip()
+    _check_decision(verdict, reason, note)
+    with transaction.atomic():
+        # The lock orders concurrent decisions on one candidate, so "latest" is well defined.
+        candidate = Candidate.objects.select_for_update().only("pk", "revision").get(pk=candidate_id)
+        if seen_revision is not None and seen_revision != candidate.revision:
+            raise DecisionRefused(
+                "candidate",
+                f"the candidate was edited since you opened it (now revision {candidate.revision}); "
+                "read the new text and decide again",
+            )
+        return Decision.objects.create(
+            candidate=candidate,
+            verdict=verdict,
+            reason=reason,
+            note=note,
+            candidate_revision=candidate.revision,
+            decided_by=user,
+        )
+
+
+def _latest(field: str) -> Subquery:
+    latest = Decision.objects.filter(candidate=OuterRef("pk")).order_by("-decided_at", "-id")
+    return Subquery(latest.values(field)[:1])
+
+
+def with_current_verdict(queryset: QuerySet[Candidate]) -> QuerySet[Candidate]:
+    """Annotate `current_verdict`: the latest decision's verdict, or None when undecided."""
+    return queryset.annotate(current_verdict=_latest("verdict"))
+
+
+def approved_candidates() -> QuerySet[Candidate]:
+    """Candidates whose current decision is an approval, in rank order (unranked last)."""
+    return (
+        with_current_verdict(Candidate.objects.all())
+        .filter(current_verdict=Verdict.APPROVE)
+        .order_by(F("rank").asc(nulls_last=True), "external_id")
+    )
+
+
+def current_decisions(candidate_ids: list[int]) -> dict[int, Decision]:
+    current: dict[int, Decision] = {}
+    rows = Decision.objects.filter(candidate_id__in=candidate_ids).select_related("decided_by")
+    for decision in rows.order_by("candidate_id", "-decided_at", "-id"):
+        current.setdefault(decision.candidate_id, decision)
+    return current
+
+
+def decision_history(candidate_id: int) -> list[Decision]:
+    """Every decision on the candidate, latest first."""
+    return list(
+        Decision.objects.filter(candidate_id=candidate_id).select_related("decided_by").order_by("-decided_at", "-id")
+    )
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    rank: int
+    external_id: str
+    verdict: str  # "" while undecided
+
+
+@dataclass(frozen=True)
+class ReviewQueue:
+    """The top-K in rank order with each one's current verdict."""
+
+    k: int
+    entries: tuple[QueueEntry, ...]
+
+    def _count(self, verdict: str) -> int:
+        return sum(1 for e in self.entries if e.verdict == verdict)
+
+    @property
+    def total(self) -> int:
+        return len(self.entries)
+
+    @property
+    def approved(self) -> int:
+        return self._count(Verdict.APPROVE)
+
+    @property
+    def rejected(self) -> int:
+        return self._count(Verdict.REJECT)
+
+    @property
+    def decided(self) -> int:
+        return self.approved + self.rejected
+
+    @property
+    def share_decided(self) -> float:
+        return self.decided / self.total if self.total else 0.0
+
+    def first_undecided(self) -> int | None:
+        return next((e.rank for e in self.entries if not e.verdict), None)
+
+    def next_undecided(self, rank: int) -> int | None:
+        """The first undecided entry after `rank`, wrapping around to the start."""
+        after = [e.rank for e in self.entries if not e.verdict and e.rank > rank]
+        return after[0] if after else self.first_undecided()
+
+    def contains(self, rank: int) -> bool:
+        return bool(self.entries) and self.entries[0].rank <= rank <= self.entries[-1].rank
+
+    def neighbour(self, rank: int, step: int) -> int | None:
+        target = rank + step
+        return target if self.contains(target) else None
+
+
+def review_queue(k: int | None = None) -> ReviewQueue:
+    bounds = ranking_bounds(k)
+    rows = (
+        with_current_verdict(Candidate.objects.filter(rank__lte=bounds.top_end))
+        .order_by("rank")
+        .values_list("rank", "external_id", "current_verdict")
+    )
+    return ReviewQueue(
+        k=bounds.k, entries=tuple(QueueEntry(rank, ext, verdict or "") for rank, ext, verdict in rows)
+    )
+
+
+def candidate_at_rank(rank: int) -> Candidate:
+    return Candidate.objects.only("pk", "external_id", "revision", "rank").get(rank=rank)

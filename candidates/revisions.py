@@ -1,0 +1,129 @@
+"""Curator edits of a candidate's instruction or harm test, kept as numbered revisions.
+
+The candidate row always carries the latest text and its number (`Candidate.revision`), so
+everything that reads candidates (ranking, export, evaluation) sees the edit without a join;
+the Revision rows keep every earlier text with who changed it and why.
+
+Re-imports after an edit: `Candidate.content_hash` stays the hash of the imported pipeline
+line, so importing that same line again is "unchanged" and leaves the edit in place. A line
+with other content is a conflict, as for any stored candidate; only the explicit replace
+mode overwrites, and then the pipeline's text wins over the edit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils.safestring import SafeString, mark_safe
+
+from . import diffing
+from .models import Candidate, Revision
+from .refusals import Refused
+
+
+class RevisionRefused(Refused):
+    pass
+
+
+def _normalise(text: str) -> str:
+    # Browsers submit textareas with CRLF; the pipeline's texts use LF.
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _check_python(source: str) -> None:
+    try:
+        compile(source, "harm_test.py", "exec")
+    except SyntaxError as exc:
+        raise RevisionRefused("harm_test", f"is not valid Python: {exc.msg} on line {exc.lineno}") from None
+
+
+def candidate_revise(
+    *,
+    candidate_id: int,
+    user: AbstractBaseUser,
+    instruction: str,
+    harm_test: str,
+    reason: str,
+    base_revision: int,
+) -> Revision:
+    """Make the edited text the candidate's new revision.
+
+    `base_revision` is the revision the curator edited; if someone else's edit came first the
+    second is refused instead of overwriting it unseen.
+    """
+    instruction, harm_test, reason = _normalise(instruction), _normalise(harm_test), reason.strip()
+    if not reason:
+        raise RevisionRefused("reason", "say why the text is changed")
+    if not instruction.strip():
+        raise RevisionRefused("instruction", "must not be empty")
+    if not harm_test.strip():
+        raise RevisionRefused("harm_test", "must not be empty")
+    _check_python(harm_test)
+    with transaction.atomic():
+        candidate = Candidate.objects.select_for_update().get(pk=candidate_id)
+        if base_revision != candidate.revision:
+            raise RevisionRefused(
+                "candidate",
+                f"revision {candidate.revision} was saved while you edited revision {base_revision}; "
+                "start from the current text",
+            )
+        if instruction == candidate.instruction and harm_test == candidate.harm_test:
+            raise RevisionRefused("instruction", "nothing changed: edit the instruction or the harm test")
+        if candidate.revision == 1 and not Revision.objects.filter(candidate=candidate).exists():
+            # Keep the imported text before the first edit overwrites it on the candidate row.
+            Revision.objects.create(
+                candidate=candidate,
+                number=1,
+                instruction=candidate.instruction,
+                harm_test=candidate.harm_test,
+                created_at=candidate.imported_at,
+            )
+        revision = Revision.objects.create(
+            candidate=candidate,
+            number=candidate.revision + 1,
+            instruction=instruction,
+            harm_test=harm_test,
+            reason=reason,
+            author=user,
+        )
+        candidate.instruction = instruction
+        candidate.harm_test = harm_test
+        candidate.revision = revision.number
+        candidate.save(update_fields=["instruction", "harm_test", "revision", "updated_at"])
+    return revision
+
+
+@dataclass(frozen=True)
+class RevisionView:
+    """A revision with what it changed against the one before (inline diffs, None if unchanged)."""
+
+    revision: Revision
+    instruction_diff_html: SafeString | None
+    harm_test_diff_html: SafeString | None
+
+
+def _inline_diff(before: str, after: str) -> SafeString | None:
+    if before == after:
+        return None
+    # segments_html escapes every segment's text.
+    return mark_safe(diffing.segments_html(diffing.diff_segments(before, after)))
+
+
+def candidate_revisions(candidate_id: int) -> list[Revision]:
+    """Every stored revision, oldest first; empty for a candidate never edited."""
+    return list(Revision.objects.filter(candidate_id=candidate_id).select_related("author").order_by("number"))
+
+
+def revision_history(candidate_id: int) -> list[RevisionView]:
+    """Latest first; each edit with the words it changed (diff against the revision before)."""
+    revisions = candidate_revisions(candidate_id)
+    views = [
+        RevisionView(
+            revision=after,
+            instruction_diff_html=_inline_diff(before.instruction, after.instruction) if before else None,
+            harm_test_diff_html=_inline_diff(before.harm_test, after.harm_test) if before else None,
+        )
+        for before, after in zip([None, *revisions], revisions)
+    ]
+    return views[::-1]
