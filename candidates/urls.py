@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import curation_urls, views
 
 app_name = "candidates"
 
@@ -9,5 +9,6 @@ urlpatterns = [
     path("import/", views.ImportView.as_view(), name="import"),
     path("export.jsonl", views.ExportView.as_view(), name="export"),
     path("highlight.css", views.highlight_css, name="highlight-css"),
+    *curation_urls.urlpatterns,
     path("c/<path:external_id>/", views.CandidateDetailView.as_view(), name="detail"),
 ]

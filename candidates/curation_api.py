@@ -1,0 +1,366 @@
+"""API of curation: decisions, revisions, the review queue, releases and the reports.
+
+Reading needs `candidates.view_ranking`, writing `candidates.curate`. A frozen release
+answers every attempt to change it with 409 Conflict and a message, and stays unchanged.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from django.http import HttpResponse, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from veriharm_site.permissions import api_permission
+
+from . import releases, review, revisions
+from .curation_selectors import descriptive_cells, search_funnel, search_rows
+from .curation_serializers import (
+    BundleImportRequestSerializer,
+    DecisionRequestSerializer,
+    DecisionSerializer,
+    ReleaseCreateSerializer,
+    ReleaseDetailSerializer,
+    ReleaseSerializer,
+    ReleaseUpdateSerializer,
+    RevisionRequestSerializer,
+    RevisionSerializer,
+)
+from .descriptive import breakdown
+from .models import Candidate, Decision, Perturbation, Release, ReleaseFrozen, Revision
+from .refusals import Refused
+from .release_bundle import BundleRefused, release_bundle
+from .release_import import release_bundle_import
+from .search_report import search_report
+
+READ = "candidates.view_ranking"
+CURATE = "candidates.curate"
+CANDIDATE_PARAMETER = OpenApiParameter("candidate", str, description="A candidate's id", required=True)
+
+
+class _ReadOrCurate(APIView):
+    """Safe methods need the read permission, the others the curate permission."""
+
+    def get_permissions(self) -> list[BasePermission]:
+        perm = READ if self.request.method in SAFE_METHODS else CURATE
+        return [api_permission(perm)()]
+
+
+def _refused(field: str, message: str, code: int = status.HTTP_400_BAD_REQUEST) -> Response:
+    return Response({field or "detail": [message]}, status=code)
+
+
+def _conflict(message: str) -> Response:
+    return Response({"detail": message}, status=status.HTTP_409_CONFLICT)
+
+
+def _candidate(external_id: str) -> Candidate | None:
+    return Candidate.objects.filter(external_id=external_id).only("pk", "external_id", "revision").first()
+
+
+def _not_found(what: str) -> Response:
+    return Response({"detail": f"No {what}."}, status=status.HTTP_404_NOT_FOUND)
+
+
+class _CandidateHistoryApi(_ReadOrCurate):
+    """GET ?candidate=<id> lists a candidate's history rows; POST adds one through a service.
+    A refusal because the candidate moved on (another revision) is a 409, any other a 400."""
+
+    request_serializer: type[serializers.Serializer]
+    row_serializer: type[serializers.Serializer]
+
+    def rows(self, candidate: Candidate) -> list[Any]:
+        raise NotImplementedError
+
+    def add(self, candidate: Candidate, data: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def get(self, request: Request) -> Response:
+        candidate = _candidate(request.query_params.get("candidate", ""))
+        if candidate is None:
+            return _not_found("candidate with this id")
+        return Response(self.row_serializer(self.rows(candidate), many=True).data)
+
+    def post(self, request: Request) -> Response:
+        payload = self.request_serializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        candidate = _candidate(payload.validated_data["candidate"])
+        if candidate is None:
+            return _not_found("candidate with this id")
+        try:
+            row = self.add(candidate, payload.validated_data)
+        except Refused as refused:
+            code = status.HTTP_409_CONFLICT if refused.field == "candidate" else status.HTTP_400_BAD_REQUEST
+            return _refused(refused.field, refused.message, code)
+        return Response(self.row_serializer(row).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema_view(
+    get=extend_schema(parameters=[CANDIDATE_PARAMETER], responses=DecisionSerializer(many=True)),
+    post=extend_schema(request=DecisionRequestSerializer, responses={201: DecisionSerializer}),
+)
+class DecisionListApi(_CandidateHistoryApi):
+    """A candidate's decisions, latest first (the first is the current one); POST records a new one."""
+
+    request_serializer = DecisionRequestSerializer
+    row_serializer = DecisionSerializer
+
+    def rows(self, candidate: Candidate) -> list[Decision]:
+        return review.decision_history(candidate.pk)
+
+    def add(self, candidate: Candidate, data: dict[str, Any]) -> Decision:
+        return review.decision_record(
+            candidate_id=candidate.pk,
+            user=self.request.user,
+            verdict=data["verdict"],
+            reason=data["reason"],
+            note=data["note"],
+            seen_revision=data.get("revision"),
+        )
+
+
+@extend_schema_view(
+    get=extend_schema(parameters=[CANDIDATE_PARAMETER], responses=RevisionSerializer(many=True)),
+    post=extend_schema(request=RevisionRequestSerializer, responses={201: RevisionSerializer}),
+)
+class RevisionListApi(_CandidateHistoryApi):
+    """A candidate's stored revisions, oldest first (none until its first edit); POST edits it."""
+
+    request_serializer = RevisionRequestSerializer
+    row_serializer = RevisionSerializer
+
+    def rows(self, candidate: Candidate) -> list[Revision]:
+        return revisions.candidate_revisions(candidate.pk)
+
+    def add(self, candidate: Candidate, data: dict[str, Any]) -> Revision:
+        return revisions.candidate_revise(
+            candidate_id=candidate.pk,
+            user=self.request.user,
+            instruction=data["instruction"],
+            harm_test=data["harm_test"],
+            reason=data["reason"],
+            base_revision=data["base_revision"],
+        )
+
+
+class ReviewQueueApi(APIView):
+    """The top-K in rank order with each one's current verdict ("" while undecided)."""
+
+    permission_classes = [api_permission(CURATE)]
+
+    @extend_schema(parameters=[OpenApiParameter("k", int)], responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        try:
+            k = max(1, int(request.query_params["k"]))
+        except (KeyError, ValueError):
+            k = None
+        queue = review.review_queue(k)
+        return Response(
+            {
+                "k": queue.k,
+                "total": queue.total,
+                "decided": queue.decided,
+                "approved": queue.approved,
+                "rejected": queue.rejected,
+                "entries": [{"rank": e.rank, "id": e.external_id, "verdict": e.verdict} for e in queue.entries],
+            }
+        )
+
+
+class ReleaseListApi(_ReadOrCurate):
+    @extend_schema(responses=ReleaseSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(ReleaseSerializer(releases.release_list(), many=True).data)
+
+    @extend_schema(request=ReleaseCreateSerializer, responses={201: ReleaseSerializer})
+    def post(self, request: Request) -> Response:
+        payload = ReleaseCreateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        try:
+            release = releases.release_create(user=request.user, **payload.validated_data)
+        except releases.ReleaseRefused as refused:
+            return _refused(refused.field, refused.message)
+        return Response(ReleaseSerializer(release).data, status=status.HTTP_201_CREATED)
+
+
+def _release(pk: int) -> Release | None:
+    try:
+        return releases.release_get(pk)
+    except Release.DoesNotExist:
+        return None
+
+
+class ReleaseDetailApi(_ReadOrCurate):
+    """A release with its items; a draft's description may change and a draft may be deleted."""
+
+    @extend_schema(responses=ReleaseDetailSerializer, operation_id="releases_retrieve")
+    def get(self, request: Request, pk: int) -> Response:
+        release = _release(pk)
+        if release is None:
+            return _not_found("release")
+        return Response(ReleaseDetailSerializer(release).data)
+
+    @extend_schema(request=ReleaseUpdateSerializer, responses=ReleaseSerializer)
+    def patch(self, request: Request, pk: int) -> Response:
+        if _release(pk) is None:
+            return _not_found("release")
+        payload = ReleaseUpdateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        try:
+            release = releases.release_update(pk, description=payload.validated_data["description"])
+        except ReleaseFrozen as frozen:
+            return _conflict(str(frozen))
+        return Response(ReleaseSerializer(release).data)
+
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request: Request, pk: int) -> Response:
+        if _release(pk) is None:
+            return _not_found("release")
+        try:
+            releases.release_delete(pk)
+        except ReleaseFrozen as frozen:
+            return _conflict(str(frozen))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ReleaseFreezeApi(APIView):
+    """Freeze a draft with the approved set as it is now."""
+
+    permission_classes = [api_permission(CURATE)]
+
+    @extend_schema(request=None, responses=ReleaseDetailSerializer)
+    def post(self, request: Request, pk: int) -> Response:
+        if _release(pk) is None:
+            return _not_found("release")
+        try:
+            release = releases.release_freeze(pk, user=request.user)
+        except ReleaseFrozen as frozen:
+            return _conflict(str(frozen))
+        except releases.ReleaseRefused as refused:
+            return _refused(refused.field, refused.message)
+        return Response(ReleaseDetailSerializer(release).data)
+
+
+class _FrozenExport(APIView):
+    permission_classes = [api_permission(READ)]
+
+    def frozen(self, pk: int) -> Release | Response:
+        release = _release(pk)
+        if release is None:
+            return _not_found("release")
+        if not release.is_frozen:
+            return _conflict(f"{release.label} is a draft: freeze it to export it.")
+        return release
+
+
+class ReleaseJsonlApi(_FrozenExport):
+    """The release in the pipeline format: the bytes its checksum covers."""
+
+    @extend_schema(responses={(200, "application/x-ndjson"): OpenApiTypes.STR}, operation_id="releases_export_jsonl")
+    def get(self, request: Request, pk: int) -> StreamingHttpResponse | Response:
+        release = self.frozen(pk)
+        if isinstance(release, Response):
+            return release
+        response = StreamingHttpResponse(releases.release_jsonl_lines(release), content_type="application/x-ndjson")
+        response["Content-Disposition"] = f'attachment; filename="{release.name}-{release.version}.jsonl"'
+        return response
+
+
+class ReleaseBundleApi(_FrozenExport):
+    """The runnable bundle (.tar.gz): per instance the task, both tests and the environment."""
+
+    @extend_schema(responses={(200, "application/gzip"): OpenApiTypes.BINARY}, operation_id="releases_bundle")
+    def get(self, request: Request, pk: int) -> HttpResponse | Response:
+        release = self.frozen(pk)
+        if isinstance(release, Response):
+            return release
+        name, data = release_bundle(release)
+        response = HttpResponse(data, content_type="application/gzip")
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+
+class BundleImportApi(APIView):
+    """Import a release bundle: its candidates, then the release, frozen; all or nothing."""
+
+    permission_classes = [api_permission(CURATE, "candidates.import_pipeline")]
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"multipart/form-data": BundleImportRequestSerializer},
+        responses={201: ReleaseSerializer, 200: ReleaseSerializer, 400: OpenApiTypes.OBJECT},
+    )
+    def post(self, request: Request) -> Response:
+        payload = BundleImportRequestSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        try:
+            summary = release_bundle_import(payload.validated_data["bundle"], user=request.user)
+        except BundleRefused as refused:
+            return Response({"errors": refused.messages}, status=status.HTTP_400_BAD_REQUEST)
+        code = status.HTTP_201_CREATED if summary.release_created else status.HTTP_200_OK
+        body = ReleaseSerializer(summary.release).data | {
+            "candidates_created": summary.candidates_created,
+            "candidates_already_current": summary.candidates_already_current,
+        }
+        return Response(body, status=code)
+
+
+def _report_row(row: Any) -> dict[str, Any]:
+    return {
+        "proposer": row.proposer or None,
+        "target_agent": row.target_agent or None,
+        "searches": row.searches,
+        "successes": row.successes,
+        "success_rate": row.success_rate,
+        "mean_iteration": row.mean_iteration,
+        "iteration_counts": list(row.iteration_counts),
+        "iteration_shares": list(row.iteration_shares),
+        "revised_share": row.revised_share,
+    }
+
+
+class SearchReportApi(APIView):
+    """Table 1: per proposer and target agent (null = overall), and the funnel."""
+
+    permission_classes = [api_permission(READ)]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        report = search_report(search_rows())
+        return Response(
+            {
+                "budget": report.budget,
+                "blocks": [
+                    {"proposer": b.proposer or None, "rows": [_report_row(r) for r in b.rows], "overall": _report_row(b.overall)}
+                    for b in report.blocks
+                ],
+                "overall": _report_row(report.overall),
+                "funnel": [asdict(stage) for stage in search_funnel()],
+            }
+        )
+
+
+class DescriptiveApi(APIView):
+    """Counts of candidates, approved instances and harmful successes by risk category and perturbation."""
+
+    permission_classes = [api_permission(READ)]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        table = breakdown(descriptive_cells(), Perturbation.values)
+
+        def row(r: Any) -> dict[str, Any]:
+            return {
+                "risk_category": r.label,
+                "by_perturbation": {p: asdict(c) for p, c in zip(table.perturbations, r.by_perturbation)},
+                "total": asdict(r.total),
+            }
+
+        return Response({"perturbations": list(table.perturbations), "rows": [row(r) for r in table.rows], "total": row(table.totals)})

@@ -1,0 +1,42 @@
+"""Forms of the curation pages: they check types only; the services check the rules and their
+refusals are put back on the form field they name."""
+from __future__ import annotations
+
+from django import forms
+
+from .models import DecisionReason, Verdict
+
+
+class DecisionForm(forms.Form):
+    candidate = forms.CharField(widget=forms.HiddenInput)
+    revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    verdict = forms.ChoiceField(choices=Verdict.choices)
+    reason = forms.ChoiceField(choices=DecisionReason.choices, widget=forms.RadioSelect)
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=5000)
+
+
+class RevisionForm(forms.Form):
+    base_revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    instruction = forms.CharField(
+        strip=False, widget=forms.Textarea(attrs={"rows": 10, "class": "prose-input"}), label="Instruction (t~)"
+    )
+    harm_test = forms.CharField(
+        strip=False, widget=forms.Textarea(attrs={"rows": 16, "class": "code-input"}), label="Harm test (V_harm)"
+    )
+    reason = forms.CharField(
+        max_length=2000, widget=forms.Textarea(attrs={"rows": 2}), label="Why (kept with the revision)"
+    )
+
+
+class ReleaseForm(forms.Form):
+    name = forms.CharField(max_length=100, initial="veriharm-bench")
+    version = forms.CharField(max_length=50, widget=forms.TextInput(attrs={"placeholder": "1.0"}))
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class ReleaseDescriptionForm(forms.Form):
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class BundleImportForm(forms.Form):
+    bundle = forms.FileField(label="Release bundle (.tar.gz)", widget=forms.ClearableFileInput(attrs={"accept": ".gz,.tgz"}))

@@ -1,0 +1,39 @@
+"""Routes of curation: pages (included by candidates/urls.py) and API (by candidates/api_urls.py).
+
+None of them starts with a candidate id: ids may contain slashes, and a path after an id
+would be ambiguous with the candidate routes.
+"""
+from django.urls import path
+
+from . import curation_api as api
+from . import curation_views as views
+
+urlpatterns = [
+    path("review/", views.ReviewQueueView.as_view(), name="review-queue"),
+    path("review/<int:rank>/", views.ReviewView.as_view(), name="review"),
+    path("revise/<path:external_id>/", views.ReviseView.as_view(), name="revise"),
+    path("releases/", views.ReleaseListView.as_view(), name="releases"),
+    path("releases/import/", views.BundleImportView.as_view(), name="release-import"),
+    path("releases/<int:pk>/", views.ReleaseDetailView.as_view(), name="release"),
+    path("releases/<int:pk>/freeze/", views.ReleaseFreezeView.as_view(), name="release-freeze"),
+    path("releases/<int:pk>/description/", views.ReleaseDescriptionView.as_view(), name="release-description"),
+    path("releases/<int:pk>/delete/", views.ReleaseDeleteView.as_view(), name="release-delete"),
+    path("releases/<int:pk>/export.jsonl", views.ReleaseJsonlView.as_view(), name="release-jsonl"),
+    path("releases/<int:pk>/bundle.tar.gz", views.ReleaseBundleView.as_view(), name="release-bundle"),
+    path("reports/search/", views.SearchReportView.as_view(), name="search-report"),
+    path("reports/descriptive/", views.DescriptiveView.as_view(), name="descriptive"),
+]
+
+api_urlpatterns = [
+    path("decisions/", api.DecisionListApi.as_view(), name="api-decisions"),
+    path("revisions/", api.RevisionListApi.as_view(), name="api-revisions"),
+    path("review/queue/", api.ReviewQueueApi.as_view(), name="api-review-queue"),
+    path("releases/", api.ReleaseListApi.as_view(), name="api-releases"),
+    path("releases/import/", api.BundleImportApi.as_view(), name="api-release-import"),
+    path("releases/<int:pk>/", api.ReleaseDetailApi.as_view(), name="api-release"),
+    path("releases/<int:pk>/freeze/", api.ReleaseFreezeApi.as_view(), name="api-release-freeze"),
+    path("releases/<int:pk>/export.jsonl", api.ReleaseJsonlApi.as_view(), name="api-release-jsonl"),
+    path("releases/<int:pk>/bundle.tar.gz", api.ReleaseBundleApi.as_view(), name="api-release-bundle"),
+    path("reports/search/", api.SearchReportApi.as_view(), name="api-search-report"),
+    path("reports/descriptive/", api.DescriptiveApi.as_view(), name="api-descriptive"),
+]

@@ -1,0 +1,414 @@
+"""Pages of curation: the review queue, edits, releases and the reports. Thin: they call the
+services and selectors and show refusals on the form field they name."""
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views import View
+from django.views.generic import TemplateView
+
+from veriharm_site.permissions import RoleRequiredMixin
+
+from . import releases, review, revisions
+from .charts import BarSpec, Chart, count_label, nice_ceiling, stacked_bars
+from .curation_forms import BundleImportForm, DecisionForm, ReleaseDescriptionForm, ReleaseForm, RevisionForm
+from .curation_selectors import descriptive_cells, search_funnel, search_rows
+from .descriptive import breakdown
+from .models import Candidate, Perturbation, Release, ReleaseFrozen, Verdict
+from .release_bundle import BundleRefused, release_bundle
+from .release_import import release_bundle_import
+from .search_report import ALL, FunnelStage, SearchReport, search_report
+from .views import CandidateDetailView
+
+
+def _k(request: HttpRequest) -> int | None:
+    try:
+        return max(1, min(int(request.GET.get("k", "")), 100000))
+    except ValueError:
+        return None
+
+
+def _review_url(rank: int, k: int | None) -> str:
+    url = reverse("candidates:review", args=[rank])
+    return f"{url}?k={k}" if k else url
+
+
+class ReviewQueueView(RoleRequiredMixin, TemplateView):
+    permission_required = "candidates.curate"
+    template_name = "candidates/review_queue.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        k = _k(self.request)
+        queue = review.review_queue(k)
+        start = queue.first_undecided() or (queue.entries[0].rank if queue.entries else None)
+        return super().get_context_data(
+            queue=queue, k_param=k, start_url=_review_url(start, k) if start else None, **kwargs
+        )
+
+
+class ReviewView(CandidateDetailView):
+    """One candidate of the queue with everything known about it, and the decision form."""
+
+    permission_required = "candidates.curate"
+    template_name = "candidates/review.html"
+
+    def _candidate(self) -> Candidate:
+        try:
+            return review.candidate_at_rank(self.kwargs["rank"])
+        except Candidate.DoesNotExist:
+            raise Http404("No candidate has this rank.") from None
+
+    def get_context_data(self, form: DecisionForm | None = None, **kwargs: Any) -> dict[str, Any]:
+        candidate = self._candidate()
+        k = _k(self.request)
+        queue = review.review_queue(k)
+        rank = candidate.rank
+        neighbours = {step: queue.neighbour(rank, step) for step in (-1, 1)}
+        next_undecided = queue.next_undecided(rank)
+        form = form or DecisionForm(initial={"candidate": candidate.external_id, "revision": candidate.revision})
+        kwargs["external_id"] = candidate.external_id
+        return super().get_context_data(
+            queue=queue,
+            k_param=k,
+            form=form,
+            reasons=review.REASON_OPTIONS,
+            in_queue=queue.contains(rank),
+            previous_url=_review_url(neighbours[-1], k) if neighbours[-1] else "",
+            next_url=_review_url(neighbours[1], k) if neighbours[1] else "",
+            next_undecided_url=_review_url(next_undecided, k) if next_undecided and next_undecided != rank else "",
+            queue_url=reverse("candidates:review-queue") + (f"?k={k}" if k else ""),
+            **kwargs,
+        )
+
+    def post(self, request: HttpRequest, rank: int) -> HttpResponse:
+        form = DecisionForm(request.POST)
+        candidate = self._candidate()
+        if form.is_valid():
+            if form.cleaned_data["candidate"] != candidate.external_id:
+                form.add_error(None, "the ranking changed since you opened this page (a new import); review again")
+            else:
+                try:
+                    review.decision_record(
+                        candidate_id=candidate.pk,
+                        user=request.user,
+                        verdict=form.cleaned_data["verdict"],
+                        reason=form.cleaned_data["reason"],
+                        note=form.cleaned_data["note"],
+                        seen_revision=form.cleaned_data["revision"],
+                    )
+                except review.DecisionRefused as refused:
+                    form.add_error(_field(form, refused.field), refused.message)
+        if not form.is_valid():
+            return self.render_to_response(self.get_context_data(form=form, rank=rank), status=400)
+        done = "Approved" if form.cleaned_data["verdict"] == Verdict.APPROVE else "Rejected"
+        messages.success(request, f"{done} {candidate.external_id} (rank {rank}).")
+        return redirect(self._after_decision(rank))
+
+    def _after_decision(self, rank: int) -> str:
+        """The next rank of the queue, or the queue's overview after its last entry."""
+        k = _k(self.request)
+        following = review.review_queue(k).neighbour(rank, 1)
+        if following:
+            return _review_url(following, k)
+        return reverse("candidates:review-queue") + (f"?k={k}" if k else "")
+
+
+def _field(form: forms.Form, name: str) -> str | None:
+    return name if name in form.fields else None
+
+
+class ReviseView(RoleRequiredMixin, View):
+    permission_required = "candidates.curate"
+    template_name = "candidates/review_revise.html"
+
+    def _candidate(self, external_id: str) -> Candidate:
+        try:
+            return Candidate.objects.select_related("source_task").get(external_id=external_id)
+        except Candidate.DoesNotExist:
+            raise Http404("No candidate with this id.") from None
+
+    def _render(self, request: HttpRequest, candidate: Candidate, form: RevisionForm, status: int = 200) -> HttpResponse:
+        context = {"candidate": candidate, "form": form, "history": revisions.revision_history(candidate.pk)}
+        return render(request, self.template_name, context, status=status)
+
+    def get(self, request: HttpRequest, external_id: str) -> HttpResponse:
+        candidate = self._candidate(external_id)
+        form = RevisionForm(
+            initial={
+                "base_revision": candidate.revision,
+                "instruction": candidate.instruction,
+                "harm_test": candidate.harm_test,
+            }
+        )
+        return self._render(request, candidate, form)
+
+    def post(self, request: HttpRequest, external_id: str) -> HttpResponse:
+        candidate = self._candidate(external_id)
+        form = RevisionForm(request.POST)
+        if form.is_valid():
+            try:
+                revision = revisions.candidate_revise(
+                    candidate_id=candidate.pk,
+                    user=request.user,
+                    instruction=form.cleaned_data["instruction"],
+                    harm_test=form.cleaned_data["harm_test"],
+                    reason=form.cleaned_data["reason"],
+                    base_revision=form.cleaned_data["base_revision"],
+                )
+            except revisions.RevisionRefused as refused:
+                form.add_error(_field(form, refused.field), refused.message)
+            else:
+                messages.success(request, f"Saved revision {revision.number} of {candidate.external_id}.")
+                return redirect("candidates:detail", candidate.external_id)
+        return self._render(request, candidate, form, status=400)
+
+
+# --- Releases ------------------------------------------------------------------------------------
+
+
+def _release_list(request: HttpRequest, status: int = 200, **context: Any) -> HttpResponse:
+    context.setdefault("form", ReleaseForm())
+    context.setdefault("import_form", BundleImportForm())
+    return render(request, "candidates/release_list.html", {"releases": releases.release_list(), **context}, status=status)
+
+
+class ReleaseListView(RoleRequiredMixin, View):
+    """GET lists the releases (for readers); POST creates a draft (for curators)."""
+
+    def get_permission_required(self) -> tuple[str, ...]:
+        return ("candidates.curate",) if self.request.method == "POST" else ("candidates.view_ranking",)
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return _release_list(request)
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        form = ReleaseForm(request.POST)
+        if form.is_valid():
+            try:
+                release = releases.release_create(user=request.user, **form.cleaned_data)
+            except releases.ReleaseRefused as refused:
+                form.add_error(_field(form, refused.field), refused.message)
+            else:
+                messages.success(request, f"Draft release {release.label} created: check it, then freeze it.")
+                return redirect("candidates:release", release.pk)
+        return _release_list(request, status=400, form=form)
+
+
+def _release_or_404(pk: int) -> Release:
+    try:
+        return releases.release_get(pk)
+    except Release.DoesNotExist:
+        raise Http404("No such release.") from None
+
+
+class ReleaseDetailView(RoleRequiredMixin, TemplateView):
+    permission_required = "candidates.view_ranking"
+    template_name = "candidates/release_detail.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        release = _release_or_404(kwargs["pk"])
+        context: dict[str, Any] = {"release": release}
+        if release.is_frozen:
+            context["items"] = list(releases.release_items(release))
+            context["changelog"] = releases.release_changelog(release)
+            context["checksum_ok"] = releases.release_checksum_verify(release)
+        else:
+            preview = releases.release_preview(release)
+            context["preview"] = preview
+            context["changelog"] = preview.changelog
+            context["description_form"] = kwargs.pop("description_form", None) or ReleaseDescriptionForm(
+                initial={"description": release.description}
+            )
+        return super().get_context_data(**context, **kwargs)
+
+
+class _ReleaseAction(RoleRequiredMixin, View):
+    """POST-only actions on one release; a frozen release answers with the reason, unchanged."""
+
+    permission_required = "candidates.curate"
+
+    def act(self, request: HttpRequest, release: Release) -> HttpResponse:
+        raise NotImplementedError
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        release = _release_or_404(pk)
+        try:
+            return self.act(request, release)
+        except ReleaseFrozen as frozen:
+            messages.error(request, str(frozen))
+        except releases.ReleaseRefused as refused:
+            messages.error(request, refused.message)
+        return redirect("candidates:release", pk)
+
+
+class ReleaseFreezeView(_ReleaseAction):
+    def act(self, request: HttpRequest, release: Release) -> HttpResponse:
+        frozen = releases.release_freeze(release.pk, user=request.user)
+        count = frozen.items.count()
+        messages.success(request, f"Froze {frozen.label} with {count} instance{'s' if count != 1 else ''}.")
+        return redirect("candidates:release", release.pk)
+
+
+class ReleaseDescriptionView(_ReleaseAction):
+    def act(self, request: HttpRequest, release: Release) -> HttpResponse:
+        form = ReleaseDescriptionForm(request.POST)
+        if not form.is_valid():
+            return HttpResponse(status=400)
+        releases.release_update(release.pk, description=form.cleaned_data["description"])
+        messages.success(request, "Description saved.")
+        return redirect("candidates:release", release.pk)
+
+
+class ReleaseDeleteView(_ReleaseAction):
+    def act(self, request: HttpRequest, release: Release) -> HttpResponse:
+        releases.release_delete(release.pk)
+        messages.success(request, f"Deleted the draft {release.label}.")
+        return redirect("candidates:releases")
+
+
+class _FrozenDownload(RoleRequiredMixin, View):
+    permission_required = "candidates.view_ranking"
+
+    def frozen(self, request: HttpRequest, pk: int) -> Release | HttpResponseRedirect:
+        release = _release_or_404(pk)
+        if not release.is_frozen:
+            messages.error(request, f"{release.label} is a draft: freeze it to export it.")
+            return redirect("candidates:release", pk)
+        return release
+
+
+class ReleaseJsonlView(_FrozenDownload):
+    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        release = self.frozen(request, pk)
+        if not isinstance(release, Release):
+            return release
+        response = StreamingHttpResponse(releases.release_jsonl_lines(release), content_type="application/x-ndjson")
+        response["Content-Disposition"] = f'attachment; filename="{release.name}-{release.version}.jsonl"'
+        return response
+
+
+class ReleaseBundleView(_FrozenDownload):
+    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        release = self.frozen(request, pk)
+        if not isinstance(release, Release):
+            return release
+        name, data = release_bundle(release)
+        response = HttpResponse(data, content_type="application/gzip")
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+
+class BundleImportView(RoleRequiredMixin, View):
+    permission_required = ("candidates.curate", "candidates.import_pipeline")
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        form = BundleImportForm(request.POST, request.FILES)
+        errors: list[str] = []
+        if form.is_valid():
+            try:
+                summary = release_bundle_import(form.cleaned_data["bundle"], user=request.user)
+            except BundleRefused as refused:
+                errors = refused.messages
+            else:
+                messages.success(request, f"{form.cleaned_data['bundle'].name}: {summary}.")
+                return redirect("candidates:release", summary.release.pk)
+        return _release_list(request, status=400, import_form=form, import_errors=errors)
+
+
+# --- Reports -------------------------------------------------------------------------------------
+
+
+def _percent(value: float) -> str:
+    return f"{value * 100:.0f}%"
+
+
+def search_chart(report: SearchReport) -> Chart:
+    """Stacked bars per proposer and target agent: the Iter-k shares, adding up to the success rate."""
+    specs = []
+    for block in report.blocks:
+        proposer = block.proposer or "All proposers"
+        for index, row in enumerate((*block.rows, block.overall)):
+            specs.append(
+                BarSpec(
+                    label=f"{proposer} · {row.target_agent or 'overall'}",
+                    values=row.iteration_shares,
+                    value_label=f"{row.success_rate * 100:.1f}%" if row.success_rate is not None else "–",
+                    emphasis=row.is_overall,
+                    group_start=index == 0,
+                )
+            )
+    return stacked_bars(
+        specs,
+        series=[f"Iter-{k}" for k in report.iterations],
+        maximum=1.0,
+        tick_label=_percent,
+        value_title=lambda bar, series, value: f"{bar}: {series} {value * 100:.1f}% of searches",
+    )
+
+
+def funnel_chart(stages: list[FunnelStage]) -> Chart:
+    first = stages[0].count if stages else 0
+    specs = [BarSpec(label=s.label, values=(float(s.count),), value_label=f"{s.count:,}") for s in stages]
+    return stacked_bars(
+        specs,
+        series=["count"],
+        maximum=nice_ceiling(first),
+        tick_label=count_label,
+        value_title=lambda bar, series, value: f"{bar}: {value:,.0f}",
+    )
+
+
+class SearchReportView(RoleRequiredMixin, TemplateView):
+    permission_required = "candidates.view_ranking"
+    template_name = "candidates/search_report.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        report = search_report(search_rows())
+        stages = search_funnel(_k(self.request))
+        return super().get_context_data(
+            report=report,
+            chart=search_chart(report) if report.searches else None,
+            stages=stages,
+            funnel_chart=funnel_chart(stages),
+            ALL=ALL,
+            **kwargs,
+        )
+
+
+class DescriptiveView(RoleRequiredMixin, TemplateView):
+    permission_required = "candidates.view_ranking"
+    template_name = "candidates/descriptive.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        table = breakdown(descriptive_cells(), Perturbation.values)
+        labels = dict(Perturbation.choices)
+        specs = [
+            BarSpec(
+                label=row.label,
+                values=tuple(float(c.candidates) for c in row.by_perturbation),
+                value_label=str(row.total.candidates),
+            )
+            for row in table.rows
+        ]
+        chart = None
+        if table.totals.total.candidates:
+            chart = stacked_bars(
+                specs,
+                series=[labels.get(p, p) for p in table.perturbations],
+                maximum=nice_ceiling(max(row.total.candidates for row in table.rows)),
+                tick_label=count_label,
+                value_title=lambda bar, series, value: f"{bar}, {series}: {value:,.0f} candidates",
+                palette="cat",
+            )
+        return super().get_context_data(
+            table=table,
+            perturbation_labels=[labels.get(p, p) for p in table.perturbations],
+            column_count=1 + 3 * (len(table.perturbations) + 1),
+            chart=chart,
+            **kwargs,
+        )

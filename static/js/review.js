@@ -1,0 +1,90 @@
+// Keyboard review: the page works without this script (a form with two submit buttons);
+// the keys only pick a reason and press the buttons, so the server checks every decision.
+(function () {
+  "use strict";
+  var section = document.getElementById("review");
+  var form = document.getElementById("decision-form");
+  if (!section || !form) return;
+  var message = form.querySelector("[data-testid=review-message]");
+  var note = form.querySelector("textarea[name=note]");
+  var submitted = false;
+
+  function say(text) { message.textContent = text; }
+
+  function selectedReason() {
+    var checked = form.querySelector("input[name=reason]:checked");
+    return checked ? checked.closest("label.reason") : null;
+  }
+
+  function pick(key) {
+    var input = form.querySelector("input[name=reason][data-key='" + key + "']");
+    if (!input) return;
+    input.checked = true;
+    say("Reason: " + input.closest("label.reason").textContent.replace(/\s+/g, " ").trim());
+  }
+
+  function needsNote(label) {
+    return label && label.querySelector("input").value === "other" && !note.value.trim();
+  }
+
+  function decide(verdict) {
+    var label = selectedReason();
+    if (verdict === "approve" && !label) {
+      // Approving without a reason means the usual one: valid.
+      form.querySelector("input[name=reason][value=valid]").checked = true;
+      label = selectedReason();
+    }
+    if (!label || label.dataset[verdict] !== "1") {
+      var keys = Array.prototype.filter.call(form.querySelectorAll("label.reason"), function (l) {
+        return l.dataset[verdict] === "1";
+      }).map(function (l) { return l.querySelector("input").dataset.key; });
+      say((label ? "That reason does not fit “" + verdict + "”. " : "") + "Pick a reason to " + verdict + " first: " + keys.join(", ") + ".");
+      return;
+    }
+    if (needsNote(label)) {
+      say("Say why in the note (the reason is “other”), then press the key again.");
+      note.focus();
+      return;
+    }
+    if (submitted) return;
+    submitted = true;
+    var button = form.querySelector("button[value=" + verdict + "]");
+    if (form.requestSubmit) form.requestSubmit(button); else button.click();
+  }
+
+  function go(url) { if (url) window.location.href = url; }
+
+  function typing(target) {
+    if (target.isContentEditable) return true;
+    var tag = target.tagName;
+    if (tag === "TEXTAREA" || tag === "SELECT") return true;
+    return tag === "INPUT" && target.type !== "radio" && target.type !== "checkbox";
+  }
+
+  form.addEventListener("submit", function () { submitted = true; });
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (typing(event.target)) {
+      if (event.key === "Escape") event.target.blur();
+      return;
+    }
+    var data = section.dataset;
+    var handled = true;
+    switch (event.key) {
+      case "a": decide("approve"); break;
+      case "r": decide("reject"); break;
+      case "j": go(data.nextUrl); break;
+      case "k": go(data.previousUrl); break;
+      case "u": go(data.nextUndecidedUrl); break;
+      case "e": go(data.editUrl); break;
+      case "q": go(data.queueUrl); break;
+      case "n": note.focus(); break;
+      default:
+        if (/^[1-9]$/.test(event.key)) pick(event.key); else handled = false;
+    }
+    if (handled) event.preventDefault();
+  });
+  // Says the keys work now (the script is deferred): tests and assistive tools can wait for it.
+  section.dataset.keys = "on";
+})();
