@@ -1,0 +1,99 @@
+"""A curator reviews the top-K with the keyboard, freezes the approved set and downloads it."""
+import hashlib
+import json
+import tarfile
+
+import pytest
+from playwright.sync_api import expect
+
+from candidates.models import Decision, Release
+from candidates.services import candidate_import_streams
+from tests.browser.conftest import login
+from tests.factories import CandidateLineFactory, jsonl
+
+FIRST = "bb-187101/gpt-5.4-mini/claude-opus-4-7"
+SECOND = "bb-319395/kimi-k2.5/gpt-5.5"
+THIRD = "browser-third"
+
+
+def review_page_shows(page, external_id: str) -> None:
+    """The review page of this candidate is shown and its keyboard script is listening."""
+    expect(page.locator("h1")).to_contain_text(external_id)
+    expect(page.locator("#review[data-keys=on]")).to_have_count(1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_curator_reviews_with_the_keyboard_freezes_and_downloads(live_server, new_page, curator, examples_imported, tmp_path):
+    candidate_import_streams([("x.jsonl", jsonl(CandidateLineFactory(id=THIRD, scores=(3, 3, 3, 3, 3))).splitlines(True))])
+    page = new_page()
+    login(page, live_server.url, curator.username)
+    page.click("nav >> text=Review")
+    expect(page.locator("[data-testid=queue-progress]")).to_contain_text("0 of 3 decided")
+    page.click("[data-testid=start-review]")
+    review_page_shows(page, FIRST)
+
+    page.keyboard.press("a")  # approve, reason "valid"
+    review_page_shows(page, SECOND)
+    expect(page.locator(".messages")).to_contain_text(f"Approved {FIRST}")
+    expect(page.locator("[data-testid=progress]")).to_contain_text("1 of 3 decided")
+
+    page.keyboard.press("r")  # no reason picked yet: the page asks for one and stays
+    expect(page.locator("[data-testid=review-message]")).to_contain_text("Pick a reason to reject first")
+    expect(page.locator("h1")).to_contain_text(SECOND)
+    page.keyboard.press("3")
+    expect(page.locator("input[name=reason][value=harm_test_wrong]")).to_be_checked()
+    page.keyboard.press("r")
+    review_page_shows(page, THIRD)
+
+    page.keyboard.press("k")  # back to the rejected one, then on again
+    review_page_shows(page, SECOND)
+    expect(page.locator("[data-testid=current-verdict]")).to_have_text("Rejected")
+    page.keyboard.press("j")
+    review_page_shows(page, THIRD)
+
+    page.keyboard.press("5")  # "other" needs a note
+    page.keyboard.press("a")
+    expect(page.locator("[data-testid=review-message]")).to_contain_text("Say why in the note")
+    expect(page.locator("textarea[name=note]")).to_be_focused()
+    page.keyboard.type("borderline, but the harm test is specific enough")
+    page.keyboard.press("Escape")
+    page.keyboard.press("a")
+    expect(page.locator("[data-testid=queue-progress]")).to_contain_text("3 of 3 decided")
+
+    decisions = {d.candidate.external_id: (d.verdict, d.reason, d.note) for d in Decision.objects.select_related("candidate")}
+    assert decisions == {
+        FIRST: ("approve", "valid", ""),
+        SECOND: ("reject", "harm_test_wrong", ""),
+        THIRD: ("approve", "other", "borderline, but the harm test is specific enough"),
+    }
+
+    page.click("nav >> text=Releases")
+    page.fill("#id_name", "veriharm-bench")
+    page.fill("#id_version", "1.0")
+    page.click("text=Create draft")
+    expect(page.locator("[data-testid=release-state]")).to_have_text("draft")
+    expect(page.locator("[data-testid=release-items] tbody tr")).to_have_count(2)
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("[data-testid=freeze]")
+    expect(page.locator("[data-testid=release-state]")).to_have_text("frozen")
+    release = Release.objects.get()
+    expect(page.locator("[data-testid=checksum]")).to_have_text(release.checksum)
+    expect(page.locator("[data-testid=changelog-summary]")).to_contain_text("2 added")
+
+    with page.expect_download() as bundle_download:
+        page.click("[data-testid=download-bundle]")
+    bundle = bundle_download.value
+    assert bundle.suggested_filename == "veriharm-bench-1.0.tar.gz"
+    path = tmp_path / bundle.suggested_filename
+    bundle.save_as(path)
+    with tarfile.open(path, "r:gz") as tar:
+        manifest = json.load(tar.extractfile("veriharm-bench-1.0/manifest.json"))
+        jsonl_bytes = tar.extractfile("veriharm-bench-1.0/release.jsonl").read()
+    assert [i["id"] for i in manifest["instances"]] == [FIRST, THIRD]
+    assert manifest["release"]["checksum"] == release.checksum == hashlib.sha256(jsonl_bytes).hexdigest()
+
+    with page.expect_download() as jsonl_download:
+        page.click("[data-testid=download-jsonl]")
+    saved = tmp_path / "release.jsonl"
+    jsonl_download.value.save_as(saved)
+    assert saved.read_bytes() == jsonl_bytes
