@@ -122,6 +122,8 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Curator decisions and evaluation reference checks both have a "verdict": name them apart.
+    "ENUM_NAME_OVERRIDES": {"DecisionVerdictEnum": "candidates.models.Verdict"},
 }
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
