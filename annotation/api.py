@@ -24,6 +24,7 @@ from .serializers import (
     NextItemSerializer,
     OwnLabelRowSerializer,
     ProgressSerializer,
+    SavedLabelSerializer,
     StudyCreateSerializer,
     StudyDetailSerializer,
     StudySerializer,
@@ -75,9 +76,10 @@ class NextItemApi(APIView):
             assignment = services.item_claim_next(study_id, request.user)
         except services.AnnotationError as error:
             return _refusal(error)
-        item = selectors.blind_item(study_id, assignment.item.token, request.user) if assignment else None
-        study = _own_study(request, study_id)
-        return Response(NextItemSerializer({"item": item, "progress": selectors.annotator_progress(study, request.user)}).data)
+        study = assignment.study if assignment else _own_study(request, study_id)
+        item = selectors.blind_item_for(assignment) if assignment else None
+        progress = selectors.annotator_progress(study, request.user)
+        return Response(NextItemSerializer({"item": item, "progress": progress}).data)
 
 
 class ItemApi(APIView):
@@ -97,15 +99,16 @@ class LabelApi(APIView):
 
     permission_classes = [Annotators]
 
-    @extend_schema(request=LabelInputSerializer, responses={200: BlindItemSerializer})
+    @extend_schema(request=LabelInputSerializer, responses={200: SavedLabelSerializer})
     def put(self, request: Request, study_id: int, token: str) -> Response:
         payload = LabelInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         try:
-            services.label_submit(study_id, token, request.user, services.LabelInput(**payload.validated_data))
+            saved = services.label_submit(study_id, token, request.user, services.LabelInput(**payload.validated_data))
         except services.AnnotationError as error:
             return _refusal(error)
-        return Response(BlindItemSerializer(selectors.blind_item(study_id, token, request.user)).data)
+        progress = selectors.annotator_progress(saved.study, request.user)
+        return Response(SavedLabelSerializer({"label": saved, "progress": progress}).data)
 
     post = put
 

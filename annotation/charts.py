@@ -28,8 +28,8 @@ _DEFS = (
 def _svg(width: int, height: int, title: str, body: Sequence[str], defs: str = "") -> SafeString:
     # Everything interpolated into `body` is escaped by the callers (via _text or numbers).
     return mark_safe(
-        f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="100%" '
-        f'style="max-width:{width}px" xmlns="http://www.w3.org/2000/svg" aria-label="{escape(title)}">'
+        f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'style="max-width:100%;height:auto" xmlns="http://www.w3.org/2000/svg" aria-label="{escape(title)}">'
         f"<title>{escape(title)}</title>{defs}{''.join(body)}</svg>"
     )
 
@@ -96,7 +96,7 @@ def metric_bars_svg(p: Prediction) -> SafeString:
 def validity_by_group_svg(p: Prediction) -> SafeString:
     """Figure 3(b): the share of human-valid items in the top and in the bottom group."""
     groups = (("Top-K", p.tp, p.fp), ("Bottom-K", p.fn, p.tn))
-    x0, width, bar, gap = 90, 320, 30, 16
+    x0, width, bar, gap = 90, 260, 30, 16
     defs = _DEFS.format(id="invalid-hatch", colour=INVALID)
     body = []
     for i, (name, valid, invalid) in enumerate(groups):
@@ -113,18 +113,21 @@ def validity_by_group_svg(p: Prediction) -> SafeString:
             f'<rect x="{x0 + vw:.1f}" y="{y}" width="{width - vw:.1f}" height="{bar}" fill="url(#invalid-hatch)">'
             f"<title>invalid: {invalid}</title></rect>"
         )
-        if valid:
-            body.append(_text(x0 + 6, y + 20, f"valid {valid / total * 100:.0f}% ({valid})", fill="#fff", weight="600"))
-        if invalid:
-            body.append(_text(x0 + width - 6, y + 20, f"invalid {invalid / total * 100:.0f}% ({invalid})", anchor="end",
-                              fill="#fff", weight="600"))
-    return _svg(x0 + width + 20, 12 + 2 * (bar + gap), "Human validity within the top and bottom groups", body, defs)
+        # Numbers beside the bar, where a thin segment cannot hide them.
+        body.append(_text(x0 + width + 8, y + 13, f"valid {valid / total * 100:.0f}% ({valid})", weight="600",
+                          fill=VALID))
+        body.append(_text(x0 + width + 8, y + 27, f"invalid {invalid / total * 100:.0f}% ({invalid})", fill=INVALID))
+    body.append(f'<rect x="{x0}" y="{12 + 2 * (bar + gap)}" width="12" height="12" fill="{VALID}"/>')
+    body.append(_text(x0 + 16, 22 + 2 * (bar + gap), "valid", size=11))
+    body.append(f'<rect x="{x0 + 70}" y="{12 + 2 * (bar + gap)}" width="12" height="12" fill="url(#invalid-hatch)"/>')
+    body.append(_text(x0 + 86, 22 + 2 * (bar + gap), "invalid (hatched)", size=11))
+    return _svg(x0 + width + 140, 30 + 2 * (bar + gap), "Human validity within the top and bottom groups", body, defs)
 
 
 def agreement_svg(rows: Sequence[tuple[str, float | None, float | None]]) -> SafeString:
     """(title, Fleiss' kappa, Krippendorff's alpha) per measure, on a -0.2..1 axis with Landis-Koch bands."""
     lo, hi = -0.2, 1.0
-    x0, width, bar = 150, 360, 11
+    x0, width, bar = 170, 560, 11
 
     def x(value: float) -> float:
         return x0 + width * (min(max(value, lo), hi) - lo) / (hi - lo)

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from candidates.diffing import SideBySide, side_by_side
@@ -21,12 +21,35 @@ from .models import Assignment, Group, Study, StudyItem, StudyMember
 # ---------------------------------------------------------------- claiming
 
 
-def item_places(study: Study, annotator_id: int, now: datetime) -> list[tuple[int, bool]]:
-    """Every item of the study, with whether it has a free place this annotator may take."""
-    taken = Count("assignments", filter=Q(assignments__submitted_at__isnull=False) | Q(assignments__expires_at__gt=now))
-    mine = Exists(Assignment.objects.filter(item=OuterRef("pk"), annotator_id=annotator_id))
-    rows = StudyItem.objects.filter(study=study).annotate(taken=taken, mine=mine).values_list("pk", "taken", "mine")
-    return [(pk, not is_mine and n < study.annotators_per_item) for pk, n, is_mine in rows]
+@dataclass(frozen=True)
+class Place:
+    """One item as one annotator's claim sees it."""
+
+    pk: int
+    free: bool  # has a place this annotator may take
+    mine_open: bool  # the annotator holds an unsubmitted claim on it
+    mine_done: bool  # the annotator has labelled it
+
+
+def item_places(study: Study, annotator_id: int, now: datetime) -> list[Place]:
+    """Every item of the study, in one grouped query over its assignments."""
+    held = Q(assignments__submitted_at__isnull=False) | Q(assignments__expires_at__gt=now)
+    mine = Q(assignments__annotator_id=annotator_id)
+    rows = (
+        StudyItem.objects.filter(study=study)
+        .annotate(
+            taken=Count("assignments", filter=held),
+            mine_open=Count("assignments", filter=mine & Q(assignments__submitted_at__isnull=True)),
+            mine_done=Count("assignments", filter=mine & Q(assignments__submitted_at__isnull=False)),
+        )
+        .values_list("pk", "taken", "mine_open", "mine_done")
+        .order_by()
+    )
+    return [
+        Place(pk, free=not (is_open or is_done) and taken < study.annotators_per_item, mine_open=bool(is_open),
+              mine_done=bool(is_done))
+        for pk, taken, is_open, is_done in rows
+    ]
 
 
 # ---------------------------------------------------------------- annotators (blind)
@@ -47,14 +70,16 @@ class Progress:
         return not self.claimed and self.open_to_you == 0
 
 
-def annotator_progress(study: Study, user: AbstractBaseUser, now: datetime | None = None) -> Progress:
-    now = now or timezone.now()
-    mine = Assignment.objects.filter(study=study, annotator=user).aggregate(
-        done=Count("pk", filter=Q(submitted_at__isnull=False)),
-        claimed=Count("pk", filter=Q(submitted_at__isnull=True)),
+def progress_of(places: list[Place]) -> Progress:
+    return Progress(
+        done=sum(p.mine_done for p in places),
+        claimed=any(p.mine_open for p in places),
+        open_to_you=sum(p.free for p in places),
     )
-    free = sum(1 for _, is_free in item_places(study, user.pk, now) if is_free)
-    return Progress(done=mine["done"], claimed=bool(mine["claimed"]), open_to_you=free)
+
+
+def annotator_progress(study: Study, user: AbstractBaseUser, now: datetime | None = None) -> Progress:
+    return progress_of(item_places(study, user.pk, now or timezone.now()))
 
 
 @dataclass(frozen=True)
@@ -107,6 +132,11 @@ def _environment_for_annotators(environment: dict[str, Any]) -> dict[str, Any]:
 def blind_item(study_id: int, token: str, user: AbstractBaseUser) -> BlindItem:
     """The item behind `token` if the user holds a claim or a label on it (Assignment.DoesNotExist otherwise)."""
     own = Assignment.objects.select_related("study", "item").get(study_id=study_id, item__token=token, annotator=user)
+    return blind_item_for(own)
+
+
+def blind_item_for(own: Assignment) -> BlindItem:
+    """The blind view of an assignment whose study and item are loaded (one query for the texts)."""
     candidate = (
         Candidate.objects.select_related("source_task")
         .only(

@@ -71,6 +71,11 @@ class NextItemSerializer(serializers.Serializer):
     progress = ProgressSerializer()
 
 
+class SavedLabelSerializer(serializers.Serializer):
+    label = OwnLabelSerializer()
+    progress = ProgressSerializer()
+
+
 class LabelInputSerializer(serializers.Serializer):
     c1 = serializers.BooleanField(help_text="C1 benign and realistic")
     c2 = serializers.BooleanField(help_text="C2 harm unintended")

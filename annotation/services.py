@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Manager, Q, QuerySet
 from django.utils import timezone
 
@@ -253,6 +253,35 @@ def _claim_renew(own: Assignment, study: Study, now: datetime) -> bool:
     return False
 
 
+_INSERT_IF_ROOM = """
+    INSERT INTO {assignment} (study_id, item_id, annotator_id, claimed_at, expires_at, comment, seconds_spent, revisions)
+    SELECT %s, %s, %s, %s, %s, '', 0, 0
+    WHERE (SELECT COUNT(*) FROM {assignment}
+           WHERE item_id = %s AND (submitted_at IS NOT NULL OR expires_at > %s)) < %s
+    RETURNING id
+"""
+
+
+def _insert_if_room(study: Study, item: StudyItem, annotator_id: int, now: datetime) -> Assignment | None:
+    """Claim a place on a locked item if one is free. Counting and inserting in one statement keeps
+    the claim to one round trip; the statement's snapshot is taken after the lock, so it sees every
+    claim committed before (under READ COMMITTED each statement gets a fresh snapshot)."""
+    expires = now + timedelta(minutes=study.claim_timeout_minutes)
+    at, until = (connection.ops.adapt_datetimefield_value(moment) for moment in (now, expires))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _INSERT_IF_ROOM.format(assignment=connection.ops.quote_name(Assignment._meta.db_table)),
+            [study.pk, item.pk, annotator_id, at, until, item.pk, at, study.annotators_per_item],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    assignment = Assignment(pk=row[0], study=study, item=item, annotator_id=annotator_id, claimed_at=now,
+                            expires_at=expires)
+    assignment._state.adding = False
+    return assignment
+
+
 def _claim_first_free(study: Study, annotator_id: int, item_ids: list[int], now: datetime, *, wait: bool) -> tuple[
     Assignment | None, list[int]
 ]:
@@ -260,27 +289,25 @@ def _claim_first_free(study: Study, annotator_id: int, item_ids: list[int], now:
     because another transaction held them. With `wait`, waits for each lock instead of skipping."""
     skipped = []
     for item_id in item_ids:
-        locked = _locked(StudyItem.objects.filter(pk=item_id), skip_locked=not wait).values_list("pk", flat=True)
-        if not locked:
+        item = _locked(StudyItem.objects.filter(pk=item_id), skip_locked=not wait).only(
+            "pk", "study_id", "candidate_id", "token", "number").first()
+        if item is None:
             skipped.append(item_id)
             continue
-        if _taken(item_id, now) >= study.annotators_per_item:
-            continue
-        assignment = Assignment.objects.create(
-            study=study, item_id=item_id, annotator_id=annotator_id, claimed_at=now,
-            expires_at=now + timedelta(minutes=study.claim_timeout_minutes),
-        )
-        return assignment, skipped
+        assignment = _insert_if_room(study, item, annotator_id, now)
+        if assignment is not None:
+            return assignment, skipped
     return None, skipped
 
 
 def _claim_attempt(study_id: int, annotator: AbstractBaseUser, *, wait: bool) -> tuple[Assignment | None, list[int]]:
     with transaction.atomic():
-        member = _member_lock(study_id, annotator)
-        study = member.study
+        study = _member_lock(study_id, annotator).study
         now = timezone.now()
-        own = Assignment.objects.filter(study=study, annotator=annotator, submitted_at__isnull=True).first()
-        if own is not None:
+        places = item_places(study, annotator.pk, now)
+        if any(p.mine_open for p in places):
+            own = Assignment.objects.select_related("study", "item").get(
+                study=study, annotator=annotator, submitted_at__isnull=True)
             if own.expires_at > now:
                 return own, []
             if not wait and _claim_renew(own, study, now):
@@ -289,9 +316,9 @@ def _claim_attempt(study_id: int, annotator: AbstractBaseUser, *, wait: bool) ->
                 # A waiting claim may hold only locks taken in primary-key order, so it does not
                 # lock this item to weigh a renewal: the expired claim is simply given up.
                 own.delete()
-        places = item_places(study, annotator.pk, now)
-        free = {pk for pk, is_free in places if is_free}
-        ordered = sampling.annotator_order([pk for pk, _ in places], study.seed, annotator.pk)
+            places = item_places(study, annotator.pk, now)
+        free = {p.pk for p in places if p.free}
+        ordered = sampling.annotator_order([p.pk for p in places], study.seed, annotator.pk)
         candidates = [pk for pk in ordered if pk in free]
         if wait:
             candidates.sort()  # waiting claims lock in one global order: no deadlock between them

@@ -54,7 +54,8 @@ class PairKappa:
 
 
 def _finite(value: float) -> float | None:
-    return float(value) if np.isfinite(value) else None
+    # Rounded past float noise, so that an exact 0 computed as -1e-16 is not banded "poor".
+    return round(float(value), 12) + 0.0 if np.isfinite(value) else None
 
 
 def _categories(units: Sequence[Unit]) -> list[Hashable]:
