@@ -154,3 +154,11 @@ def test_prediction_of_every_combination():
     assert (p.tp, p.fp, p.fn, p.tn, p.n) == (1, 1, 1, 1, 4)
     assert p.accuracy == 0.5
     assert statistics.prediction([]).accuracy is None
+
+
+def test_float_noise_around_zero_is_not_banded_poor():
+    # Yes-votes 0, 2, 2, 2 of 3: observed and expected agreement are equal, and statsmodels'
+    # division leaves -1.1e-16, which must read as 0 ("slight"), not as a negative kappa ("poor").
+    units = [dict(zip("abc", [True] * yes + [False] * (3 - yes))) for yes in (0, 2, 2, 2)]
+    kappa = statistics.fleiss_kappa(units)
+    assert kappa.value == 0.0 and kappa.band == "slight"
