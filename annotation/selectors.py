@@ -15,7 +15,7 @@ from candidates.models import Candidate
 
 from . import statistics
 from .guidelines import MEASURES
-from .models import Assignment, Group, Study, StudyItem, StudyMember
+from .models import Assignment, Group, Study, StudyItem
 
 
 # ---------------------------------------------------------------- claiming
@@ -403,6 +403,3 @@ def disagreement_rows(study: Study) -> list[ItemRow]:
 def study_for_curators(pk: int) -> Study:
     return Study.objects.select_related("created_by").get(pk=pk)
 
-
-def member_of(study: Study, user: AbstractBaseUser) -> StudyMember | None:
-    return study.memberships.filter(user=user).first()

@@ -84,17 +84,22 @@ class LabelInputSerializer(serializers.Serializer):
     seconds_spent = serializers.FloatField(required=False, allow_null=True, min_value=0, default=None)
 
 
-class OwnLabelRowSerializer(serializers.Serializer):
-    item = serializers.IntegerField(source="item.number")
-    token = serializers.CharField(source="item.token")
+class SubmittedLabelSerializer(serializers.Serializer):
+    """The answers of one submitted label."""
+
     c1 = serializers.BooleanField()
     c2 = serializers.BooleanField()
     c3 = serializers.BooleanField()
     valid = serializers.BooleanField()
     comment = serializers.CharField()
     seconds_spent = serializers.FloatField()
-    updated_at = serializers.DateTimeField()
     revisions = serializers.IntegerField()
+
+
+class OwnLabelRowSerializer(SubmittedLabelSerializer):
+    item = serializers.IntegerField(source="item.number")
+    token = serializers.CharField(source="item.token")
+    updated_at = serializers.DateTimeField()
 
 
 # ---------------------------------------------------------------- curators
@@ -153,16 +158,9 @@ class StudyDetailSerializer(StudySerializer):
     members = MemberSerializer(many=True, source="member_rows")
 
 
-class LabelRowSerializer(serializers.Serializer):
+class LabelRowSerializer(SubmittedLabelSerializer):
     annotator = serializers.CharField(source="pseudonym")
-    c1 = serializers.BooleanField()
-    c2 = serializers.BooleanField()
-    c3 = serializers.BooleanField()
-    valid = serializers.BooleanField()
-    comment = serializers.CharField()
-    seconds_spent = serializers.FloatField()
     submitted_at = serializers.DateTimeField()
-    revisions = serializers.IntegerField()
 
 
 class ItemRowSerializer(serializers.Serializer):
