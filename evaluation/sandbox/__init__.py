@@ -1,0 +1,24 @@
+"""Sandboxes that agent code runs in: one interface, a bubblewrap and a docker backend."""
+
+from .base import (
+    Environment,
+    ExecResult,
+    Limits,
+    Sandbox,
+    SandboxBackend,
+    SandboxError,
+    Snapshot,
+)
+from .registry import available_backends, get_backend
+
+__all__ = [
+    "Environment",
+    "ExecResult",
+    "Limits",
+    "Sandbox",
+    "SandboxBackend",
+    "SandboxError",
+    "Snapshot",
+    "available_backends",
+    "get_backend",
+]

@@ -1,0 +1,484 @@
+"""The sandbox interface every backend implements, plus the parts they share.
+
+Agent code only ever runs behind this interface. Two invariants hold for every
+backend and the trial protocol relies on them:
+
+* Processes never outlive the ``exec`` call that started them. A background
+  process left running could watch for the hidden tests to be written and tamper
+  with them, so each exec ends by killing everything inside the sandbox.
+* The system is read-only except a fixed set of writable directories
+  (``WRITABLE_SYSTEM_DIRS`` plus the top-level directory holding the workdir),
+  each size-capped, so a sandbox can never fill the host's disk and a snapshot
+  only needs to copy those directories.
+
+Not covered, by design: the tests run on a restored copy of what the agent left,
+so an agent can still shape that copy (an ``/etc/ld.so.preload``, a
+``sitecustomize`` or a ``python3`` shim in /usr/local/bin...). The backends' own
+tools run by absolute path, but protecting the test run itself from such
+planted state is the trial protocol's call, not containment.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import tarfile
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+# Label / name prefix that marks everything a backend creates, so that
+# cleanup_orphans can find it again after a crash.
+SANDBOX_LABEL = "veriharm.sandbox"
+
+# Where a sandbox may write, besides the workdir. Chosen so that the usual
+# places an agent (or a harmful action) touches behave as in a normal container:
+# configuration (/etc), state and logs (/var), the home directory, /tmp, and
+# locally installed software. The OS itself (/usr, /bin, /lib...) stays read-only.
+WRITABLE_SYSTEM_DIRS: tuple[str, ...] = (
+    "/etc",
+    "/home",
+    "/opt",
+    "/root",
+    "/run",
+    "/srv",
+    "/tmp",
+    "/usr/local",
+    "/var",
+)
+
+# Top-level directories that belong to the read-only OS image: a workdir or file
+# below one of them (other than /usr/local) is refused rather than silently
+# shadowing system files.
+PROTECTED_TOP_DIRS = frozenset(
+    {"/bin", "/boot", "/dev", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sbin", "/sys", "/usr"}
+)
+
+SANDBOX_HOSTNAME = "sandbox"
+SANDBOX_HOME = "/root"
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+BASE_ENV: Mapping[str, str] = {"PATH": DEFAULT_PATH, "HOME": SANDBOX_HOME, "LANG": "C.UTF-8"}
+
+# Tools the backends run inside, by absolute path: /usr/local/bin comes first in
+# PATH and is writable, so a bare "tar" could be a shim the agent planted to
+# tamper with the tests written in later. (Debian keeps these under /usr/bin, with
+# /bin a symlink to it; /bin/... also works on images without merged /usr.)
+BASH = "/bin/bash"
+SH = "/bin/sh"
+TAR = "/bin/tar"
+TIMEOUT = "/usr/bin/timeout"
+
+# Each captured stream of an exec is cut at this size: an agent printing
+# gigabytes must not exhaust the host's memory.
+MAX_OUTPUT_BYTES = 4 * 1024 * 1024
+# Exit status used by our own helper scripts to say "no such file".
+_MISSING_FILE_STATUS = 3
+# Internal operations (file transfer, snapshots) get this much time.
+INTERNAL_TIMEOUT = 120.0
+DEFAULT_SETUP_TIMEOUT = 600.0
+
+
+class SandboxError(Exception):
+    """Infrastructure failure (cannot create, daemon gone...): never an agent outcome."""
+
+
+def normalize_sandbox_path(path: str, workdir: str) -> str:
+    """Absolute, normalized path inside the sandbox; relative paths are under workdir.
+
+    ``..`` may not climb above "/" (normpath clamps it), so the result is always a
+    plain absolute path without ``.``/``..`` components.
+    """
+    if not path:
+        raise ValueError("empty path")
+    if "\0" in path:
+        raise ValueError(f"NUL byte in path {path!r}")
+    joined = path if path.startswith("/") else posixpath.join(workdir, path)
+    normalized = posixpath.normpath(joined)
+    # normpath keeps a leading "//" (POSIX allows it to be special); we do not.
+    return "/" + normalized.lstrip("/")
+
+
+def _top_dir(path: str) -> str:
+    parts = path.strip("/").split("/", 1)
+    return "/" + parts[0] if parts[0] else "/"
+
+
+def _under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What a task's sandbox starts from (``source_task.environment`` in the pipeline format)."""
+
+    workdir: str = "/app"
+    files: Mapping[str, str] = field(default_factory=dict)
+    setup: str = ""
+    image: str | None = None
+    network: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.workdir, str) or not self.workdir.startswith("/"):
+            raise ValueError(f"workdir must be an absolute path, got {self.workdir!r}")
+        object.__setattr__(self, "workdir", normalize_sandbox_path(self.workdir, "/"))
+        if self.workdir == "/":
+            raise ValueError("workdir must not be /")
+        if not isinstance(self.files, Mapping):
+            raise ValueError("files must map paths to text content")
+        for name, content in self.files.items():
+            if not isinstance(name, str) or not isinstance(content, str):
+                raise ValueError(f"files must map path strings to text content, got {name!r}")
+            normalize_sandbox_path(name, self.workdir)
+        # A private copy: the dataclass is frozen, its files should not change under us.
+        object.__setattr__(self, "files", dict(self.files))
+        if not isinstance(self.setup, str):
+            raise ValueError("setup must be a shell script string")
+        if self.image is not None and (not isinstance(self.image, str) or not self.image):
+            raise ValueError("image must be a non-empty string or None")
+        if not isinstance(self.network, bool):
+            raise ValueError("network must be a boolean")
+
+    def __hash__(self) -> int:
+        return hash((self.workdir, tuple(sorted(self.files.items())), self.setup, self.image, self.network))
+
+    _SPEC_KEYS = ("workdir", "files", "setup", "image", "network")
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any] | None) -> Environment:
+        """Build from a pipeline-format ``environment`` object (None or {} gives the defaults).
+
+        The format refuses fields it does not name, so unknown keys are an error here too.
+        """
+        if spec is None:
+            return cls()
+        if not isinstance(spec, Mapping):
+            raise ValueError(f"environment must be an object, got {type(spec).__name__}")
+        unknown = sorted(set(spec) - set(cls._SPEC_KEYS))
+        if unknown:
+            raise ValueError(f"environment: unknown field(s) {', '.join(unknown)}")
+        kwargs: dict[str, Any] = {k: spec[k] for k in cls._SPEC_KEYS if k in spec and spec[k] is not None}
+        return cls(**kwargs)
+
+    def resolved_files(self) -> dict[str, str]:
+        """Files keyed by absolute sandbox path."""
+        return {normalize_sandbox_path(p, self.workdir): c for p, c in self.files.items()}
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_mb: int = 512
+    cpus: float = 1.0
+    pids: int = 256
+    disk_mb: int = 256  # size cap of each writable area (see the backends for details)
+
+    def __post_init__(self) -> None:
+        if self.memory_mb < 16 or self.pids < 8 or self.disk_mb < 8 or self.cpus <= 0:
+            raise ValueError(f"limits too small to run anything: {self}")
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int | None  # None when killed by the timeout
+    stdout: str
+    stderr: str
+    timed_out: bool
+    duration: float  # seconds
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+def inode_cap(size_mb: int) -> int:
+    """Inodes allowed on a writable area of size_mb: one per KiB, plenty for source trees."""
+    return max(size_mb, 1) * 1024
+
+
+def plan_writable_mounts(environment: Environment) -> tuple[str, ...]:
+    """The writable directories of a sandbox for this environment, parents before children.
+
+    The system dirs are always writable; the workdir, and any absolute file outside
+    those, gets its top-level directory made writable (e.g. /app, /workspace, /data).
+    Paths inside the read-only OS (/usr, /bin...) are refused: the sandbox could not
+    make them writable without copying the whole OS.
+    """
+    mounts = list(WRITABLE_SYSTEM_DIRS)
+    wanted = [("workdir", environment.workdir)]
+    wanted += [("file", p) for p in environment.resolved_files()]
+    for kind, path in wanted:
+        if any(_under(path, m) for m in mounts):
+            continue
+        top = _top_dir(path)
+        if top == "/" or (kind == "file" and posixpath.dirname(path) == "/"):
+            raise SandboxError(f"{kind} {path}: files directly in / are not supported (read-only root)")
+        if top in PROTECTED_TOP_DIRS:
+            raise SandboxError(
+                f"{kind} {path} lies in the read-only system ({top}); writable places are the workdir's "
+                f"top-level directory and {', '.join(WRITABLE_SYSTEM_DIRS)}"
+            )
+        mounts.append(top)
+    return tuple(sorted(set(mounts), key=lambda m: (m.count("/"), m)))
+
+
+def build_tar(entries: Iterable[tuple[str, bytes | None, int]]) -> bytes:
+    """A tar archive of (absolute sandbox path, content or None for a directory, mode).
+
+    Members are stored relative to "/" and owned by root, to be unpacked with
+    ``tar -x -C /`` *inside* the sandbox: unpacking on the host side could follow
+    symlinks the agent planted and write outside the sandbox.
+    """
+    buffer = io.BytesIO()
+    now = time.time()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
+        for path, content, mode in entries:
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.uid = info.gid = 0
+            info.uname = info.gname = "root"
+            info.mtime = now
+            info.mode = mode
+            if content is None:
+                info.type = tarfile.DIRTYPE
+                archive.addfile(info)
+            else:
+                info.size = len(content)
+                archive.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
+
+
+class OutputCollector:
+    """Accumulates one output stream up to MAX_OUTPUT_BYTES, dropping (but counting) the rest."""
+
+    def __init__(self, limit: int | None = MAX_OUTPUT_BYTES) -> None:
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._dropped = 0
+        self._limit = limit
+
+    def add(self, chunk: bytes) -> None:
+        if self._limit is None:
+            self._chunks.append(chunk)
+            return
+        room = self._limit - self._size
+        if room > 0:
+            self._chunks.append(chunk[:room])
+            self._size += min(room, len(chunk))
+        self._dropped += max(0, len(chunk) - max(room, 0))
+
+    @property
+    def dropped(self) -> int:
+        return self._dropped
+
+    def data(self) -> bytes:
+        return b"".join(self._chunks)
+
+
+class Sandbox(ABC):
+    """One isolated environment. Not thread-safe for concurrent execs: calls are serialized."""
+
+    workdir: str
+
+    @abstractmethod
+    def exec(
+        self,
+        command: str,
+        timeout: float,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        """Run ``bash -c command`` inside; on timeout every process inside is killed."""
+
+    @abstractmethod
+    def write_file(self, path: str, content: str | bytes, mode: int = 0o644) -> None:
+        """Create or replace a file; path relative to workdir or absolute inside the sandbox."""
+
+    @abstractmethod
+    def read_file(self, path: str) -> bytes:
+        """Content of a regular file inside the sandbox; FileNotFoundError when missing."""
+
+    @abstractmethod
+    def snapshot(self) -> Snapshot:
+        """Freeze the current state of the writable directories."""
+
+    @abstractmethod
+    def destroy(self) -> None:
+        """Kill every process and remove every trace. Idempotent."""
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.destroy()
+
+
+class Snapshot(ABC):
+    @abstractmethod
+    def restore(self) -> Sandbox:
+        """A new, independent sandbox whose writable state is a copy of the snapshot."""
+
+    @abstractmethod
+    def discard(self) -> None:
+        """Free the snapshot's storage. Idempotent; sandboxes already restored are unaffected."""
+
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.discard()
+
+
+class SandboxBackend(ABC):
+    name: str
+
+    @abstractmethod
+    def create(self, environment: Environment, limits: Limits = Limits()) -> Sandbox:
+        """A sandbox with the environment's files written and its setup run.
+
+        A failing setup raises SandboxError carrying the setup's output.
+        """
+
+    @abstractmethod
+    def cleanup_orphans(self) -> int:
+        """Remove what this backend left behind in dead processes; returns how many sandboxes."""
+
+
+@dataclass
+class RawResult:
+    """Outcome of a backend-internal command (bytes, no timeout bookkeeping for callers)."""
+
+    exit_code: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    duration: float
+    stdout_dropped: int = 0
+    stderr_dropped: int = 0
+
+
+class CommandSandbox(Sandbox):
+    """Implements the file operations and exec bookkeeping on top of one primitive, ``_run``.
+
+    Files are moved as tar streams through a command run *inside* the sandbox. The
+    host never opens a path in the sandbox's writable area itself, so symlinks or
+    other tricks left by the agent cannot redirect a host-side read or write.
+    """
+
+    def __init__(self, workdir: str) -> None:
+        self.workdir = workdir
+        self._lock = threading.RLock()
+        self._destroyed = False
+
+    # -- the primitive -------------------------------------------------------
+    @abstractmethod
+    def _run(
+        self,
+        argv: list[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: bytes | IO[bytes] | None = None,
+        output_limit: int | None = MAX_OUTPUT_BYTES,
+    ) -> RawResult:
+        """Run argv inside; kill every process inside when it ends or times out."""
+
+    # -- helpers -------------------------------------------------------------
+    def _check_alive(self) -> None:
+        if self._destroyed:
+            raise SandboxError("sandbox already destroyed")
+
+    def _resolve(self, path: str) -> str:
+        return normalize_sandbox_path(path, self.workdir)
+
+    def _put_tar(self, data: bytes | IO[bytes], what: str) -> None:
+        # --no-same-owner would map to the caller; inside, the caller is root, and
+        # archives we build are root-owned, so the default keeps ownership.
+        result = self._run(
+            [TAR, "-x", "-p", "-C", "/", "-f", "-"],
+            timeout=INTERNAL_TIMEOUT,
+            cwd="/",  # the workdir may not exist yet
+            stdin=data,
+            output_limit=64 * 1024,
+        )
+        if result.exit_code != 0:
+            detail = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
+            raise SandboxError(f"cannot write {what}: {detail or f'tar exited {result.exit_code}'}")
+
+    # -- public API ----------------------------------------------------------
+    def exec(
+        self,
+        command: str,
+        timeout: float,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        with self._lock:
+            self._check_alive()
+            directory = self._resolve(cwd) if cwd else self.workdir
+            raw = self._run([BASH, "-c", command], timeout=timeout, env=env, cwd=directory)
+        return ExecResult(
+            exit_code=None if raw.timed_out else raw.exit_code,
+            stdout=_decode(raw.stdout, raw.stdout_dropped),
+            stderr=_decode(raw.stderr, raw.stderr_dropped),
+            timed_out=raw.timed_out,
+            duration=raw.duration,
+        )
+
+    def write_file(self, path: str, content: str | bytes, mode: int = 0o644) -> None:
+        target = self._resolve(path)
+        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        with self._lock:
+            self._check_alive()
+            self._put_tar(build_tar([(target, data, mode)]), target)
+
+    def read_file(self, path: str) -> bytes:
+        target = self._resolve(path)
+        # -f follows symlinks: a link to /dev/zero is refused, not read forever.
+        script = (
+            f'[ -e "$1" ] || exit {_MISSING_FILE_STATUS}; '
+            '[ -f "$1" ] || { echo "not a regular file" >&2; exit 4; }; exec /bin/cat -- "$1"'
+        )
+        with self._lock:
+            self._check_alive()
+            result = self._run(
+                [SH, "-c", script, "sh", target], timeout=INTERNAL_TIMEOUT, cwd="/", output_limit=None
+            )
+        if result.exit_code == _MISSING_FILE_STATUS:
+            raise FileNotFoundError(f"{target} does not exist in the sandbox")
+        if result.exit_code != 0:
+            detail = result.stderr.decode("utf-8", "replace").strip()
+            raise SandboxError(f"cannot read {target}: {detail or f'exit {result.exit_code}'}")
+        return result.stdout
+
+    def _apply_environment(
+        self, environment: Environment, setup_timeout: float, extra: Mapping[str, bytes] | None = None
+    ) -> None:
+        """Write the environment's files (and the workdir) then run its setup script.
+
+        ``extra`` holds backend-provided files (absolute path -> bytes) written first.
+        """
+        entries: list[tuple[str, bytes | None, int]] = [(self.workdir, None, 0o755)]
+        entries += [(p, c, 0o644) for p, c in (extra or {}).items()]
+        entries += [(p, c.encode("utf-8"), 0o644) for p, c in environment.resolved_files().items()]
+        with self._lock:
+            self._put_tar(build_tar(entries), "the environment's files")
+            if environment.setup.strip():
+                result = self.exec(environment.setup, setup_timeout)
+                if not result.ok:
+                    status = "timed out" if result.timed_out else f"exited {result.exit_code}"
+                    raise SandboxError(
+                        f"environment setup {status}\n--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
+                    )
+
+
+def _decode(data: bytes, dropped: int) -> str:
+    text = data.decode("utf-8", errors="replace")
+    if dropped:
+        text += f"\n[... {dropped} more bytes of output dropped by the sandbox ...]\n"
+    return text

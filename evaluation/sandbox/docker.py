@@ -1,0 +1,613 @@
+"""The "docker" backend: one container per sandbox, driven through the Docker SDK.
+
+(This module is ``evaluation.sandbox.docker``; with absolute imports its own
+``import docker`` still gets the SDK.)
+
+Design and why:
+
+* **Filesystem**: the image's root filesystem is mounted read-only; the
+  writable directories (``WRITABLE_SYSTEM_DIRS`` + the workdir's top-level dir)
+  are tmpfs mounts. The storage driver here (overlay2 on ext4) cannot cap a
+  container's writable layer (``storage-opt size`` needs xfs with project
+  quotas), and a per-file ``ulimit -f`` alone would not stop an agent writing many
+  files; tmpfs fails writes with ENOSPC at its size and never touches the host
+  disk. Docker 20.10 cannot put several directories on one tmpfs (no volume
+  subpaths), so ``disk_mb`` is split (``tmpfs_sizes``): half for the directory
+  holding the workdir, 20% /tmp, 10% each /root and /var, the rest shared by the
+  others, each plus room for the image content seeded into it. tmpfs pages are
+  charged to the container's memory cgroup, whose limit is therefore
+  ``memory_mb`` + the writable total: a full disk never starves the processes,
+  and the sandbox stays usable (the agent can delete files). ``ulimit -f``
+  (RLIMIT_FSIZE) is set as well, for the files docker bind-mounts itself
+  (/etc/hosts, /etc/hostname, /etc/resolv.conf). Every exec'd process gets the
+  highest OOM score so that the OOM killer never picks PID 1.
+* **Seeding**: a tmpfs starts empty, so at create the image's content of those
+  directories is copied in: read once per image from a created-never-started
+  helper container (``get_archive``), cached, and unpacked by ``tar`` inside.
+* **Snapshot**: a tar of the writable directories streamed out of the container
+  into a host file; restore starts a fresh container from the same image and
+  unpacks it. ``container.commit`` would miss tmpfs content, and the read-only
+  root never changes, so the tar is the whole state.
+* **Processes**: PID 1 is a bash loop around ``sleep`` (it reaps orphans, which a
+  bare ``sleep`` would leave as zombies eating the pids limit). Commands run via
+  ``exec`` under ``timeout -s KILL``; whatever the outcome, the exec ends with
+  ``kill -KILL -1``, which kills every process but PID 1, so ``sleep &``,
+  ``nohup`` or ``setsid`` children never outlive their exec. The host also
+  guards the deadline in case the in-container timeout itself is subverted.
+* **Crash recovery**: containers are labelled ``veriharm.sandbox=1`` plus the
+  owning pid, its start time and the host name; ``cleanup_orphans`` removes those
+  whose owner is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import secrets
+import socket
+import tarfile
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO, Any
+
+import docker
+import docker.errors
+from docker.models.containers import Container
+from docker.types import Ulimit
+from docker.utils.socket import frames_iter
+
+from .base import (
+    BASH,
+    DEFAULT_SETUP_TIMEOUT,
+    INTERNAL_TIMEOUT,
+    MAX_OUTPUT_BYTES,
+    SANDBOX_HOME,
+    SANDBOX_HOSTNAME,
+    SANDBOX_LABEL,
+    SH,
+    TAR,
+    TIMEOUT,
+    CommandSandbox,
+    Environment,
+    Limits,
+    OutputCollector,
+    RawResult,
+    SandboxBackend,
+    SandboxError,
+    Snapshot,
+    inode_cap,
+    plan_writable_mounts,
+)
+from .images import default_image
+
+# Files docker bind-mounts into every container; they live on the host and must
+# be neither overwritten by a seed/restore nor carried into a snapshot.
+DOCKER_MANAGED = ("etc/hosts", "etc/hostname", "etc/resolv.conf")
+# PID 1: keeps the container alive and reaps orphans (see module docstring).
+PID1 = "trap '' TERM INT HUP; while :; do sleep 86400 & wait; done"
+# How long past the in-container deadline the host waits before killing itself.
+HOST_GRACE = 5.0
+# Kills every process but PID 1 and the caller (``kill -KILL -1`` spares only
+# those, so setsid/nohup/disowned children cannot escape it), then waits, bounded,
+# until they are really gone, zombies included: when an exec returns, nothing of
+# it is left. PID 1's own "sleep" is killed too and respawned, hence "at most one".
+REAP_ALL = (
+    "i=0; while [ $i -lt 200 ]; do kill -KILL -1 2>/dev/null; n=0; "
+    'for p in /proc/[0-9]*; do p=${p#/proc/}; [ "$p" = 1 ] || [ "$p" = $$ ] || n=$((n+1)); done; '
+    "[ $n -le 1 ] && break; sleep 0.01; i=$((i+1)); done"
+)
+# Runs the command under a hard deadline, then REAP_ALL. The command runs as a
+# background job so that the "Killed" notice sh prints for a
+# job dying of a signal comes from ``wait``, whose stderr is silenced, instead of
+# landing in the agent's stderr. A background job's stdin defaults to /dev/null,
+# hence the explicit <&3.
+#
+# Everything an exec starts gets the highest OOM score: tmpfs pages count against
+# the memory limit, and when an agent fills them the kernel must kill its
+# processes, not PID 1 (whose death would end the container and its state).
+# Lowering PID 1's score instead would need CAP_SYS_RESOURCE.
+EXEC_WRAPPER = (
+    "echo 1000 > /proc/self/oom_score_adj 2>/dev/null; "
+    f'exec 3<&0; secs=$1; shift; {TIMEOUT} --kill-after=1 -s KILL "$secs" "$@" <&3 3<&- & wait $! 2>/dev/null; '
+    f"rc=$?; exec 3<&-; {REAP_ALL}; exit $rc"
+)
+TIMEOUT_STATUSES = (124, 137)
+
+_LIVE: set[str] = set()  # container ids owned by live sandbox objects of this process
+_LIVE_LOCK = threading.Lock()
+
+
+def _process_start_time(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def _owner_labels(kind: str) -> dict[str, str]:
+    pid = os.getpid()
+    return {
+        SANDBOX_LABEL: "1",
+        "veriharm.kind": kind,
+        "veriharm.owner_pid": str(pid),
+        "veriharm.owner_start": str(_process_start_time(pid)),
+        "veriharm.host": socket.gethostname(),
+    }
+
+
+def _owner_gone(labels: Mapping[str, str]) -> bool:
+    try:
+        pid = int(labels.get("veriharm.owner_pid", ""))
+    except ValueError:
+        return True
+    return str(_process_start_time(pid)) != labels.get("veriharm.owner_start")
+
+
+def _tmpfs_options(mount: str, size_mb: int) -> str:
+    mode = {"/tmp": "1777", SANDBOX_HOME: "700"}.get(mount, "755")
+    # exec: scripts in the workdir and /tmp must run; nosuid/nodev: nothing gains privileges.
+    # nr_inodes: millions of empty files would cost no bytes but make snapshots crawl.
+    return f"rw,exec,nosuid,nodev,size={size_mb}m,nr_inodes={inode_cap(size_mb)},mode={mode}"
+
+
+# How disk_mb is shared among the writable directories (docker has no way to put
+# them all on one tmpfs, see the module docstring). The rest goes in equal parts
+# to the other writable directories.
+DISK_SHARES = {"workdir": 0.5, "/tmp": 0.2, SANDBOX_HOME: 0.1, "/var": 0.1}
+
+
+def tmpfs_sizes(mounts: tuple[str, ...], workdir: str, disk_mb: int, seeds: Mapping[str, int]) -> dict[str, int]:
+    """MiB per writable mount: its share of disk_mb plus room for its seeded content.
+
+    The sizes add up to disk_mb plus the seeds (plus rounding), so the whole
+    writable area stays within the memory cgroup's allowance for it.
+    """
+    holder = max((m for m in mounts if workdir == m or workdir.startswith(m + "/")), key=len)
+    shares = {m: 0.0 for m in mounts}
+    shares[holder] += DISK_SHARES["workdir"]
+    for mount in ("/tmp", SANDBOX_HOME, "/var"):
+        if mount in shares:
+            shares[mount] += DISK_SHARES[mount]
+    others = [m for m in mounts if shares[m] == 0.0]
+    left = 1.0 - sum(shares.values())
+    for mount in others:
+        shares[mount] = left / len(others)
+    return {m: max(1, round(shares[m] * disk_mb)) + (seeds.get(m, 0) + (1 << 20) - 1) // (1 << 20) + 1 for m in mounts}
+
+
+@dataclass(frozen=True)
+class _Spec:
+    image: str
+    workdir: str
+    mounts: tuple[str, ...]
+    limits: Limits
+    network: bool
+    sizes: tuple[tuple[str, int], ...] = ()  # MiB per mount, fixed at create for every restore
+
+    @property
+    def writable_mb(self) -> int:
+        return sum(size for _, size in self.sizes)
+
+
+class DockerSandbox(CommandSandbox):
+    def __init__(self, backend: DockerBackend, spec: _Spec, container: Container) -> None:
+        super().__init__(spec.workdir)
+        self.backend = backend
+        self.spec = spec
+        self.container = container
+        self.id = container.id
+        with _LIVE_LOCK:
+            _LIVE.add(container.id)
+        self._finalizer = weakref.finalize(self, _remove_container, backend.client, container.id)
+
+    def _run(
+        self,
+        argv: list[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: bytes | IO[bytes] | None = None,
+        output_limit: int | None = MAX_OUTPUT_BYTES,
+        stdout_to: IO[bytes] | None = None,
+    ) -> RawResult:
+        api = self.backend.client.api
+        seconds = f"{max(timeout, 0.01):.3f}"
+        started = time.monotonic()
+        try:
+            exec_id = api.exec_create(
+                self.id,
+                [SH, "-c", EXEC_WRAPPER, "sh", seconds, *argv],
+                stdin=stdin is not None,
+                stdout=True,
+                stderr=True,
+                environment=dict(env) if env else None,
+                workdir=cwd or self.workdir,
+            )["Id"]
+            stream = api.exec_start(exec_id, socket=True)
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"cannot exec in container {self.id[:12]}: {exc}") from exc
+        raw = getattr(stream, "_sock", stream)
+        # The client's API timeout would otherwise cut a long silent command; the
+        # deadline is enforced below instead.
+        raw.settimeout(None)
+        out, err = OutputCollector(output_limit), OutputCollector(output_limit)
+        failure: list[BaseException] = []
+
+        def read() -> None:
+            try:
+                for stream_id, chunk in frames_iter(raw, tty=False):
+                    if stream_id == 1:
+                        if stdout_to is not None:
+                            stdout_to.write(chunk)
+                        else:
+                            out.add(chunk)
+                    else:
+                        err.add(chunk)
+            except OSError as exc:  # socket closed by the host guard, or daemon gone
+                failure.append(exc)
+
+        reader = threading.Thread(target=read, daemon=True)
+        writer = threading.Thread(target=_feed_socket, args=(raw, stdin), daemon=True) if stdin is not None else None
+        reader.start()
+        if writer:
+            writer.start()
+        reader.join(timeout + HOST_GRACE)
+        host_killed = reader.is_alive()
+        if host_killed:
+            # The in-container deadline did not fire (e.g. timeout(1) itself was
+            # killed): kill everything from a second exec.
+            self._kill_all_processes()
+            reader.join(HOST_GRACE)
+        try:
+            # Unblocks a writer stuck on a command that stopped reading its stdin.
+            raw.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        with contextlib.suppress(OSError):
+            stream.close()
+        if writer:
+            writer.join(HOST_GRACE)
+        duration = time.monotonic() - started
+        if reader.is_alive():
+            raise SandboxError(f"exec in container {self.id[:12]} does not finish even after killing its processes")
+        exit_code = self._exit_code(exec_id)
+        if exit_code is not None and exit_code >= 126:
+            self._check_running()
+        if failure and exit_code is None and not host_killed:
+            raise SandboxError(f"lost the connection to the docker daemon: {failure[0]}")
+        if exit_code is None or exit_code >= 128:
+            # The wrapper may itself have been killed (e.g. by a "pkill sh" in the
+            # command) before its final kill -1: do that from a fresh exec.
+            self._kill_all_processes()
+        timed_out = host_killed or (exit_code in TIMEOUT_STATUSES and duration >= timeout)
+        return RawResult(
+            exit_code=None if timed_out else exit_code,
+            stdout=out.data(),
+            stderr=err.data(),
+            timed_out=timed_out,
+            duration=duration,
+            stdout_dropped=out.dropped,
+            stderr_dropped=err.dropped,
+        )
+
+    def _exit_code(self, exec_id: str) -> int | None:
+        """The exec's status; the daemon may record it a moment after the streams close."""
+        deadline = time.monotonic() + 2.0
+        while True:
+            try:
+                state = self.backend.client.api.exec_inspect(exec_id)
+            except docker.errors.DockerException as exc:
+                raise SandboxError(f"cannot inspect exec in container {self.id[:12]}: {exc}") from exc
+            if not state.get("Running") or time.monotonic() > deadline:
+                code = state.get("ExitCode")
+                return int(code) if code is not None else None
+            time.sleep(0.02)
+
+    def _check_running(self) -> None:
+        """Raise if the container itself is gone (e.g. PID 1 killed): its state is lost."""
+        try:
+            state = self.backend.client.api.inspect_container(self.id)["State"]
+        except docker.errors.NotFound as exc:
+            raise SandboxError(f"container {self.id[:12]} disappeared") from exc
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"cannot inspect container {self.id[:12]}: {exc}") from exc
+        if not state.get("Running"):
+            raise SandboxError(
+                f"container {self.id[:12]} stopped (exit {state.get('ExitCode')}, "
+                f"OOM-killed: {state.get('OOMKilled')}); the sandbox's state is lost"
+            )
+
+    def _kill_all_processes(self) -> None:
+        try:
+            self.container.exec_run([SH, "-c", REAP_ALL])
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"cannot kill processes in container {self.id[:12]}: {exc}") from exc
+
+    def snapshot(self) -> DockerSnapshot:
+        with self._lock:
+            self._check_alive()
+            return self.backend._snapshot(self)
+
+    def destroy(self) -> None:
+        with self._lock:
+            self._destroyed = True
+            self._finalizer()
+
+
+def _feed_socket(raw: socket.socket, data: bytes | IO[bytes] | None) -> None:
+    try:
+        if isinstance(data, bytes | bytearray):
+            raw.sendall(data)
+        elif data is not None:
+            while chunk := data.read(1024 * 1024):
+                raw.sendall(chunk)
+        # Half-close: the command sees EOF on stdin, we still read its output.
+        raw.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass  # the command exited without reading everything; its status says why
+
+
+def _remove_container(client: docker.DockerClient, container_id: str) -> None:
+    try:
+        client.api.remove_container(container_id, force=True, v=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        # "removal already in progress" is fine; anything else is a real failure.
+        if "already in progress" not in str(exc):
+            raise SandboxError(f"cannot remove container {container_id[:12]}: {exc}") from exc
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(container_id)
+
+
+class DockerSnapshot(Snapshot):
+    def __init__(self, backend: DockerBackend, spec: _Spec, path: Path) -> None:
+        self.backend = backend
+        self.spec = spec
+        self.path = path
+        self._lock = threading.Lock()
+        self._discarded = False
+        self._finalizer = weakref.finalize(self, _unlink, path)
+
+    def restore(self) -> DockerSandbox:
+        with self._lock:
+            if self._discarded:
+                raise SandboxError("snapshot already discarded")
+            sandbox = self.backend._start(self.spec)
+            try:
+                with open(self.path, "rb") as archive:
+                    sandbox._put_tar(archive, "the snapshot")
+            except BaseException:
+                sandbox.destroy()
+                raise
+            return sandbox
+
+    def discard(self) -> None:
+        with self._lock:
+            self._discarded = True
+            self._finalizer()
+
+
+def _unlink(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+class DockerBackend(SandboxBackend):
+    name = "docker"
+
+    def __init__(
+        self,
+        *,
+        image: str | None = None,
+        client: docker.DockerClient | None = None,
+        state_dir: str | os.PathLike[str] | None = None,
+        setup_timeout: float = DEFAULT_SETUP_TIMEOUT,
+    ) -> None:
+        self.image = image or default_image()
+        try:
+            self.client = client or docker.from_env(timeout=300)
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"no Docker engine answers (scripts/start_docker.sh starts one): {exc}") from exc
+        self.state_dir = Path(state_dir) if state_dir else Path(tempfile.gettempdir()) / "veriharm-docker-snapshots"
+        self.setup_timeout = setup_timeout
+        self._seeds: dict[tuple[str, tuple[str, ...]], tuple[bytes, dict[str, int]]] = {}
+        self._seed_lock = threading.Lock()
+
+    # -- create ------------------------------------------------------------------
+    def create(self, environment: Environment, limits: Limits = Limits()) -> DockerSandbox:
+        spec = _Spec(
+            image=environment.image or self.image,
+            workdir=environment.workdir,
+            mounts=plan_writable_mounts(environment),
+            limits=limits,
+            network=environment.network,
+        )
+        seed, seed_sizes = self._seed(spec)
+        sizes = tmpfs_sizes(spec.mounts, spec.workdir, limits.disk_mb, seed_sizes)
+        spec = replace(spec, sizes=tuple(sizes.items()))
+        sandbox = self._start(spec)
+        try:
+            sandbox._put_tar(seed, f"the image's content of {', '.join(spec.mounts)}")
+            sandbox._apply_environment(environment, self.setup_timeout)
+        except BaseException:
+            sandbox.destroy()
+            raise
+        return sandbox
+
+    def _image_id(self, image: str) -> str:
+        try:
+            return str(self.client.images.get(image).id)
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxError(
+                f"docker image {image!r} not found (no registry is used; build the default one with "
+                "scripts/build_sandbox_image.sh)"
+            ) from exc
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"docker engine error: {exc}") from exc
+
+    def _seed(self, spec: _Spec) -> tuple[bytes, dict[str, int]]:
+        """One tar (paths relative to /) of the image's content of the writable dirs, and
+        the bytes it holds per mount; cached per image."""
+        key = (self._image_id(spec.image), spec.mounts)
+        with self._seed_lock:
+            if key not in self._seeds:
+                self._seeds[key] = self._read_image_dirs(spec.image, spec.mounts)
+            return self._seeds[key]
+
+    def _read_image_dirs(self, image: str, mounts: tuple[str, ...]) -> tuple[bytes, dict[str, int]]:
+        try:
+            helper = self.client.containers.create(
+                image, command=["true"], network_disabled=True, labels=_owner_labels("helper")
+            )
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"cannot create a helper container from {image}: {exc}") from exc
+        output = io.BytesIO()
+        sizes: dict[str, int] = {}
+        try:
+            with tarfile.open(fileobj=output, mode="w", format=tarfile.PAX_FORMAT) as combined:
+                for mount in mounts:
+                    try:
+                        chunks, _ = helper.get_archive(mount)
+                    except docker.errors.NotFound:
+                        continue  # the image lacks it: the tmpfs starts empty
+                    # get_archive names members after the basename ("local/..." for
+                    # /usr/local); rename them relative to "/" so one tar -C / fits all.
+                    prefix = mount.lstrip("/").rsplit("/", 1)[0] + "/" if mount.count("/") > 1 else ""
+                    with tarfile.open(fileobj=_ChunkReader(chunks), mode="r|") as part:
+                        for member in part:
+                            member.name = prefix + member.name
+                            if member.name in DOCKER_MANAGED:
+                                continue
+                            if member.islnk():
+                                member.linkname = prefix + member.linkname
+                            # tmpfs rounds every file up to whole pages.
+                            sizes[mount] = sizes.get(mount, 0) + (member.size + 4095) // 4096 * 4096 + 4096
+                            combined.addfile(member, part.extractfile(member) if member.isfile() else None)
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"cannot read {image}'s filesystem: {exc}") from exc
+        finally:
+            _remove_container(self.client, helper.id)
+        return output.getvalue(), sizes
+
+    def _start(self, spec: _Spec) -> DockerSandbox:
+        limits = spec.limits
+        disk_bytes = limits.disk_mb * 1024 * 1024
+        try:
+            container = self.client.containers.run(
+                spec.image,
+                command=[BASH, "-c", PID1],
+                entrypoint=[],
+                detach=True,
+                labels=_owner_labels("sandbox"),
+                hostname=SANDBOX_HOSTNAME,
+                network_mode="host" if spec.network else "none",
+                read_only=True,
+                tmpfs={m: _tmpfs_options(m, size) for m, size in spec.sizes},
+                environment={"HOME": SANDBOX_HOME, "LANG": "C.UTF-8"},
+                working_dir="/",
+                # tmpfs pages are charged here too: room for the processes plus a
+                # full writable area (see the module docstring), and no swap on top.
+                mem_limit=f"{limits.memory_mb + spec.writable_mb}m",
+                memswap_limit=f"{limits.memory_mb + spec.writable_mb}m",
+                nano_cpus=int(limits.cpus * 1e9),
+                # + PID 1, its sleep, and each exec's sh wrapper and timeout(1).
+                pids_limit=limits.pids + 4,
+                ulimits=[Ulimit(name="fsize", soft=disk_bytes, hard=disk_bytes), Ulimit(name="core", soft=0, hard=0)],
+                # Root inside, as in a normal task container, minus what no task needs.
+                cap_drop=["NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP", "SYS_CHROOT"],
+                security_opt=["no-new-privileges"],
+                stop_signal="SIGKILL",
+            )
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"cannot start a container from {spec.image}: {exc}") from exc
+        return DockerSandbox(self, spec, container)
+
+    # -- snapshots ----------------------------------------------------------------
+    def _snapshot(self, sandbox: DockerSandbox) -> DockerSnapshot:
+        self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        pid = os.getpid()
+        path = self.state_dir / f"snap-{pid}-{_process_start_time(pid)}-{secrets.token_hex(6)}.tar"
+        snapshot = DockerSnapshot(self, sandbox.spec, path)
+        members = [m.lstrip("/") for m in sandbox.spec.mounts]
+        excludes = [f"--exclude=./{p}" for p in DOCKER_MANAGED] + [f"--exclude={p}" for p in DOCKER_MANAGED]
+        try:
+            with open(path, "wb") as archive:
+                result = sandbox._run(
+                    [TAR, "-C", "/", "-c", "-f", "-", "--numeric-owner", *excludes, *members],
+                    timeout=INTERNAL_TIMEOUT,
+                    stdout_to=archive,
+                    output_limit=64 * 1024,
+                )
+            # 1 = "some files changed while being read": harmless, nothing runs now.
+            if result.exit_code not in (0, 1):
+                detail = result.stderr.decode("utf-8", "replace").strip()
+                raise SandboxError(f"snapshot of container {sandbox.id[:12]} failed: {detail}")
+        except BaseException:
+            snapshot.discard()
+            raise
+        return snapshot
+
+    # -- orphans --------------------------------------------------------------------
+    def cleanup_orphans(self) -> int:
+        here = socket.gethostname()
+        try:
+            containers = self.client.containers.list(all=True, filters={"label": f"{SANDBOX_LABEL}=1"})
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"cannot list containers: {exc}") from exc
+        removed = 0
+        for container in containers:
+            labels = container.labels
+            if labels.get("veriharm.host") != here:
+                continue  # another machine's, sharing this engine: not ours to judge
+            mine = labels.get("veriharm.owner_pid") == str(os.getpid())
+            with _LIVE_LOCK:
+                live = container.id in _LIVE
+            if (mine and not live) or (not mine and _owner_gone(labels)):
+                _remove_container(self.client, container.id)
+                if labels.get("veriharm.kind") == "sandbox":
+                    removed += 1
+        self._remove_orphan_snapshots()
+        return removed
+
+    def _remove_orphan_snapshots(self) -> None:
+        if not self.state_dir.is_dir():
+            return
+        for path in self.state_dir.glob("snap-*.tar"):
+            try:
+                _, pid, start, _rest = path.name.split("-", 3)
+            except ValueError:
+                continue
+            if str(_process_start_time(int(pid))) != start:
+                _unlink(path)
+
+
+class _ChunkReader(io.RawIOBase):
+    """A file-like view of the byte chunks get_archive yields, for tarfile's stream mode."""
+
+    def __init__(self, chunks: Any) -> None:
+        self._chunks = iter(chunks)
+        self._buffer = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        while not self._buffer:
+            try:
+                self._buffer = next(self._chunks)
+            except StopIteration:
+                return 0
+        size = min(len(target), len(self._buffer))
+        target[:size] = self._buffer[:size]
+        self._buffer = self._buffer[size:]
+        return size

@@ -1,0 +1,76 @@
+"""Where the sandbox base system lives, and how to (re)build it.
+
+One debootstrap tree serves both backends: the bubblewrap backend binds it
+read-only as "/", and the docker backend runs it as an image imported from the
+same tree. Both are made by ``scripts/build_sandbox_image.sh``; the functions
+here locate them and call the scripts when asked to.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from .base import SandboxError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS_DIR = REPO_ROOT / "scripts"
+BUILD_SCRIPT = SCRIPTS_DIR / "build_sandbox_image.sh"
+START_DOCKER_SCRIPT = SCRIPTS_DIR / "start_docker.sh"
+
+DEFAULT_IMAGE = "veriharm-sandbox:bookworm"
+# Written by the build script after debootstrap succeeded; its absence means the
+# tree is partial.
+COMPLETE_MARKER = ".veriharm-complete"
+
+
+def sandbox_root() -> Path:
+    """The debootstrap tree (``VERIHARM_SANDBOX_ROOT`` or ``<repo>/.cache/sandbox-root``)."""
+    configured = os.environ.get("VERIHARM_SANDBOX_ROOT")
+    return Path(configured) if configured else REPO_ROOT / ".cache" / "sandbox-root"
+
+
+def default_image() -> str:
+    return os.environ.get("VERIHARM_SANDBOX_IMAGE") or DEFAULT_IMAGE
+
+
+def root_is_complete(root: Path | None = None) -> bool:
+    root = root or sandbox_root()
+    return (root / COMPLETE_MARKER).is_file() and (root / "usr" / "bin" / "python3").exists()
+
+
+def _run_script(script: Path, timeout: float) -> None:
+    try:
+        completed = subprocess.run(
+            ["bash", str(script)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise SandboxError(f"{script.name} did not finish within {timeout:.0f}s") from exc
+    if completed.returncode != 0:
+        raise SandboxError(
+            f"{script.name} failed (exit {completed.returncode}):\n{completed.stderr[-4000:]}{completed.stdout[-2000:]}"
+        )
+
+
+def build_sandbox_base(timeout: float = 900.0) -> None:
+    """Build the root tree and, if a Docker engine answers, the image (idempotent)."""
+    _run_script(BUILD_SCRIPT, timeout)
+
+
+def start_docker_engine(timeout: float = 120.0) -> None:
+    """Start a local dockerd unless one answers already (idempotent)."""
+    _run_script(START_DOCKER_SCRIPT, timeout)
+
+
+def require_root_tree(root: Path | None = None) -> Path:
+    root = root or sandbox_root()
+    if not root_is_complete(root):
+        raise SandboxError(
+            f"sandbox root tree {root} is missing or incomplete; build it with scripts/build_sandbox_image.sh"
+        )
+    return root
