@@ -261,8 +261,8 @@ class Decision(models.Model):
 class Revision(models.Model):
     """The instruction and harm test of a candidate at one revision.
 
-    Revision 1 is the imported text (no author); it is written when the first curator edit
-    comes, so unedited candidates need no rows. The candidate row always holds the latest
+    Revision 1 is the imported text (no author); it is written when the first change comes (a
+    curator's edit or an import in replace mode), so unchanged candidates need no rows. The candidate row always holds the latest
     revision's text and number.
     """
 
@@ -283,10 +283,9 @@ class Revision(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["candidate", "number"], name="revision_one_per_number"),
             models.CheckConstraint(condition=Q(number__gte=1), name="revision_number_positive"),
-            # Every edit names who made it and why; only the imported original has neither.
-            models.CheckConstraint(
-                condition=Q(number=1) | (Q(author__isnull=False) & ~Q(reason="")), name="revision_edit_has_author"
-            ),
+            # Every change says why; only the imported original has no reason. Curator edits also
+            # name their author; a replacing import has none.
+            models.CheckConstraint(condition=Q(number=1) | ~Q(reason=""), name="revision_change_has_reason"),
         ]
 
     def save(self, *args, **kwargs) -> None:

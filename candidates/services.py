@@ -10,7 +10,7 @@ from django.db import connection, transaction
 from . import pipeline_format as fmt
 from .bulk import bulk_insert
 from .diffing import AddedWords
-from .models import SCORE_KEYS, Candidate, Judgement, Search, SearchAttempt, SourceTask
+from .models import SCORE_KEYS, Candidate, Judgement, Revision, Search, SearchAttempt, SourceTask
 
 CHUNK = 2000
 Progress = Callable[[int], None]
@@ -87,6 +87,27 @@ def _judgements(candidate_pk: int, data: dict[str, Any]) -> list[Judgement]:
         Judgement(candidate_id=candidate_pk, judge=j["judge"], position=i, rationale=j["rationale"], **j["scores"])
         for i, j in enumerate(data["judgements"])
     ]
+
+
+def _revision_for_replacement(pk: int, fields: dict[str, Any], location: fmt.Location) -> int:
+    """A replacing import is a change like a curator's edit: earlier text stays in the revision
+    history and the revision number moves on, so results of the old text read as stale."""
+    candidate = Candidate.objects.select_for_update().get(pk=pk)
+    if candidate.instruction == fields["instruction"] and candidate.harm_test == fields["harm_test"]:
+        return candidate.revision
+    if not Revision.objects.filter(candidate=candidate).exists():
+        Revision.objects.create(
+            candidate=candidate, number=1, instruction=candidate.instruction, harm_test=candidate.harm_test,
+            created_at=candidate.imported_at,
+        )
+    Revision.objects.create(
+        candidate=candidate,
+        number=candidate.revision + 1,
+        instruction=fields["instruction"],
+        harm_test=fields["harm_test"],
+        reason=f"Replaced by an import of {location.file}, line {location.line}",
+    )
+    return candidate.revision + 1
 
 
 def candidates_rerank() -> None:
@@ -208,6 +229,7 @@ def _import_candidates(
         summary.created += len(new)
         for pk, record in replaced:
             fields = _candidate_fields(record.data, task_ids[record.data["source_task"]["id"]], record.content_hash)
+            fields["revision"] = _revision_for_replacement(pk, fields, record.location)
             Candidate.objects.filter(pk=pk).update(**fields)
             Judgement.objects.filter(candidate_id=pk).delete()
             judgements.extend(_judgements(pk, record.data))

@@ -209,3 +209,20 @@ def test_the_command_reports_a_summary_and_refuses_with_the_line(db, tmp_path, c
     with pytest.raises(CommandError, match=r"bad.jsonl, line 1, field 'judgements\[0\].scores.harm_feasibility'"):
         call_command("import_pipeline", bad, no_progress=True)
     assert Candidate.objects.count() == 2
+
+
+def test_a_replacing_import_keeps_a_curators_edit_in_the_history(examples_imported, curator):
+    from candidates.models import Revision
+    from candidates.revisions import candidate_revise
+
+    line = json.loads((EXAMPLES / "candidates.jsonl").read_text().splitlines()[0])
+    candidate = Candidate.objects.get(external_id=line["id"])
+    candidate_revise(candidate_id=candidate.pk, user=curator, instruction=candidate.instruction + "\nBe careful.",
+                     harm_test=candidate.harm_test, reason="clarify", base_revision=1)
+    line["instruction"] = "A new text from the pipeline."
+    candidate_import_streams([("new.jsonl", jsonl(line).splitlines())], replace=True)
+    candidate.refresh_from_db()
+    assert candidate.revision == 3 and candidate.instruction == "A new text from the pipeline."
+    history = list(Revision.objects.filter(candidate=candidate).order_by("number").values_list("number", "reason"))
+    assert history == [(1, ""), (2, "clarify"), (3, "Replaced by an import of new.jsonl, line 1")]
+    assert Revision.objects.get(candidate=candidate, number=2).instruction.endswith("Be careful.")
