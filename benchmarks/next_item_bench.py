@@ -9,7 +9,7 @@ blind item (diff included). Two scenarios: annotators who spend a moment on each
 from the minutes people take), and no pauses at all, which saturates the machine. Prints median,
 p95 and max, and checks that every item ended with exactly 3 labels.
 
-    python benchmarks/next_item_bench.py [--annotators 20] [--items 200] [--read 0.2 1.0] [--keep]
+    python benchmarks/next_item_bench.py [--annotators 20] [--items 200] [--read 2 6] [--keep]
 
 Works in its own database, postgres://postgres@127.0.0.1:5432/veriharm_bench unless
 BENCH_DATABASE_URL says otherwise, dropped and created afresh (and dropped at the end unless --keep).
@@ -239,7 +239,7 @@ def main() -> None:
     parser.add_argument("--annotators", type=int, default=20)
     parser.add_argument("--items", type=int, default=200)
     parser.add_argument("--candidates", type=int, default=1000)
-    parser.add_argument("--read", type=float, nargs=2, default=[0.2, 1.0], metavar=("MIN", "MAX"),
+    parser.add_argument("--read", type=float, nargs=2, default=[2.0, 6.0], metavar=("MIN", "MAX"),
                         help="seconds each annotator spends on an item (people take minutes; compressed here)")
     parser.add_argument("--keep", action="store_true", help="keep the benchmark database")
     args = parser.parse_args()
