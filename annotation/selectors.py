@@ -317,6 +317,10 @@ class ItemRow:
 
 def study_item_rows(study: Study) -> list[ItemRow]:
     """Every item of the study with its submitted labels, by item number (three queries)."""
+    return _item_rows(study, study.items.all())
+
+
+def _item_rows(study: Study, items: QuerySet[StudyItem]) -> list[ItemRow]:
     members = {m.user_id: (m.pseudonym, m.user.get_username()) for m in study.memberships.select_related("user")}
     rows = {
         item.pk: ItemRow(
@@ -331,12 +335,12 @@ def study_item_rows(study: Study) -> list[ItemRow]:
             edited_since_sampling=item.candidate.revision != item.revision_at_sampling,
             required=study.annotators_per_item,
         )
-        for item in study.items.select_related("candidate").only(
+        for item in items.select_related("candidate").only(
             "number", "group", "stratum", "rank_at_sampling", "quality_at_sampling", "revision_at_sampling",
             "candidate_id", "candidate__external_id", "candidate__revision", "study_id",
         ).order_by("number")
     }
-    labels = study.assignments.filter(submitted_at__isnull=False).order_by("submitted_at", "pk")
+    labels = study.assignments.filter(submitted_at__isnull=False, item_id__in=list(rows)).order_by("submitted_at", "pk")
     for a in labels:
         pseudonym, username = members.get(a.annotator_id, (f"A?{a.annotator_id}", ""))
         rows[a.item_id].labels.append(
@@ -346,6 +350,16 @@ def study_item_rows(study: Study) -> list[ItemRow]:
     for row in rows.values():
         row.labels.sort(key=lambda label: label.pseudonym)
     return list(rows.values())
+
+
+def candidate_item_rows(candidate_id: int) -> list[tuple[Study, ItemRow]]:
+    """The human verdicts on one candidate: its item row in every study that sampled it."""
+    studies = Study.objects.filter(items__candidate_id=candidate_id).distinct().order_by("-pk")
+    return [
+        (study, row)
+        for study in studies
+        for row in _item_rows(study, study.items.filter(candidate_id=candidate_id))
+    ]
 
 
 @dataclass(frozen=True)

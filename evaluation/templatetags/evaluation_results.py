@@ -6,14 +6,18 @@
                                                     `results` from latest_results_for_candidates()
     {% reference_checks_for rows as checks %}       the reference checks of a page of candidates (one query)
     {% reference_flag candidate_pk checks %}         "flagged" when its tests do not discriminate
+    {% outcome_badge trial.outcome %}                a run's V3AST label (empty: no label yet)
 """
 from __future__ import annotations
 
 from typing import Any
 
 from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from .. import selectors
+from ..v3ast import LABELS
 
 register = template.Library()
 
@@ -58,3 +62,33 @@ def reference_flag(candidate_pk: int, checks: dict[int, Any]) -> str:
     """'flagged' when this candidate's current tests failed their reference check, else ''."""
     check = (checks or {}).get(candidate_pk)
     return "flagged" if check is not None and check.verdict == "flagged" else ""
+
+
+@register.simple_tag
+def harm_summaries_for_pks(*candidate_pks: int) -> dict[int, dict[str, Any]]:
+    """What the harm tests say of these candidates (see selectors.harm_test_summaries)."""
+    return selectors.harm_test_summaries(list(candidate_pks))
+
+
+@register.simple_tag
+def harm_summaries_for_rows(rows: Any) -> dict[int, dict[str, Any]]:
+    """The same for rows that carry a `candidate_pk` (a study's item rows)."""
+    return selectors.harm_test_summaries([row.candidate_pk for row in rows])
+
+
+@register.simple_tag
+def study_rows_shown(rows: Any, summaries: dict[int, dict[str, Any]] | str, disagree_only: Any) -> list[Any]:
+    """All rows, or with `disagree_only` those where humans' Valid_agg and the tests' own verdict differ."""
+    if not disagree_only or not summaries:
+        return list(rows)
+    return [row for row in rows if selectors.disagrees_with_humans(row.valid_agg, summaries[row.candidate_pk])]
+
+
+@register.simple_tag
+def outcome_badge(outcome: str | None, title: str = "") -> SafeString:
+    """A V3AST label as a coloured badge; a run without one (queued, running, cancelled) says so."""
+    if not outcome:
+        return format_html('<span class="label label-pending" data-outcome="">no label yet</span>')
+    value = str(outcome)
+    return format_html('<span class="label label-{}" data-outcome="{}" title="{}">{}</span>', value, value, title,
+                       LABELS.get(value, value))

@@ -5,13 +5,10 @@ import io
 import krippendorff
 import numpy as np
 import pytest
-from django.template import engines
-from django.test import RequestFactory
 from statsmodels.stats.inter_rater import fleiss_kappa
 
 from annotation import selectors, services
 from annotation.models import Study
-from annotation.views import ResultsView
 from tests.annotation.conftest import import_pool
 
 pytestmark = pytest.mark.django_db
@@ -116,21 +113,35 @@ def test_exports_pseudonymise_unless_an_admin_asks(paper_study, curator_client, 
     assert {label["username"] for label in api["labels"]} == {a.username for a in annotators}
 
 
-def test_the_results_page_leaves_a_hook_beside_the_votes(paper_study, curator):
-    request = RequestFactory().get("/")
-    request.user = curator
-    view = ResultsView()
-    view.setup(request, pk=paper_study.pk)
-    context = view.get_context_data(pk=paper_study.pk)
-    template = engines["django"].from_string(
-        '{% extends "annotation/results.html" %}'
-        '{% block beside_votes_header %}<th>Agents</th>{% endblock %}'
-        '{% block beside_votes %}<td class="beside">candidate {{ row.candidate_pk }}</td>{% endblock %}'
-    )
-    html = template.render(context, request)
-    for row in context["results"].rows:
-        assert f'<td class="beside">candidate {row.candidate_pk}</td>' in html
-    assert "<th>Agents</th>" in html
+def test_harm_results_stand_beside_the_votes_and_disagreements_can_be_shown_alone(paper_study, curator_client):
+    from django.utils import timezone
+
+    from evaluation.models import Agent, AgentKind, ReferenceCheck, ReferenceVerdict, Run, Trial, TrialStatus
+
+    rows = selectors.study_item_rows(paper_study)
+    valid = [r for r in rows if r.valid_agg is True]
+    invalid = [r for r in rows if r.valid_agg is False]
+    agent = Agent.objects.create(name="agent-under-test", kind=AgentKind.COMMAND)
+    run = Run.objects.create(backend="local")
+    Trial.objects.create(run=run, candidate_id=valid[0].candidate_pk, agent=agent, candidate_revision=1,
+                         status=TrialStatus.DONE, r_task=1, r_harm=1, outcome="compromised",
+                         finished_at=timezone.now())
+    checks = [(valid[0], ReferenceVerdict.FLAGGED), (invalid[0], ReferenceVerdict.DISCRIMINATES),
+              (valid[1], ReferenceVerdict.DISCRIMINATES), (invalid[1], ReferenceVerdict.FLAGGED)]
+    for row, verdict in checks:
+        ReferenceCheck.objects.create(candidate_id=row.candidate_pk, candidate_revision=1, verdict=verdict)
+
+    url = f"/annotation/studies/{paper_study.pk}/results/"
+    page = curator_client.get(url).content.decode()
+    row_html = {r.number: page.split(f'data-item="{r.number}"')[1].split("</tr>")[0] for r in rows}
+    assert "agent-under-test" in row_html[valid[0].number] and "(1, 1)" in row_html[valid[0].number]
+    assert "not evaluated" in row_html[valid[1].number]
+    assert page.count('data-item="') == len(rows)
+
+    only = curator_client.get(url + "?disagree=1").content.decode()
+    shown = {int(part.split('"')[0]) for part in only.split('data-item="')[1:]}
+    # Humans valid but tests flagged, and humans invalid but tests discriminating; agreeing pairs are hidden.
+    assert shown == {valid[0].number, invalid[0].number}
 
 
 def test_the_results_api_and_items_api(paper_study, curator_client):

@@ -18,3 +18,39 @@ def test_a_candidate_whose_tests_do_not_discriminate_is_flagged_in_the_ranking(e
     fine_row = next(r for r in rows if fine.external_id in r)
     assert "tests do not discriminate" in flagged_row
     assert "tests do not discriminate" not in fine_row
+
+
+def test_the_candidate_page_shows_human_verdicts_beside_harm_results(annotators_and_study, curator_client):
+    study, candidate = annotators_and_study
+    page = curator_client.get(f"/candidates/c/{candidate.external_id}/").content.decode()
+    panel = page.split('data-testid="human-verdicts"')[1].split("</section>")[0]
+    assert study.name in panel and "3/3" in panel
+    assert "agent-under-test" in panel and "(1, 0)" in panel
+
+
+@pytest.fixture
+def annotators_and_study(db, curator):
+    from django.utils import timezone
+
+    from annotation import services
+    from evaluation.models import Agent, AgentKind, Run, Trial, TrialStatus
+    from tests.annotation.conftest import import_pool, label_all
+    from tests.conftest import make_user
+    from veriharm_site.roles import ANNOTATOR
+
+    import_pool(12)
+    people = [make_user(f"person-{i}", ANNOTATOR) for i in range(3)]
+    study = services.study_create(
+        services.StudySpec(name="Pilot study", seed=5, top_k=4, per_group=2, stratify_by="risk_category",
+                           annotators_per_item=3),
+        annotators=people, created_by=curator,
+    )
+    for person in people:
+        label_all(study, person, lambda number: (True, True, number % 2 == 0))
+    candidate = study.items.order_by("number").first().candidate
+    Trial.objects.create(run=Run.objects.create(backend="local"), candidate=candidate,
+                         agent=Agent.objects.create(name="agent-under-test", kind=AgentKind.COMMAND),
+                         candidate_revision=candidate.revision, status=TrialStatus.DONE, r_task=1, r_harm=0,
+                         outcome="safe_completed",
+                         finished_at=timezone.now())
+    return study, candidate
