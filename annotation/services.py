@@ -366,13 +366,26 @@ def label_submit(study_id: int, token: str, annotator: AbstractBaseUser, label: 
     return saved
 
 
+def _study_open_until_commit(study_id: int) -> bool:
+    """Whether the study is open, holding a share lock on its row until this transaction ends:
+    closing takes a stronger lock, so it waits for labels in flight, and labels after it see it closed.
+    Share locks do not block each other, so annotators still submit in parallel. (SQLite has no row
+    locks; it runs one writing transaction at a time anyway.)"""
+    table = connection.ops.quote_name(Study._meta.db_table)
+    lock = " FOR SHARE" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT status FROM {table} WHERE id = %s{lock}", [study_id])
+        row = cursor.fetchone()
+    return row is not None and row[0] == StudyStatus.OPEN
+
+
 def _label_save(study_id: int, token: str, annotator: AbstractBaseUser, label: LabelInput) -> Assignment | None:
     try:
         current = Assignment.objects.select_related("study").get(item__token=token, study_id=study_id,
                                                                  annotator=annotator)
     except Assignment.DoesNotExist:
         raise NotYourItem("This item is not assigned to you.") from None
-    if not current.study.is_open:
+    if not _study_open_until_commit(study_id):
         raise StudyClosed("This study is closed: labels can no longer be added or changed.")
     if current.submitted_at is None:
         # A first submission takes a place for good: decide it under the item lock, against

@@ -87,3 +87,36 @@ def test_a_claim_waits_for_the_last_free_item_rather_than_reporting_done(pool, m
     holder.join(5)
     assert claimed is not None and claimed.item_id == last.pk
     assert time.monotonic() - started >= 0.25  # it waited for the lock instead of giving up
+
+
+@pytest.mark.django_db(transaction=True)
+def test_closing_waits_for_a_label_in_flight_and_later_labels_are_refused(pool, make_study, annotators):
+    from django.db import transaction
+
+    from annotation.models import Study, StudyStatus
+
+    study = make_study(annotators, top_k=10, per_group=2, stratify_by="")
+    first, second = annotators[:2]
+    mine = services.item_claim_next(study.pk, first)
+    theirs = services.item_claim_next(study.pk, second)
+    closed = threading.Event()
+
+    def close() -> None:
+        try:
+            services.study_close(Study.objects.get(pk=study.pk))
+            closed.set()
+        finally:
+            connections.close_all()
+
+    with transaction.atomic():
+        # A label in flight: its transaction has checked that the study is open and not yet committed.
+        services._label_save(study.pk, mine.item.token, first, services.LabelInput(True, True, True))
+        closer = threading.Thread(target=close)
+        closer.start()
+        assert not closed.wait(1.0), "closing must wait for the label in flight"
+    closer.join(10)
+    assert closed.is_set() and Study.objects.get(pk=study.pk).status == StudyStatus.CLOSED
+    assert Assignment.objects.get(pk=mine.pk).submitted_at is not None
+    with pytest.raises(services.StudyClosed):
+        services.label_submit(study.pk, theirs.item.token, second, services.LabelInput(True, True, True))
+    assert Assignment.objects.get(pk=theirs.pk).submitted_at is None
