@@ -1,0 +1,47 @@
+import tempfile
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from annotation import services as annotation_services
+from annotation.models import Study
+from candidates import demo
+from candidates.selectors import ranking_bounds
+from candidates.services import candidate_import_files
+from veriharm_site.demo_users import DEMO_USERS, demo_users_ensure
+from veriharm_site.roles import ANNOTATOR, CURATOR
+
+DEMO_STUDY = "Demo validation study"
+
+
+class Command(BaseCommand):
+    help = "Load demo data built from real BashBench tasks, the demo users and a study to label (idempotent)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--tasks", type=int, default=120, help="how many BashBench tasks to search over")
+
+    def handle(self, *args, tasks: int, **options) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            generated = Path(tmp) / "demo.jsonl"
+            demo.write_jsonl(demo.demo_lines(demo.load_bashbench(), n_tasks=tasks), generated)
+            files = [str(demo.EXAMPLES_DIR / "candidates.jsonl"), str(demo.EXAMPLES_DIR / "search.jsonl"),
+                     str(generated)]
+            summary = candidate_import_files(files)
+        self.stdout.write(f"Demo candidates: {summary}")
+        logins = demo_users_ensure()
+        if not Study.objects.filter(name=DEMO_STUDY).exists():
+            users = get_user_model().objects
+            annotators = [users.get(username=name) for name, role in DEMO_USERS if role == ANNOTATOR]
+            curator = next(users.get(username=name) for name, role in DEMO_USERS if role == CURATOR)
+            # The paper's K of 150 when the pool allows it; the two groups must not overlap.
+            k = min(150, ranking_bounds().ranked // 2)
+            study = annotation_services.study_create(
+                annotation_services.StudySpec(name=DEMO_STUDY, seed=2026, top_k=k, per_group=10,
+                                              stratify_by="risk_category"),
+                annotators=annotators, created_by=curator,
+            )
+            self.stdout.write(f"Demo study: {study.items.count()} items (10 of the top {k}, 10 of the bottom {k})")
+        self.stdout.write("Demo logins (username / password / role):")
+        for username, password, role in logins:
+            self.stdout.write(f"  {username:<11} {password}  {role}")
