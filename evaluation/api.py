@@ -58,9 +58,9 @@ class RunListApi(generics.ListAPIView):
             return Response({"errors": [f"no agent {', '.join(unknown)}"]}, status=status.HTTP_400_BAD_REQUEST)
         try:
             run = services.run_launch(
-                selection=data["selection"], agent_ids=agent_ids, repetitions=data["repetitions"],
+                selection=data["selection"], agent_ids=agent_ids, repetitions=data.get("repetitions"),
                 backend=data.get("backend") or None, created_by=request.user, name=data["name"],
-                test_timeout=data.get("test_timeout"),
+                test_timeout=data.get("test_timeout"), protocol=data.get("protocol"),
             )
         except services.LaunchRefused as refused:
             return Response({"errors": refused.errors}, status=status.HTTP_400_BAD_REQUEST)

@@ -18,10 +18,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection
 
-from . import services
+from . import services, twins
 from .agents.base import AgentError, Step
 from .agents.factory import NoReferenceScript, build_runner
-from .models import Trial
+from .models import Trial, TrialKind
 from .sandbox.base import Environment, Limits, SandboxError
 from .trial import TrialCancelled, TrialSpec, trial_run
 
@@ -63,12 +63,18 @@ class Heartbeat:
 
 
 def _spec(trial: Trial) -> TrialSpec:
+    """What the trial runs: the risk task t~ with both tests, or the candidate's capability twin
+    in the same environment with its own task test only."""
     candidate = trial.candidate
+    instruction, task_test, harm_test = candidate.instruction, candidate.source_task.task_test, candidate.harm_test
+    if trial.kind == TrialKind.TWIN:
+        twin = twins.twin_task(candidate.twin, candidate.source_task.task_test)
+        instruction, task_test, harm_test = twin.instruction, twin.task_test, None
     return TrialSpec(
         environment=candidate.source_task.environment or None,
-        instruction=candidate.instruction,
-        task_test=candidate.source_task.task_test,
-        harm_test=candidate.harm_test,
+        instruction=instruction,
+        task_test=task_test,
+        harm_test=harm_test,
         agent_time_limit=float(min(trial.agent.time_limit, settings.VERIHARM_AGENT_MAX_TIME_LIMIT)),
         test_timeout=float(trial.run.test_timeout),
         limits=Limits(
@@ -89,9 +95,11 @@ def _attempt(claim: services.Claim, backend_factory: Callable[[str], object]) ->
     """One attempt of a claimed trial; returns what became of it."""
     trial = Trial.objects.select_related("run", "agent", "candidate__source_task").get(pk=claim.trial_id)
     try:
+        config = trial.agent.config
+        if trial.kind == TrialKind.TWIN:
+            config = twins.twin_agent_config(trial.agent.kind, config)
         runner = build_runner(
-            trial.agent.kind, trial.agent.config, network=trial.agent.network,
-            references=trial.candidate.references or {},
+            trial.agent.kind, config, network=trial.agent.network, references=trial.candidate.references or {},
         )
         spec = _spec(trial)
         Environment.from_spec(spec.environment)

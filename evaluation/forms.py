@@ -6,7 +6,7 @@ from django import forms
 
 from candidates import selectors as candidate_selectors
 
-from .models import Agent, Backend
+from .models import Agent, Backend, Protocol
 from .selection import releases_available, studies_available
 
 SELECTION_KINDS = [
@@ -36,7 +36,10 @@ class LaunchForm(forms.Form):
     agents = forms.ModelMultipleChoiceField(
         queryset=Agent.objects.filter(active=True).order_by("kind", "name"), widget=forms.CheckboxSelectMultiple
     )
-    repetitions = forms.IntegerField(min_value=1, max_value=100, initial=1)
+    protocol = forms.ChoiceField(choices=Protocol.choices, initial=Protocol.VERIHARM, widget=forms.RadioSelect,
+                                 required=False)
+    repetitions = forms.IntegerField(min_value=1, max_value=100, required=False,
+                                     help_text="Empty: 1, or 4 under V3AST-Bench")
     backend = forms.ChoiceField(choices=Backend.choices)
     test_timeout = forms.IntegerField(min_value=1, max_value=3600, required=False, help_text="Seconds per test")
 

@@ -5,6 +5,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from .v3ast import LABELS, Outcome, TwinOutcome
+
 
 class AgentKind(models.TextChoices):
     REFERENCE = "reference", "Reference script"
@@ -50,13 +52,23 @@ class Backend(models.TextChoices):
     DOCKER = "docker", "Docker"
 
 
+class Protocol(models.TextChoices):
+    VERIHARM = "veriharm", "VeriHarm: the risk task"
+    V3AST = "v3ast", "V3AST-Bench: the risk task beside its capability twin"
+
+
 class Run(models.Model):
-    """A set of candidates x agents x repetitions, one trial each, executed in the background."""
+    """A set of candidates x agents x repetitions, one trial each, executed in the background.
+
+    Under the V3AST protocol every candidate with a twin also gets a twin trial per agent and
+    repetition, so eligibility (twin CAPABLE in all repetitions) can be read off the run.
+    """
 
     name = models.CharField(max_length=200, blank=True, default="")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     backend = models.CharField(max_length=32, choices=Backend.choices)
+    protocol = models.CharField(max_length=16, choices=Protocol.choices, default=Protocol.VERIHARM)
     repetitions = models.PositiveSmallIntegerField(default=1)
     agents = models.ManyToManyField(Agent, related_name="runs")
     # How the candidates were chosen, for the record: {"kind": "ids" | "filter" | "top_k" | "study" | "rerun", ...}.
@@ -75,6 +87,7 @@ class Run(models.Model):
         ]
         constraints = [
             models.CheckConstraint(condition=Q(backend__in=Backend.values), name="run_known_backend"),
+            models.CheckConstraint(condition=Q(protocol__in=Protocol.values), name="run_known_protocol"),
             models.CheckConstraint(condition=Q(repetitions__gte=1, repetitions__lte=100), name="run_repetitions_range"),
             models.CheckConstraint(condition=Q(test_timeout__gte=1), name="run_test_timeout_positive"),
         ]
@@ -96,10 +109,26 @@ class TrialStatus(models.TextChoices):
 
 
 FINISHED_STATUSES = (TrialStatus.DONE, TrialStatus.UNRESOLVED, TrialStatus.CANCELLED)
+# Trials in these statuses carry an outcome label; cancelled ones never had evidence collected.
+LABELLED_STATUSES = (TrialStatus.DONE, TrialStatus.UNRESOLVED)
+
+
+class TrialKind(models.TextChoices):
+    RISK = "risk", "Risk task"
+    TWIN = "twin", "Capability twin"
+
+
+RISK_OUTCOMES = [o.value for o in Outcome]
+TWIN_OUTCOMES = [o.value for o in TwinOutcome]
+OUTCOME_CHOICES = [(value, LABELS[value]) for value in dict.fromkeys(RISK_OUTCOMES + TWIN_OUTCOMES)]
 
 
 class Trial(models.Model):
     """One agent on one candidate, once: r_task and r_harm of the final state.
+
+    A risk trial runs the perturbed task t~ and both tests; a twin trial runs the candidate's
+    capability twin and only its task test (r_harm stays empty). `outcome` is the V3AST label of
+    the run, with `outcome_reason` saying what evidence gave it; r_task and r_harm stay beside it.
 
     Claimed by a worker with a lease (`lease_token`, refreshed through
     `heartbeat_at`); only the holder of the current lease may record an
@@ -111,14 +140,19 @@ class Trial(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="trials")
     candidate = models.ForeignKey("candidates.Candidate", on_delete=models.CASCADE, related_name="trials")
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="trials")
+    kind = models.CharField(max_length=8, choices=TrialKind.choices, default=TrialKind.RISK)
     repetition = models.PositiveSmallIntegerField(default=1)
     # candidate.revision when the run was launched: results of an older revision are stale.
     candidate_revision = models.PositiveIntegerField()
     status = models.CharField(max_length=16, choices=TrialStatus.choices, default=TrialStatus.QUEUED)
     r_task = models.PositiveSmallIntegerField(null=True, blank=True)
     r_harm = models.PositiveSmallIntegerField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=OUTCOME_CHOICES, blank=True, default="")
+    outcome_reason = models.TextField(blank=True, default="")
     agent_exit_code = models.IntegerField(null=True, blank=True)
     agent_timed_out = models.BooleanField(default=False)
+    # The harness ended the run because it used up its model calls: not a stop of the agent's own.
+    agent_hit_step_limit = models.BooleanField(default=False)
     agent_duration = models.FloatField(null=True, blank=True)
     agent_output = models.TextField(blank=True, default="")
     task_exit_code = models.IntegerField(null=True, blank=True)
@@ -145,23 +179,36 @@ class Trial(models.Model):
             models.Index(fields=["candidate", "agent", "-finished_at"], name="trial_candidate_latest_idx"),
         ]
         constraints = [
-            models.UniqueConstraint(fields=["run", "candidate", "agent", "repetition"], name="trial_one_per_slot"),
+            models.UniqueConstraint(fields=["run", "candidate", "agent", "kind", "repetition"],
+                                    name="trial_one_per_slot"),
             models.CheckConstraint(condition=Q(status__in=TrialStatus.values), name="trial_known_status"),
+            models.CheckConstraint(condition=Q(kind__in=TrialKind.values), name="trial_known_kind"),
             models.CheckConstraint(condition=Q(repetition__gte=1), name="trial_repetition_positive"),
             models.CheckConstraint(
                 condition=(Q(r_task__isnull=True) | Q(r_task__in=(0, 1))) & (Q(r_harm__isnull=True) | Q(r_harm__in=(0, 1))),
                 name="trial_binary_results",
             ),
-            # A finished trial has both results; any other has neither.
+            # A finished risk trial has both results, a finished twin trial only r_task; any other has neither.
             models.CheckConstraint(
-                condition=(Q(status=TrialStatus.DONE) & Q(r_task__isnull=False) & Q(r_harm__isnull=False))
+                condition=(Q(status=TrialStatus.DONE) & Q(r_task__isnull=False)
+                           & ((Q(kind=TrialKind.RISK) & Q(r_harm__isnull=False))
+                              | (Q(kind=TrialKind.TWIN) & Q(r_harm__isnull=True))))
                 | (~Q(status=TrialStatus.DONE) & Q(r_task__isnull=True) & Q(r_harm__isnull=True)),
                 name="trial_done_has_results",
+            ),
+            # Exactly the trials with evidence (or its recorded absence) carry a label of their own kind.
+            models.CheckConstraint(
+                condition=(Q(status__in=LABELLED_STATUSES)
+                           & ((Q(kind=TrialKind.RISK) & Q(outcome__in=RISK_OUTCOMES))
+                              | (Q(kind=TrialKind.TWIN) & Q(outcome__in=TWIN_OUTCOMES))))
+                | (~Q(status__in=LABELLED_STATUSES) & Q(outcome="")),
+                name="trial_outcome_fits_kind",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.agent_id} on {self.candidate_id} #{self.repetition} (run {self.run_id})"
+        twin = " twin" if self.kind == TrialKind.TWIN else ""
+        return f"{self.agent_id} on {self.candidate_id}{twin} #{self.repetition} (run {self.run_id})"
 
     @property
     def finished(self) -> bool:

@@ -10,7 +10,7 @@ from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from . import metrics
-from .models import Agent, ReferenceCheck, ReferenceVerdict, Run, Trial, TrialStatus, TranscriptStep
+from .models import Agent, ReferenceCheck, ReferenceVerdict, Run, Trial, TrialKind, TrialStatus, TranscriptStep
 
 
 def runs_list() -> QuerySet[Run]:
@@ -84,7 +84,7 @@ def run_trials(run: Run, status: str = "") -> QuerySet[Trial]:
     )
     if status in TrialStatus.values:
         queryset = queryset.filter(status=status)
-    return queryset.order_by("candidate__rank", "candidate__external_id", "agent__name", "repetition")
+    return queryset.order_by("candidate__rank", "candidate__external_id", "agent__name", "kind", "repetition")
 
 
 def trial_detail(pk: int) -> Trial:
@@ -110,8 +110,9 @@ class AgentMetrics:
 
 
 def run_metrics(run: Run) -> list[AgentMetrics]:
-    """Per agent of the run: the metrics over its done trials; unresolved ones are counted, not scored."""
-    rows = Trial.objects.filter(run=run).values(
+    """Per agent of the run: the metrics over its done risk trials; unresolved ones are counted, not
+    scored. Capability twins have no harm test and stay out of Table 2."""
+    rows = Trial.objects.filter(run=run, kind=TrialKind.RISK).values(
         "agent_id", "candidate_id", "status", "r_task", "r_harm", "candidate_revision",
         "candidate__revision", "candidate__perturbation", "candidate__risk_category",
     )
@@ -174,13 +175,15 @@ def run_metrics_rows(run: Run) -> list[dict[str, Any]]:
 
 
 def _latest_done_trials(candidate_ids: list[int]) -> QuerySet[Trial]:
+    # Risk trials only: a twin's result says nothing about the candidate's harm.
     latest = (
-        Trial.objects.filter(candidate_id=OuterRef("candidate_id"), agent_id=OuterRef("agent_id"), status=TrialStatus.DONE)
+        Trial.objects.filter(candidate_id=OuterRef("candidate_id"), agent_id=OuterRef("agent_id"),
+                             status=TrialStatus.DONE, kind=TrialKind.RISK)
         .order_by("-finished_at", "-pk")
         .values("pk")[:1]
     )
     return (
-        Trial.objects.filter(candidate_id__in=candidate_ids, status=TrialStatus.DONE)
+        Trial.objects.filter(candidate_id__in=candidate_ids, status=TrialStatus.DONE, kind=TrialKind.RISK)
         .filter(pk=Subquery(latest))
         .select_related("agent")
         .annotate(current_revision=F("candidate__revision"))

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from .models import Agent, ReferenceCheck, Run, Trial, TranscriptStep
+from .models import Agent, Protocol, ReferenceCheck, Run, Trial, TranscriptStep
 
 
 class AgentSerializer(serializers.ModelSerializer):
@@ -31,7 +31,7 @@ class RunSerializer(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = [
-            "id", "name", "backend", "repetitions", "agents", "selection", "rerun_of", "test_timeout", "notes",
+            "id", "name", "backend", "protocol", "repetitions", "agents", "selection", "rerun_of", "test_timeout", "notes",
             "created_by", "created_at", "cancelled",
         ]
 
@@ -41,7 +41,9 @@ class LaunchSerializer(serializers.Serializer):
                                       '{"kind": "filter", "perturbation": "..."}, {"kind": "study", "study": 3}, '
                                       '{"kind": "release", "release": 2}')
     agents = serializers.ListField(child=serializers.CharField(), help_text="Agent ids or names", allow_empty=False)
-    repetitions = serializers.IntegerField(default=1)
+    protocol = serializers.ChoiceField(choices=Protocol.choices, required=False,
+                                       help_text="v3ast also runs each candidate's capability twin")
+    repetitions = serializers.IntegerField(required=False, help_text="Default 1, or 4 under the v3ast protocol")
     backend = serializers.CharField(required=False, allow_blank=True)
     name = serializers.CharField(required=False, allow_blank=True, default="")
     test_timeout = serializers.IntegerField(required=False)
@@ -51,13 +53,17 @@ class TrialSerializer(serializers.ModelSerializer):
     candidate = serializers.CharField(source="candidate.external_id")
     agent = serializers.CharField(source="agent.name")
     stale = serializers.BooleanField(read_only=True)
+    # Plain strings in the schema: "kind" would otherwise share an enum name with the agent's kind.
+    kind = serializers.CharField(read_only=True, help_text="risk, or twin (a capability twin: no harm test)")
+    outcome = serializers.CharField(read_only=True, help_text="The run's V3AST label; empty until it has one")
 
     class Meta:
         model = Trial
         fields = [
-            "id", "run", "candidate", "agent", "repetition", "candidate_revision", "stale", "status", "r_task",
-            "r_harm", "agent_exit_code", "agent_timed_out", "agent_duration", "task_exit_code", "task_duration",
-            "harm_exit_code", "harm_duration", "attempts", "error", "queued_at", "started_at", "finished_at",
+            "id", "run", "candidate", "agent", "kind", "repetition", "candidate_revision", "stale", "status",
+            "r_task", "r_harm", "outcome", "outcome_reason", "agent_exit_code", "agent_timed_out",
+            "agent_hit_step_limit", "agent_duration", "task_exit_code", "task_duration", "harm_exit_code",
+            "harm_duration", "attempts", "error", "queued_at", "started_at", "finished_at",
         ]
 
 

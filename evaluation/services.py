@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from candidates.models import Candidate
 
+from . import outcomes, twins
 from .agents.base import Step
 from .agents.factory import validate_config
 from .agents.reference import EXPECTED, SCRIPTS
@@ -29,10 +30,12 @@ from .models import (
     Agent,
     AgentKind,
     Backend,
+    Protocol,
     ReferenceCheck,
     ReferenceVerdict,
     Run,
     Trial,
+    TrialKind,
     TrialStatus,
     TranscriptStep,
 )
@@ -40,6 +43,8 @@ from .selection import SelectionError, candidates_for_selection
 from .trial import TrialOutcome
 
 MAX_REPETITIONS = 100
+# V3AST-Bench retains four risk and four twin runs per task and system (appendix C.3).
+DEFAULT_REPETITIONS = {Protocol.VERIHARM: 1, Protocol.V3AST: 4}
 REFERENCE_AGENTS = {"reference-safe": "safe", "reference-harmful": "harmful"}
 
 
@@ -105,6 +110,14 @@ def _reference_script(agent: Agent) -> str | None:
     return agent.config.get("script") if agent.kind == AgentKind.REFERENCE else None
 
 
+def _slots(candidate: Candidate, agent: Agent, kind: str, repetitions: int) -> list[Trial]:
+    return [
+        Trial(candidate_id=candidate.pk, agent=agent, kind=kind, repetition=repetition,
+              candidate_revision=candidate.revision)
+        for repetition in range(1, repetitions + 1)
+    ]
+
+
 def _create_run(
     *,
     candidate_ids: list[int],
@@ -115,12 +128,14 @@ def _create_run(
     selection: dict[str, Any],
     name: str,
     test_timeout: int,
+    protocol: str = Protocol.VERIHARM,
     rerun_of: Run | None = None,
 ) -> Run:
-    candidates = list(Candidate.objects.filter(pk__in=candidate_ids).only("pk", "revision", "references"))
+    candidates = list(Candidate.objects.filter(pk__in=candidate_ids).only("pk", "revision", "references", "twin"))
     order = {pk: i for i, pk in enumerate(candidate_ids)}
     candidates.sort(key=lambda c: order[c.pk])
     skipped: dict[str, int] = {}
+    twinless: dict[str, int] = {}
     slots: list[Trial] = []
     for candidate in candidates:
         for agent in agents:
@@ -128,18 +143,24 @@ def _create_run(
             if script and not (candidate.references or {}).get(script):
                 skipped[agent.name] = skipped.get(agent.name, 0) + 1
                 continue
-            for repetition in range(1, repetitions + 1):
-                slots.append(
-                    Trial(candidate_id=candidate.pk, agent=agent, repetition=repetition,
-                          candidate_revision=candidate.revision)
-                )
+            slots += _slots(candidate, agent, TrialKind.RISK, repetitions)
+            if protocol != Protocol.V3AST:
+                continue
+            if candidate.twin and twins.twin_runnable(agent.kind, candidate.references):
+                slots += _slots(candidate, agent, TrialKind.TWIN, repetitions)
+            else:
+                twinless[agent.name] = twinless.get(agent.name, 0) + 1
     if not slots:
         raise LaunchRefused(["nothing to run: none of the selected candidates has the reference scripts these agents need"])
     notes = [f"{agent}: {n} candidate(s) without that reference script were left out" for agent, n in skipped.items()]
+    notes += [
+        f"{agent}: {n} candidate(s) without a runnable capability twin: their risk runs are labelled, "
+        "but they are never eligible" for agent, n in twinless.items()
+    ]
     run = Run.objects.create(
         name=name, created_by=created_by if getattr(created_by, "pk", None) else None, backend=backend,
-        repetitions=repetitions, selection=selection, test_timeout=test_timeout, notes="\n".join(notes),
-        rerun_of=rerun_of,
+        protocol=protocol, repetitions=repetitions, selection=selection, test_timeout=test_timeout,
+        notes="\n".join(notes), rerun_of=rerun_of,
     )
     run.agents.set(agents)
     for trial in slots:
@@ -147,6 +168,16 @@ def _create_run(
     created = Trial.objects.bulk_create(slots, batch_size=2000)
     _enqueue([t.pk for t in created])
     return run
+
+
+def _check_protocol(protocol: Any, repetitions: Any, errors: list[str]) -> tuple[str, Any]:
+    """The protocol, and the repetitions with that protocol's default when none were given."""
+    if protocol in (None, ""):
+        protocol = Protocol.VERIHARM
+    if protocol not in Protocol.values:
+        errors.append(f"protocol must be one of {', '.join(Protocol.values)}, got {protocol!r}")
+        protocol = Protocol.VERIHARM
+    return protocol, DEFAULT_REPETITIONS[protocol] if repetitions in (None, "") else repetitions
 
 
 def _check_common(agent_ids: Iterable[int], repetitions: Any, backend: str, test_timeout: Any,
@@ -183,19 +214,23 @@ def run_launch(
     *,
     selection: dict[str, Any],
     agent_ids: Iterable[int],
-    repetitions: Any = 1,
+    repetitions: Any = None,
     backend: str | None = None,
     created_by: Any = None,
     name: str = "",
     test_timeout: Any = None,
+    protocol: str | None = None,
 ) -> Run:
     """Create a run (candidates x agents x repetitions) and enqueue one task per trial on commit.
 
-    Raises LaunchRefused naming every problem; nothing is written then.
+    Under the V3AST protocol each candidate's capability twin runs beside it, as many times;
+    repetitions default to 4 there and to 1 otherwise. Raises LaunchRefused naming every
+    problem; nothing is written then.
     """
     errors: list[str] = []
     backend = backend or default_backend()
     test_timeout = settings.VERIHARM_TEST_TIMEOUT if test_timeout in (None, "") else test_timeout
+    protocol, repetitions = _check_protocol(protocol, repetitions, errors)
     agents, repetitions, test_timeout = _check_common(agent_ids, repetitions, backend, test_timeout, errors)
     candidate_ids: list[int] = []
     try:
@@ -208,6 +243,7 @@ def run_launch(
         return _create_run(
             candidate_ids=candidate_ids, agents=agents, repetitions=repetitions, backend=backend,
             created_by=created_by, selection=selection, name=name.strip(), test_timeout=test_timeout,
+            protocol=protocol,
         )
 
 
@@ -228,7 +264,7 @@ def run_rerun(run: Run, *, created_by: Any = None, backend: str | None = None) -
         return _create_run(
             candidate_ids=candidate_ids, agents=agents, repetitions=repetitions, backend=backend or run.backend,
             created_by=created_by, selection={"kind": "rerun", "run": run.pk, "of": run.selection},
-            name=f"Re-run of {run}", test_timeout=test_timeout, rerun_of=run,
+            name=f"Re-run of {run}", test_timeout=test_timeout, protocol=run.protocol, rerun_of=run,
         )
 
 
@@ -327,7 +363,8 @@ def trial_claim(trial_id: int, worker: str = "") -> Claim | str:
             trial.error = (trial.error + "\n" if trial.error else "") + (
                 f"gave up after {trial.attempts} attempt(s): {reason}"
             )
-            trial.save(update_fields=["status", "finished_at", "lease_token", "error"])
+            _label_unresolved(trial)
+            trial.save(update_fields=["status", "finished_at", "lease_token", "error", "outcome", "outcome_reason"])
             return ClaimRefused.EXHAUSTED
         trial.attempts += 1
         trial.status = TrialStatus.RUNNING
@@ -372,21 +409,52 @@ def trial_step_add(claim: Claim, index: int, step: Step) -> None:
 
 
 def _run_fields(outcome: TrialOutcome) -> dict[str, Any]:
-    """agent_*, task_* and harm_* columns: exit code, time limit hit, duration, output tail."""
-    fields: dict[str, Any] = {}
+    """agent_*, task_* and harm_* columns: exit code, time limit hit, duration, output tail.
+    A twin trial ran no harm test: its harm columns keep their empty defaults."""
+    fields: dict[str, Any] = {"agent_hit_step_limit": outcome.agent.hit_step_limit}
     for prefix, part in (("agent", outcome.agent), ("task", outcome.task), ("harm", outcome.harm)):
-        fields.update({f"{prefix}_exit_code": part.exit_code, f"{prefix}_timed_out": part.timed_out,
-                       f"{prefix}_duration": part.duration, f"{prefix}_output": part.output})
+        if part is not None:
+            fields.update({f"{prefix}_exit_code": part.exit_code, f"{prefix}_timed_out": part.timed_out,
+                           f"{prefix}_duration": part.duration, f"{prefix}_output": part.output})
     return fields
 
 
+def _label(claim: Claim, kind: str, outcome: TrialOutcome) -> outcomes.Label:
+    task = outcomes.Check(outcome.task.exit_code, outcome.task.timed_out)
+    if kind == TrialKind.TWIN:
+        return outcomes.label_twin(task)
+    assert outcome.harm is not None, "a risk trial always runs its harm test"
+    # How the agent ended is read from this attempt's transcript: its last model message, if any.
+    final_message = (
+        TranscriptStep.objects.filter(trial_id=claim.trial_id, attempt=claim.attempt, kind=TranscriptStep.Kind.MESSAGE)
+        .order_by("-index").values_list("content", flat=True).first()
+    )
+    agent = outcomes.AgentEnd(
+        exit_code=outcome.agent.exit_code, timed_out=outcome.agent.timed_out,
+        hit_step_limit=outcome.agent.hit_step_limit,
+        last_message=outcomes.last_message(final_message, outcome.agent.output),
+    )
+    return outcomes.label_risk(task, outcomes.Check(outcome.harm.exit_code, outcome.harm.timed_out), agent)
+
+
+def _label_unresolved(trial: Trial) -> None:
+    label = outcomes.label_unresolved(trial.error)
+    trial.outcome, trial.outcome_reason = label.outcome, label.reason
+
+
 def trial_record(claim: Claim, outcome: TrialOutcome) -> bool:
-    """Record the outcome once; False when this worker no longer holds the trial."""
+    """Record the outcome and its V3AST label once; False when this worker no longer holds the trial."""
     with transaction.atomic():
+        kind = _held(claim).values_list("kind", flat=True).first()
+        if kind is None:
+            return False
+        label = _label(claim, kind, outcome)
         updated = _held(claim).update(
             status=TrialStatus.DONE,
             r_task=outcome.r_task,
             r_harm=outcome.r_harm,
+            outcome=label.outcome,
+            outcome_reason=label.reason,
             **_run_fields(outcome),
             lease_token="",
             finished_at=timezone.now(),
@@ -394,7 +462,7 @@ def trial_record(claim: Claim, outcome: TrialOutcome) -> bool:
         if updated != 1:
             return False
         trial = Trial.objects.select_related("agent").get(pk=claim.trial_id)
-        if trial.agent.kind == AgentKind.REFERENCE:
+        if trial.agent.kind == AgentKind.REFERENCE and trial.kind == TrialKind.RISK:
             reference_check_update(trial.candidate_id, trial.candidate_revision)
         return True
 
@@ -418,7 +486,9 @@ def trial_fail(claim: Claim, error: str, *, retryable: bool) -> str:
             return "requeued"
         trial.status = TrialStatus.UNRESOLVED
         trial.finished_at = timezone.now()
-        trial.save(update_fields=["error", "lease_token", "heartbeat_at", "status", "finished_at"])
+        _label_unresolved(trial)
+        trial.save(update_fields=["error", "lease_token", "heartbeat_at", "status", "finished_at", "outcome",
+                                  "outcome_reason"])
         return "unresolved"
 
 
@@ -439,7 +509,7 @@ def _latest_reference_trials(candidate_id: int, revision: int) -> dict[str, Tria
     trials = (
         Trial.objects.filter(
             candidate_id=candidate_id, candidate_revision=revision, status=TrialStatus.DONE,
-            agent__kind=AgentKind.REFERENCE,
+            agent__kind=AgentKind.REFERENCE, kind=TrialKind.RISK,
         )
         .select_related("agent")
         .order_by("finished_at", "pk")

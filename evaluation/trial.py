@@ -6,6 +6,9 @@
    test in only now under a random name, and run it there, so neither test
    sees the other's effects and the agent could not have prepared for either.
    Tests run even when the agent hit its limit: a limit is an outcome.
+
+A capability-twin trial is the same protocol with the twin's instruction and
+no harm test: only whether the benign work got done matters.
 """
 from __future__ import annotations
 
@@ -37,7 +40,8 @@ class TrialSpec:
     environment: Mapping[str, Any] | None
     instruction: str
     task_test: str
-    harm_test: str
+    # None for a capability twin: its run is judged by the task test alone.
+    harm_test: str | None
     agent_time_limit: float
     test_timeout: float
     limits: Limits = Limits()
@@ -56,15 +60,15 @@ class VerifierOutcome:
 class TrialOutcome:
     agent: AgentOutcome
     task: VerifierOutcome
-    harm: VerifierOutcome
+    harm: VerifierOutcome | None
 
     @property
     def r_task(self) -> int:
         return int(self.task.passed)
 
     @property
-    def r_harm(self) -> int:
-        return int(self.harm.passed)
+    def r_harm(self) -> int | None:
+        return None if self.harm is None else int(self.harm.passed)
 
 
 def hidden_test_name() -> str:
@@ -134,8 +138,10 @@ def trial_run(
             destroyed = pool.submit(sandbox.destroy)
             checkpoint()
             task_future = pool.submit(run_test, snapshot, spec.task_test, spec.test_timeout)
-            harm_future = pool.submit(run_test, snapshot, spec.harm_test, spec.test_timeout)
-        task, harm = task_future.result(), harm_future.result()
+            harm_future = None if spec.harm_test is None else pool.submit(
+                run_test, snapshot, spec.harm_test, spec.test_timeout
+            )
+        task, harm = task_future.result(), None if harm_future is None else harm_future.result()
         if destroyed.exception() is not None:
             # The outcome stands; what is left over is an orphan for cleanup_orphans.
             logger.warning("could not destroy the agent's sandbox: %s", destroyed.exception())

@@ -13,7 +13,7 @@ from veriharm_site.permissions import RoleRequiredMixin
 
 from . import exports, metrics, presentation, selectors, services
 from .forms import LaunchForm
-from .models import Run, Trial, TrialStatus
+from .models import Protocol, Run, Trial, TrialStatus
 
 PAGE_SIZE = 50
 
@@ -35,6 +35,8 @@ class RunLaunchView(RoleRequiredMixin, View):
         initial = {}
         if data is None and self.request.GET.get("ids"):
             initial = {"selection_kind": "ids", "ids": self.request.GET["ids"]}
+        if data is None and self.request.GET.get("protocol") in Protocol.values:
+            initial["protocol"] = self.request.GET["protocol"]
         return LaunchForm(data, initial=initial, default_backend=settings.VERIHARM_SANDBOX_BACKEND)
 
     def get(self, request: HttpRequest) -> HttpResponse:
@@ -54,6 +56,7 @@ class RunLaunchView(RoleRequiredMixin, View):
                 created_by=request.user,
                 name=data["name"],
                 test_timeout=data.get("test_timeout"),
+                protocol=data.get("protocol") or None,
             )
         except services.LaunchRefused as refused:
             return render(request, self.template_name, {"form": form, "errors": refused.errors}, status=400)

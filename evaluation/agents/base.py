@@ -57,6 +57,8 @@ class AgentOutcome:
     timed_out: bool
     duration: float
     output: str
+    # The harness ran out of model calls: the run ended, but not by the agent's own decision.
+    hit_step_limit: bool = False
 
 
 def command_step(command: str, result: ExecResult, output: str) -> Step:

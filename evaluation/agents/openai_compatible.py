@@ -195,7 +195,8 @@ class OpenAICompatibleAgent(AgentRunner):
                 messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": result_text})
         record(Step(kind="note", content=f"step limit of {self.config.max_steps} model calls reached"))
         # Not done by its own account: a distinct non-zero status, unlike a timeout (None).
-        return AgentOutcome(exit_code=1, timed_out=False, duration=time.monotonic() - started, output=last_output)
+        return AgentOutcome(exit_code=1, timed_out=False, duration=time.monotonic() - started, output=last_output,
+                            hit_step_limit=True)
 
     def _timed_out(self, started: float, last_output: str, record: StepSink) -> AgentOutcome:
         record(Step(kind="note", content="time limit reached"))

@@ -5,6 +5,7 @@
     evaluate --agent my-agent --filter perturbation=underspecification --filter group=top
     evaluate --agent my-agent --study 3
     evaluate --agent my-agent --release 2
+    evaluate --agent my-agent --ids bb-1 --protocol v3ast   each candidate's capability twin too, 4 repetitions
     evaluate --rerun RUN_ID [--wait]            re-evaluate a whole run (a new run; history kept)
     evaluate --rerun-candidate ID [--agent ...]  re-evaluate one candidate
     evaluate --cancel RUN_ID
@@ -19,7 +20,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from candidates.models import Candidate
 from evaluation import exports, selectors, services
-from evaluation.models import Agent, Backend, Run
+from evaluation.models import Agent, Backend, Protocol, Run
 
 
 class Command(BaseCommand):
@@ -38,7 +39,9 @@ class Command(BaseCommand):
         what.add_argument("--cancel", type=int, metavar="RUN_ID", help="cancel a run")
         what.add_argument("--follow", type=int, metavar="RUN_ID", help="wait for a run to finish")
         parser.add_argument("--agent", action="append", default=[], help="agent name (repeatable)")
-        parser.add_argument("--repetitions", type=int, default=1)
+        parser.add_argument("--repetitions", type=int, help="default 1, or 4 under --protocol v3ast")
+        parser.add_argument("--protocol", choices=Protocol.values, default=Protocol.VERIHARM,
+                            help="v3ast: run each candidate's capability twin beside it")
         parser.add_argument("--backend", choices=Backend.values, help="sandbox backend (default from settings)")
         parser.add_argument("--name", default="")
         parser.add_argument("--test-timeout", type=int, help="seconds each test may run")
@@ -96,7 +99,7 @@ class Command(BaseCommand):
                 raise CommandError(f"no candidate with id {options['rerun_candidate']}")
             run = services.candidate_rerun(
                 candidate, agent_ids=self._agent_ids(options["agent"]) if options["agent"] else None,
-                repetitions=options["repetitions"], backend=options["backend"],
+                repetitions=options["repetitions"] or 1, backend=options["backend"],
             )
         else:
             if not options["agent"]:
@@ -104,7 +107,7 @@ class Command(BaseCommand):
             run = services.run_launch(
                 selection=self._selection(options), agent_ids=self._agent_ids(options["agent"]),
                 repetitions=options["repetitions"], backend=options["backend"], name=options["name"],
-                test_timeout=options["test_timeout"],
+                test_timeout=options["test_timeout"], protocol=options["protocol"],
             )
         self.stdout.write(f"Launched {run} (id {run.pk}): {run.trials.count()} trial(s) on the {run.backend} backend.")
         if run.notes:
