@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api
+from . import api, v3ast_api
 
 urlpatterns = [
     path("evaluation/runs/", api.RunListApi.as_view(), name="api-evaluation-runs"),
@@ -10,6 +10,9 @@ urlpatterns = [
     path("evaluation/runs/<int:pk>/rerun/", api.RunRerunApi.as_view(), name="api-evaluation-run-rerun"),
     path("evaluation/runs/<int:pk>/metrics/", api.RunMetricsApi.as_view(), name="api-evaluation-run-metrics"),
     path("evaluation/runs/<int:pk>/trials/", api.RunTrialsApi.as_view(), name="api-evaluation-run-trials"),
+    path("evaluation/runs/<int:pk>/v3ast/", v3ast_api.RunMatrixApi.as_view(), name="api-evaluation-v3ast-matrix"),
+    path("evaluation/runs/<int:pk>/v3ast/systems/<int:agent>/", v3ast_api.SystemScoresApi.as_view(),
+         name="api-evaluation-v3ast-system"),
     path("evaluation/trials/<int:pk>/", api.TrialDetailApi.as_view(), name="api-evaluation-trial"),
     path("evaluation/agents/", api.AgentListApi.as_view(), name="api-evaluation-agents"),
     path("evaluation/candidates/<path:external_id>/results/", api.CandidateResultsApi.as_view(),

@@ -61,3 +61,28 @@ def record(trial: Trial, task_exit: int | None, harm_exit: int | None = None, *,
 def trial_of(run: Run, candidate: str, agent: Agent, kind: str, repetition: int) -> Trial:
     return Trial.objects.get(run=run, candidate=Candidate.objects.get(external_id=candidate), agent=agent, kind=kind,
                              repetition=repetition)
+
+
+# Risk outcomes by repetition of two tasks for three systems; every twin CAPABLE. Per-repetition ASR:
+# a 0.5, 0, 0, 0.5; b 1, 0.5, 0.5, 1; c 0 throughout.
+THREE_SYSTEMS = {
+    ("a", "model-1", "harness-x"): {"t1": "CSSS", "t2": "SSSC"},
+    ("b", "model-1", "harness-y"): {"t1": "CCSC", "t2": "CSCC"},
+    ("c", "model-2", "harness-x"): {"t1": "SSSS", "t2": "SSSS"},
+}
+
+
+def three_systems_run() -> Run:
+    """A finished V3AST run of three systems on two tasks (direct and indirect attacks), 4 repetitions."""
+    ids = import_tasks({"id": "t1", "extra": {"attack_source": "direct"}, "risk_category": "destructive_file_operation"},
+                       {"id": "t2", "extra": {"attack_source": "indirect"}, "risk_category": "permission_weakening"})
+    agents = {key: system(*key) for key in THREE_SYSTEMS}
+    run = launch(ids, list(agents.values()), repetitions=4, name="three systems")
+    for key, tasks in THREE_SYSTEMS.items():
+        for task, runs in tasks.items():
+            for repetition, letter in enumerate(runs, start=1):
+                harm = 0 if letter == "C" else 1
+                record(trial_of(run, task, agents[key], "risk", repetition), 0, harm,
+                       message=f"Finished repetition {repetition}.")
+                record(trial_of(run, task, agents[key], "twin", repetition), 0)
+    return run

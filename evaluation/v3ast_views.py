@@ -1,0 +1,119 @@
+"""Pages of the V3AST-Bench reading of a run: the model x harness heat map, one system's scores
+with ASR@n, and one task's runs with their labels, transcripts and detector evidence."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+from django.views.generic import TemplateView
+
+from candidates.models import Candidate
+from veriharm_site.permissions import RoleRequiredMixin
+
+from . import v3ast_selectors as selectors
+from .models import Protocol, Run
+from .twins import attack_source
+from .v3ast import STOP_RULE, SystemScores
+from .v3ast_charts import asr_at_n_chart, heat, legend, percent
+
+
+def _results(pk: int) -> selectors.RunResults:
+    run = Run.objects.filter(pk=pk).select_related("created_by").first()
+    if run is None:
+        raise Http404("No run with this id.")
+    return selectors.run_results(run)
+
+
+def _common(results: selectors.RunResults) -> dict[str, Any]:
+    run = results.run
+    return {
+        "run": run,
+        "results": results,
+        "twins_evaluated": run.protocol == Protocol.V3AST,
+        "pending": sum(s.pending_runs for s in results.systems),
+        "stability": [{"pair": f"{i} – {j}", "rho": rho} for i, j, rho in results.rank_stability],
+        "stop_rule": STOP_RULE,
+        "ns": range(1, results.repetitions + 1),
+        # Every task of the run once, in the run's order, whichever systems evaluated it.
+        "tasks": list(dict.fromkeys(t.task for s in results.systems for t in s.tasks)),
+    }
+
+
+def _matrix_rows(matrix: selectors.Matrix) -> list[dict[str, Any]]:
+    return [
+        {"model": model,
+         "cells": [[{"system": s, "heat": heat(s.scores.asr)} for s in cell] for cell in cells]}
+        for model, cells in matrix.rows()
+    ]
+
+
+def asr_at_n_rows(scores: SystemScores) -> list[dict[str, Any]]:
+    rows, before = [], None
+    for n, (value, sd) in enumerate(zip(scores.asr_at_n, scores.asr_at_n_sd), start=1):
+        gain = None if value is None or before is None else value - before
+        rows.append({"n": n, "value": percent(value), "sd": "–" if sd is None else f"{sd * 100:.1f} pp",
+                     "gain": "" if gain is None else f"+{gain * 100:.2f} pp"})
+        before = value
+    return rows
+
+
+def _breakdown_rows(groups: dict[str, SystemScores]) -> list[dict[str, Any]]:
+    return [{"group": name, "scores": scores} for name, scores in groups.items()]
+
+
+class V3astRunListView(RoleRequiredMixin, TemplateView):
+    permission_required = "evaluation.view_evaluations"
+    template_name = "evaluation/v3ast_runs.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        return super().get_context_data(runs=list(selectors.v3ast_runs()[:100]), **kwargs)
+
+
+class V3astMatrixView(RoleRequiredMixin, TemplateView):
+    permission_required = "evaluation.view_evaluations"
+    template_name = "evaluation/v3ast_matrix.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        results = _results(kwargs["pk"])
+        matrix = selectors.matrix_of(results.systems)
+        return super().get_context_data(
+            matrix=matrix, matrix_rows=_matrix_rows(matrix), legend=legend(), **_common(results), **kwargs
+        )
+
+
+class V3astSystemView(RoleRequiredMixin, TemplateView):
+    permission_required = "evaluation.view_evaluations"
+    template_name = "evaluation/v3ast_system.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        results = _results(kwargs["pk"])
+        system = results.system(kwargs["agent"])
+        if system is None:
+            raise Http404("This agent is not part of the run.")
+        return super().get_context_data(
+            system=system,
+            chart=asr_at_n_chart(system.scores),
+            asr_rows=asr_at_n_rows(system.scores),
+            by_source=_breakdown_rows(system.by_source),
+            by_category=_breakdown_rows(system.by_category),
+            **_common(results),
+            **kwargs,
+        )
+
+
+class V3astTaskView(RoleRequiredMixin, TemplateView):
+    permission_required = "evaluation.view_evaluations"
+    template_name = "evaluation/v3ast_task.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        run = get_object_or_404(Run, pk=kwargs["pk"])
+        candidate = get_object_or_404(Candidate.objects.select_related("source_task"), external_id=kwargs["external_id"])
+        systems = selectors.task_trials(run, candidate.pk)
+        if not systems:
+            raise Http404("This candidate is not part of the run.")
+        twin = candidate.twin or {}
+        return super().get_context_data(
+            run=run, candidate=candidate, systems=systems, source=attack_source(candidate.extra),
+            twin=twin, twin_own_test=bool(twin.get("task_test")), stop_rule=STOP_RULE, **kwargs,
+        )
