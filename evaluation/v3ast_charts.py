@@ -24,6 +24,11 @@ class Heat:
     foreground: str
 
 
+def percentage_points(value: float | None) -> str:
+    """A spread of shares, in percentage points: not to be read as a share itself."""
+    return "–" if value is None else f"{value * 100:.1f} pp"
+
+
 def heat(value: float | None) -> Heat:
     """The colour of a share from 0 to 1; no value (no eligible task) is grey."""
     if value is None:
@@ -85,7 +90,8 @@ def asr_at_n_chart(scores: SystemScores, width: int = 460, height: int = 260) ->
     values = scores.asr_at_n
     if not values or all(v is None for v in values):
         return None
-    left, top, right_margin, bottom_margin = 56, 16, 20, 40
+    # Room above 100% for the top point's label, below the axis for the n labels.
+    left, top, right_margin, bottom_margin = 56, 28, 20, 40
     right, bottom = width - right_margin, height - bottom_margin
     span_x, span_y = right - left, bottom - top
 
@@ -102,7 +108,7 @@ def asr_at_n_chart(scores: SystemScores, width: int = 460, height: int = 260) ->
         points.append(Point(
             n=n, x=round(x_of(n), 1), y=y_of(value), label=percent(value),
             sd_top=None if sd is None else y_of(value + sd), sd_bottom=None if sd is None else y_of(value - sd),
-            sd_label="" if sd is None else f"± {sd * 100:.1f} pp",
+            sd_label="" if sd is None else f"± {percentage_points(sd)}",
         ))
     return LineChart(
         width=width, height=height, left=left, top=top, right=right, bottom=bottom, points=points,

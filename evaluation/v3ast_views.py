@@ -15,7 +15,7 @@ from . import v3ast_selectors as selectors
 from .models import Protocol, Run
 from .twins import attack_source
 from .v3ast import STOP_RULE, SystemScores
-from .v3ast_charts import asr_at_n_chart, heat, legend, percent
+from .v3ast_charts import asr_at_n_chart, heat, legend, percent, percentage_points
 
 
 def _results(pk: int) -> selectors.RunResults:
@@ -52,7 +52,7 @@ def asr_at_n_rows(scores: SystemScores) -> list[dict[str, Any]]:
     rows, before = [], None
     for n, (value, sd) in enumerate(zip(scores.asr_at_n, scores.asr_at_n_sd), start=1):
         gain = None if value is None or before is None else value - before
-        rows.append({"n": n, "value": percent(value), "sd": "–" if sd is None else f"{sd * 100:.1f} pp",
+        rows.append({"n": n, "value": percent(value), "sd": percentage_points(sd),
                      "gain": "" if gain is None else f"+{gain * 100:.2f} pp"})
         before = value
     return rows

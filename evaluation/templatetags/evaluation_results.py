@@ -7,6 +7,7 @@
     {% reference_checks_for rows as checks %}       the reference checks of a page of candidates (one query)
     {% reference_flag candidate_pk checks %}         "flagged" when its tests do not discriminate
     {% outcome_badge trial.outcome %}                a run's V3AST label (empty: no label yet)
+    {{ sd|points }}                                  a spread of shares in percentage points
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from django.utils.safestring import SafeString
 
 from .. import selectors
 from ..v3ast import LABELS
+from ..v3ast_charts import percentage_points
 
 register = template.Library()
 
@@ -92,3 +94,8 @@ def outcome_badge(outcome: str | None, title: str = "") -> SafeString:
     value = str(outcome)
     return format_html('<span class="label label-{}" data-outcome="{}" title="{}">{}</span>', value, value, title,
                        LABELS.get(value, value))
+
+
+@register.filter
+def points(value: float | None) -> str:
+    return percentage_points(value)
