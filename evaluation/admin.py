@@ -33,7 +33,7 @@ class TrialInline(admin.TabularInline):
     model = Trial
     extra = 0
     can_delete = False
-    fields = ["candidate", "agent", "repetition", "status", "r_task", "r_harm", "attempts"]
+    fields = ["candidate", "agent", "kind", "repetition", "status", "r_task", "r_harm", "outcome", "attempts"]
     readonly_fields = fields
     show_change_link = True
 
@@ -43,9 +43,10 @@ class TrialInline(admin.TabularInline):
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "backend", "repetitions", "created_by", "created_at", "cancelled_at"]
-    list_filter = ["backend"]
-    readonly_fields = ["created_at", "created_by", "selection", "rerun_of", "cancelled_at"]
+    list_display = ["__str__", "protocol", "backend", "repetitions", "created_by", "created_at", "cancelled_at"]
+    list_filter = ["protocol", "backend"]
+    # The protocol decided which trials exist: changing it afterwards would misdescribe them.
+    readonly_fields = ["created_at", "created_by", "protocol", "selection", "rerun_of", "cancelled_at"]
     inlines = [TrialInline]
 
 
@@ -61,8 +62,9 @@ class StepInline(admin.TabularInline):
 
 @admin.register(Trial)
 class TrialAdmin(admin.ModelAdmin):
-    list_display = ["pk", "run", "candidate", "agent", "repetition", "status", "r_task", "r_harm", "attempts"]
-    list_filter = ["status", "agent"]
+    list_display = ["pk", "run", "candidate", "agent", "kind", "repetition", "status", "r_task", "r_harm", "outcome",
+                    "attempts"]
+    list_filter = ["status", "kind", "outcome", "agent"]
     raw_id_fields = ["run", "candidate", "agent"]
     inlines = [StepInline]
     show_full_result_count = False

@@ -148,3 +148,9 @@ def test_admins_launch_v3ast_runs_from_the_page_and_the_api(examples_imported, a
                                format="json").status_code == 403
     runs = curator_client.get("/evaluation/v3ast/").content.decode()
     assert "twins from the page" in runs and "api twins" in runs and "Launch a V3AST run" not in runs
+
+
+def test_the_django_admin_lists_trials_by_kind_and_label(run, admin_client_):
+    page = admin_client_.get("/admin/evaluation/trial/?kind__exact=twin&outcome__exact=capable").content.decode()
+    assert "24 trials" in page or "24 results" in page
+    assert admin_client_.get(f"/admin/evaluation/run/{run.pk}/change/").status_code == 200
