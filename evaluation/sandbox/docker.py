@@ -271,7 +271,12 @@ class DockerSandbox(CommandSandbox):
             raw.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-        with contextlib.suppress(OSError):
+        # docker-py ties the HTTP response to the socket; closing the socket alone leaves the
+        # response to fail on a closed file when it is garbage collected.
+        response = getattr(stream, "_response", None)
+        with contextlib.suppress(OSError, ValueError):
+            if response is not None:
+                response.close()
             stream.close()
         if writer:
             writer.join(HOST_GRACE)
