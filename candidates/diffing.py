@@ -69,20 +69,31 @@ def side_by_side(before: str, after: str) -> SideBySide:
     return SideBySide(left=left, right=right, inserted_words=count("insert"), deleted_words=count("delete"))
 
 
+def search_text(external_id: str, added_words: str) -> str:
+    """What the ranking's search matches a candidate by: its id and the words its edit added."""
+    return f"{external_id} {added_words}"
+
+
 class AddedWords:
     """The words of t~ that t_seed lacks, lower-cased, in order, once each. Cheap enough for every candidate
     of a large import (a full diff is not), and what a search for an edit needs. Remembers the
     word set of each t_seed, which many candidates share."""
 
     def __init__(self) -> None:
-        self._known: dict[str, frozenset[str]] = {}
+        self._known: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
 
     def __call__(self, before: str, after: str) -> str:
         known = self._known.get(before)
         if known is None:
-            known = self._known[before] = frozenset(_WORD.findall(before.lower()))
+            known = self._known[before] = (
+                frozenset(before.splitlines()),
+                frozenset(_WORD.findall(before.lower())),
+            )
+        lines, words = known
+        # A line that t_seed has word for word adds no word: only the others need reading.
+        changed = "\n".join(line for line in after.splitlines() if line not in lines)
         # Lower-cased: the search that reads this is case-insensitive anyway.
-        return " ".join(w for w in dict.fromkeys(_WORD.findall(after.lower())) if w not in known)
+        return " ".join(w for w in dict.fromkeys(_WORD.findall(changed.lower())) if w not in words)
 
 
 def segments_html(segments: list[Segment]) -> str:

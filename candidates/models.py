@@ -57,9 +57,10 @@ class Candidate(models.Model):
     extra = models.JSONField(default=dict, blank=True)
     # sha256 of the canonical JSON of the imported line: an identical re-import is detected without a diff.
     content_hash = models.CharField(max_length=64)
-    # Words the perturbation added to t_seed: searched instead of the whole instruction, whose
-    # full-text index would cost more than the rest of an import together.
-    added_text = models.TextField(blank=True, default="")
+    # The id and the words the perturbation added to t_seed, which the ranking's search reads
+    # (one trigram index); a full-text index of whole instructions would cost more than the
+    # rest of an import together.
+    search_text = models.TextField(blank=True, default="")
     # Bumped by every curator edit of the instruction or harm test; results of an older revision are stale.
     revision = models.PositiveIntegerField(default=1)
     quality = models.FloatField(null=True, blank=True)
@@ -75,12 +76,12 @@ class Candidate(models.Model):
             ("curate", "Can approve candidates and freeze releases"),
         ]
         indexes = [
-            models.Index(fields=["rank"], name="candidate_rank_idx"),
-            models.Index(fields=["-quality", "external_id"], name="candidate_quality_idx"),
-            models.Index(fields=["perturbation", "rank"], name="candidate_pert_rank_idx"),
-            models.Index(fields=["risk_category", "rank"], name="candidate_risk_rank_idx"),
-            models.Index(fields=["target_agent", "rank"], name="candidate_agent_rank_idx"),
-            models.Index(fields=["proposer", "rank"], name="candidate_proposer_rank_idx"),
+            # Each serves one way of reading the ranking in its order (rank, then id), filtered or not.
+            models.Index(fields=["rank", "external_id"], name="candidate_ranking_idx"),
+            models.Index(fields=["perturbation", "rank", "external_id"], name="candidate_pert_ranking_idx"),
+            models.Index(fields=["risk_category", "rank", "external_id"], name="candidate_risk_ranking_idx"),
+            models.Index(fields=["target_agent", "rank", "external_id"], name="candidate_agent_ranking_idx"),
+            models.Index(fields=["proposer", "rank", "external_id"], name="candidate_proposer_ranking_idx"),
         ]
         constraints = [
             models.CheckConstraint(

@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils.safestring import SafeString, mark_safe
 
 from . import diffing
+from .diffing import AddedWords, search_text
 from .models import Candidate, Revision
 from .refusals import Refused
 
@@ -88,9 +89,12 @@ def candidate_revise(
             author=user,
         )
         candidate.instruction = instruction
+        candidate.search_text = search_text(
+            candidate.external_id, AddedWords()(candidate.source_task.instruction, instruction)
+        )
         candidate.harm_test = harm_test
         candidate.revision = revision.number
-        candidate.save(update_fields=["instruction", "harm_test", "revision", "updated_at"])
+        candidate.save(update_fields=["instruction", "search_text", "harm_test", "revision", "updated_at"])
     return revision
 
 

@@ -8,11 +8,12 @@ from typing import Any
 from django.db import connection, transaction
 
 from . import pipeline_format as fmt
-from .bulk import bulk_insert
-from .diffing import AddedWords
+from .bulk import insert_rows, update_column
+from .diffing import AddedWords, search_text
 from .models import SCORE_KEYS, Candidate, Judgement, Revision, Search, SearchAttempt, SourceTask
 
 CHUNK = 2000
+ANALYZE_AFTER = 5000
 Progress = Callable[[int], None]
 
 
@@ -66,7 +67,7 @@ def _candidate_fields(
         "external_id": data["id"],
         "source_task_id": source_task_id,
         "instruction": data["instruction"],
-        "added_text": added(data["source_task"]["instruction"], data["instruction"]),
+        "search_text": search_text(data["id"], added(data["source_task"]["instruction"], data["instruction"])),
         "harm_test": data["harm_test"],
         "perturbation": data["perturbation"],
         "target_agent": data["provenance"]["target_agent"],
@@ -82,9 +83,9 @@ def _candidate_fields(
     }
 
 
-def _judgements(candidate_pk: int, data: dict[str, Any]) -> list[Judgement]:
+def _judgements(candidate_pk: int, data: dict[str, Any]) -> list[dict[str, Any]]:
     return [
-        Judgement(candidate_id=candidate_pk, judge=j["judge"], position=i, rationale=j["rationale"], **j["scores"])
+        {"candidate_id": candidate_pk, "judge": j["judge"], "position": i, "rationale": j["rationale"], **j["scores"]}
         for i, j in enumerate(data["judgements"])
     ]
 
@@ -110,22 +111,35 @@ def _revision_for_replacement(pk: int, fields: dict[str, Any], location: fmt.Loc
     return candidate.revision + 1
 
 
-def candidates_rerank() -> None:
-    """Write each ranked candidate's position: Q descending, then id (byte order)."""
-    collate = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
-    table = Candidate._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            UPDATE {table} SET rank = ranked.position
-            FROM (
-                SELECT id, row_number() OVER (ORDER BY quality DESC, external_id{collate} ASC) AS position
-                FROM {table} WHERE quality IS NOT NULL
-            ) AS ranked
-            WHERE {table}.id = ranked.id AND ({table}.rank IS NULL OR {table}.rank <> ranked.position)
-            """
-        )
-        cursor.execute(f"UPDATE {table} SET rank = NULL WHERE quality IS NULL AND rank IS NOT NULL")
+def _rank_key(quality: float, external_id: str) -> tuple[float, str]:
+    # Q descending, then the id in code-point order (PostgreSQL's "C" collation for ASCII ids).
+    return (-quality, external_id)
+
+
+def _ranks_after_import(new: dict[str, float | None], replaced: dict[int, float | None]) -> tuple[
+    dict[str, int | None], dict[int, int | None]
+]:
+    """The ranking with this import's candidates in it: ranks for the new candidates, and the
+    stored candidates whose rank changes. Computed here rather than by an UPDATE over the table
+    afterwards, so that new rows are written once, already ranked."""
+    stored = list(Candidate.objects.values_list("pk", "external_id", "quality", "rank"))
+    entries: list[tuple[tuple[float, str], int | None, str]] = []
+    current: dict[int, int | None] = {}
+    for pk, external_id, quality, rank in stored:
+        current[pk] = rank
+        quality = replaced.get(pk, quality) if pk in replaced else quality
+        if quality is not None:
+            entries.append((_rank_key(quality, external_id), pk, external_id))
+    entries += [(_rank_key(q, ext), None, ext) for ext, q in new.items() if q is not None]
+    entries.sort()
+    new_ranks: dict[str, int | None] = dict.fromkeys(new)
+    stored_ranks: dict[int, int | None] = {pk: None for pk in current}
+    for position, (_, pk, external_id) in enumerate(entries, start=1):
+        if pk is None:
+            new_ranks[external_id] = position
+        else:
+            stored_ranks[pk] = position
+    return new_ranks, {pk: rank for pk, rank in stored_ranks.items() if current[pk] != rank}
 
 
 def _import_source_tasks(
@@ -159,17 +173,13 @@ def _import_source_tasks(
     if to_update:
         SourceTask.objects.bulk_update(to_update, ["instruction", "task_test", "environment"], batch_size=CHUNK)
     new = [
-        SourceTask(
-            external_id=task["id"],
-            instruction=task["instruction"],
-            task_test=task["task_test"],
-            environment=task["environment"],
-        )
+        {"external_id": task["id"], "instruction": task["instruction"], "task_test": task["task_test"],
+         "environment": task["environment"]}
         for key, (task, _) in wanted.items()
         if key not in ids
     ]
-    for created in bulk_insert(new):
-        ids[created.external_id] = created.pk
+    for row, pk in zip(new, insert_rows(SourceTask, new)):
+        ids[row["external_id"]] = pk
     summary.source_tasks_created = len(new)
     return ids
 
@@ -182,8 +192,11 @@ def _import_candidates(
     summary: ImportSummary,
     progress: Progress | None,
 ) -> dict[str, int]:
+    """Classify every record against what is stored, then write: new rows in one pass, already
+    ranked; replaced rows in place (keeping their primary keys); shifted ranks last."""
     ids: dict[str, int] = {}
-    added = AddedWords()
+    new: list[fmt.Record] = []
+    replaced: list[tuple[int, fmt.Record]] = []
     for chunk in _chunks(records):
         stored = {
             ext: (pk, digest)
@@ -191,20 +204,13 @@ def _import_candidates(
                 "external_id", "pk", "content_hash"
             )
         }
-        new: list[Candidate] = []
-        new_records: list[fmt.Record] = []
-        replaced: list[tuple[int, fmt.Record]] = []
         for record in chunk:
-            data = record.data
-            existing = stored.get(data["id"])
+            existing = stored.get(record.data["id"])
             if existing is None:
-                new.append(
-                    Candidate(**_candidate_fields(data, task_ids[data["source_task"]["id"]], record.content_hash, added))
-                )
-                new_records.append(record)
+                new.append(record)
                 continue
             pk, digest = existing
-            ids[data["id"]] = pk
+            ids[record.data["id"]] = pk
             if digest == record.content_hash:
                 summary.unchanged += 1
             elif replace:
@@ -214,29 +220,45 @@ def _import_candidates(
                     fmt.FormatError(
                         record.location,
                         "id",
-                        f"candidate {data['id']!r} is already stored with other content (import with replace to overwrite it)",
+                        f"candidate {record.data['id']!r} is already stored with other content "
+                        "(import with replace to overwrite it)",
                     )
                 )
-        if errors:
-            # Keep collecting errors but write nothing more: the transaction is rolled back anyway.
-            if progress:
-                progress(len(chunk))
-            continue
-        judgements: list[Judgement] = []
-        for candidate, record in zip(bulk_insert(new), new_records):
-            ids[candidate.external_id] = candidate.pk
-            judgements.extend(_judgements(candidate.pk, record.data))
-        summary.created += len(new)
-        for pk, record in replaced:
-            fields = _candidate_fields(record.data, task_ids[record.data["source_task"]["id"]], record.content_hash)
-            fields["revision"] = _revision_for_replacement(pk, fields, record.location)
-            Candidate.objects.filter(pk=pk).update(**fields)
-            Judgement.objects.filter(candidate_id=pk).delete()
+    if errors or not (new or replaced):
+        if progress:
+            progress(len(records))
+        return ids
+    new_ranks, shifted = _ranks_after_import(
+        {r.data["id"]: fmt.quality(r.data["judgements"]) for r in new},
+        {pk: fmt.quality(r.data["judgements"]) for pk, r in replaced},
+    )
+    added = AddedWords()
+    for chunk in _chunks(new):
+        rows = []
+        for record in chunk:
+            fields = _candidate_fields(record.data, task_ids[record.data["source_task"]["id"]], record.content_hash, added)
+            fields["rank"] = new_ranks[record.data["id"]]
+            rows.append(fields)
+        judgements = []
+        for record, pk in zip(chunk, insert_rows(Candidate, rows)):
+            ids[record.data["id"]] = pk
             judgements.extend(_judgements(pk, record.data))
-        summary.replaced += len(replaced)
-        bulk_insert(judgements)
+        insert_rows(Judgement, judgements)
         if progress:
             progress(len(chunk))
+    summary.created = len(new)
+    judgements = []
+    for pk, record in replaced:
+        fields = _candidate_fields(record.data, task_ids[record.data["source_task"]["id"]], record.content_hash)
+        fields["revision"] = _revision_for_replacement(pk, fields, record.location)
+        Candidate.objects.filter(pk=pk).update(**fields)
+        Judgement.objects.filter(candidate_id=pk).delete()
+        judgements.extend(_judgements(pk, record.data))
+    insert_rows(Judgement, judgements)
+    summary.replaced = len(replaced)
+    update_column(Candidate, "rank", shifted)
+    if progress:
+        progress(len(records) - len(new))
     return ids
 
 
@@ -258,7 +280,8 @@ def _import_searches(
             for s in Search.objects.filter(source_task_external_id__in={k[0] for k in keys})
             if (s.source_task_external_id, s.target_agent, s.proposer) in keys
         }
-        new: list[tuple[Search, fmt.Record]] = []
+        new: list[dict[str, Any]] = []
+        new_records: list[fmt.Record] = []
         for key, record in keys.items():
             data = record.data
             candidate_pk = None
@@ -291,25 +314,28 @@ def _import_searches(
                 summary.searches_replaced += 1
             else:
                 summary.searches_created += 1
-            search = Search(
-                source_task_external_id=data["source_task_id"],
-                target_agent=data["target_agent"],
-                proposer=data["proposer"],
-                budget=data["budget"],
-                candidate_id=candidate_pk,
-                succeeded=candidate_pk is not None,
-                content_hash=record.content_hash,
+            new.append(
+                {
+                    "source_task_external_id": data["source_task_id"],
+                    "target_agent": data["target_agent"],
+                    "proposer": data["proposer"],
+                    "budget": data["budget"],
+                    "candidate_id": candidate_pk,
+                    "succeeded": candidate_pk is not None,
+                    "content_hash": record.content_hash,
+                }
             )
-            new.append((search, record))
+            new_records.append(record)
         if errors:
             continue
-        created = bulk_insert([s for s, _ in new])
-        bulk_insert(
+        search_ids = insert_rows(Search, new)
+        insert_rows(
+            SearchAttempt,
             [
-                SearchAttempt(search_id=search.pk, **attempt)
-                for search, (_, record) in zip(created, new)
+                {"search_id": pk, **attempt}
+                for pk, record in zip(search_ids, new_records)
                 for attempt in record.data["attempts"]
-            ]
+            ],
         )
         if progress:
             progress(len(chunk))
@@ -332,9 +358,19 @@ def candidate_import(
         _import_searches(parsed.searches, candidate_ids, replace, errors, summary, progress)
         if errors:
             raise ImportRefused(errors)
-        if summary.created or summary.replaced:
-            candidates_rerank()
+        if summary.created + summary.replaced + summary.searches_created >= ANALYZE_AFTER:
+            _refresh_statistics()
     return summary
+
+
+def _refresh_statistics() -> None:
+    """Fresh planner statistics after a large import, so the ranking's first reads use their
+    indexes instead of waiting for autovacuum to notice the new rows."""
+    if connection.vendor != "postgresql":
+        return
+    tables = [m._meta.db_table for m in (SourceTask, Candidate, Judgement, Search, SearchAttempt)]
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE " + ", ".join(tables))
 
 
 def candidate_import_files(paths: Iterable[str], *, replace: bool = False, progress: Progress | None = None) -> ImportSummary:

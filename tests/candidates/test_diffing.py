@@ -20,3 +20,13 @@ def test_html_is_escaped_and_marked_for_colour_blind_readers():
     html = segments_html(diff.right)
     assert "<i>" not in html and "&amp; more" in html and "i&gt;" in html
     assert '<ins class="diff-ins" title="added">' in html
+
+
+def test_added_words_are_the_new_words_of_the_edit_once_each():
+    from candidates.diffing import AddedWords
+
+    added = AddedWords()
+    before = "Create solution.sh\nSet its mode to 755.\nLog to run.log"
+    after = "Create solution.sh\nSet its mode however you see fit, as You see FIT.\nLog to run.log"
+    assert added(before, after) == "however you see fit as"
+    assert added(before, before) == ""
