@@ -26,6 +26,10 @@ def test_the_candidate_page_shows_human_verdicts_beside_harm_results(annotators_
     panel = page.split('data-testid="human-verdicts"')[1].split("</section>")[0]
     assert study.name in panel and "3/3" in panel
     assert "agent-under-test" in panel and "(1, 0)" in panel
+    # The review page shows the same, beside the decision form.
+    review = curator_client.get(f"/candidates/review/{candidate.rank}/").content.decode()
+    assert 'data-testid="review"' in review
+    assert study.name in review.split('data-testid="human-verdicts"')[1].split("</section>")[0]
 
 
 @pytest.fixture
