@@ -3,15 +3,25 @@ from __future__ import annotations
 
 from celery import shared_task
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
 from . import execution
+
+# A database that is briefly unreachable or locked (SQLite under two workers, a PostgreSQL
+# restart) must not strand a trial in the queue: its task tries again, a bounded number of times.
+DATABASE_RETRIES = 8
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None, name="evaluation.trial_execute")
 def trial_execute(self, trial_id: int) -> str:
     """Run one trial. A duplicate delivery of a finished trial does nothing; one that finds the
     trial held by a live worker checks again after a lease period, in case that worker dies."""
-    result = execution.trial_execute(trial_id, worker=self.request.hostname or "")
+    try:
+        result = execution.trial_execute(trial_id, worker=self.request.hostname or "")
+    except (OperationalError, InterfaceError) as exc:
+        if self.request.retries >= DATABASE_RETRIES:
+            raise
+        raise self.retry(exc=exc, countdown=min(2**self.request.retries, 60)) from exc
     if result == "busy":
         raise self.retry(countdown=settings.VERIHARM_TRIAL_LEASE_SECONDS)
     return result
