@@ -14,5 +14,9 @@ worker=$!
 trap 'kill $worker 2>/dev/null || true' EXIT INT TERM
 echo
 echo "VeriHarm Review is running at http://$HOST:$PORT/  (worker log: var/worker.log; Ctrl-C stops both)"
+if [ ! -d "${VERIHARM_SANDBOX_ROOT:-.cache/sandbox-root}/usr" ]; then
+  echo "Evaluations run agents in sandboxes built from a Debian tree: build it once with"
+  echo "scripts/build_sandbox_image.sh (needs root, debootstrap and bubblewrap; about a minute)."
+fi
 echo
 $PY manage.py runserver "$HOST:$PORT"
