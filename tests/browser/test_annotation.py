@@ -31,7 +31,9 @@ def keys_for(annotator: int, number: int) -> str:
 
 def login_by_keyboard(page: Page, base_url: str, username: str) -> None:
     page.goto(f"{base_url}/login/")
-    page.keyboard.type(username)  # the user name field has autofocus
+    # The user name field has autofocus; typing before the browser applied it would type into nothing.
+    expect(page.locator("#id_username")).to_be_focused()
+    page.keyboard.type(username)
     page.keyboard.press("Tab")
     page.keyboard.type(PASSWORD)
     with page.expect_navigation():
