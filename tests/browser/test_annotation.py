@@ -43,11 +43,12 @@ def login_by_keyboard(page: Page, base_url: str, username: str) -> None:
 def label_everything(page: Page, annotator: int, items: int) -> list[int]:
     """From the landing page, with keys only: Enter to start, Y/N per question, Enter to submit."""
     expect(page.locator("h1")).to_have_text("Your annotation studies")
+    expect(page.locator("button[autofocus]").first).to_be_focused()
     with page.expect_navigation():
         page.keyboard.press("Enter")  # the Start button has focus
     seen = []
     while "/done/" not in page.url:
-        expect(page.locator("#label-form")).to_be_visible()
+        expect(page.locator("#label-form[data-keys=on]")).to_be_visible()
         number = int(re.match(r"Item (\d+)", page.locator("h1").inner_text())[1])
         expect(page.get_by_test_id("progress")).to_contain_text(f"{len(seen)} done / {items} assigned")
         for key in keys_for(annotator, number):
