@@ -279,8 +279,12 @@ def normalise_search(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def parse_line(text: str, location: Location) -> Record:
+def parse_line(raw: str | bytes, location: Location) -> Record:
     """One line to a normalised record; raises FormatError-carrying _Invalid on bad input."""
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError as exc:
+        raise _Invalid("", f"is not valid UTF-8 (byte {exc.start + 1})") from None
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -296,14 +300,15 @@ def parse_line(text: str, location: Location) -> Record:
     return Record(kind=kind, data=data, location=location, content_hash=content_hash(data))
 
 
-def iter_lines(lines: Iterable[str | bytes], file: str) -> Iterator[tuple[Location, str]]:
+def iter_lines(lines: Iterable[str | bytes], file: str) -> Iterator[tuple[Location, str | bytes]]:
+    """Numbered non-blank lines, still undecoded: decoding belongs to parse_line, where a bad
+    byte becomes an error naming its line instead of ending the whole import."""
     for number, raw in enumerate(lines, start=1):
-        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        if text.strip():
-            yield Location(file, number), text
+        if raw.strip():
+            yield Location(file, number), raw
 
 
-def parse(lines: Iterable[tuple[Location, str]]) -> ParseResult:
+def parse(lines: Iterable[tuple[Location, str | bytes]]) -> ParseResult:
     """Validate every line and the rules that span lines within the batch."""
     result = ParseResult()
     source_tasks: dict[str, tuple[dict[str, Any], Location]] = {}
@@ -319,9 +324,6 @@ def parse(lines: Iterable[tuple[Location, str]]) -> ParseResult:
             record = parse_line(text, location)
         except _Invalid as exc:
             fail(location, exc.field, exc.message)
-            continue
-        except UnicodeDecodeError:
-            fail(location, "", "is not valid UTF-8")
             continue
         if record.kind == "candidate":
             task = record.data["source_task"]
@@ -350,7 +352,7 @@ def parse(lines: Iterable[tuple[Location, str]]) -> ParseResult:
 
 
 def parse_files(paths: Iterable[str]) -> ParseResult:
-    def lines() -> Iterator[tuple[Location, str]]:
+    def lines() -> Iterator[tuple[Location, str | bytes]]:
         for path in paths:
             with open(path, "rb") as handle:
                 yield from iter_lines(handle, str(path))

@@ -44,8 +44,9 @@ class RankingBounds:
 
 
 def ranking_bounds(k: int | None = None) -> RankingBounds:
+    """The groups for K (the setting when None; at least 1, whatever a page or API was given)."""
     ranked = Candidate.objects.aggregate(n=Max("rank"))["n"] or 0
-    return RankingBounds(k=k or settings.VERIHARM_TOP_K, ranked=ranked)
+    return RankingBounds(k=max(1, k if k is not None else settings.VERIHARM_TOP_K), ranked=ranked)
 
 
 def candidate_ranking(

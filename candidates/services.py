@@ -127,7 +127,7 @@ def _ranks_after_import(new: dict[str, float | None], replaced: dict[int, float 
     current: dict[int, int | None] = {}
     for pk, external_id, quality, rank in stored:
         current[pk] = rank
-        quality = replaced.get(pk, quality) if pk in replaced else quality
+        quality = replaced.get(pk, quality)
         if quality is not None:
             entries.append((_rank_key(quality, external_id), pk, external_id))
     entries += [(_rank_key(q, ext), None, ext) for ext, q in new.items() if q is not None]
@@ -436,7 +436,7 @@ def candidate_import_streams(
 ) -> ImportSummary:
     """Import from named line streams (uploads, request bodies); errors name each stream."""
 
-    def lines() -> Iterator[tuple[fmt.Location, str]]:
+    def lines() -> Iterator[tuple[fmt.Location, str | bytes]]:
         for name, stream in streams:
             yield from fmt.iter_lines(stream, name)
 

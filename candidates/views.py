@@ -23,7 +23,7 @@ class RankingView(RoleRequiredMixin, TemplateView):
     def get_context_data(self, **kwargs):
         params = self.request.GET
         try:
-            k = max(1, min(int(params.get("k", "")), 100000))
+            k = int(params.get("k", ""))
         except ValueError:
             k = None
         bounds = selectors.ranking_bounds(k)

@@ -226,3 +226,22 @@ def test_a_replacing_import_keeps_a_curators_edit_in_the_history(examples_import
     history = list(Revision.objects.filter(candidate=candidate).order_by("number").values_list("number", "reason"))
     assert history == [(1, ""), (2, "clarify"), (3, "Replaced by an import of new.jsonl, line 1")]
     assert Revision.objects.get(candidate=candidate, number=2).instruction.endswith("Be careful.")
+
+
+def test_a_line_that_is_not_utf8_is_refused_with_its_line(db):
+    good = jsonl(CandidateLineFactory()).encode()
+    errors = _refused_bytes(good + b'{"kind": "candidate", "id": "caf\xe9"}\n')
+    assert [(e.location.line, e.message) for e in errors] == [(2, "is not valid UTF-8 (byte 33)")]
+
+
+def _refused_bytes(data: bytes) -> list[fmt.FormatError]:
+    before = db_state()
+    with pytest.raises(ImportRefused) as refused:
+        candidate_import_streams([("bytes.jsonl", data.splitlines(keepends=True))])
+    assert db_state() == before
+    return refused.value.errors
+
+
+def test_a_group_size_below_one_counts_as_one(examples_imported, curator_client):
+    data = curator_client.get("/api/candidates/?k=-5").json()
+    assert [row["group"] for row in data["results"]] == ["top", "bottom"]
