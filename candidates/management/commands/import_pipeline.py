@@ -32,9 +32,10 @@ class Command(BaseCommand):
         with tqdm(total=total, desc="validating", unit="line", disable=quiet, file=self.stderr._out) as bar:
             def lines():
                 for path in files:
-                    for location, text in fmt.iter_lines(open(path, "rb"), path):
-                        bar.update(1)
-                        yield location, text
+                    with open(path, "rb") as handle:
+                        for location, text in fmt.iter_lines(handle, path):
+                            bar.update(1)
+                            yield location, text
 
             parsed = fmt.parse(lines())
         with tqdm(total=len(parsed.records), desc="importing", unit="record", disable=quiet,
