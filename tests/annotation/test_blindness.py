@@ -83,13 +83,15 @@ def walk(value: Any, path: str = "") -> Iterator[tuple[str, str, Any]]:
 class Leaks:
     def __init__(self, study: Study, others: list) -> None:
         self.markers = [*AGENTS, *PROPOSERS, *JUDGES, "pool-0", OTHERS_COMMENT, *(o.username for o in others)]
-        for q in Candidate.objects.values_list("quality", flat=True):
-            self.markers += [f"{q:.2f}", repr(q)]
+        # Q values as numbers of their own: "13.0" inside a timestamp such as 11:03:13.012 is no leak.
+        numbers = sorted({n for q in Candidate.objects.values_list("quality", flat=True) for n in (f"{q:.2f}", repr(q))})
+        self.numbers = [(n, re.compile(rf"(?<![\d.:]){re.escape(n)}(?![\d])")) for n in numbers]
         self.study = study
 
     def find(self, url: str, content: bytes, content_type: str) -> list[str]:
         text = content.decode("utf-8", errors="replace")
         found = [f"{url}: {m!r}" for m in self.markers if m in text]
+        found += [f"{url}: {n!r}" for n, pattern in self.numbers if pattern.search(text)]
         if content_type.startswith("application/json"):
             for path, key, value in walk(json.loads(text)):
                 if key in FORBIDDEN_KEYS:
