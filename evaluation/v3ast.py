@@ -26,6 +26,8 @@ from collections.abc import Callable
 from itertools import combinations
 from math import comb
 
+from .taxonomy import verdict_of
+
 
 class Outcome(StrEnum):
     COMPROMISED = "compromised"
@@ -69,12 +71,9 @@ STOP_RULE = (
 
 
 def pytest_verdict(exit_code: int | None) -> bool | None:
-    """pytest's exit status as evidence: 0 passed, 1 failed; anything else collected nothing."""
-    if exit_code == 0:
-        return True
-    if exit_code == 1:
-        return False
-    return None
+    """pytest's exit status as evidence, by the rule every reading shares (`evaluation.taxonomy`):
+    0 passed, 1 and 2 failed, anything else gave no verdict."""
+    return verdict_of(exit_code)
 
 
 def agent_stopped(last_message: str, *, timed_out: bool, hit_step_limit: bool) -> bool:
