@@ -7,7 +7,7 @@ from rest_framework.views import APIView
 from candidates.models import Candidate
 from veriharm_site.permissions import api_permission
 
-from . import exports, selectors, services
+from . import exports, rescoring, selectors, services
 from .models import Agent, Run, Trial
 from .serializers import (
     AgentSerializer,
@@ -15,6 +15,7 @@ from .serializers import (
     LaunchSerializer,
     RunProgressSerializer,
     ReferenceCheckSerializer,
+    RescoreSerializer,
     RunSerializer,
     TrialDetailSerializer,
     TrialSerializer,
@@ -129,9 +130,11 @@ class RunTrialsApi(generics.ListAPIView):
 
 
 class TrialDetailApi(generics.RetrieveAPIView):
+    """One trial with exactly what it ran (each input with its sha256), its end and its transcript."""
+
     permission_classes = [VIEW]
     serializer_class = TrialDetailSerializer
-    queryset = Trial.objects.select_related("candidate", "agent").prefetch_related("steps")
+    queryset = Trial.objects.select_related("candidate", "agent", "inputs", "final_state").prefetch_related("steps")
 
 
 class AgentListApi(generics.ListAPIView):
@@ -196,3 +199,27 @@ class CandidateRerunApi(APIView):
         except services.LaunchRefused as refused:
             return Response({"errors": refused.errors}, status=status.HTTP_400_BAD_REQUEST)
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+
+class CandidateRescoresApi(generics.ListAPIView):
+    """A candidate's re-scores beside each trial's own verdict (GET); re-score its earlier trials
+    against the current revision's tests from their kept final states, no agent run (POST, admins)."""
+
+    serializer_class = RescoreSerializer
+    pagination_class = None
+
+    def get_permissions(self):
+        return [RUN()] if self.request.method == "POST" else [VIEW()]
+
+    def get_queryset(self):
+        candidate = generics.get_object_or_404(Candidate, external_id=self.kwargs["external_id"])
+        return [row.rescore for row in rescoring.candidate_rescores(candidate.pk)]
+
+    @extend_schema(request=None, responses={202: RescoreSerializer(many=True), 400: ERRORS})
+    def post(self, request: Request, external_id: str) -> Response:
+        candidate = generics.get_object_or_404(Candidate, external_id=external_id)
+        try:
+            rescores = rescoring.rescore_launch(candidate, requested_by=request.user)
+        except rescoring.RescoreRefused as refused:
+            return Response({"errors": [str(refused)]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(RescoreSerializer(rescores, many=True).data, status=status.HTTP_202_ACCEPTED)

@@ -19,4 +19,6 @@ urlpatterns = [
          name="api-evaluation-candidate-results"),
     path("evaluation/candidates/<path:external_id>/rerun/", api.CandidateRerunApi.as_view(),
          name="api-evaluation-candidate-rerun"),
+    path("evaluation/candidates/<path:external_id>/rescores/", api.CandidateRescoresApi.as_view(),
+         name="api-evaluation-candidate-rescores"),
 ]

@@ -1,8 +1,10 @@
 """Executing one trial in a worker: claim it, run the protocol with a heartbeat, record the outcome.
 
-Infrastructure failures (SandboxError, AgentError, anything unexpected) are
+Failures before a verdict (SandboxError, AgentError, anything unexpected) are
 retried in place up to VERIHARM_TRIAL_MAX_ATTEMPTS attempts in all, then the
-trial is recorded unresolved. A worker that dies mid-trial leaves a running
+trial is recorded unresolved, as an agent error or an infrastructure failure
+(`evaluation.taxonomy`). The trial runs its pinned inputs and agent only, after
+checking their hashes, and its final state is kept for re-scoring. A worker that dies mid-trial leaves a running
 trial whose heartbeat stops; the next delivery of its task takes it over once
 the lease has expired.
 """
@@ -13,16 +15,18 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection
 
-from . import services, twins
+from . import final_states, pinning, services
 from .agents.base import AgentError, Step
 from .agents.factory import NoReferenceScript, build_runner
-from .models import Trial, TrialKind
+from .models import Trial
 from .sandbox.base import Environment, Limits, SandboxError
+from .taxonomy import TrialEnd
 from .trial import TrialCancelled, TrialSpec, trial_run
 
 logger = logging.getLogger(__name__)
@@ -63,27 +67,41 @@ class Heartbeat:
 
 
 def _spec(trial: Trial) -> TrialSpec:
-    """What the trial runs: the risk task t~ with both tests, or the candidate's capability twin
-    in the same environment with its own task test only."""
-    candidate = trial.candidate
-    instruction, task_test, harm_test = candidate.instruction, candidate.source_task.task_test, candidate.harm_test
-    if trial.kind == TrialKind.TWIN:
-        twin = twins.twin_task(candidate.twin, candidate.source_task.task_test)
-        instruction, task_test, harm_test = twin.instruction, twin.task_test, None
+    """What the trial runs: its pinned inputs, checked against their hashes first (a risk task t~
+    with both tests, or a capability twin with its task test alone)."""
+    if trial.inputs is None:
+        raise ValueError("this trial was queued before inputs were pinned; launch it again")
+    parts = pinning.inputs_verified(trial.inputs)
     return TrialSpec(
-        environment=candidate.source_task.environment or None,
-        instruction=instruction,
-        task_test=task_test,
-        harm_test=harm_test,
-        agent_time_limit=float(min(trial.agent.time_limit, settings.VERIHARM_AGENT_MAX_TIME_LIMIT)),
+        environment=dict(parts.environment) or None,
+        instruction=parts.instruction,
+        task_test=parts.task_test,
+        harm_test=parts.harm_test,
+        agent_time_limit=float(min(int(trial.agent_config.get("time_limit", trial.agent.time_limit)),
+                                   settings.VERIHARM_AGENT_MAX_TIME_LIMIT)),
         test_timeout=float(trial.run.test_timeout),
-        limits=Limits(
-            memory_mb=settings.VERIHARM_SANDBOX_MEMORY_MB,
-            cpus=settings.VERIHARM_SANDBOX_CPUS,
-            pids=settings.VERIHARM_SANDBOX_PIDS,
-            disk_mb=settings.VERIHARM_SANDBOX_DISK_MB,
-        ),
+        limits=sandbox_limits(),
     )
+
+
+def sandbox_limits() -> Limits:
+    return Limits(
+        memory_mb=settings.VERIHARM_SANDBOX_MEMORY_MB,
+        cpus=settings.VERIHARM_SANDBOX_CPUS,
+        pids=settings.VERIHARM_SANDBOX_PIDS,
+        disk_mb=settings.VERIHARM_SANDBOX_DISK_MB,
+    )
+
+
+def _runner(trial: Trial):
+    """The agent exactly as pinned at launch (its configuration, and a reference agent's script)."""
+    pinned = trial.agent_config
+    if pinned.get("config") is None:
+        raise ValueError("this trial has no pinned agent configuration")
+    if pinning.agent_pin_sha256(pinned) != trial.agent_config_sha256:
+        raise pinning.InputsTampered("the pinned agent configuration does not match its sha256")
+    return build_runner(pinned["kind"], pinned["config"], network=bool(pinned.get("network")),
+                        references=pinned.get("references") or {})
 
 
 def _step_sink(claim: services.Claim) -> Callable[[Step], None]:
@@ -93,42 +111,69 @@ def _step_sink(claim: services.Claim) -> Callable[[Step], None]:
 
 def _attempt(claim: services.Claim, backend_factory: Callable[[str], object]) -> str:
     """One attempt of a claimed trial; returns what became of it."""
-    trial = Trial.objects.select_related("run", "agent", "candidate__source_task").get(pk=claim.trial_id)
+    trial = Trial.objects.select_related("run", "agent", "inputs").get(pk=claim.trial_id)
     try:
-        config = trial.agent.config
-        if trial.kind == TrialKind.TWIN:
-            config = twins.twin_agent_config(trial.agent.kind, config)
-        runner = build_runner(
-            trial.agent.kind, config, network=trial.agent.network, references=trial.candidate.references or {},
-        )
         spec = _spec(trial)
-        Environment.from_spec(spec.environment)
-    except (NoReferenceScript, ValueError) as exc:
-        # A configuration problem: trying again would fail the same way.
+        environment = Environment.from_spec(spec.environment)
+    except ValueError as exc:  # inputs missing, tampered with, or an environment no sandbox can build
         return services.trial_fail(claim, f"cannot start: {exc}", retryable=False)
-    with Heartbeat(claim, settings.VERIHARM_TRIAL_HEARTBEAT_SECONDS) as heartbeat:
+    try:
+        runner = _runner(trial)
+    except pinning.InputsTampered as exc:
+        return services.trial_fail(claim, f"cannot start: {exc}", retryable=False)
+    except (NoReferenceScript, ValueError) as exc:
+        # The agent's configuration: trying again would fail the same way.
+        return services.trial_fail(claim, f"cannot start the agent: {exc}", retryable=False, end=TrialEnd.AGENT_ERROR)
+    archive = final_states.scratch_path(trial.pk) if final_states.keeping() else None
+    try:
+        with Heartbeat(claim, settings.VERIHARM_TRIAL_HEARTBEAT_SECONDS) as heartbeat:
 
-        def stop_requested() -> bool:
-            return heartbeat.lost.is_set() or services.trial_cancel_requested(claim)
+            def stop_requested() -> bool:
+                return heartbeat.lost.is_set() or services.trial_cancel_requested(claim)
 
-        try:
-            backend = backend_factory(trial.run.backend)
-            if claim.took_over:
-                _cleanup_after_dead_worker(backend, claim)
-            outcome = trial_run(backend, spec, runner, record=_step_sink(claim), cancelled=stop_requested)
-        except TrialCancelled:
-            if heartbeat.lost.is_set():
-                return "lost"
-            services.trial_cancelled(claim)
-            return "cancelled"
-        except SoftTimeLimitExceeded:
-            return services.trial_fail(claim, "the task's time limit was reached", retryable=False)
-        except (SandboxError, AgentError) as exc:
-            return services.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True)
-        except Exception:
-            # Unexpected: still infrastructure from the agent's point of view, so bounded retries.
-            return services.trial_fail(claim, traceback.format_exc(limit=8), retryable=True)
-    return "done" if services.trial_record(claim, outcome) else "lost"
+            try:
+                backend = backend_factory(trial.run.backend)
+                if claim.took_over:
+                    _cleanup_after_dead_worker(backend, claim)
+                identity = backend.system_identity(environment)
+                outcome = trial_run(backend, spec, runner, record=_step_sink(claim), cancelled=stop_requested,
+                                    final_state=archive, final_state_max_bytes=final_states.max_bytes())
+            except TrialCancelled:
+                if heartbeat.lost.is_set():
+                    return "lost"
+                services.trial_cancelled(claim)
+                return "cancelled"
+            except SoftTimeLimitExceeded:
+                return services.trial_fail(claim, "the task's time limit was reached", retryable=False)
+            except AgentError as exc:
+                return services.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True,
+                                           end=TrialEnd.AGENT_ERROR)
+            except SandboxError as exc:
+                return services.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True)
+            except Exception:
+                # Unexpected: still infrastructure from the agent's point of view, so bounded retries.
+                return services.trial_fail(claim, traceback.format_exc(limit=8), retryable=True)
+        return "done" if _record(claim, trial, outcome, identity, archive) else "lost"
+    finally:
+        if archive is not None:
+            archive.unlink(missing_ok=True)
+
+
+def _record(claim: services.Claim, trial: Trial, outcome, identity: str, archive: Path | None) -> bool:
+    """Record the outcome with the kept final state; the stored archive goes again if recording lost."""
+    kept = None
+    if archive is not None and outcome.final_state is not None:
+        name = final_states.store(trial.run_id, trial.pk, archive)
+        kept = services.KeptState(name, outcome.final_state.sha256, outcome.final_state.size)
+    try:
+        recorded = services.trial_record(claim, outcome, system_identity=identity, kept=kept)
+    except BaseException:
+        if kept is not None:
+            final_states.delete(kept.name)
+        raise
+    if not recorded and kept is not None:
+        final_states.delete(kept.name)
+    return recorded
 
 
 def _cleanup_after_dead_worker(backend, claim: services.Claim) -> None:

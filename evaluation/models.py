@@ -5,6 +5,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from .storage import final_state_storage
+from .taxonomy import NO_VERDICT_ENDS, VERDICT_ENDS, TrialEnd
 from .v3ast import LABELS, Outcome, TwinOutcome
 
 
@@ -78,6 +80,13 @@ class Run(models.Model):
     test_timeout = models.PositiveIntegerField(default=120, help_text="Seconds each test may run")
     notes = models.TextField(blank=True, default="")
     cancelled_at = models.DateTimeField(null=True, blank=True)
+    # A run on a frozen release evaluates the release's records, and keeps which release and checksum.
+    release = models.ForeignKey("candidates.Release", null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="runs")
+    release_checksum = models.CharField(max_length=64, blank=True, default="")
+    # sha256 over every trial's (candidate, revision, inputs digest, agent configuration digest):
+    # one value that names exactly what the run evaluated.
+    inputs_sha256 = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -90,6 +99,11 @@ class Run(models.Model):
             models.CheckConstraint(condition=Q(protocol__in=Protocol.values), name="run_known_protocol"),
             models.CheckConstraint(condition=Q(repetitions__gte=1, repetitions__lte=100), name="run_repetitions_range"),
             models.CheckConstraint(condition=Q(test_timeout__gte=1), name="run_test_timeout_positive"),
+            models.CheckConstraint(
+                condition=(Q(release__isnull=True) & Q(release_checksum=""))
+                | (Q(release__isnull=False) & Q(release_checksum__regex=r"^[0-9a-f]{64}$")),
+                name="run_release_has_checksum",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -123,6 +137,47 @@ TWIN_OUTCOMES = [o.value for o in TwinOutcome]
 OUTCOME_CHOICES = [(value, LABELS[value]) for value in dict.fromkeys(RISK_OUTCOMES + TWIN_OUTCOMES)]
 
 
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+
+
+class TrialInputs(models.Model):
+    """Exactly what a trial handed to the sandbox: the instruction, both tests and the environment.
+
+    Content-addressed: `digest` is the sha256 of the canonical JSON of the four parts, so the
+    trials of one candidate revision (every agent, every repetition) share one row, and a row
+    never changes once written. Each part carries its own sha256 so a reader can check one text
+    against a release record or a test file without the others.
+    """
+
+    digest = models.CharField(max_length=64, unique=True)
+    instruction = models.TextField()
+    instruction_sha256 = models.CharField(max_length=64)
+    task_test = models.TextField()
+    task_test_sha256 = models.CharField(max_length=64)
+    # None for a capability twin, which runs its task test alone.
+    harm_test = models.TextField(null=True, blank=True)
+    harm_test_sha256 = models.CharField(max_length=64, blank=True, default="")
+    # The canonical JSON text of the environment object (workdir, files, setup, image, network).
+    environment = models.TextField()
+    environment_sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "trial inputs"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(digest__regex=SHA256_PATTERN) & Q(instruction_sha256__regex=SHA256_PATTERN)
+                & Q(task_test_sha256__regex=SHA256_PATTERN) & Q(environment_sha256__regex=SHA256_PATTERN)
+                & ((Q(harm_test__isnull=True) & Q(harm_test_sha256=""))
+                   | (Q(harm_test__isnull=False) & Q(harm_test_sha256__regex=SHA256_PATTERN))),
+                name="trial_inputs_hashes",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"inputs {self.digest[:12]}"
+
+
 class Trial(models.Model):
     """One agent on one candidate, once: r_task and r_harm of the final state.
 
@@ -142,8 +197,21 @@ class Trial(models.Model):
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="trials")
     kind = models.CharField(max_length=8, choices=TrialKind.choices, default=TrialKind.RISK)
     repetition = models.PositiveSmallIntegerField(default=1)
-    # candidate.revision when the run was launched: results of an older revision are stale.
+    # The candidate revision whose text the trial runs (the frozen one for a release run): results of
+    # an older revision than the candidate's current one are stale.
     candidate_revision = models.PositiveIntegerField()
+    # Pinned at launch: what the trial runs, whatever is edited afterwards. Empty only for trials
+    # recorded before inputs were pinned.
+    inputs = models.ForeignKey(TrialInputs, null=True, blank=True, on_delete=models.PROTECT, related_name="trials")
+    # The agent as launched: kind, model, harness, config, network, time limit and, for a reference
+    # agent, the script it runs; with the sha256 of its canonical JSON.
+    agent_config = models.JSONField(default=dict, blank=True)
+    agent_config_sha256 = models.CharField(max_length=64, blank=True, default="")
+    # The sandbox system and verifier runtime the recorded attempt ran on, as the backend names them.
+    system_identity = models.TextField(blank=True, default="")
+    end = models.CharField(max_length=20, choices=TrialEnd.choices, blank=True, default="")
+    # Why the final state was not kept, when it was not (over the size cap, keeping turned off).
+    final_state_note = models.TextField(blank=True, default="")
     status = models.CharField(max_length=16, choices=TrialStatus.choices, default=TrialStatus.QUEUED)
     r_task = models.PositiveSmallIntegerField(null=True, blank=True)
     r_harm = models.PositiveSmallIntegerField(null=True, blank=True)
@@ -195,6 +263,14 @@ class Trial(models.Model):
                               | (Q(kind=TrialKind.TWIN) & Q(r_harm__isnull=True))))
                 | (~Q(status=TrialStatus.DONE) & Q(r_task__isnull=True) & Q(r_harm__isnull=True)),
                 name="trial_done_has_results",
+            ),
+            # One end per finished trial, and the status follows from it: only verdicts are done.
+            models.CheckConstraint(
+                condition=(Q(status__in=(TrialStatus.QUEUED, TrialStatus.RUNNING)) & Q(end=""))
+                | (Q(status=TrialStatus.DONE) & Q(end__in=VERDICT_ENDS))
+                | (Q(status=TrialStatus.UNRESOLVED) & Q(end__in=NO_VERDICT_ENDS))
+                | (Q(status=TrialStatus.CANCELLED) & Q(end=TrialEnd.CANCELLED)),
+                name="trial_end_fits_status",
             ),
             # Exactly the trials with evidence (or its recorded absence) carry a label of their own kind.
             models.CheckConstraint(
@@ -277,3 +353,94 @@ class ReferenceCheck(models.Model):
 
     def __str__(self) -> str:
         return f"{self.candidate_id} r{self.candidate_revision}: {self.verdict}"
+
+
+class FinalState(models.Model):
+    """The agent's final state of one trial, kept compressed so its tests can be run again later.
+
+    Kept up to VERIHARM_FINAL_STATE_MAX_MB and for VERIHARM_FINAL_STATE_RETENTION_DAYS; `archive` is
+    emptied (and `pruned_at` set) when the retention ends, the row stays as the record of what was kept.
+    """
+
+    trial = models.OneToOneField(Trial, on_delete=models.CASCADE, related_name="final_state")
+    archive = models.FileField(storage=final_state_storage, max_length=300, blank=True)
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveBigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    pruned_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["expires_at"], name="final_state_expiry_idx",
+                                condition=Q(pruned_at__isnull=True))]
+        constraints = [
+            models.CheckConstraint(condition=Q(sha256__regex=SHA256_PATTERN), name="final_state_sha256"),
+            models.CheckConstraint(condition=Q(pruned_at__isnull=False) | ~Q(archive=""), name="final_state_kept_or_pruned"),
+        ]
+
+    def __str__(self) -> str:
+        return f"final state of trial {self.trial_id}"
+
+    @property
+    def available(self) -> bool:
+        return self.pruned_at is None and bool(self.archive)
+
+
+class RescoreStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class Rescore(models.Model):
+    """A finished trial's kept final state scored again against another revision's tests.
+
+    No agent runs: the tests of `inputs` (the trial's instruction and environment with that
+    revision's tests) run on the kept state, each on its own copy, with the trial's verifier.
+    The original verdict stays on the trial; this is a second result beside it.
+    """
+
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="rescores")
+    candidate_revision = models.PositiveIntegerField()
+    inputs = models.ForeignKey(TrialInputs, on_delete=models.PROTECT, related_name="rescores")
+    status = models.CharField(max_length=8, choices=RescoreStatus.choices, default=RescoreStatus.QUEUED)
+    end = models.CharField(max_length=20, choices=TrialEnd.choices, blank=True, default="")
+    r_task = models.PositiveSmallIntegerField(null=True, blank=True)
+    r_harm = models.PositiveSmallIntegerField(null=True, blank=True)
+    task_exit_code = models.IntegerField(null=True, blank=True)
+    task_timed_out = models.BooleanField(default=False)
+    task_output = models.TextField(blank=True, default="")
+    harm_exit_code = models.IntegerField(null=True, blank=True)
+    harm_timed_out = models.BooleanField(default=False)
+    harm_output = models.TextField(blank=True, default="")
+    system_identity = models.TextField(blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["trial", "-created_at"]
+        constraints = [
+            # Scoring one state against the same tests twice gives nothing new.
+            models.UniqueConstraint(fields=["trial", "inputs"], name="rescore_one_per_tests"),
+            models.CheckConstraint(condition=Q(status__in=RescoreStatus.values), name="rescore_known_status"),
+            models.CheckConstraint(
+                condition=(Q(status=RescoreStatus.DONE) & Q(end__in=VERDICT_ENDS)
+                           & Q(r_task__in=(0, 1)) & Q(r_harm__in=(0, 1)))
+                | (Q(status=RescoreStatus.DONE) & Q(end__in=NO_VERDICT_ENDS)
+                   & Q(r_task__isnull=True) & Q(r_harm__isnull=True))
+                | (~Q(status=RescoreStatus.DONE) & Q(r_task__isnull=True) & Q(r_harm__isnull=True)),
+                name="rescore_done_has_results",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"re-score of trial {self.trial_id} against revision {self.candidate_revision}"
+
+    @property
+    def flipped(self) -> bool | None:
+        """Whether the verdict differs from the trial's own; None when either has none."""
+        if self.r_task is None or self.trial.r_task is None:
+            return None
+        return (self.r_task, self.r_harm) != (self.trial.r_task, self.trial.r_harm)

@@ -6,12 +6,16 @@ with a message naming what is wrong.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.apps import apps
 
+from candidates import releases
 from candidates import selectors as candidate_selectors
-from candidates.models import Candidate
+from candidates.models import Candidate, Release
+
+from .pinning import PinnedCandidate, live_candidates
 
 KINDS = ("ids", "filter", "top_k", "study", "release")
 FILTER_KEYS = (*candidate_selectors.FILTER_FIELDS, "q", "group", "k")
@@ -84,6 +88,48 @@ def _by_study(selection: dict[str, Any]) -> list[int]:
 def _by_release(selection: dict[str, Any]) -> list[int]:
     # A draft release has no items: they are written when it is frozen.
     return _members("candidates", "ReleaseItem", "release", selection, "position")
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """What a run evaluates: each candidate with the record of the revision it runs, and the
+    frozen release they come from, if any."""
+
+    candidates: list[PinnedCandidate]
+    release: Release | None = None
+
+
+def release_candidates(release: Release) -> list[PinnedCandidate]:
+    """The release's items as frozen: their revision and stored record, not the live candidate."""
+    external_ids = dict(release.items.values_list("candidate_id", "external_id"))
+    return [
+        PinnedCandidate(item.candidate_id, external_ids[item.candidate_id], item.revision, item.record)
+        for item in releases.release_item_records(release)
+    ]
+
+
+def _frozen_release(selection: dict[str, Any]) -> Release:
+    release_id = _positive_int(selection.get("release"), "release")
+    release = Release.objects.filter(pk=release_id).first()
+    if release is None:
+        raise SelectionError(f"no release with id {release_id}")
+    if not release.is_frozen:
+        raise SelectionError(f"release {release} is a draft: only a frozen release can be evaluated")
+    if not releases.release_checksum_verify(release):
+        raise SelectionError(f"release {release}: its items no longer match its checksum; it cannot be evaluated")
+    return release
+
+
+def pinned_for_selection(selection: dict[str, Any]) -> Pinned:
+    """The selected candidates with the records a run evaluates: a frozen release's records for a
+    release, each candidate's current revision otherwise."""
+    if isinstance(selection, dict) and selection.get("kind") == "release":
+        release = _frozen_release(selection)
+        pinned = release_candidates(release)
+        if not pinned:
+            raise SelectionError(f"release {release} has no items")
+        return Pinned(pinned, release)
+    return Pinned(live_candidates(candidates_for_selection(selection)))
 
 
 def candidates_for_selection(selection: dict[str, Any]) -> list[int]:

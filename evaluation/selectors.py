@@ -9,8 +9,9 @@ from typing import Any
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
-from . import metrics
+from . import metrics, taxonomy
 from .models import Agent, ReferenceCheck, ReferenceVerdict, Run, Trial, TrialKind, TrialStatus, TranscriptStep
+from .taxonomy import TrialEnd
 
 
 def runs_list() -> QuerySet[Run]:
@@ -43,9 +44,13 @@ def run_status(counts: dict[str, int], cancelled: bool) -> str:
 def run_progress(run: Run, now: datetime | None = None) -> dict[str, Any]:
     """Counts by status, elapsed time and an estimate of the time left (seconds)."""
     now = now or timezone.now()
-    rows = Trial.objects.filter(run=run).values("status").annotate(n=Count("pk"))
+    rows = Trial.objects.filter(run=run).values("status", "end").annotate(n=Count("pk"))
     counts = {status: 0 for status in TrialStatus.values}
-    counts.update({row["status"]: row["n"] for row in rows})
+    ends = {end: 0 for end in TrialEnd.values}
+    for row in rows:
+        counts[row["status"]] += row["n"]
+        if row["end"]:
+            ends[row["end"]] += row["n"]
     total = sum(counts.values())
     status = run_status(counts, run.cancelled)
     last_finished = Trial.objects.filter(run=run, finished_at__isnull=False).order_by("-finished_at").values_list(
@@ -72,10 +77,16 @@ def run_progress(run: Run, now: datetime | None = None) -> dict[str, Any]:
         "queued": counts[TrialStatus.QUEUED],
         "unresolved": counts[TrialStatus.UNRESOLVED],
         "cancelled": counts[TrialStatus.CANCELLED],
+        "ends": ends,
         "elapsed_seconds": round(elapsed, 1),
         "eta_seconds": None if eta is None else round(eta, 1),
         "percent": round(100 * (total - remaining) / total, 1) if total else 100.0,
     }
+
+
+def run_stale_count(run: Run) -> int:
+    """Trials of the run whose candidate has been revised since (their results are stale)."""
+    return Trial.objects.filter(run=run).exclude(candidate_revision=F("candidate__revision")).count()
 
 
 def run_trials(run: Run, status: str = "") -> QuerySet[Trial]:
@@ -88,7 +99,25 @@ def run_trials(run: Run, status: str = "") -> QuerySet[Trial]:
 
 
 def trial_detail(pk: int) -> Trial:
-    return Trial.objects.select_related("run", "agent", "candidate__source_task").get(pk=pk)
+    return Trial.objects.select_related("run__release", "agent", "candidate__source_task", "inputs",
+                                        "final_state").get(pk=pk)
+
+
+@dataclass(frozen=True)
+class EndCount:
+    end: str
+    label: str
+    meaning: str
+    scored: bool
+    count: int
+
+
+def end_counts(progress: dict[str, Any]) -> list[EndCount]:
+    """How the run's finished trials ended, every end listed, with how it counts."""
+    return [
+        EndCount(end, label, taxonomy.MEANING[end], end in taxonomy.VERDICT_ENDS, progress["ends"].get(end, 0))
+        for end, label in TrialEnd.choices
+    ]
 
 
 def trial_steps(trial: Trial) -> QuerySet[TranscriptStep]:

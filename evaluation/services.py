@@ -21,13 +21,14 @@ from django.utils import timezone
 
 from candidates.models import Candidate
 
-from . import outcomes, twins
+from . import final_states, outcomes, pinning, twins
 from .agents.base import Step
 from .agents.factory import validate_config
 from .agents.reference import EXPECTED, SCRIPTS
 from .models import (
     FINISHED_STATUSES,
     Agent,
+    FinalState,
     AgentKind,
     Backend,
     Protocol,
@@ -39,7 +40,8 @@ from .models import (
     TrialStatus,
     TranscriptStep,
 )
-from .selection import SelectionError, candidates_for_selection
+from .selection import Pinned, SelectionError, pinned_for_selection, release_candidates
+from .taxonomy import MEANING, VERDICT_ENDS, TestExit, TrialEnd, end_of_tests
 from .trial import TrialOutcome
 
 MAX_REPETITIONS = 100
@@ -110,17 +112,21 @@ def _reference_script(agent: Agent) -> str | None:
     return agent.config.get("script") if agent.kind == AgentKind.REFERENCE else None
 
 
-def _slots(candidate: Candidate, agent: Agent, kind: str, repetitions: int) -> list[Trial]:
+def _slots(pinned: pinning.PinnedCandidate, agent: Agent, kind: str, repetitions: int) -> list[Trial]:
+    inputs = pinning.inputs_store(pinning.parts_for(pinned, kind))
+    config = pinning.agent_pin(agent, kind, pinned.references)
+    config_sha256 = pinning.agent_pin_sha256(config)
     return [
-        Trial(candidate_id=candidate.pk, agent=agent, kind=kind, repetition=repetition,
-              candidate_revision=candidate.revision)
+        Trial(candidate_id=pinned.candidate_id, agent=agent, kind=kind, repetition=repetition,
+              candidate_revision=pinned.revision, inputs=inputs, agent_config=config,
+              agent_config_sha256=config_sha256)
         for repetition in range(1, repetitions + 1)
     ]
 
 
 def _create_run(
     *,
-    candidate_ids: list[int],
+    candidates: list[pinning.PinnedCandidate],
     agents: list[Agent],
     repetitions: int,
     backend: str,
@@ -130,17 +136,15 @@ def _create_run(
     test_timeout: int,
     protocol: str = Protocol.VERIHARM,
     rerun_of: Run | None = None,
+    release: Any = None,
 ) -> Run:
-    candidates = list(Candidate.objects.filter(pk__in=candidate_ids).only("pk", "revision", "references", "twin"))
-    order = {pk: i for i, pk in enumerate(candidate_ids)}
-    candidates.sort(key=lambda c: order[c.pk])
     skipped: dict[str, int] = {}
     twinless: dict[str, int] = {}
     slots: list[Trial] = []
     for candidate in candidates:
         for agent in agents:
             script = _reference_script(agent)
-            if script and not (candidate.references or {}).get(script):
+            if script and not candidate.references.get(script):
                 skipped[agent.name] = skipped.get(agent.name, 0) + 1
                 continue
             slots += _slots(candidate, agent, TrialKind.RISK, repetitions)
@@ -157,10 +161,16 @@ def _create_run(
         f"{agent}: {n} candidate(s) without a runnable capability twin: their risk runs are labelled, "
         "but they are never eligible" for agent, n in twinless.items()
     ]
+    external_ids = {c.candidate_id: c.external_id for c in candidates}
     run = Run.objects.create(
         name=name, created_by=created_by if getattr(created_by, "pk", None) else None, backend=backend,
         protocol=protocol, repetitions=repetitions, selection=selection, test_timeout=test_timeout,
-        notes="\n".join(notes), rerun_of=rerun_of,
+        notes="\n".join(notes), rerun_of=rerun_of, release=release,
+        release_checksum=release.checksum if release is not None else "",
+        inputs_sha256=pinning.run_inputs_sha256(
+            (external_ids[t.candidate_id], t.candidate_revision, t.kind, t.inputs.digest, t.agent_config_sha256)
+            for t in slots
+        ),
     )
     run.agents.set(agents)
     for trial in slots:
@@ -232,23 +242,26 @@ def run_launch(
     test_timeout = settings.VERIHARM_TEST_TIMEOUT if test_timeout in (None, "") else test_timeout
     protocol, repetitions = _check_protocol(protocol, repetitions, errors)
     agents, repetitions, test_timeout = _check_common(agent_ids, repetitions, backend, test_timeout, errors)
-    candidate_ids: list[int] = []
+    pinned: Pinned | None = None
     try:
-        candidate_ids = candidates_for_selection(selection)
+        pinned = pinned_for_selection(selection)
     except SelectionError as exc:
         errors.append(str(exc))
-    if errors:
+    if errors or pinned is None:
         raise LaunchRefused(errors)
     with transaction.atomic():
         return _create_run(
-            candidate_ids=candidate_ids, agents=agents, repetitions=repetitions, backend=backend,
+            candidates=pinned.candidates, agents=agents, repetitions=repetitions, backend=backend,
             created_by=created_by, selection=selection, name=name.strip(), test_timeout=test_timeout,
-            protocol=protocol,
+            protocol=protocol, release=pinned.release,
         )
 
 
 def run_rerun(run: Run, *, created_by: Any = None, backend: str | None = None) -> Run:
-    """Re-evaluate a whole run as a new run; the old trials stay as history."""
+    """Re-evaluate a whole run as a new run; the old trials stay as history.
+
+    A run on a release evaluates the same frozen records again; any other run evaluates its
+    candidates at their current revision (the run page says which trials that makes stale)."""
     candidate_ids = list(
         run.trials.order_by("candidate_id").values_list("candidate_id", flat=True).distinct()
     )
@@ -260,11 +273,16 @@ def run_rerun(run: Run, *, created_by: Any = None, backend: str | None = None) -
         errors.append("this run has no trials to re-run")
     if errors:
         raise LaunchRefused(errors)
+    if run.release_id is not None:
+        candidates = [c for c in release_candidates(run.release) if c.candidate_id in set(candidate_ids)]
+    else:
+        candidates = pinning.live_candidates(candidate_ids)
     with transaction.atomic():
         return _create_run(
-            candidate_ids=candidate_ids, agents=agents, repetitions=repetitions, backend=backend or run.backend,
+            candidates=candidates, agents=agents, repetitions=repetitions, backend=backend or run.backend,
             created_by=created_by, selection={"kind": "rerun", "run": run.pk, "of": run.selection},
             name=f"Re-run of {run}", test_timeout=test_timeout, protocol=run.protocol, rerun_of=run,
+            release=run.release,
         )
 
 
@@ -289,7 +307,7 @@ def candidate_rerun(
         raise LaunchRefused(errors)
     with transaction.atomic():
         return _create_run(
-            candidate_ids=[candidate.pk], agents=agents, repetitions=repetitions,
+            candidates=pinning.live_candidates([candidate.pk]), agents=agents, repetitions=repetitions,
             backend=backend or default_backend(), created_by=created_by,
             selection={"kind": "ids", "ids": [candidate.external_id]},
             name=f"Re-evaluation of {candidate.external_id}", test_timeout=test_timeout,
@@ -305,7 +323,8 @@ def run_cancel(run: Run) -> int:
             locked.save(update_fields=["cancelled_at"])
         run.cancelled_at = locked.cancelled_at
         return Trial.objects.filter(run=run, status=TrialStatus.QUEUED).update(
-            status=TrialStatus.CANCELLED, finished_at=timezone.now(), error="cancelled before it started"
+            status=TrialStatus.CANCELLED, end=TrialEnd.CANCELLED, finished_at=timezone.now(),
+            error="cancelled before it started",
         )
 
 
@@ -346,9 +365,10 @@ def trial_claim(trial_id: int, worker: str = "") -> Claim | str:
         now = timezone.now()
         if Run.objects.filter(pk=trial.run_id, cancelled_at__isnull=False).exists():
             trial.status = TrialStatus.CANCELLED
+            trial.end = TrialEnd.CANCELLED
             trial.finished_at = now
             trial.lease_token = ""
-            trial.save(update_fields=["status", "finished_at", "lease_token"])
+            trial.save(update_fields=["status", "end", "finished_at", "lease_token"])
             return ClaimRefused.CANCELLED
         took_over = ""
         if trial.status == TrialStatus.RUNNING:
@@ -357,6 +377,7 @@ def trial_claim(trial_id: int, worker: str = "") -> Claim | str:
             took_over = trial.worker or "an unknown worker"
         if trial.attempts >= settings.VERIHARM_TRIAL_MAX_ATTEMPTS:
             trial.status = TrialStatus.UNRESOLVED
+            trial.end = TrialEnd.INFRASTRUCTURE
             trial.finished_at = now
             trial.lease_token = ""
             reason = f"worker {took_over} stopped answering" if took_over else "infrastructure failures"
@@ -364,7 +385,8 @@ def trial_claim(trial_id: int, worker: str = "") -> Claim | str:
                 f"gave up after {trial.attempts} attempt(s): {reason}"
             )
             _label_unresolved(trial)
-            trial.save(update_fields=["status", "finished_at", "lease_token", "error", "outcome", "outcome_reason"])
+            trial.save(update_fields=["status", "end", "finished_at", "lease_token", "error", "outcome",
+                                      "outcome_reason"])
             return ClaimRefused.EXHAUSTED
         trial.attempts += 1
         trial.status = TrialStatus.RUNNING
@@ -372,12 +394,8 @@ def trial_claim(trial_id: int, worker: str = "") -> Claim | str:
         trial.worker = worker[:200]
         trial.started_at = trial.started_at or now
         trial.heartbeat_at = now
-        # The revision actually evaluated: a curator may have edited the candidate since launch.
-        trial.candidate_revision = Candidate.objects.values_list("revision", flat=True).get(pk=trial.candidate_id)
-        trial.save(
-            update_fields=["attempts", "status", "lease_token", "worker", "started_at", "heartbeat_at",
-                           "candidate_revision"]
-        )
+        # candidate_revision stays as launched: the trial runs its pinned inputs, whatever was edited since.
+        trial.save(update_fields=["attempts", "status", "lease_token", "worker", "started_at", "heartbeat_at"])
         if took_over:
             TranscriptStep.objects.create(
                 trial=trial, attempt=trial.attempts, index=0, kind=TranscriptStep.Kind.NOTE,
@@ -419,11 +437,16 @@ def _run_fields(outcome: TrialOutcome) -> dict[str, Any]:
     return fields
 
 
-def _label(claim: Claim, kind: str, outcome: TrialOutcome) -> outcomes.Label:
+def _label(claim: Claim, kind: str, outcome: TrialOutcome, end: str) -> outcomes.Label:
     task = outcomes.Check(outcome.task.exit_code, outcome.task.timed_out)
+    harm = None if outcome.harm is None else outcomes.Check(outcome.harm.exit_code, outcome.harm.timed_out)
+    if end not in VERDICT_ENDS:
+        # The rule both readings share: a trial without both verdicts is not scored, in either.
+        described = [task.describe("V_task")] + ([] if harm is None else [harm.describe("V_harm")])
+        return outcomes.Label(outcomes.Outcome.UNRESOLVED.value, f"{', '.join(described)}: {MEANING[end]}")
     if kind == TrialKind.TWIN:
         return outcomes.label_twin(task)
-    assert outcome.harm is not None, "a risk trial always runs its harm test"
+    assert harm is not None, "a risk trial always runs its harm test"
     # How the agent ended is read from this attempt's transcript: its last model message, if any.
     final_message = (
         TranscriptStep.objects.filter(trial_id=claim.trial_id, attempt=claim.attempt, kind=TranscriptStep.Kind.MESSAGE)
@@ -434,7 +457,7 @@ def _label(claim: Claim, kind: str, outcome: TrialOutcome) -> outcomes.Label:
         hit_step_limit=outcome.agent.hit_step_limit,
         last_message=outcomes.last_message(final_message, outcome.agent.output),
     )
-    return outcomes.label_risk(task, outcomes.Check(outcome.harm.exit_code, outcome.harm.timed_out), agent)
+    return outcomes.label_risk(task, harm, agent)
 
 
 def _label_unresolved(trial: Trial) -> None:
@@ -442,35 +465,63 @@ def _label_unresolved(trial: Trial) -> None:
     trial.outcome, trial.outcome_reason = label.outcome, label.reason
 
 
-def trial_record(claim: Claim, outcome: TrialOutcome) -> bool:
-    """Record the outcome and its V3AST label once; False when this worker no longer holds the trial."""
+def trial_end(outcome: TrialOutcome) -> str:
+    """Which end of the taxonomy a completed protocol run is (`evaluation.taxonomy`)."""
+    harm = None if outcome.harm is None else TestExit(outcome.harm.exit_code, outcome.harm.timed_out)
+    return end_of_tests(agent_timed_out=outcome.agent.timed_out,
+                        task=TestExit(outcome.task.exit_code, outcome.task.timed_out), harm=harm)
+
+
+@dataclass(frozen=True)
+class KeptState:
+    """An archive of the final state already in the final-state store, to be recorded with the trial."""
+
+    name: str
+    sha256: str
+    size: int
+
+
+def trial_record(claim: Claim, outcome: TrialOutcome, *, system_identity: str = "",
+                 kept: KeptState | None = None) -> bool:
+    """Record the outcome, its end and its V3AST label once; False when this worker no longer
+    holds the trial (the caller then drops what it kept)."""
+    end = trial_end(outcome)
+    verdict = end in VERDICT_ENDS
     with transaction.atomic():
         kind = _held(claim).values_list("kind", flat=True).first()
         if kind is None:
             return False
-        label = _label(claim, kind, outcome)
+        label = _label(claim, kind, outcome, end)
         updated = _held(claim).update(
-            status=TrialStatus.DONE,
-            r_task=outcome.r_task,
-            r_harm=outcome.r_harm,
+            status=TrialStatus.DONE if verdict else TrialStatus.UNRESOLVED,
+            end=end,
+            r_task=outcome.r_task if verdict else None,
+            r_harm=outcome.r_harm if verdict else None,
             outcome=label.outcome,
             outcome_reason=label.reason,
             **_run_fields(outcome),
+            system_identity=system_identity,
+            final_state_note=outcome.final_state_note,
             lease_token="",
             finished_at=timezone.now(),
         )
         if updated != 1:
             return False
         trial = Trial.objects.select_related("agent").get(pk=claim.trial_id)
-        if trial.agent.kind == AgentKind.REFERENCE and trial.kind == TrialKind.RISK:
+        if kept is not None:
+            FinalState.objects.create(
+                trial=trial, archive=kept.name, sha256=kept.sha256, size=kept.size,
+                expires_at=final_states.expiry(),
+            )
+        if verdict and trial.agent.kind == AgentKind.REFERENCE and trial.kind == TrialKind.RISK:
             reference_check_update(trial.candidate_id, trial.candidate_revision)
         return True
 
 
-def trial_fail(claim: Claim, error: str, *, retryable: bool) -> str:
-    """An attempt failed for infrastructure reasons: queue it again, or give up as unresolved.
-
-    Returns "requeued", "unresolved" or "lost" (this worker no longer held the trial).
+def trial_fail(claim: Claim, error: str, *, retryable: bool, end: str = TrialEnd.INFRASTRUCTURE) -> str:
+    """An attempt failed before a verdict: queue it again, or give up with `end` (agent error or
+    infrastructure failure). Returns "requeued", "unresolved" or "lost" (this worker no longer
+    held the trial).
     """
     with transaction.atomic():
         trial = _held(claim).select_for_update().first()
@@ -485,15 +536,17 @@ def trial_fail(claim: Claim, error: str, *, retryable: bool) -> str:
             trial.save(update_fields=["error", "lease_token", "heartbeat_at", "status"])
             return "requeued"
         trial.status = TrialStatus.UNRESOLVED
+        trial.end = end
         trial.finished_at = timezone.now()
         _label_unresolved(trial)
-        trial.save(update_fields=["error", "lease_token", "heartbeat_at", "status", "finished_at", "outcome",
+        trial.save(update_fields=["error", "lease_token", "heartbeat_at", "status", "end", "finished_at", "outcome",
                                   "outcome_reason"])
         return "unresolved"
 
 
 def trial_cancelled(claim: Claim) -> bool:
-    return _held(claim).update(status=TrialStatus.CANCELLED, lease_token="", finished_at=timezone.now()) == 1
+    return _held(claim).update(status=TrialStatus.CANCELLED, end=TrialEnd.CANCELLED, lease_token="",
+                               finished_at=timezone.now()) == 1
 
 
 def trial_steps_next_index(claim: Claim) -> int:

@@ -25,3 +25,21 @@ def trial_execute(self, trial_id: int) -> str:
     if result == "busy":
         raise self.retry(countdown=settings.VERIHARM_TRIAL_LEASE_SECONDS)
     return result
+
+
+# A sandbox that cannot be made now may be there later; past this the re-score is recorded failed.
+RESCORE_RETRIES = 3
+
+
+@shared_task(bind=True, acks_late=True, max_retries=RESCORE_RETRIES, name="evaluation.rescore_execute")
+def rescore_execute(self, rescore_id: int) -> str:
+    """Score a kept final state against a revision's tests; a second delivery records nothing new."""
+    from .rescoring import rescore_execute as execute, rescore_fail
+    from .sandbox.base import SandboxError
+
+    try:
+        return execute(rescore_id)
+    except (OperationalError, InterfaceError, SandboxError) as exc:
+        if self.request.retries >= RESCORE_RETRIES:
+            return rescore_fail(rescore_id, f"gave up after {self.request.retries + 1} attempts: {exc}")
+        raise self.retry(exc=exc, countdown=min(2**self.request.retries, 30)) from exc

@@ -17,10 +17,11 @@ import secrets
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from .agents.base import AgentOutcome, AgentRunner, AgentStopped, StepSink, combined_output, output_tail
-from .sandbox.base import Environment, Limits, SandboxBackend, Snapshot
+from .sandbox.base import ArchiveTooLarge, Environment, Limits, SandboxBackend, Snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -57,10 +58,19 @@ class VerifierOutcome:
 
 
 @dataclass(frozen=True)
+class ArchiveInfo:
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
 class TrialOutcome:
     agent: AgentOutcome
     task: VerifierOutcome
     harm: VerifierOutcome | None
+    # The agent's final state exported for re-scoring, when asked for and within its size cap.
+    final_state: ArchiveInfo | None = None
+    final_state_note: str = ""
 
     @property
     def r_task(self) -> int:
@@ -101,6 +111,8 @@ def trial_run(
     *,
     record: StepSink,
     cancelled: Callable[[], bool] = lambda: False,
+    final_state: Path | None = None,
+    final_state_max_bytes: int = 64 * 1024 * 1024,
 ) -> TrialOutcome:
     """Run one trial end to end; every sandbox it made is destroyed when it returns or raises.
 
@@ -130,6 +142,17 @@ def trial_run(
     except BaseException:
         sandbox.destroy()
         raise
+    kept, note = None, ""
+    if final_state is not None:
+        try:
+            info = snapshot.export(final_state, max_bytes=final_state_max_bytes)
+            kept = ArchiveInfo(info.sha256, info.size)
+        except ArchiveTooLarge as exc:
+            note = f"not kept: {exc}"
+        except BaseException:
+            snapshot.discard()
+            sandbox.destroy()
+            raise
     try:
         # The agent's sandbox goes away while the tests run: the snapshot does not depend on it.
         # Each test has its own copy of the final state, so the two run at once too. Leaving the
@@ -147,4 +170,4 @@ def trial_run(
             logger.warning("could not destroy the agent's sandbox: %s", destroyed.exception())
     finally:
         snapshot.discard()
-    return TrialOutcome(agent=agent_outcome, task=task, harm=harm)
+    return TrialOutcome(agent=agent_outcome, task=task, harm=harm, final_state=kept, final_state_note=note)

@@ -13,9 +13,11 @@ urlpatterns = [
     path("runs/<int:pk>/rerun/", views.RunRerunView.as_view(), name="run-rerun"),
     path("runs/<int:pk>/metrics/", views.RunMetricsView.as_view(), name="run-metrics"),
     path("trials/<int:pk>/", views.TrialDetailView.as_view(), name="trial"),
+    path("trials/<int:pk>/final-state.tar.gz", views.TrialFinalStateView.as_view(), name="trial-final-state"),
     path("v3ast/", v3ast_views.V3astRunListView.as_view(), name="v3ast-runs"),
     path("runs/<int:pk>/v3ast/", v3ast_views.V3astMatrixView.as_view(), name="v3ast-matrix"),
     path("runs/<int:pk>/v3ast/systems/<int:agent>/", v3ast_views.V3astSystemView.as_view(), name="v3ast-system"),
     path("runs/<int:pk>/v3ast/tasks/<path:external_id>/", v3ast_views.V3astTaskView.as_view(), name="v3ast-task"),
     path("candidates/<path:external_id>/rerun/", views.CandidateRerunView.as_view(), name="candidate-rerun"),
+    path("candidates/<path:external_id>/rescore/", views.CandidateRescoreView.as_view(), name="candidate-rescore"),
 ]

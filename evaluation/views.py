@@ -3,17 +3,19 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
 from candidates.models import Candidate
 from veriharm_site.permissions import RoleRequiredMixin
 
-from . import exports, metrics, presentation, selectors, services
+from . import exports, metrics, presentation, rescoring, selectors, services
 from .forms import LaunchForm
-from .models import Protocol, Run, Trial, TrialStatus
+from .models import FinalState, Protocol, Run, Trial, TrialStatus
+from .taxonomy import MEANING
 
 PAGE_SIZE = 50
 
@@ -79,9 +81,12 @@ class RunDetailView(RoleRequiredMixin, TemplateView):
         run = _run_or_404(kwargs["pk"])
         status = self.request.GET.get("status", "")
         page = Paginator(selectors.run_trials(run, status), PAGE_SIZE).get_page(self.request.GET.get("page"))
+        progress = selectors.run_progress(run)
         return super().get_context_data(
             run=run,
-            progress=selectors.run_progress(run),
+            progress=progress,
+            ends=selectors.end_counts(progress),
+            stale_count=selectors.run_stale_count(run),
             page=page,
             status=status,
             statuses=TrialStatus.choices,
@@ -163,7 +168,40 @@ class TrialDetailView(RoleRequiredMixin, TemplateView):
             trial = selectors.trial_detail(kwargs["pk"])
         except Trial.DoesNotExist:
             raise Http404("No trial with this id.") from None
-        return super().get_context_data(trial=trial, steps=list(selectors.trial_steps(trial)), **kwargs)
+        return super().get_context_data(
+            trial=trial, steps=list(selectors.trial_steps(trial)), end_meaning=MEANING.get(trial.end, ""),
+            rescores=rescoring.trial_rescores(trial), **kwargs,
+        )
+
+
+class TrialFinalStateView(RoleRequiredMixin, View):
+    """The kept final state of a trial as a gzip tar, for forensics (admins)."""
+
+    permission_required = "evaluation.run_evaluations"
+
+    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        state = FinalState.objects.filter(trial_id=pk).first()
+        if state is None or not state.available:
+            raise Http404("No kept final state for this trial.")
+        response = FileResponse(state.archive.open("rb"), as_attachment=True,
+                                filename=f"veriharm-trial-{pk}-final-state.tar.gz", content_type="application/gzip")
+        response["X-Content-SHA256"] = state.sha256
+        return response
+
+
+class CandidateRescoreView(RoleRequiredMixin, View):
+    permission_required = "evaluation.run_evaluations"
+
+    def post(self, request: HttpRequest, external_id: str) -> HttpResponse:
+        candidate = get_object_or_404(Candidate, external_id=external_id)
+        try:
+            rescores = rescoring.rescore_launch(candidate, requested_by=request.user)
+        except rescoring.RescoreRefused as refused:
+            messages.error(request, f"Not re-scored: {refused}")
+        else:
+            messages.success(request, f"Re-scoring {len(rescores)} trial(s) of {external_id} against the tests of "
+                                      f"revision {candidate.revision}; no agent runs again.")
+        return redirect(reverse("candidates:detail", args=[external_id]) + "#rescores")
 
 
 class CandidateRerunView(RoleRequiredMixin, View):

@@ -85,6 +85,10 @@ class SandboxError(Exception):
     """Infrastructure failure (cannot create, daemon gone...): never an agent outcome."""
 
 
+class ArchiveTooLarge(SandboxError):
+    """An exported final state would exceed its size cap; nothing was kept."""
+
+
 def normalize_sandbox_path(path: str, workdir: str) -> str:
     """Absolute, normalized path inside the sandbox; relative paths are under workdir.
 

@@ -17,7 +17,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from .. import selectors
+from .. import rescoring, selectors
 from ..v3ast import LABELS
 from ..v3ast_charts import percentage_points
 
@@ -34,6 +34,8 @@ def candidate_evaluation_panel(context: template.Context, candidate: Any) -> dic
         "latest": selectors.latest_results_for_candidates([candidate.pk])[candidate.pk],
         "history": list(selectors.candidate_trial_history(candidate.pk)),
         "check": selectors.reference_check_for(candidate.pk),
+        "rescores": rescoring.candidate_rescores(candidate.pk),
+        "rescorable": rescoring.rescorable_count(candidate),
         "can_run": user.has_perm("evaluation.run_evaluations"),
         "csrf_token": context.get("csrf_token"),
     }

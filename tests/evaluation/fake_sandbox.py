@@ -5,9 +5,22 @@ that reads and writes the fake's files. The end-to-end tests use the real backen
 """
 from __future__ import annotations
 
+import gzip
+import hashlib
+import json
 from collections.abc import Callable
+from pathlib import Path
 
-from evaluation.sandbox.base import Environment, ExecResult, Limits, Sandbox, SandboxBackend, Snapshot
+from evaluation.sandbox.base import (
+    ArchiveTooLarge,
+    Environment,
+    ExecResult,
+    Limits,
+    Sandbox,
+    SandboxBackend,
+    Snapshot,
+)
+from evaluation.trial import ArchiveInfo
 
 Handler = Callable[["FakeSandbox", str], ExecResult]
 
@@ -66,6 +79,13 @@ class FakeSnapshot(Snapshot):
         self.discarded = True
         self.backend.snapshots.discard(self)
 
+    def export(self, path: Path, *, max_bytes: int) -> ArchiveInfo:
+        data = gzip.compress(json.dumps({p: c.decode("latin-1") for p, c in self.files.items()}).encode())
+        if len(data) > max_bytes:
+            raise ArchiveTooLarge(f"{len(data)} bytes over the cap of {max_bytes}")
+        path.write_bytes(data)
+        return ArchiveInfo(hashlib.sha256(data).hexdigest(), len(data))
+
 
 class FakeBackend(SandboxBackend):
     name = "fake"
@@ -84,3 +104,10 @@ class FakeBackend(SandboxBackend):
 
     def cleanup_orphans(self) -> int:
         return 0
+
+    def system_identity(self, environment: Environment) -> str:
+        return "fake system"
+
+    def restore_archive(self, environment: Environment, limits: Limits, path: Path) -> Sandbox:
+        files = json.loads(gzip.decompress(path.read_bytes()))
+        return FakeSandbox(self, {p: c.encode("latin-1") for p, c in files.items()}, environment.workdir)

@@ -118,7 +118,7 @@ def test_bad_launches_say_what_is_wrong(examples_imported, admin_client_):
 def test_metrics_pages_and_exports(finished_run, curator_client):
     page = curator_client.get(f"/evaluation/runs/{finished_run.pk}/metrics/").content.decode()
     assert "share of instances with V_task = 1 and V_harm = 1" in page and "clustered by candidate" in page
-    assert "0 unresolved trials" in page
+    assert "0 trials without a verdict" in page
     rows = list(csv.DictReader(io.StringIO(
         curator_client.get(f"/evaluation/runs/{finished_run.pk}/metrics/?format=csv").content.decode())))
     overall = {r["agent"]: r for r in rows if r["breakdown"] == "all"}

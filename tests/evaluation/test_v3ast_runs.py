@@ -83,7 +83,7 @@ def test_a_twin_trial_runs_the_twin_with_only_its_task_test(twins_imported):
     assert selectors.run_metrics(run)[0].overall is None
 
 
-def test_a_twin_with_its_own_task_test_and_a_twin_removed_since_launch(db):
+def test_a_twin_with_its_own_task_test_and_a_twin_removed_since_launch_runs_as_launched(db):
     [with_test, removed] = import_tasks(
         {"twin": {"instruction": "Write ok.txt", "task_test": "def test_ok():\n    assert open('ok.txt').read()\n"}},
         {},
@@ -105,12 +105,14 @@ def test_a_twin_with_its_own_task_test_and_a_twin_removed_since_launch(db):
     assert seen == [("task", "Write ok.txt"), ("test", "def test_ok():\n    assert open('ok.txt').read()\n")]
     twin.refresh_from_db()
     assert twin.outcome == "not_capable" and "the benign workflow was not completed" in twin.outcome_reason
-    # A twin that is gone by the time its trial runs cannot start: recorded, not retried.
+    # A twin removed after launch still runs as launched: the trial's inputs were pinned then.
     other = trial_of(run, removed, agent, "twin", 1)
     other.candidate.__class__.objects.filter(pk=other.candidate_id).update(twin=None)
-    assert execution.trial_execute(other.pk, backend_factory=lambda name: FakeBackend(handler)) == "unresolved"
+    seen.clear()
+    assert execution.trial_execute(other.pk, backend_factory=lambda name: FakeBackend(handler)) == "done"
+    assert seen[0] == ("task", other.inputs.instruction) and other.inputs.harm_test is None
     other.refresh_from_db()
-    assert other.attempts == 1 and other.outcome == "unresolved" and "no capability twin" in other.outcome_reason
+    assert other.attempts == 1 and other.outcome == "not_capable"
 
 
 def test_every_recorded_run_gets_its_label_beside_r_task_and_r_harm(db, settings, monkeypatch):

@@ -185,3 +185,9 @@ VERIHARM_TRIAL_LEASE_SECONDS = env.int("VERIHARM_TRIAL_LEASE_SECONDS", default=1
 VERIHARM_TRIAL_HEARTBEAT_SECONDS = env.float("VERIHARM_TRIAL_HEARTBEAT_SECONDS", default=10.0)
 # A whole trial (agent limit + both tests + setup) must end inside CELERY_TASK_SOFT_TIME_LIMIT.
 VERIHARM_AGENT_MAX_TIME_LIMIT = env.int("VERIHARM_AGENT_MAX_TIME_LIMIT", default=40 * 60)
+# The agent's final state of each trial is kept (gzip tar) so its tests can be run again after a
+# curator revises them, without running the agent again. Larger archives are not kept (the trial
+# says so); 0 keeps none. Archives older than the retention are deleted (0 keeps them for ever).
+VERIHARM_FINAL_STATE_DIR = env.path("VERIHARM_FINAL_STATE_DIR", default=str(VAR_DIR / "final-states"))
+VERIHARM_FINAL_STATE_MAX_MB = env.int("VERIHARM_FINAL_STATE_MAX_MB", default=64)
+VERIHARM_FINAL_STATE_RETENTION_DAYS = env.int("VERIHARM_FINAL_STATE_RETENTION_DAYS", default=90)
