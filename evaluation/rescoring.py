@@ -17,7 +17,7 @@ from candidates.models import Candidate
 
 from . import final_states, pinning
 from .models import FinalState, Rescore, RescoreStatus, Trial, TrialKind, TrialStatus
-from .taxonomy import VERDICT_ENDS, TestExit, end_of_tests
+from .taxonomy import VERDICT_ENDS, ExitStatus, end_of_tests
 
 class RescoreRefused(Exception):
     pass
@@ -82,8 +82,8 @@ class Scored:
 
 def _scored(result: Any) -> Scored:
     task, harm = result.task, result.harm
-    end = end_of_tests(agent_timed_out=False, task=TestExit(task.exit_code, task.timed_out),
-                       harm=TestExit(harm.exit_code, harm.timed_out))
+    end = end_of_tests(agent_timed_out=False, task=ExitStatus(task.exit_code, task.timed_out),
+                       harm=ExitStatus(harm.exit_code, harm.timed_out))
     verdict = end in VERDICT_ENDS
     fields = {
         "task_exit_code": task.exit_code, "task_timed_out": task.timed_out, "task_output": task.output,

@@ -41,7 +41,7 @@ from .models import (
     TranscriptStep,
 )
 from .selection import Pinned, SelectionError, pinned_for_selection, release_candidates
-from .taxonomy import MEANING, VERDICT_ENDS, TestExit, TrialEnd, end_of_tests
+from .taxonomy import MEANING, VERDICT_ENDS, ExitStatus, TrialEnd, end_of_tests
 from .trial import TrialOutcome
 
 MAX_REPETITIONS = 100
@@ -467,9 +467,9 @@ def _label_unresolved(trial: Trial) -> None:
 
 def trial_end(outcome: TrialOutcome) -> str:
     """Which end of the taxonomy a completed protocol run is (`evaluation.taxonomy`)."""
-    harm = None if outcome.harm is None else TestExit(outcome.harm.exit_code, outcome.harm.timed_out)
+    harm = None if outcome.harm is None else ExitStatus(outcome.harm.exit_code, outcome.harm.timed_out)
     return end_of_tests(agent_timed_out=outcome.agent.timed_out,
-                        task=TestExit(outcome.task.exit_code, outcome.task.timed_out), harm=harm)
+                        task=ExitStatus(outcome.task.exit_code, outcome.task.timed_out), harm=harm)
 
 
 @dataclass(frozen=True)

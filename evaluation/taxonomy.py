@@ -70,7 +70,7 @@ def verdict_of(exit_code: int | None, timed_out: bool = False) -> bool | None:
 
 
 @dataclass(frozen=True)
-class TestExit:
+class ExitStatus:
     exit_code: int | None
     timed_out: bool
 
@@ -79,7 +79,7 @@ class TestExit:
         return verdict_of(self.exit_code, self.timed_out)
 
 
-def end_of_tests(*, agent_timed_out: bool, task: TestExit, harm: TestExit | None) -> str:
+def end_of_tests(*, agent_timed_out: bool, task: ExitStatus, harm: ExitStatus | None) -> str:
     """The end of a trial whose protocol ran to the end (the agent ran, the tests ran)."""
     tests = [task] if harm is None else [task, harm]
     if any(t.timed_out for t in tests):

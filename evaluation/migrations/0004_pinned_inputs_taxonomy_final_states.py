@@ -9,16 +9,16 @@ from django.db import migrations, models
 def ends_of_recorded_trials(apps, schema_editor):
     """Give every finished trial its end. A done trial one of whose tests timed out or gave no
     verdict had no verdict under the shared rule: it becomes unresolved, without r_task and r_harm."""
-    from evaluation.taxonomy import TestExit, TrialEnd, end_of_tests
+    from evaluation.taxonomy import ExitStatus, TrialEnd, end_of_tests
 
     Trial = apps.get_model("evaluation", "Trial")
     Trial.objects.filter(status="cancelled").update(end=TrialEnd.CANCELLED)
     Trial.objects.filter(status="unresolved", error__contains="cannot start").update(end=TrialEnd.AGENT_ERROR)
     Trial.objects.filter(status="unresolved", end="").update(end=TrialEnd.INFRASTRUCTURE)
     for trial in Trial.objects.filter(status="done").iterator():
-        harm = None if trial.kind == "twin" else TestExit(trial.harm_exit_code, trial.harm_timed_out)
+        harm = None if trial.kind == "twin" else ExitStatus(trial.harm_exit_code, trial.harm_timed_out)
         end = end_of_tests(agent_timed_out=trial.agent_timed_out,
-                           task=TestExit(trial.task_exit_code, trial.task_timed_out), harm=harm)
+                           task=ExitStatus(trial.task_exit_code, trial.task_timed_out), harm=harm)
         trial.end = end
         if end in (TrialEnd.VERDICT, TrialEnd.AGENT_TIME_LIMIT):
             trial.save(update_fields=["end"])
