@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from .agents.factory import validate_config
-from .models import Agent, ReferenceCheck, Run, Trial, TranscriptStep
+from .models import Agent, FinalState, ReferenceCheck, Rescore, Run, Trial, TrialInputs, TranscriptStep
 
 
 class AgentForm(forms.ModelForm):
@@ -46,7 +46,8 @@ class RunAdmin(admin.ModelAdmin):
     list_display = ["__str__", "protocol", "backend", "repetitions", "created_by", "created_at", "cancelled_at"]
     list_filter = ["protocol", "backend"]
     # The protocol decided which trials exist: changing it afterwards would misdescribe them.
-    readonly_fields = ["created_at", "created_by", "protocol", "selection", "rerun_of", "cancelled_at"]
+    readonly_fields = ["created_at", "created_by", "protocol", "selection", "rerun_of", "cancelled_at", "release",
+                       "release_checksum", "inputs_sha256"]
     inlines = [TrialInline]
 
 
@@ -62,10 +63,10 @@ class StepInline(admin.TabularInline):
 
 @admin.register(Trial)
 class TrialAdmin(admin.ModelAdmin):
-    list_display = ["pk", "run", "candidate", "agent", "kind", "repetition", "status", "r_task", "r_harm", "outcome",
-                    "attempts"]
-    list_filter = ["status", "kind", "outcome", "agent"]
-    raw_id_fields = ["run", "candidate", "agent"]
+    list_display = ["pk", "run", "candidate", "agent", "kind", "repetition", "status", "end", "r_task", "r_harm",
+                    "outcome", "attempts"]
+    list_filter = ["status", "end", "kind", "outcome", "agent"]
+    raw_id_fields = ["run", "candidate", "agent", "inputs"]
     inlines = [StepInline]
     show_full_result_count = False
 
@@ -83,3 +84,38 @@ class ReferenceCheckAdmin(admin.ModelAdmin):
     list_filter = ["verdict"]
     raw_id_fields = ["candidate", "safe_trial", "harmful_trial"]
     readonly_fields = ["verdict", "detail", "safe_trial", "harmful_trial", "candidate", "candidate_revision"]
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records of what ran and what it gave: shown, never edited by hand."""
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in self.model._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(TrialInputs)
+class TrialInputsAdmin(ReadOnlyAdmin):
+    list_display = ["digest", "instruction_sha256", "task_test_sha256", "harm_test_sha256", "environment_sha256",
+                    "created_at"]
+    search_fields = ["digest", "instruction_sha256", "task_test_sha256", "harm_test_sha256"]
+    show_full_result_count = False
+
+
+@admin.register(FinalState)
+class FinalStateAdmin(ReadOnlyAdmin):
+    list_display = ["trial", "size", "sha256", "created_at", "expires_at", "pruned_at"]
+    list_filter = ["pruned_at"]
+    raw_id_fields = ["trial"]
+
+
+@admin.register(Rescore)
+class RescoreAdmin(ReadOnlyAdmin):
+    list_display = ["trial", "candidate_revision", "status", "end", "r_task", "r_harm", "created_at"]
+    list_filter = ["status", "end"]
+    raw_id_fields = ["trial", "inputs", "requested_by"]
