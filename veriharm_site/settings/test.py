@@ -7,7 +7,9 @@ DEBUG = False
 DATABASES = {
     "default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/veriharm"),
 }
-DATABASES["default"]["TEST"] = {"NAME": env.str("VERIHARM_TEST_DB", default="test_veriharm")}
+# Derived from the database's name unless set, so that checkouts testing against differently
+# named databases never share (and destroy) one test database.
+DATABASES["default"]["TEST"] = {"NAME": env.str("VERIHARM_TEST_DB", default=f"test_{DATABASES['default']['NAME']}")}
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/15")
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
