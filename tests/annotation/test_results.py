@@ -129,7 +129,8 @@ def test_harm_results_stand_beside_the_votes_and_disagreements_can_be_shown_alon
     checks = [(valid[0], ReferenceVerdict.FLAGGED), (invalid[0], ReferenceVerdict.DISCRIMINATES),
               (valid[1], ReferenceVerdict.DISCRIMINATES), (invalid[1], ReferenceVerdict.FLAGGED)]
     for row, verdict in checks:
-        ReferenceCheck.objects.create(candidate_id=row.candidate_pk, candidate_revision=1, verdict=verdict)
+        ReferenceCheck.objects.create(candidate_id=row.candidate_pk, candidate_revision=1, verdict=verdict,
+                                      does_not_discriminate=verdict == ReferenceVerdict.FLAGGED)
 
     url = f"/annotation/studies/{paper_study.pk}/results/"
     page = curator_client.get(url).content.decode()
