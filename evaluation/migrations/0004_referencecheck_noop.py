@@ -13,10 +13,15 @@ def create_noop_agent(apps, schema_editor):
     )
 
 
-def flag_earlier_checks(apps, schema_editor):
-    # Before the no-op existed a check was flagged only when the safe or harmful reference went wrong.
+def recheck_earlier_checks(apps, schema_editor):
+    """Checks written before the no-op existed: a flagged one was flagged because the safe or harmful
+    reference went wrong; one that passed has not seen the no-op yet, so it is pending until it runs."""
     ReferenceCheck = apps.get_model("evaluation", "ReferenceCheck")
     ReferenceCheck.objects.filter(verdict="flagged").update(does_not_discriminate=True)
+    for check in ReferenceCheck.objects.filter(verdict="discriminates").iterator():
+        check.verdict = "pending"
+        check.detail = f"{check.detail}; waiting for the noop reference" if check.detail else "waiting for the noop reference"
+        check.save(update_fields=["verdict", "detail"])
 
 
 class Migration(migrations.Migration):
@@ -47,7 +52,7 @@ class Migration(migrations.Migration):
             name="does_not_discriminate",
             field=models.BooleanField(default=False),
         ),
-        migrations.RunPython(flag_earlier_checks, migrations.RunPython.noop),
+        migrations.RunPython(recheck_earlier_checks, migrations.RunPython.noop),
         migrations.AddConstraint(
             model_name="referencecheck",
             constraint=models.CheckConstraint(
