@@ -66,9 +66,9 @@ class _HistoryAdmin(admin.ModelAdmin):
 
 @admin.register(Decision)
 class DecisionAdmin(_HistoryAdmin):
-    list_display = ["candidate", "verdict", "reason", "candidate_revision", "decided_by", "decided_at"]
+    list_display = ["candidate", "verdict", "reason", "candidate_revision", "decided_by", "decided_at", "flag_warning"]
     list_filter = ["verdict", "reason"]
-    search_fields = ["candidate__external_id", "note"]
+    search_fields = ["candidate__external_id", "note", "flag_warning"]
     list_select_related = ["candidate", "decided_by"]
 
 

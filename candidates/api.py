@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from veriharm_site.permissions import api_permission
 
 from . import selectors, services
+from .flags import candidate_flags
 from .models import Candidate
 from .serializers import (
     CandidateDetailSerializer,
@@ -59,6 +60,7 @@ class CandidateListApi(generics.ListAPIView):
             **self.get_serializer_context(),
             "bounds": self._bounds(),
             "sums": selectors.candidate_judge_sums([c.pk for c in rows]),
+            "flags": candidate_flags(c.pk for c in rows),
         }
         return self.serializer_class(*args, **kwargs)
 
@@ -83,6 +85,7 @@ class CandidateDetailApi(generics.RetrieveAPIView):
         context["sums"] = {}
         if obj is not None:
             context["sums"] = {obj.pk: [(j.judge, j.total) for j in obj.judgements.all()]}
+            context["flags"] = candidate_flags([obj.pk])
         return context
 
     def get_object(self):

@@ -97,9 +97,12 @@ class _CandidateHistoryApi(_ReadOrCurate):
         try:
             row = self.add(candidate, payload.validated_data)
         except Refused as refused:
-            code = status.HTTP_409_CONFLICT if refused.field == "candidate" else status.HTTP_400_BAD_REQUEST
-            return _refused(refused.field, refused.message, code)
+            return self.refusal(refused)
         return Response(self.row_serializer(row).data, status=status.HTTP_201_CREATED)
+
+    def refusal(self, refused: Refused) -> Response:
+        code = status.HTTP_409_CONFLICT if refused.field == "candidate" else status.HTTP_400_BAD_REQUEST
+        return _refused(refused.field, refused.message, code)
 
 
 @extend_schema_view(
@@ -123,7 +126,14 @@ class DecisionListApi(_CandidateHistoryApi):
             reason=data["reason"],
             note=data["note"],
             seen_revision=data.get("revision"),
+            acknowledge_flags=data["acknowledge_flags"],
         )
+
+    def refusal(self, refused: Refused) -> Response:
+        response = super().refusal(refused)
+        if isinstance(refused, review.FlagsNotAcknowledged):
+            response.data["flags"] = refused.flags  # the reasons, for a client to show before confirming
+        return response
 
 
 @extend_schema_view(
@@ -151,7 +161,8 @@ class RevisionListApi(_CandidateHistoryApi):
 
 
 class ReviewQueueApi(APIView):
-    """The top-K in rank order with each one's current verdict ("" while undecided)."""
+    """The top-K in rank order with each one's current verdict ("" while undecided) and flags (why its
+    tests failed their reference check, in words; [] when not flagged)."""
 
     permission_classes = [api_permission(CURATE)]
 
@@ -169,7 +180,11 @@ class ReviewQueueApi(APIView):
                 "decided": queue.decided,
                 "approved": queue.approved,
                 "rejected": queue.rejected,
-                "entries": [{"rank": e.rank, "id": e.external_id, "verdict": e.verdict} for e in queue.entries],
+                "flagged": queue.flagged,
+                "entries": [
+                    {"rank": e.rank, "id": e.external_id, "verdict": e.verdict, "flags": list(e.flags)}
+                    for e in queue.entries
+                ],
             }
         )
 

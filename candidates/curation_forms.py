@@ -13,6 +13,10 @@ class DecisionForm(forms.Form):
     verdict = forms.ChoiceField(choices=Verdict.choices)
     reason = forms.ChoiceField(choices=DecisionReason.choices, widget=forms.RadioSelect)
     note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=5000)
+    # Approving a flagged candidate: the curator confirms the warning, which the page rendered
+    # into `warning_seen` so that flags changed since are read before they are confirmed.
+    acknowledge_flags = forms.BooleanField(required=False, label="I have read the warning and approve anyway")
+    warning_seen = forms.CharField(required=False, widget=forms.HiddenInput, max_length=5000)
 
 
 class RevisionForm(forms.Form):

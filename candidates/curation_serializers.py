@@ -9,7 +9,8 @@ class DecisionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Decision
-        fields = ["id", "candidate", "verdict", "reason", "note", "candidate_revision", "decided_by", "decided_at"]
+        fields = ["id", "candidate", "verdict", "reason", "note", "candidate_revision", "decided_by", "decided_at",
+                  "flag_warning"]
 
 
 class DecisionRequestSerializer(serializers.Serializer):
@@ -19,6 +20,11 @@ class DecisionRequestSerializer(serializers.Serializer):
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
     revision = serializers.IntegerField(
         required=False, min_value=1, help_text="The revision decided on; refused if the candidate has moved on"
+    )
+    acknowledge_flags = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Approve a flagged candidate anyway (its tests failed their reference check); without it such "
+                  "an approval is refused with the flags named. The decision keeps the warning.",
     )
 
 

@@ -100,13 +100,16 @@ class ReviewView(CandidateDetailView):
                         reason=form.cleaned_data["reason"],
                         note=form.cleaned_data["note"],
                         seen_revision=form.cleaned_data["revision"],
+                        acknowledge_flags=form.cleaned_data["acknowledge_flags"],
+                        warning_seen=form.cleaned_data["warning_seen"],
                     )
                 except review.DecisionRefused as refused:
                     form.add_error(_field(form, refused.field), refused.message)
         if not form.is_valid():
             return self.render_to_response(self.get_context_data(form=form, rank=rank), status=400)
         done = "Approved" if form.cleaned_data["verdict"] == Verdict.APPROVE else "Rejected"
-        messages.success(request, f"{done} {candidate.external_id} (rank {rank}).")
+        warned = " despite its flags" if done == "Approved" and form.cleaned_data["acknowledge_flags"] else ""
+        messages.success(request, f"{done} {candidate.external_id} (rank {rank}){warned}.")
         return redirect(self._after_decision(rank))
 
     def _after_decision(self, rank: int) -> str:
@@ -217,13 +220,17 @@ class ReleaseDetailView(RoleRequiredMixin, TemplateView):
             context["items"] = list(releases.release_items(release))
             context["changelog"] = releases.release_changelog(release)
             context["checksum_ok"] = releases.release_checksum_verify(release)
+            shown = [(item.candidate.pk, item.external_id) for item in context["items"]]
         else:
             preview = releases.release_preview(release)
+            shown = [(s.candidate_id, s.external_id) for s in preview.snapshots]
             context["preview"] = preview
             context["changelog"] = preview.changelog
             context["description_form"] = kwargs.pop("description_form", None) or ReleaseDescriptionForm(
                 initial={"description": release.description}
             )
+        warned = review.approvals_with_warning([pk for pk, _ in shown])
+        context["approved_with_warning"] = [(ext, warned[pk]) for pk, ext in shown if pk in warned]
         return super().get_context_data(**context, **kwargs)
 
 

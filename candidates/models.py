@@ -228,6 +228,9 @@ class Decision(models.Model):
     candidate_revision = models.PositiveIntegerField()
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="decisions")
     decided_at = models.DateTimeField(default=timezone.now)
+    # The warning the curator was shown and acknowledged when approving a flagged candidate (its
+    # flags in words, e.g. "V_harm passes on the untouched environment"); empty when there was none.
+    flag_warning = models.TextField(blank=True, default="")
 
     objects = AppendOnlyQuerySet.as_manager()
 
@@ -245,6 +248,10 @@ class Decision(models.Model):
                 condition=~Q(reason=DecisionReason.OTHER) | ~Q(note=""), name="decision_other_needs_note"
             ),
             models.CheckConstraint(condition=Q(candidate_revision__gte=1), name="decision_revision_positive"),
+            # Only an approval is warned against: rejecting a flagged candidate needs no confirmation.
+            models.CheckConstraint(
+                condition=Q(verdict=Verdict.APPROVE) | Q(flag_warning=""), name="decision_warning_only_on_approval"
+            ),
         ]
 
     def save(self, *args, **kwargs) -> None:

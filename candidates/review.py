@@ -13,6 +13,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F, OuterRef, QuerySet, Subquery
 
+from .flags import candidate_flags, flag_warning
 from .models import APPROVE_REASONS, REJECT_REASONS, Candidate, Decision, DecisionReason, Verdict
 from .refusals import Refused
 from .selectors import ranking_bounds
@@ -37,6 +38,14 @@ class DecisionRefused(Refused):
     pass
 
 
+class FlagsNotAcknowledged(DecisionRefused):
+    """An approval of a flagged candidate without the curator confirming its warning."""
+
+    def __init__(self, message: str, flags: list[str]) -> None:
+        super().__init__("acknowledge_flags", message)
+        self.flags = flags
+
+
 def _check_decision(verdict: str, reason: str, note: str) -> None:
     if verdict not in Verdict.values:
         raise DecisionRefused("verdict", f"must be approve or reject, got {verdict!r}")
@@ -58,20 +67,44 @@ def decision_record(
     reason: str,
     note: str = "",
     seen_revision: int | None = None,
+    acknowledge_flags: bool = False,
+    warning_seen: str | None = None,
 ) -> Decision:
     """Record a decision; `seen_revision` is the revision the curator looked at, and a decision
-    on text that has been edited since is refused rather than silently applied to the new text."""
+    on text that has been edited since is refused rather than silently applied to the new text.
+
+    Approving a flagged candidate (`candidates.flags`) needs `acknowledge_flags`; the decision then
+    keeps the warning. `warning_seen`, the warning as a page showed it, must be the current one:
+    flags that changed since (a reference trial finished) are read before they are acknowledged.
+    """
     note = note.strip()
     _check_decision(verdict, reason, note)
     with transaction.atomic():
-        # The lock orders concurrent decisions on one candidate, so "latest" is well defined.
-        candidate = Candidate.objects.select_for_update().only("pk", "revision").get(pk=candidate_id)
+        # The lock orders concurrent decisions on one candidate, so "latest" is well defined; the
+        # reference check locks the candidate too, so the flags read below are not half-written.
+        candidate = Candidate.objects.select_for_update().only("pk", "external_id", "revision").get(pk=candidate_id)
         if seen_revision is not None and seen_revision != candidate.revision:
             raise DecisionRefused(
                 "candidate",
                 f"the candidate was edited since you opened it (now revision {candidate.revision}); "
                 "read the new text and decide again",
             )
+        warning = ""
+        if verdict == Verdict.APPROVE:
+            reasons = candidate_flags([candidate.pk]).get(candidate.pk, [])
+            warning = flag_warning(reasons)
+            if reasons and not acknowledge_flags:
+                raise FlagsNotAcknowledged(
+                    f"{candidate.external_id} is flagged: {'; '.join(reasons)}. Approve it only if you have "
+                    "checked that its tests are right anyway, and confirm (acknowledge_flags)",
+                    reasons,
+                )
+            if reasons and warning_seen is not None and warning_seen != warning:
+                raise FlagsNotAcknowledged(
+                    f"the flags of {candidate.external_id} changed since you opened it; now: {'; '.join(reasons)}. "
+                    "Read them and confirm again",
+                    reasons,
+                )
         return Decision.objects.create(
             candidate=candidate,
             verdict=verdict,
@@ -79,6 +112,7 @@ def decision_record(
             note=note,
             candidate_revision=candidate.revision,
             decided_by=user,
+            flag_warning=warning,
         )
 
 
@@ -121,6 +155,7 @@ class QueueEntry:
     rank: int
     external_id: str
     verdict: str  # "" while undecided
+    flags: tuple[str, ...] = ()  # why its tests are flagged, in words (`candidates.flags`)
 
 
 @dataclass(frozen=True)
@@ -144,6 +179,10 @@ class ReviewQueue:
     @property
     def rejected(self) -> int:
         return self._count(Verdict.REJECT)
+
+    @property
+    def flagged(self) -> int:
+        return sum(1 for e in self.entries if e.flags)
 
     @property
     def decided(self) -> int:
@@ -171,14 +210,24 @@ class ReviewQueue:
 
 def review_queue(k: int | None = None) -> ReviewQueue:
     bounds = ranking_bounds(k)
-    rows = (
+    rows = list(
         with_current_verdict(Candidate.objects.filter(rank__lte=bounds.top_end))
         .order_by("rank")
-        .values_list("rank", "external_id", "current_verdict")
+        .values_list("pk", "rank", "external_id", "current_verdict")
     )
+    flags = candidate_flags(pk for pk, *_ in rows)
     return ReviewQueue(
-        k=bounds.k, entries=tuple(QueueEntry(rank, ext, verdict or "") for rank, ext, verdict in rows)
+        k=bounds.k,
+        entries=tuple(
+            QueueEntry(rank, ext, verdict or "", tuple(flags.get(pk, ()))) for pk, rank, ext, verdict in rows
+        ),
     )
+
+
+def approvals_with_warning(candidate_ids: list[int]) -> dict[int, Decision]:
+    """The current decision of each of these candidates that was approved despite a warning."""
+    return {pk: d for pk, d in current_decisions(candidate_ids).items()
+            if d.verdict == Verdict.APPROVE and d.flag_warning}
 
 
 def candidate_at_rank(rank: int) -> Candidate:

@@ -25,12 +25,13 @@ class CandidateListSerializer(serializers.ModelSerializer):
     source_task_id = serializers.CharField(source="source_task.external_id")
     group = serializers.SerializerMethodField()
     judge_sums = serializers.SerializerMethodField()
+    flags = serializers.SerializerMethodField(help_text="Why its tests are flagged, in words; [] when not flagged")
 
     class Meta:
         model = Candidate
         fields = [
             "id", "rank", "quality", "group", "judge_sums", "perturbation", "risk_category",
-            "target_agent", "proposer", "iteration", "source_task_id",
+            "target_agent", "proposer", "iteration", "source_task_id", "flags",
         ]
 
     def get_group(self, obj: Candidate) -> str:
@@ -38,6 +39,9 @@ class CandidateListSerializer(serializers.ModelSerializer):
 
     def get_judge_sums(self, obj: Candidate) -> dict[str, int]:
         return dict(self.context["sums"].get(obj.pk, []))
+
+    def get_flags(self, obj: Candidate) -> list[str]:
+        return self.context.get("flags", {}).get(obj.pk, [])
 
 
 class CandidateDetailSerializer(CandidateListSerializer):

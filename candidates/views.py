@@ -10,6 +10,7 @@ from django.views.generic import TemplateView
 from veriharm_site.permissions import RoleRequiredMixin
 
 from . import diffing, highlight, selectors, services
+from .flags import candidate_flags, flag_warning
 from .forms import ImportForm
 from .models import Candidate, Perturbation
 
@@ -34,11 +35,15 @@ class RankingView(RoleRequiredMixin, TemplateView):
         page = Paginator(rows_source, PAGE_SIZE).get_page(params.get("page"))
         rows = list(page.object_list)
         sums = selectors.candidate_judge_sums([c.pk for c in rows])
+        flags = candidate_flags(c.pk for c in rows)
         query = params.copy()
         query.pop("page", None)
         return super().get_context_data(
             page=page,
-            rows=[{"candidate": c, "group": bounds.group(c.rank), "sums": sums[c.pk]} for c in rows],
+            rows=[
+                {"candidate": c, "group": bounds.group(c.rank), "sums": sums[c.pk], "flags": flags.get(c.pk, [])}
+                for c in rows
+            ],
             bounds=bounds,
             filters=filters,
             choices=[
@@ -63,8 +68,11 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
             raise Http404("No candidate with this id.") from None
         diff = diffing.side_by_side(candidate.source_task.instruction, candidate.instruction)
         bounds = selectors.ranking_bounds()
+        flags = candidate_flags([candidate.pk]).get(candidate.pk, [])
         return super().get_context_data(
             candidate=candidate,
+            flags=flags,
+            flag_warning=flag_warning(flags),
             group=bounds.group(candidate.rank),
             bounds=bounds,
             diff=diff,

@@ -80,10 +80,12 @@ class TrialAdmin(admin.ModelAdmin):
 
 @admin.register(ReferenceCheck)
 class ReferenceCheckAdmin(admin.ModelAdmin):
-    list_display = ["candidate", "candidate_revision", "verdict", "updated_at"]
-    list_filter = ["verdict"]
-    raw_id_fields = ["candidate", "safe_trial", "harmful_trial"]
-    readonly_fields = ["verdict", "detail", "safe_trial", "harmful_trial", "candidate", "candidate_revision"]
+    list_display = ["candidate", "candidate_revision", "verdict", "harm_passes_untouched", "task_passes_untouched",
+                    "does_not_discriminate", "updated_at"]
+    list_filter = ["verdict", "harm_passes_untouched", "task_passes_untouched", "does_not_discriminate"]
+    raw_id_fields = ["candidate", "safe_trial", "harmful_trial", "noop_trial"]
+    readonly_fields = ["verdict", "detail", "safe_trial", "harmful_trial", "noop_trial", "harm_passes_untouched",
+                       "task_passes_untouched", "does_not_discriminate", "candidate", "candidate_revision"]
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class EvaluationConfig(AppConfig):
     name = "evaluation"
     verbose_name = "Evaluations"
+
+    def ready(self) -> None:
+        from candidates.flags import flag_source_register
+
+        from .selectors import candidate_flag_reasons
+
+        # Curators see a candidate's failed reference check wherever they decide, and are warned
+        # before approving it; the candidates app asks through this hook, never importing us.
+        flag_source_register(candidate_flag_reasons)

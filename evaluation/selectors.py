@@ -292,7 +292,7 @@ def candidate_trial_history(candidate_id: int, limit: int = 200) -> QuerySet[Tri
 def reference_checks(candidate_ids: list[int]) -> dict[int, ReferenceCheck]:
     """The reference check of each candidate's current revision (absent: never checked)."""
     checks = ReferenceCheck.objects.filter(candidate_id__in=candidate_ids, candidate_revision=F("candidate__revision"))
-    return {check.candidate_id: check for check in checks.select_related("safe_trial", "harmful_trial")}
+    return {check.candidate_id: check for check in checks.select_related("safe_trial", "harmful_trial", "noop_trial")}
 
 
 def reference_check_for(candidate_id: int) -> ReferenceCheck | None:
@@ -300,11 +300,21 @@ def reference_check_for(candidate_id: int) -> ReferenceCheck | None:
 
 
 def flagged_candidate_ids() -> set[int]:
-    """Candidates whose current tests failed their reference check (do not discriminate)."""
+    """Candidates whose current tests failed their reference check: a test passes on the untouched
+    environment, or the tests do not discriminate."""
     return set(
         ReferenceCheck.objects.filter(verdict=ReferenceVerdict.FLAGGED, candidate_revision=F("candidate__revision"))
         .values_list("candidate_id", flat=True)
     )
+
+
+def candidate_flag_reasons(candidate_ids: list[int]) -> dict[int, list[str]]:
+    """What is wrong with the current tests of each flagged candidate among these, in words
+    (`ReferenceCheck.flag_reasons`); candidates that are not flagged are absent."""
+    checks = ReferenceCheck.objects.filter(
+        candidate_id__in=candidate_ids, candidate_revision=F("candidate__revision"), verdict=ReferenceVerdict.FLAGGED,
+    ).only("candidate_id", "harm_passes_untouched", "task_passes_untouched", "does_not_discriminate")
+    return {check.candidate_id: check.flag_reasons for check in checks}
 
 
 def agents_active() -> QuerySet[Agent]:

@@ -145,9 +145,13 @@ class RescoreSerializer(serializers.ModelSerializer):
 
 
 class ReferenceCheckSerializer(serializers.ModelSerializer):
+    flags = serializers.ListField(source="flag_reasons", child=serializers.CharField(), read_only=True,
+                                  help_text="What is wrong with the tests, in words; [] unless flagged")
+
     class Meta:
         model = ReferenceCheck
-        fields = ["candidate_revision", "verdict", "detail", "safe_trial", "harmful_trial", "updated_at"]
+        fields = ["candidate_revision", "verdict", "flags", "detail", "safe_trial", "harmful_trial", "noop_trial",
+                  "harm_passes_untouched", "task_passes_untouched", "does_not_discriminate", "updated_at"]
 
 
 class LatestResultSerializer(serializers.Serializer):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .agents.reference import NOOP
 from .models import AgentKind
 
 # A reference agent on a twin runs the candidate's `safe` script whichever script it runs on the
@@ -37,15 +38,18 @@ def twin_task(twin: dict[str, Any] | None, source_task_test: str) -> TwinTask:
 
 
 def twin_agent_config(agent_kind: str, config: dict[str, Any]) -> dict[str, Any]:
-    """The agent configuration a twin trial runs with."""
-    if agent_kind == AgentKind.REFERENCE:
+    """The agent configuration a twin trial runs with. The no-op stays a no-op: on the twin it
+    shows whether the twin's task test already passes on the untouched environment."""
+    if agent_kind == AgentKind.REFERENCE and config.get("script") != NOOP:
         return {"script": TWIN_REFERENCE_SCRIPT}
     return config
 
 
-def twin_runnable(agent_kind: str, references: dict[str, str] | None) -> bool:
-    """Whether this agent can run a twin: a reference agent needs the safe script."""
-    return agent_kind != AgentKind.REFERENCE or bool((references or {}).get(TWIN_REFERENCE_SCRIPT))
+def twin_runnable(agent_kind: str, references: dict[str, str] | None, config: dict[str, Any] | None = None) -> bool:
+    """Whether this agent can run a twin: a reference agent needs the safe script (the no-op nothing)."""
+    if agent_kind != AgentKind.REFERENCE or (config or {}).get("script") == NOOP:
+        return True
+    return bool((references or {}).get(TWIN_REFERENCE_SCRIPT))
 
 
 def attack_source(extra: dict[str, Any] | None) -> str:

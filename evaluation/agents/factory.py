@@ -6,7 +6,7 @@ from typing import Any
 from .base import AgentRunner
 from .command import CommandAgent
 from .openai_compatible import EndpointConfig, OpenAICompatibleAgent
-from .reference import SCRIPTS, ReferenceAgent
+from .reference import CHECKS, NOOP, NoopAgent, ReferenceAgent
 
 
 class NoReferenceScript(ValueError):
@@ -18,8 +18,9 @@ def validate_config(kind: str, config: dict[str, Any]) -> None:
     if not isinstance(config, dict):
         raise ValueError("config must be a JSON object")
     if kind == "reference":
-        if config.get("script") not in SCRIPTS or set(config) - {"script"}:
-            raise ValueError('a reference agent needs exactly {"script": "safe"} or {"script": "harmful"}')
+        if config.get("script") not in CHECKS or set(config) - {"script"}:
+            raise ValueError('a reference agent needs exactly {"script": "safe"}, {"script": "harmful"} '
+                             'or {"script": "noop"}')
     elif kind == "command":
         template = config.get("command")
         if not isinstance(template, str) or "{task_file}" not in template:
@@ -38,6 +39,8 @@ def validate_config(kind: str, config: dict[str, Any]) -> None:
 def build_runner(kind: str, config: dict[str, Any], *, network: bool, references: dict[str, str]) -> AgentRunner:
     validate_config(kind, config)
     if kind == "reference":
+        if config["script"] == NOOP:
+            return NoopAgent()
         script = references.get(config["script"])
         if not script:
             raise NoReferenceScript(f"the candidate has no {config['script']} reference script")

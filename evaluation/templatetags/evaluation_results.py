@@ -5,7 +5,7 @@
     {% harm_results results %}                      one candidate's latest (r_task, r_harm) per agent,
                                                     `results` from latest_results_for_candidates()
     {% reference_checks_for rows as checks %}       the reference checks of a page of candidates (one query)
-    {% reference_flag candidate_pk checks %}         "flagged" when its tests do not discriminate
+    {% reference_flag candidate_pk checks %}         "flagged" when its tests failed their reference check
     {% outcome_badge trial.outcome %}                a run's V3AST label (empty: no label yet)
     {{ sd|points }}                                  a spread of shares in percentage points
 """

@@ -8,6 +8,11 @@
   var message = form.querySelector("[data-testid=review-message]");
   var note = form.querySelector("textarea[name=note]");
   var submitted = false;
+  // A flagged candidate (its tests failed their reference check): approving it first shows the
+  // warning in a dialog; confirming ticks the form's acknowledgement, which the server requires.
+  var warning = document.getElementById("flag-warning");
+  var acknowledge = form.querySelector("input[name=acknowledge_flags]");
+  if (warning && acknowledge) acknowledge.closest("label").hidden = true;
 
   function say(text) { message.textContent = text; }
 
@@ -21,6 +26,26 @@
     if (!input) return;
     input.checked = true;
     say("Reason: " + input.closest("label.reason").textContent.replace(/\s+/g, " ").trim());
+  }
+
+  function needsWarning() {
+    return section.dataset.flagged === "1" && warning && acknowledge && !acknowledge.checked;
+  }
+
+  function warn() {
+    if (!warning.open) warning.showModal();
+    warning.querySelector("[data-testid=confirm-approve]").focus();
+  }
+
+  function approveAnyway() {
+    acknowledge.checked = true;
+    warning.close();
+    decide("approve");
+  }
+
+  function cancelWarning() {
+    if (warning.open) warning.close();
+    say("Not approved: the candidate is flagged. Press a again to read the warning, or decide otherwise.");
   }
 
   function needsNote(label) {
@@ -46,6 +71,10 @@
       note.focus();
       return;
     }
+    if (verdict === "approve" && needsWarning()) {
+      warn();
+      return;
+    }
     if (submitted) return;
     submitted = true;
     var button = form.querySelector("button[value=" + verdict + "]");
@@ -61,10 +90,32 @@
     return tag === "INPUT" && target.type !== "radio" && target.type !== "checkbox";
   }
 
-  form.addEventListener("submit", function () { submitted = true; });
+  form.addEventListener("submit", function (event) {
+    // The Approve button pressed with the mouse: the warning comes first there too.
+    if (event.submitter && event.submitter.value === "approve" && needsWarning()) {
+      event.preventDefault();
+      submitted = false;
+      warn();
+      return;
+    }
+    submitted = true;
+  });
+
+  if (warning) {
+    warning.querySelector("[data-testid=confirm-approve]").addEventListener("click", approveAnyway);
+    warning.querySelector("[data-testid=cancel-approve]").addEventListener("click", cancelWarning);
+    // Esc closes a modal dialog by itself; say so rather than leave the curator guessing.
+    warning.addEventListener("cancel", function (event) { event.preventDefault(); cancelWarning(); });
+  }
 
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (warning && warning.open) {
+      // While the warning is open only its own keys count: y approves anyway, Esc cancels.
+      if (event.key === "y") { event.preventDefault(); approveAnyway(); }
+      else if (event.key === "Escape") { event.preventDefault(); cancelWarning(); }
+      return;
+    }
     if (typing(event.target)) {
       if (event.key === "Escape") event.target.blur();
       return;

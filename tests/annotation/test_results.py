@@ -124,12 +124,13 @@ def test_harm_results_stand_beside_the_votes_and_disagreements_can_be_shown_alon
     agent = Agent.objects.create(name="agent-under-test", kind=AgentKind.COMMAND)
     run = Run.objects.create(backend="local")
     Trial.objects.create(run=run, candidate_id=valid[0].candidate_pk, agent=agent, candidate_revision=1,
-                         status=TrialStatus.DONE, r_task=1, r_harm=1, outcome="compromised",
+                         status=TrialStatus.DONE, end="verdict", r_task=1, r_harm=1, outcome="compromised",
                          finished_at=timezone.now())
     checks = [(valid[0], ReferenceVerdict.FLAGGED), (invalid[0], ReferenceVerdict.DISCRIMINATES),
               (valid[1], ReferenceVerdict.DISCRIMINATES), (invalid[1], ReferenceVerdict.FLAGGED)]
     for row, verdict in checks:
-        ReferenceCheck.objects.create(candidate_id=row.candidate_pk, candidate_revision=1, verdict=verdict)
+        ReferenceCheck.objects.create(candidate_id=row.candidate_pk, candidate_revision=1, verdict=verdict,
+                                      does_not_discriminate=verdict == ReferenceVerdict.FLAGGED)
 
     url = f"/annotation/studies/{paper_study.pk}/results/"
     page = curator_client.get(url).content.decode()

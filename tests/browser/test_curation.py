@@ -97,3 +97,40 @@ def test_curator_reviews_with_the_keyboard_freezes_and_downloads(live_server, ne
     saved = tmp_path / "release.jsonl"
     jsonl_download.value.save_as(saved)
     assert saved.read_bytes() == jsonl_bytes
+
+
+@pytest.mark.django_db(transaction=True)
+def test_approving_a_flagged_candidate_warns_first(live_server, new_page, curator, examples_imported):
+    from tests.candidates.test_flag_warnings import REASON, WARNING, record_references
+
+    record_references(SECOND, noop=(0, 1))  # rank 2: its V_harm passes on the untouched environment
+    page = new_page()
+    login(page, live_server.url, curator.username)
+    page.goto(f"{live_server.url}/candidates/review/2/")
+    review_page_shows(page, SECOND)
+    expect(page.locator("[data-testid=flags]")).to_contain_text(REASON)
+
+    page.keyboard.press("a")
+    dialog = page.locator("[data-testid=flag-warning]")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text(REASON)
+    page.keyboard.press("Escape")  # cancel: nothing is posted
+    expect(dialog).to_be_hidden()
+    expect(page.locator("[data-testid=review-message]")).to_contain_text("Not approved")
+    expect(page.locator("h1")).to_contain_text(SECOND)
+    assert not Decision.objects.exists()
+
+    page.click("[data-testid=approve]")  # the mouse gets the same warning
+    expect(dialog).to_be_visible()
+    page.click("[data-testid=cancel-approve]")
+    expect(dialog).to_be_hidden()
+    assert not Decision.objects.exists()
+
+    page.keyboard.press("a")
+    expect(dialog).to_be_visible()
+    page.keyboard.press("y")  # approve anyway
+    expect(page.locator(".messages")).to_contain_text(f"Approved {SECOND} (rank 2) despite its flags")
+    decision = Decision.objects.get()
+    assert (decision.candidate.external_id, decision.verdict, decision.flag_warning) == (SECOND, "approve", WARNING)
+    page.goto(f"{live_server.url}/candidates/c/{SECOND}/")
+    expect(page.locator("[data-testid=decision-warning]")).to_contain_text(WARNING)

@@ -24,18 +24,20 @@ def test_admin_launches_a_run_and_watches_it_finish(live_server, new_page, admin
     page.fill("#id_ids", CANDIDATE)
     page.check("text=reference-safe")
     page.check("text=reference-harmful")
+    page.check("text=reference-noop")
     page.select_option("#id_backend", "local")
     page.click("button:has-text('Launch')")
-    expect(page.locator(".messages")).to_contain_text("2 trials queued")
+    expect(page.locator(".messages")).to_contain_text("3 trials queued")
 
     # The progress box polls and the page shows the final state when the run is over.
     progress = page.locator("#progress")
     expect(progress.locator('[data-field="status"]')).to_have_text("finished", timeout=90_000)
-    expect(progress.locator('[data-field="done"]')).to_have_text("2")
+    expect(progress.locator('[data-field="done"]')).to_have_text("3")
     expect(progress.locator('[data-field="eta"]')).to_have_text("–")
     trials = page.locator("[data-testid=trials]")
     expect(trials).to_contain_text("(1, 0)")
     expect(trials).to_contain_text("(1, 1)")
+    expect(trials).to_contain_text("(0, 0)")  # the no-op: both tests fail on the untouched environment
     expect(page.locator("[data-testid=run-metrics]")).to_contain_text("100.0%")
 
     # A curator reads the results on the candidate's page, without the admin's re-evaluate button.

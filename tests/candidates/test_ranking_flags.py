@@ -10,7 +10,7 @@ pytestmark = pytest.mark.django_db
 def test_a_candidate_whose_tests_do_not_discriminate_is_flagged_in_the_ranking(examples_imported, curator_client):
     flagged, fine = Candidate.objects.order_by("external_id")
     ReferenceCheck.objects.create(candidate=flagged, candidate_revision=1, verdict=ReferenceVerdict.FLAGGED,
-                                  detail="harmful reference gave (1, 0)")
+                                  does_not_discriminate=True, detail="harmful reference gave (1, 0)")
     ReferenceCheck.objects.create(candidate=fine, candidate_revision=1, verdict=ReferenceVerdict.DISCRIMINATES)
     page = curator_client.get("/candidates/").content.decode()
     rows = page.split("<tr")
@@ -54,7 +54,7 @@ def annotators_and_study(db, curator):
     candidate = study.items.order_by("number").first().candidate
     Trial.objects.create(run=Run.objects.create(backend="local"), candidate=candidate,
                          agent=Agent.objects.create(name="agent-under-test", kind=AgentKind.COMMAND),
-                         candidate_revision=candidate.revision, status=TrialStatus.DONE, r_task=1, r_harm=0,
+                         candidate_revision=candidate.revision, status=TrialStatus.DONE, end="verdict", r_task=1, r_harm=0,
                          outcome="safe_completed",
                          finished_at=timezone.now())
     return study, candidate

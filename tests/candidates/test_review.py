@@ -149,7 +149,7 @@ def test_the_decisions_api(examples_imported, curator_client, annotator_client):
     assert response.status_code == 201
     assert response.json() | {"id": 0, "decided_at": ""} == {
         "id": 0, "candidate": FIRST, "verdict": "approve", "reason": "valid", "note": "", "candidate_revision": 1,
-        "decided_by": "cur", "decided_at": "",
+        "decided_by": "cur", "decided_at": "", "flag_warning": "",
     }
     bad = curator_client.post("/api/decisions/", {"candidate": FIRST, "verdict": "approve", "reason": "harm_requested"})
     assert bad.status_code == 400 and "reason" in bad.json()

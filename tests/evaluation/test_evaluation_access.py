@@ -19,9 +19,9 @@ def finished_run(examples_imported, admin_user):
     agents = services.reference_agents_ensure()
     run = services.run_launch(selection={"kind": "top_k", "k": 5}, agent_ids=[a.pk for a in agents],
                               backend="local", created_by=admin_user, name="reference check")
+    results = {"reference-safe": (1, 0), "reference-harmful": (1, 1), "reference-noop": (0, 0)}
     for trial in Trial.objects.filter(run=run).select_related("agent"):
-        safe = trial.agent.name == "reference-safe"
-        services.trial_record(services.trial_claim(trial.pk, "w"), outcome(1, 0 if safe else 1))
+        services.trial_record(services.trial_claim(trial.pk, "w"), outcome(*results[trial.agent.name]))
     return run
 
 
@@ -93,7 +93,7 @@ def test_admins_launch_from_the_page_and_the_api(examples_imported, admin_client
         })
     assert response.status_code == 302, response.content.decode()[-2000:]
     run = Run.objects.get(name="from the page")
-    assert run.backend == "docker" and run.trials.count() == 4 and len(enqueued) == 1
+    assert run.backend == "docker" and run.trials.count() == 6 and len(enqueued) == 1
     response = admin_client_.post("/api/evaluation/runs/", {
         "selection": {"kind": "top_k", "k": 1}, "agents": ["reference-safe", str(agents[1].pk)], "name": "api",
     }, format="json")
@@ -127,7 +127,7 @@ def test_metrics_pages_and_exports(finished_run, curator_client):
     assert {r["group"] for r in rows if r["breakdown"] == "perturbation"} == {"underspecification", "delegation_of_control"}
     document = json.loads(curator_client.get(f"/api/evaluation/runs/{finished_run.pk}/metrics/").content)
     assert document["definitions"]["nhsr"].startswith("share of V_harm = 1 among")
-    assert {r["agent"] for r in document["rows"]} == {"reference-safe", "reference-harmful"}
+    assert {r["agent"] for r in document["rows"]} == {"reference-safe", "reference-harmful", "reference-noop"}
 
 
 def test_candidate_page_shows_latest_results_reference_check_and_rerun_for_admins(finished_run, curator_client,
@@ -140,17 +140,17 @@ def test_candidate_page_shows_latest_results_reference_check_and_rerun_for_admin
     results = curator_client.get(f"/api/evaluation/candidates/{SAFE_ID}/results/").json()
     assert results["reference_check"]["verdict"] == "discriminates"
     assert sorted((r["agent"], r["r_task"], r["r_harm"], r["stale"]) for r in results["latest"]) == [
-        ("reference-harmful", 1, 1, False), ("reference-safe", 1, 0, False)]
+        ("reference-harmful", 1, 1, False), ("reference-noop", 0, 0, False), ("reference-safe", 1, 0, False)]
     # Re-evaluation from the page makes a new run; the page then shows both in its history.
     response = admin_client_.post(f"/evaluation/candidates/{SAFE_ID}/rerun/")
     assert response.status_code == 302 and Run.objects.count() == 2
-    assert "History: 4 trials" in admin_client_.get(url).content.decode()
+    assert "History: 6 trials" in admin_client_.get(url).content.decode()
 
 
 def test_run_page_shows_progress_and_trials(finished_run, curator_client):
     page = curator_client.get(f"/evaluation/runs/{finished_run.pk}/").content.decode()
     assert 'id="progress-data"' in page and '"status": "finished"' in page and "(1, 1)" in page
     progress = curator_client.get(f"/api/evaluation/runs/{finished_run.pk}/progress/").json()
-    assert progress["done"] == 4 and progress["total"] == 4 and progress["status"] == "finished"
+    assert progress["done"] == 6 and progress["total"] == 6 and progress["status"] == "finished"
     trials = curator_client.get(f"/api/evaluation/runs/{finished_run.pk}/trials/?status=done").json()
-    assert trials["count"] == 4
+    assert trials["count"] == 6

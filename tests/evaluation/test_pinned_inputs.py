@@ -41,7 +41,7 @@ def test_launch_pins_inputs_once_per_content_with_hashes(examples_imported):
     run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents],
                               repetitions=2, backend="local")
     trials = list(Trial.objects.filter(run=run).select_related("inputs"))
-    assert len(trials) == 4 and len({t.inputs_id for t in trials}) == 1  # one row for one revision's content
+    assert len(trials) == 6 and len({t.inputs_id for t in trials}) == 1  # one row for one revision's content
     inputs = trials[0].inputs
     candidate = Candidate.objects.select_related("source_task").get(external_id=SAFE_ID)
     assert inputs.instruction == candidate.instruction and inputs.harm_test == candidate.harm_test

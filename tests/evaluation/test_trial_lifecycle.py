@@ -37,9 +37,10 @@ def safe_trial(run) -> Trial:
 
 def test_launch_creates_one_trial_per_slot_with_the_revision(run):
     trials = Trial.objects.filter(run=run)
-    assert trials.count() == 2 and {t.status for t in trials} == {TrialStatus.QUEUED}
+    # safe, harmful and the no-op: the three reference agents launch together.
+    assert trials.count() == 3 and {t.status for t in trials} == {TrialStatus.QUEUED}
     assert {t.candidate_revision for t in trials} == {1}
-    assert selectors.run_progress(run)["queued"] == 2
+    assert selectors.run_progress(run)["queued"] == 3
 
 
 def test_a_trial_is_recorded_once(run):
@@ -85,7 +86,7 @@ def test_attempts_are_bounded_then_unresolved(run, settings):
 
 
 def test_cancel_ends_queued_trials_and_stops_claims(run):
-    assert services.run_cancel(run) == 2
+    assert services.run_cancel(run) == 3
     assert services.trial_claim(safe_trial(run).pk) == ClaimRefused.FINISHED
     assert selectors.run_progress(run)["status"] == "cancelled"
 
@@ -107,15 +108,70 @@ def test_reference_checks_flag_tests_that_do_not_discriminate(run):
     assert selectors.latest_results_for_candidates([safe.candidate_id])[safe.candidate_id][0]["stale"] is True
 
 
+@pytest.mark.parametrize("noop_result, flags, words", [
+    ((0, 1), {"harm_passes_untouched"}, ["V_harm passes on the untouched environment"]),
+    ((1, 0), {"task_passes_untouched"}, ["V_task passes on the untouched environment"]),
+    ((1, 1), {"harm_passes_untouched", "task_passes_untouched"},
+     ["V_harm passes on the untouched environment", "V_task passes on the untouched environment"]),
+])
+def test_the_noop_flags_tests_that_pass_on_the_untouched_environment(run, noop_result, flags, words):
+    trials = {t.agent.name: t for t in Trial.objects.filter(run=run).select_related("agent")}
+    pk = trials["reference-safe"].candidate_id
+    services.trial_record(services.trial_claim(trials["reference-safe"].pk), outcome(1, 0))
+    services.trial_record(services.trial_claim(trials["reference-harmful"].pk), outcome(1, 1))
+    check = selectors.reference_check_for(pk)
+    assert check.verdict == ReferenceVerdict.PENDING and check.detail == "waiting for the noop reference"
+    services.trial_record(services.trial_claim(trials["reference-noop"].pk), outcome(*noop_result))
+    check = selectors.reference_check_for(pk)
+    assert check.verdict == ReferenceVerdict.FLAGGED and check.noop_trial_id == trials["reference-noop"].pk
+    assert {f for f in ("harm_passes_untouched", "task_passes_untouched", "does_not_discriminate")
+            if getattr(check, f)} == flags
+    assert all(w in check.detail for w in words) and "does not discriminate" not in check.detail
+    assert selectors.candidate_flag_reasons([pk]) == {pk: words}
+    assert selectors.flagged_candidate_ids() == {pk}
+
+
+def test_a_noop_that_leaves_both_tests_failing_completes_the_check(run):
+    trials = {t.agent.name: t for t in Trial.objects.filter(run=run).select_related("agent")}
+    pk = trials["reference-safe"].candidate_id
+    services.trial_record(services.trial_claim(trials["reference-noop"].pk), outcome(0, 0))
+    assert selectors.reference_check_for(pk).verdict == ReferenceVerdict.PENDING
+    services.trial_record(services.trial_claim(trials["reference-safe"].pk), outcome(1, 1))
+    check = selectors.reference_check_for(pk)
+    # A problem is final at once, while the harmful reference is still to come.
+    assert check.verdict == ReferenceVerdict.FLAGGED and check.does_not_discriminate
+    assert check.detail == ("does not discriminate: safe reference gave (r_task, r_harm) = (1, 1), expected (1, 0); "
+                            "waiting for the harmful reference")
+    assert selectors.candidate_flag_reasons([pk]) == {pk: ["tests do not discriminate safe from harmful"]}
+
+
+def test_the_noop_runs_on_candidates_without_reference_scripts(db):
+    from candidates.services import candidate_import_streams
+    from tests.factories import CandidateLineFactory, jsonl
+
+    candidate_import_streams([("x.jsonl", jsonl(CandidateLineFactory(id="no-scripts")).splitlines(True))])
+    agents = services.reference_agents_ensure()
+    run = services.run_launch(selection={"kind": "ids", "ids": ["no-scripts"]}, agent_ids=[a.pk for a in agents],
+                              backend="local")
+    noop = run.trials.get()
+    assert noop.agent.name == "reference-noop" and "reference-safe: 1 candidate(s) without" in run.notes
+    services.trial_record(services.trial_claim(noop.pk), outcome(0, 0))
+    check = selectors.reference_check_for(noop.candidate_id)
+    assert check.verdict == ReferenceVerdict.DISCRIMINATES
+    assert check.detail == ("noop reference gave (0, 0) as expected; no safe or harmful reference script, "
+                            "so discrimination is not checked")
+
+
 def test_rerun_makes_new_trials_and_keeps_history(run, admin_user):
     services.trial_record(services.trial_claim(safe_trial(run).pk), outcome(1, 0))
     again = services.run_rerun(run, created_by=admin_user)
-    assert again.rerun_of == run and Trial.objects.filter(run=again).count() == 2
+    assert again.rerun_of == run and Trial.objects.filter(run=again).count() == 3
     assert Trial.objects.filter(run=run, status=TrialStatus.DONE).count() == 1
     candidate = safe_trial(run).candidate
     single = services.candidate_rerun(candidate, created_by=admin_user)
-    assert set(single.trials.values_list("agent__name", flat=True)) == {"reference-safe", "reference-harmful"}
-    assert Trial.objects.filter(candidate=candidate).count() == 6
+    assert set(single.trials.values_list("agent__name", flat=True)) == {
+        "reference-safe", "reference-harmful", "reference-noop"}
+    assert Trial.objects.filter(candidate=candidate).count() == 9
 
 
 def test_launch_refuses_bad_input_and_changes_nothing(examples_imported):
@@ -142,7 +198,7 @@ def test_filter_selection_and_reference_agents_skip_candidates_without_scripts(e
     run = services.run_launch(selection={"kind": "filter", "perturbation": "underspecification"},
                               agent_ids=[a.pk for a in agents], repetitions=3, backend="docker")
     assert set(run.trials.values_list("candidate__external_id", flat=True)) == {OTHER_ID}
-    assert run.trials.count() == 6
+    assert run.trials.count() == 9
 
 
 # --- execution, with an in-memory backend in place of a real sandbox ---------------------------
@@ -167,6 +223,8 @@ def test_infrastructure_failures_are_retried_then_unresolved_and_kept_out_of_met
     assert trial.status == TrialStatus.UNRESOLVED and trial.attempts == 3 and len(calls) == 3
     harmful = Trial.objects.get(run=run, agent__name="reference-harmful")
     assert execution.trial_execute(harmful.pk, backend_factory=lambda name: FakeBackend(_pytest_passes)) == "done"
+    noop = Trial.objects.get(run=run, agent__name="reference-noop")
+    assert execution.trial_execute(noop.pk, backend_factory=lambda name: FakeBackend(_pytest_passes)) == "done"
     [item] = [m for m in selectors.run_metrics(run) if m.agent.name == "reference-safe"]
     assert item.overall is None and item.unresolved == 1 and item.excluded_candidates == 1
     assert selectors.run_progress(run)["unresolved"] == 1 and selectors.run_progress(run)["status"] == "finished"
@@ -214,6 +272,9 @@ def test_harm_test_summaries_for_human_verdicts(run):
     assert not selectors.disagrees_with_humans(True, summary)
     services.trial_record(services.trial_claim(safe.pk), outcome(1, 0))
     services.trial_record(services.trial_claim(harmful.pk), outcome(1, 1))
+    assert selectors.harm_test_summaries([pk])[pk]["tests_valid"] is None  # the no-op is still missing
+    noop = Trial.objects.get(run=run, agent__name="reference-noop")
+    services.trial_record(services.trial_claim(noop.pk), outcome(0, 0))
     summary = selectors.harm_test_summaries([pk])[pk]
     assert summary["tests_valid"] is True and summary["harm_observed"] is True
     assert selectors.disagrees_with_humans(False, summary) and not selectors.disagrees_with_humans(True, summary)

@@ -17,7 +17,8 @@ EXPECTED = {("reference-safe", "risk"): "safe_completed", ("reference-harmful", 
 @pytest.mark.django_db(transaction=True)
 def test_examples_with_twins_in_four_repetitions(sandboxes_ready, celery_worker_thread):
     candidate_import_files([str(EXAMPLES / "candidates_with_twins.jsonl")])
-    agents = services.reference_agents_ensure()
+    # The safe and harmful references only: what is read here is their labels and scores, not the check.
+    agents = [a for a in services.reference_agents_ensure() if a.name != "reference-noop"]
     run = services.run_launch(selection={"kind": "top_k", "k": 10}, agent_ids=[a.pk for a in agents],
                               backend="local", protocol="v3ast", name="examples with twins")
     progress = wait_for_run(run, timeout=900)

@@ -33,14 +33,15 @@ def test_a_v3ast_run_adds_twin_trials_in_as_many_repetitions(twins_imported):
     assert run.protocol == Protocol.V3AST and run.repetitions == 4  # the protocol's default
     counts = {(kind, rep) for kind, rep in run.trials.values_list("kind", "repetition")}
     assert counts == {(kind, rep) for kind in ("risk", "twin") for rep in range(1, 5)}
-    assert run.trials.count() == 2 * 2 * 4 * 2 and run.notes == ""
+    # The no-op needs no script, so it runs on every twin too (showing whether its task test already passes).
+    assert run.trials.count() == 2 * 3 * 4 * 2 and run.notes == ""
     # Without the protocol nothing changes: one risk trial per slot.
     plain = services.run_launch(selection={"kind": "top_k", "k": 5}, agent_ids=[a.pk for a in agents],
                                 backend="local")
     assert plain.protocol == Protocol.VERIHARM and plain.repetitions == 1
     assert set(plain.trials.values_list("kind", flat=True)) == {TrialKind.RISK}
     # A re-run keeps the protocol.
-    assert services.run_rerun(run).trials.filter(kind=TrialKind.TWIN).count() == 16
+    assert services.run_rerun(run).trials.filter(kind=TrialKind.TWIN).count() == 2 * 3 * 4
 
 
 def test_candidates_without_a_twin_are_noted_and_refused_protocols_named(examples_imported):
@@ -151,7 +152,9 @@ def test_reference_checks_still_come_from_risk_trials_only(twins_imported):
         record(trial, 0)
     assert selectors.reference_check_for(run.trials.first().candidate_id) is None
     for trial in Trial.objects.filter(run=run, kind=TrialKind.RISK).select_related("agent"):
-        record(trial, 0, 0 if trial.agent.name == "reference-harmful" else 1)
+        # Exit codes: safe passes V_task only, harmful both, the no-op neither.
+        exits = {"reference-safe": (0, 1), "reference-harmful": (0, 0), "reference-noop": (1, 1)}
+        record(trial, *exits[trial.agent.name])
     assert selectors.reference_check_for(run.trials.first().candidate_id).verdict == ReferenceVerdict.DISCRIMINATES
     assert {m.agent.name: m.overall.n_trials for m in selectors.run_metrics(run)} == {
-        "reference-harmful": 1, "reference-safe": 1}
+        "reference-harmful": 1, "reference-noop": 1, "reference-safe": 1}

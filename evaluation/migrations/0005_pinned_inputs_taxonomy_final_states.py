@@ -34,7 +34,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('candidates', '0005_search_text_and_ranking_indexes'),
-        ('evaluation', '0003_v3ast_protocol'),
+        ('evaluation', '0004_referencecheck_noop'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
