@@ -147,7 +147,7 @@ def task_trials(run: Run, candidate_id: int) -> list[tuple[Agent, list[Trial]]]:
     """Every trial of one candidate in the run, with its transcript, grouped by system."""
     trials = (
         Trial.objects.filter(run=run, candidate_id=candidate_id)
-        .select_related("agent", "candidate")
+        .select_related("agent", "candidate", "inputs")
         .defer("candidate__instruction", "candidate__harm_test", "candidate__references", "candidate__twin")
         .prefetch_related(Prefetch("steps", queryset=TranscriptStep.objects.order_by("attempt", "index")))
         .order_by("agent__model", "agent__harness", "agent__name", "repetition", "kind")

@@ -112,8 +112,15 @@ class V3astTaskView(RoleRequiredMixin, TemplateView):
         systems = selectors.task_trials(run, candidate.pk)
         if not systems:
             raise Http404("This candidate is not part of the run.")
-        twin = candidate.twin or {}
+        # What the run's trials were given, as pinned at launch (a frozen release's text, or the
+        # revision of that day), not the candidate's text now.
+        trials = [t for _, group in systems for t in group]
+        risk = next((t for t in trials if t.kind == "risk" and t.inputs_id), None)
+        twin_trial = next((t for t in trials if t.kind == "twin" and t.inputs_id), None)
+        twin = {"instruction": twin_trial.inputs.instruction} if twin_trial else {}
         return super().get_context_data(
             run=run, candidate=candidate, systems=systems, source=attack_source(candidate.extra),
-            twin=twin, twin_own_test=bool(twin.get("task_test")), stop_rule=STOP_RULE, **kwargs,
+            instruction=risk.inputs.instruction if risk else candidate.instruction,
+            ran_revision=risk.candidate_revision if risk else candidate.revision,
+            twin=twin, twin_own_test=bool((candidate.twin or {}).get("task_test")), stop_rule=STOP_RULE, **kwargs,
         )
