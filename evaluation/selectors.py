@@ -338,24 +338,26 @@ def trial_budget(trial_id: int) -> tuple[int, Decimal | None, int]:
     return row["run_id"], row["run__budget_usd"], row["attempts"]
 
 
+# Aliases of their own: an aggregate named like the column it sums would shadow it in the filters.
 USAGE_FIELDS = {
-    "calls": Count("pk"),
-    "input_tokens": Sum("input_tokens"),
-    "output_tokens": Sum("output_tokens"),
-    "cost_usd": Sum("cost_usd"),
-    "retries": Sum("retries"),
+    "n_calls": Count("pk"),
+    "sum_input": Sum("input_tokens"),
+    "sum_output": Sum("output_tokens"),
+    "sum_cost": Sum("cost_usd"),
+    "sum_retries": Sum("retries"),
+    "n_unpriced": Count("pk", filter=Q(cost_usd__isnull=True)),
 }
 
 
 def _usage(row: dict[str, Any] | None) -> dict[str, Any]:
     row = row or {}
     return {
-        "calls": row.get("calls") or 0,
-        "input_tokens": row.get("input_tokens") or 0,
-        "output_tokens": row.get("output_tokens") or 0,
-        "cost_usd": row.get("cost_usd") or Decimal(0),
-        "retries": row.get("retries") or 0,
-        "unpriced_calls": row.get("unpriced_calls") or 0,
+        "calls": row.get("n_calls") or 0,
+        "input_tokens": row.get("sum_input") or 0,
+        "output_tokens": row.get("sum_output") or 0,
+        "cost_usd": row.get("sum_cost") or Decimal(0),
+        "retries": row.get("sum_retries") or 0,
+        "unpriced_calls": row.get("n_unpriced") or 0,
     }
 
 
@@ -365,18 +367,16 @@ def trial_model_calls(trial: Trial) -> QuerySet[ModelCall]:
 
 def trial_model_usage(trial_id: int) -> dict[str, Any]:
     """Calls, tokens, cost and retries of one trial, every attempt."""
-    return _usage(ModelCall.objects.filter(trial_id=trial_id).aggregate(
-        **USAGE_FIELDS, unpriced_calls=Count("pk", filter=Q(cost_usd__isnull=True))))
+    return _usage(ModelCall.objects.filter(trial_id=trial_id).aggregate(**USAGE_FIELDS))
 
 
 def run_model_usage(run: Run) -> dict[str, Any]:
     """The run's model usage in all and per agent, with its budget and what is left of it."""
     calls = ModelCall.objects.filter(trial__run=run)
-    total = _usage(calls.aggregate(**USAGE_FIELDS, unpriced_calls=Count("pk", filter=Q(cost_usd__isnull=True))))
+    total = _usage(calls.aggregate(**USAGE_FIELDS))
     per_agent = {
         row["trial__agent__name"]: _usage(row)
-        for row in calls.values("trial__agent__name").annotate(
-            **USAGE_FIELDS, unpriced_calls=Count("pk", filter=Q(cost_usd__isnull=True)))
+        for row in calls.values("trial__agent__name").annotate(**USAGE_FIELDS).order_by()
     }
     agents = [{"agent": agent.name, **per_agent.get(agent.name, _usage(None))} for agent in run.agents.order_by("name")]
     budget = run.budget_usd
