@@ -25,9 +25,11 @@ class Agent(models.Model):
     `model` and `harness` are recorded separately so results can be laid out as a
     model x harness matrix. `config` holds what the kind needs:
     reference: {"script": "safe" | "harmful"};
-    command: {"command": template with {task_file} and {workdir}, "env": {...}};
+    command: {"command": template with {task_file} and {workdir}, "env": {...}, "gateway": upstream};
     openai_compatible: {"base_url", "model", "api_key_env", "max_steps", "temperature",
-    "command_timeout", "system_prompt"}.
+    "command_timeout", "system_prompt", "prices", "max_concurrency", "requests_per_minute", "max_retries"}.
+    An upstream (`evaluation.gateway.config`) is {"api": "openai" | "anthropic", "base_url",
+    "api_key_env": "VERIHARM_AGENT_KEY_...", "prices": {model: {"input", "output"}}, limits}.
     """
 
     name = models.CharField(max_length=100, unique=True)
