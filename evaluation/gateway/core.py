@@ -325,42 +325,21 @@ class Gateway:
                 content = None
             finally:
                 response.close()
+            try:
+                if content is not None:
+                    call.usage = from_body(content)
+                    if response.status_code >= 400:
+                        call.error = scrub(content[:300], scrubber.key).decode("utf-8", "replace")
+                # Recorded before the answer leaves and before the slot is freed, so the next call's
+                # budget check counts this one.
+                self._record(call)
+            finally:
                 self.limiter.release()
             if content is None:
-                self._record(call)
                 return _error(self.upstream.api, 502, "api_error", call.error)
-            call.usage = from_body(content)
-            if response.status_code >= 400:
-                call.error = content[:300].decode("utf-8", "replace")
-            # Recorded before the answer leaves, so the next call's budget check counts this one.
-            self._record(call)
             return GatewayResponse(response.status_code, headers, scrubber.feed(content) + scrubber.flush())
         call.streamed = True
-        return GatewayResponse(response.status_code, headers, stream=self._relay(call, response, scrubber))
-
-    def _relay(self, call: _Call, response: httpx.Response, scrubber: KeyScrubber) -> Iterator[bytes]:
-        """Pass the events on as they come, counting their usage. The last piece is held back until
-        the call is recorded, so a client that starts its next call on the end of this stream finds
-        it counted."""
-        reader = StreamUsage()
-        held = b""
-        try:
-            for chunk in response.iter_bytes():
-                reader.feed(chunk)
-                out = scrubber.feed(chunk)
-                if held:
-                    yield held
-                held = out
-        except httpx.HTTPError as exc:
-            call.error = f"the upstream's stream broke off: {exc}"
-        finally:
-            response.close()
-            self.limiter.release()
-            call.usage = reader.close()
-            self._record(call)
-        tail = held + scrubber.flush()
-        if tail:
-            yield tail
+        return GatewayResponse(response.status_code, headers, stream=_Relay(self, call, response, scrubber))
 
     def _record(self, call: _Call) -> None:
         with self._lock:
@@ -392,3 +371,59 @@ class Gateway:
             return response.status, json.loads(content)
         except (ValueError, UnicodeDecodeError):
             return response.status, content.decode("utf-8", "replace")
+
+
+class _Relay:
+    """A streamed answer passed on as its events come, its usage counted on the way.
+
+    The last piece is held back until the call is recorded, so a client that starts its next call
+    on the end of this stream finds it counted. Closing it early (the client went away, or never
+    read it) still releases the endpoint's slot and records the call, once."""
+
+    def __init__(self, gateway: Gateway, call: _Call, response: httpx.Response, scrubber: KeyScrubber) -> None:
+        self.gateway = gateway
+        self.call = call
+        self.response = response
+        self.scrubber = scrubber
+        self.reader = StreamUsage()
+        self._finished = False
+        self._pieces = self._run()
+
+    def __iter__(self) -> _Relay:
+        return self
+
+    def __next__(self) -> bytes:
+        return next(self._pieces)
+
+    def _run(self) -> Iterator[bytes]:
+        held = b""
+        try:
+            for chunk in self.response.iter_bytes():
+                self.reader.feed(chunk)
+                out = self.scrubber.feed(chunk)
+                if held:
+                    yield held
+                held = out
+        except httpx.HTTPError as exc:
+            self.call.error = f"the upstream's stream broke off: {exc}"
+        finally:
+            self._finish()
+        tail = held + self.scrubber.flush()
+        if tail:
+            yield tail
+
+    def _finish(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        try:
+            self.response.close()
+            self.call.usage = self.reader.close()
+            self.gateway._record(self.call)
+        finally:
+            # Only once counted: a call waiting for this slot then sees this one in the budget.
+            self.gateway.limiter.release()
+
+    def close(self) -> None:
+        self._pieces.close()  # runs the finally of a stream being read
+        self._finish()  # and covers one never started

@@ -69,17 +69,25 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         close_old_connections()
+        response: GatewayResponse | None = None
         try:
             body = self._read_body()
             if isinstance(body, GatewayResponse):
                 response = body
             else:
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                response = self.server.gateway.handle(self.command, self.path, headers, body)
+                try:
+                    response = self.server.gateway.handle(self.command, self.path, headers, body)
+                except Exception:  # the database or a bug: the harness gets an answer, the log the cause
+                    logger.exception("model gateway of trial %s failed on a request", self.server.gateway.trial_id)
+                    response = _error(self.server.gateway.upstream.api, 502, "api_error",
+                                      "the gateway failed on this request; see the worker's log")
             self._send(response)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         finally:
+            if response is not None:
+                response.close()
             # Each request thread had its own database connection for the budget and the record.
             connection.close()
 

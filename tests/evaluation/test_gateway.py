@@ -317,3 +317,19 @@ def test_the_admin_form_refuses_a_bad_key_variable_and_says_why(admin_user):
     })
     assert answer.status_code == 200 and "must name a variable starting with VERIHARM_AGENT_KEY_" in answer.content.decode()
     assert not Agent.objects.filter(name="leaky").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_client_leaving_mid_stream_frees_its_slot_and_the_call_is_recorded(examples_imported, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, REAL_KEY)
+    trial = make_trial("gw-leave")
+    chat = ScriptedChat(["a long streamed answer " * 200, "next"], api_key=REAL_KEY, usage=(10, 5))
+    config = {"max_concurrency": 1, "request_timeout": 3}
+    with chat_server(chat), gateway_for_trial(trial.pk, upstream(chat, **config)) as gw:
+        with client(gw) as http, http.stream("POST", "/v1/chat/completions", json={**CHAT, "stream": True}) as answer:
+            assert next(answer.iter_lines()).startswith("data:")  # then the client goes away
+        with client(gw) as http:
+            # With its one slot still held, this call would wait out its 3 s and be refused.
+            assert http.post("/v1/chat/completions", json=CHAT).status_code == 200
+    calls = list(ModelCall.objects.filter(trial=trial).order_by("pk"))
+    assert [(c.streamed, c.status_code) for c in calls] == [(True, 200), (False, 200)]
