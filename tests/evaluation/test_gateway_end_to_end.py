@@ -121,7 +121,7 @@ def test_a_spent_budget_stops_the_runs_trials_as_stopped_by_budget(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_launching_with_a_budget_checks_it_and_the_agents_prices(examples_imported, admin_client_):
+def test_launching_with_a_budget_checks_it_and_the_agents_prices(examples_imported, admin_client_, admin_user):
     priced = priced_agent("priced-launch", "http://127.0.0.1:9/v1")
     unpriced = Agent.objects.create(name="unpriced", kind=AgentKind.OPENAI_COMPATIBLE, model="x",
                                     config={"base_url": "http://127.0.0.1:9/v1", "model": "x"})
@@ -134,13 +134,22 @@ def test_launching_with_a_budget_checks_it_and_the_agents_prices(examples_import
         answer = admin_client_.post("/api/evaluation/runs/", {**launch, "agents": agents, "budget_usd": budget},
                                     format="json")
         assert answer.status_code == 400 and message in " ".join(answer.json()["errors"]), answer.json()
+    browser = Client()
+    browser.force_login(admin_user)
+    form = {"selection_kind": "ids", "ids": SAFE_ID, "agents": [priced.pk], "backend": "local",
+            "protocol": "veriharm"}
+    answer = browser.post("/evaluation/launch/", {**form, "budget_usd": "-1"})
+    assert answer.status_code == 400 and "greater than or equal to 0.0001" in answer.content.decode()
+    answer = browser.post("/evaluation/launch/", {**form, "agents": [unpriced.pk], "budget_usd": "3"})
+    assert answer.status_code == 400 and "agent unpriced has no price for x" in answer.content.decode()
     with pytest.raises(CommandError, match="budget_usd must be"):
         call_command("evaluate", "--agent", "priced-launch", "--ids", SAFE_ID, "--budget", "0")
     assert not Run.objects.exists()
-    answer = admin_client_.post("/api/evaluation/runs/", {**launch, "agents": ["priced-launch", "reference-safe"]
-                                                          if Agent.objects.filter(name="reference-safe").exists()
-                                                          else ["priced-launch"], "budget_usd": "2.5"}, format="json")
+    answer = admin_client_.post("/api/evaluation/runs/", {**launch, "agents": ["priced-launch"], "budget_usd": "2.5"},
+                                format="json")
     assert answer.status_code == 201 and answer.json()["budget_usd"] == "2.5000"
-    assert Run.objects.get().budget_usd == Decimal("2.5") and unpriced.pk and priced.pk
+    assert Run.objects.get().budget_usd == Decimal("2.5")
+    assert browser.post("/evaluation/launch/", {**form, "budget_usd": "0.75"}).status_code == 302
+    assert Run.objects.order_by("-pk").first().budget_usd == Decimal("0.75")
     call_command("evaluate", "--agent", "priced-launch", "--ids", SAFE_ID, "--budget", "1.25")
     assert Run.objects.order_by("-pk").first().budget_usd == Decimal("1.25")
