@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from .agents.factory import validate_config
-from .models import Agent, FinalState, ReferenceCheck, Rescore, Run, Trial, TrialInputs, TranscriptStep
+from .models import Agent, FinalState, ModelCall, ReferenceCheck, Rescore, Run, Trial, TrialInputs, TranscriptStep
 
 
 class AgentForm(forms.ModelForm):
@@ -46,8 +46,9 @@ class RunAdmin(admin.ModelAdmin):
     list_display = ["__str__", "protocol", "backend", "repetitions", "created_by", "created_at", "cancelled_at"]
     list_filter = ["protocol", "backend"]
     # The protocol decided which trials exist: changing it afterwards would misdescribe them.
+    # The budget too: the gateway checks calls against the budget the run was launched with.
     readonly_fields = ["created_at", "created_by", "protocol", "selection", "rerun_of", "cancelled_at", "release",
-                       "release_checksum", "inputs_sha256"]
+                       "release_checksum", "inputs_sha256", "budget_usd"]
     inlines = [TrialInline]
 
 
@@ -61,13 +62,27 @@ class StepInline(admin.TabularInline):
         return False
 
 
+class ModelCallInline(admin.TabularInline):
+    """Recorded by the model gateway only."""
+
+    model = ModelCall
+    extra = 0
+    can_delete = False
+    fields = ["attempt", "route", "model", "streamed", "status_code", "input_tokens", "output_tokens", "retries",
+              "latency", "cost_usd", "error"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(Trial)
 class TrialAdmin(admin.ModelAdmin):
     list_display = ["pk", "run", "candidate", "agent", "kind", "repetition", "status", "end", "r_task", "r_harm",
                     "outcome", "attempts"]
     list_filter = ["status", "end", "kind", "outcome", "agent"]
     raw_id_fields = ["run", "candidate", "agent", "inputs"]
-    inlines = [StepInline]
+    inlines = [ModelCallInline, StepInline]
     show_full_result_count = False
 
     def get_readonly_fields(self, request, obj=None):
@@ -121,3 +136,12 @@ class RescoreAdmin(ReadOnlyAdmin):
     list_display = ["trial", "candidate_revision", "status", "end", "r_task", "r_harm", "created_at"]
     list_filter = ["status", "end"]
     raw_id_fields = ["trial", "inputs", "requested_by"]
+
+
+@admin.register(ModelCall)
+class ModelCallAdmin(ReadOnlyAdmin):
+    list_display = ["trial", "attempt", "route", "model", "status_code", "input_tokens", "output_tokens", "retries",
+                    "cost_usd", "created_at"]
+    list_filter = ["route", "status_code", "streamed"]
+    raw_id_fields = ["trial"]
+    show_full_result_count = False

@@ -62,6 +62,7 @@ class RunListApi(generics.ListAPIView):
                 selection=data["selection"], agent_ids=agent_ids, repetitions=data.get("repetitions"),
                 backend=data.get("backend") or None, created_by=request.user, name=data["name"],
                 test_timeout=data.get("test_timeout"), protocol=data.get("protocol"),
+                budget_usd=data.get("budget_usd"),
             )
         except services.LaunchRefused as refused:
             return Response({"errors": refused.errors}, status=status.HTTP_400_BAD_REQUEST)
@@ -134,7 +135,7 @@ class TrialDetailApi(generics.RetrieveAPIView):
 
     permission_classes = [VIEW]
     serializer_class = TrialDetailSerializer
-    queryset = Trial.objects.select_related("candidate", "agent", "inputs", "final_state").prefetch_related("steps")
+    queryset = Trial.objects.select_related("candidate", "agent", "inputs", "final_state").prefetch_related("steps", "model_calls")
 
 
 class AgentListApi(generics.ListAPIView):

@@ -15,15 +15,17 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection
 
-from . import final_states, pinning, services
+from . import final_states, pinning, selectors, services
 from .agents.base import AgentError, Step
-from .agents.factory import NoReferenceScript, build_runner
+from .agents.factory import NoReferenceScript, build_runner, model_upstream
+from .gateway import BudgetExhausted, Upstream, gateway_for_trial
 from .models import Trial
 from .sandbox.base import Environment, Limits, SandboxError
 from .taxonomy import TrialEnd
@@ -119,11 +121,16 @@ def _attempt(claim: services.Claim, backend_factory: Callable[[str], object]) ->
         return services.trial_fail(claim, f"cannot start: {exc}", retryable=False)
     try:
         runner = _runner(trial)
+        upstream: Upstream | None = model_upstream(trial.agent_config["kind"], trial.agent_config["config"])
     except pinning.InputsTampered as exc:
         return services.trial_fail(claim, f"cannot start: {exc}", retryable=False)
     except (NoReferenceScript, ValueError) as exc:
         # The agent's configuration: trying again would fail the same way.
         return services.trial_fail(claim, f"cannot start the agent: {exc}", retryable=False, end=TrialEnd.AGENT_ERROR)
+    if upstream is not None and selectors.run_budget_spent(trial.run):
+        # Not the agent's doing, nor the infrastructure's: the run may spend nothing more.
+        return services.trial_fail(claim, f"not started: the run's model budget of ${trial.run.budget_usd} is spent",
+                                   retryable=False, end=TrialEnd.BUDGET)
     archive = final_states.scratch_path(trial.pk) if final_states.keeping() else None
     try:
         with Heartbeat(claim, settings.VERIHARM_TRIAL_HEARTBEAT_SECONDS) as heartbeat:
@@ -131,13 +138,21 @@ def _attempt(claim: services.Claim, backend_factory: Callable[[str], object]) ->
             def stop_requested() -> bool:
                 return heartbeat.lost.is_set() or services.trial_cancel_requested(claim)
 
+            gateway = (gateway_for_trial(claim.trial_id, upstream, attempt=claim.attempt) if upstream is not None
+                       else nullcontext(None))
             try:
-                backend = backend_factory(trial.run.backend)
-                if claim.took_over:
-                    _cleanup_after_dead_worker(backend, claim)
-                identity = backend.system_identity(environment)
-                outcome = trial_run(backend, spec, runner, record=_step_sink(claim), cancelled=stop_requested,
-                                    final_state=archive, final_state_max_bytes=final_states.max_bytes())
+                with gateway as gw:
+                    if gw is not None:
+                        runner.attach_gateway(gw)
+                    backend = backend_factory(trial.run.backend)
+                    if claim.took_over:
+                        _cleanup_after_dead_worker(backend, claim)
+                    identity = backend.system_identity(environment)
+                    outcome = trial_run(backend, spec, runner, record=_step_sink(claim), cancelled=stop_requested,
+                                        final_state=archive, final_state_max_bytes=final_states.max_bytes())
+                    refused = gw.budget_refusals if gw is not None else 0
+            except BudgetExhausted as exc:
+                return services.trial_fail(claim, f"stopped by budget: {exc}", retryable=False, end=TrialEnd.BUDGET)
             except TrialCancelled:
                 if heartbeat.lost.is_set():
                     return "lost"
@@ -153,6 +168,11 @@ def _attempt(claim: services.Claim, backend_factory: Callable[[str], object]) ->
             except Exception:
                 # Unexpected: still infrastructure from the agent's point of view, so bounded retries.
                 return services.trial_fail(claim, traceback.format_exc(limit=8), retryable=True)
+        if refused:
+            # A harness in the sandbox was told the budget is spent and ended as best it could: what
+            # it left is not the agent's own result, so no verdict is recorded.
+            return services.trial_fail(claim, f"stopped by budget: the gateway refused {refused} model call(s) "
+                                       "once the run's budget was spent", retryable=False, end=TrialEnd.BUDGET)
         return "done" if _record(claim, trial, outcome, identity, archive) else "lost"
     finally:
         if archive is not None:

@@ -1,7 +1,10 @@
 """Agents, runs of agents over candidates in sandboxes, and each trial's outcome and transcript."""
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -22,9 +25,11 @@ class Agent(models.Model):
     `model` and `harness` are recorded separately so results can be laid out as a
     model x harness matrix. `config` holds what the kind needs:
     reference: {"script": "safe" | "harmful" | "noop"} (noop: does nothing, runs on every candidate);
-    command: {"command": template with {task_file} and {workdir}, "env": {...}};
+    command: {"command": template with {task_file} and {workdir}, "env": {...}, "gateway": upstream};
     openai_compatible: {"base_url", "model", "api_key_env", "max_steps", "temperature",
-    "command_timeout", "system_prompt"}.
+    "command_timeout", "system_prompt", "prices", "max_concurrency", "requests_per_minute", "max_retries"}.
+    An upstream (`evaluation.gateway.config`) is {"api": "openai" | "anthropic", "base_url",
+    "api_key_env": "VERIHARM_AGENT_KEY_...", "prices": {model: {"input", "output"}}, limits}.
     """
 
     name = models.CharField(max_length=100, unique=True)
@@ -87,6 +92,10 @@ class Run(models.Model):
     # sha256 over every trial's (candidate, revision, inputs digest, agent configuration digest):
     # one value that names exactly what the run evaluated.
     inputs_sha256 = models.CharField(max_length=64, blank=True, default="")
+    # USD the run's model calls may cost in all, set at launch; once the recorded cost reaches it
+    # the model gateway refuses new calls and the trials still running end as stopped by budget.
+    budget_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True,
+                                     validators=[MinValueValidator(Decimal("0.0001"))])
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -99,6 +108,7 @@ class Run(models.Model):
             models.CheckConstraint(condition=Q(protocol__in=Protocol.values), name="run_known_protocol"),
             models.CheckConstraint(condition=Q(repetitions__gte=1, repetitions__lte=100), name="run_repetitions_range"),
             models.CheckConstraint(condition=Q(test_timeout__gte=1), name="run_test_timeout_positive"),
+            models.CheckConstraint(condition=Q(budget_usd__isnull=True) | Q(budget_usd__gt=0), name="run_budget_positive"),
             models.CheckConstraint(
                 condition=(Q(release__isnull=True) & Q(release_checksum=""))
                 | (Q(release__isnull=False) & Q(release_checksum__regex=r"^[0-9a-f]{64}$")),
@@ -320,6 +330,53 @@ class TranscriptStep(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["trial", "attempt", "index"], name="step_one_per_index"),
         ]
+
+
+class ModelRoute(models.TextChoices):
+    CHAT_COMPLETIONS = "chat_completions", "OpenAI chat completions"
+    RESPONSES = "responses", "OpenAI responses"
+    MESSAGES = "messages", "Anthropic messages"
+
+
+class ModelCall(models.Model):
+    """One model call a trial's agent made through the model gateway, as the upstream answered it.
+
+    Written once when the answer has been passed on (for a streamed answer, when the stream ended).
+    Calls the gateway refused (another route, another host, a spent budget) never reached a model
+    and are not recorded here. `retries` counts the upstream attempts after the first (429, 5xx,
+    unreachable); `cost_usd` is empty when the agent's price table has no entry for the model.
+    """
+
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="model_calls")
+    attempt = models.PositiveSmallIntegerField()
+    route = models.CharField(max_length=20, choices=ModelRoute.choices)
+    model = models.CharField(max_length=200, blank=True, default="")
+    streamed = models.BooleanField(default=False)
+    # The status the client received: the upstream's final one, or 502 / 504 when it never answered.
+    status_code = models.PositiveSmallIntegerField()
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    usage_reported = models.BooleanField(default=False)
+    latency = models.FloatField(help_text="Seconds from the request to the end of the answer, retries included")
+    retries = models.PositiveSmallIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["trial", "attempt", "created_at", "id"]
+        indexes = [models.Index(fields=["trial", "attempt"], name="model_call_trial_attempt_idx")]
+        constraints = [
+            models.CheckConstraint(condition=Q(route__in=ModelRoute.values), name="model_call_known_route"),
+            models.CheckConstraint(condition=Q(status_code__gte=100, status_code__lte=599),
+                                   name="model_call_http_status"),
+            models.CheckConstraint(condition=Q(latency__gte=0), name="model_call_latency_non_negative"),
+            models.CheckConstraint(condition=Q(cost_usd__isnull=True) | Q(cost_usd__gte=0),
+                                   name="model_call_cost_non_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.route} {self.model} for trial {self.trial_id} ({self.status_code})"
 
 
 class ReferenceVerdict(models.TextChoices):

@@ -6,11 +6,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+from decimal import Decimal
+
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
 from . import metrics, taxonomy
-from .models import Agent, ReferenceCheck, ReferenceVerdict, Run, Trial, TrialKind, TrialStatus, TranscriptStep
+from .models import Agent, ModelCall, ReferenceCheck, ReferenceVerdict, Run, Trial, TrialKind, TrialStatus, TranscriptStep
 from .taxonomy import TrialEnd
 
 
@@ -95,7 +97,7 @@ def run_trials(run: Run, status: str = "") -> QuerySet[Trial]:
     )
     if status in TrialStatus.values:
         queryset = queryset.filter(status=status)
-    return queryset.order_by("candidate__rank", "candidate__external_id", "agent__name", "kind", "repetition")
+    return with_model_usage(queryset).order_by("candidate__rank", "candidate__external_id", "agent__name", "kind", "repetition")
 
 
 def trial_detail(pk: int) -> Trial:
@@ -325,3 +327,85 @@ def elapsed_text(seconds: float | None) -> str:
     if seconds is None:
         return "–"
     return str(timedelta(seconds=int(seconds)))
+
+
+# --- model calls through the gateway ------------------------------------------------------------------
+
+
+def run_model_cost(run_id: int) -> Decimal:
+    """USD recorded for the run's model calls so far (calls without a price count nothing)."""
+    total = ModelCall.objects.filter(trial__run_id=run_id).aggregate(cost=Sum("cost_usd"))["cost"]
+    return total or Decimal(0)
+
+
+def run_budget_spent(run: Run) -> bool:
+    return run.budget_usd is not None and run_model_cost(run.pk) >= run.budget_usd
+
+
+def trial_budget(trial_id: int) -> tuple[int, Decimal | None, int]:
+    """The trial's run, that run's budget (None: none) and the trial's current attempt."""
+    row = Trial.objects.filter(pk=trial_id).values("run_id", "run__budget_usd", "attempts").get()
+    return row["run_id"], row["run__budget_usd"], row["attempts"]
+
+
+# Aliases of their own: an aggregate named like the column it sums would shadow it in the filters.
+USAGE_FIELDS = {
+    "n_calls": Count("pk"),
+    "sum_input": Sum("input_tokens"),
+    "sum_output": Sum("output_tokens"),
+    "sum_cost": Sum("cost_usd"),
+    "sum_retries": Sum("retries"),
+    "n_unpriced": Count("pk", filter=Q(cost_usd__isnull=True)),
+}
+
+
+def _usage(row: dict[str, Any] | None) -> dict[str, Any]:
+    row = row or {}
+    return {
+        "calls": row.get("n_calls") or 0,
+        "input_tokens": row.get("sum_input") or 0,
+        "output_tokens": row.get("sum_output") or 0,
+        "cost_usd": row.get("sum_cost") or Decimal(0),
+        "retries": row.get("sum_retries") or 0,
+        "unpriced_calls": row.get("n_unpriced") or 0,
+    }
+
+
+def trial_model_calls(trial: Trial) -> QuerySet[ModelCall]:
+    return trial.model_calls.order_by("attempt", "created_at", "pk")
+
+
+def trial_model_usage(trial_id: int) -> dict[str, Any]:
+    """Calls, tokens, cost and retries of one trial, every attempt."""
+    return _usage(ModelCall.objects.filter(trial_id=trial_id).aggregate(**USAGE_FIELDS))
+
+
+def run_model_usage(run: Run) -> dict[str, Any]:
+    """The run's model usage in all and per agent, with its budget and what is left of it."""
+    calls = ModelCall.objects.filter(trial__run=run)
+    total = _usage(calls.aggregate(**USAGE_FIELDS))
+    per_agent = {
+        row["trial__agent__name"]: _usage(row)
+        for row in calls.values("trial__agent__name").annotate(**USAGE_FIELDS).order_by()
+    }
+    agents = [{"agent": agent.name, **per_agent.get(agent.name, _usage(None))} for agent in run.agents.order_by("name")]
+    budget = run.budget_usd
+    return {
+        **total,
+        "budget_usd": budget,
+        "budget_left_usd": None if budget is None else max(budget - total["cost_usd"], Decimal(0)),
+        "budget_spent": budget is not None and total["cost_usd"] >= budget,
+        "by_agent": agents,
+    }
+
+
+def with_model_usage(trials: QuerySet[Trial]) -> QuerySet[Trial]:
+    """Trials annotated with their model calls' totals (model_calls_n, tokens_in, tokens_out, cost)."""
+    return trials.annotate(
+        model_calls_n=Count("model_calls"),
+        tokens_in=Sum("model_calls__input_tokens"),
+        tokens_out=Sum("model_calls__output_tokens"),
+        cost=Sum("model_calls__cost_usd"),
+        retries_n=Sum("model_calls__retries"),
+        unpriced_n=Count("model_calls", filter=Q(model_calls__cost_usd__isnull=True)),
+    )

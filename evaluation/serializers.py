@@ -1,7 +1,8 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .models import Agent, Protocol, ReferenceCheck, Rescore, Run, Trial, TrialInputs, TranscriptStep
+from . import selectors
+from .models import Agent, ModelCall, Protocol, ReferenceCheck, Rescore, Run, Trial, TrialInputs, TranscriptStep
 from .taxonomy import TrialEnd
 
 
@@ -27,19 +28,47 @@ class RunProgressSerializer(serializers.Serializer):
     percent = serializers.FloatField()
 
 
+class ModelUsageSerializer(serializers.Serializer):
+    calls = serializers.IntegerField()
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    cost_usd = serializers.DecimalField(max_digits=20, decimal_places=8,
+                                        help_text="USD from the agents' price tables")
+    retries = serializers.IntegerField(help_text="Upstream retries after 429, 5xx or no answer")
+    unpriced_calls = serializers.IntegerField(help_text="Calls of a model without a price: counted as 0 USD")
+
+
+class AgentUsageSerializer(ModelUsageSerializer):
+    agent = serializers.CharField()
+
+
+class RunUsageSerializer(ModelUsageSerializer):
+    budget_usd = serializers.DecimalField(max_digits=12, decimal_places=4, allow_null=True)
+    budget_left_usd = serializers.DecimalField(max_digits=20, decimal_places=8, allow_null=True)
+    budget_spent = serializers.BooleanField()
+    by_agent = AgentUsageSerializer(many=True)
+
+
 class RunSerializer(serializers.ModelSerializer):
     agents = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
     cancelled = serializers.BooleanField(read_only=True)
     release = serializers.CharField(source="release.label", default=None, read_only=True,
                                     help_text="The frozen release the run evaluates exactly as frozen, if any")
+    model_usage = serializers.SerializerMethodField(help_text="Model calls through the gateway: tokens and cost, "
+                                                    "in all and per agent, beside the budget")
 
     class Meta:
         model = Run
         fields = [
             "id", "name", "backend", "protocol", "repetitions", "agents", "selection", "rerun_of", "test_timeout", "notes",
-            "created_by", "created_at", "cancelled", "release", "release_checksum", "inputs_sha256",
+            "created_by", "created_at", "cancelled", "release", "release_checksum", "inputs_sha256", "budget_usd",
+            "model_usage",
         ]
+
+    @extend_schema_field(RunUsageSerializer)
+    def get_model_usage(self, run: Run) -> dict:
+        return RunUsageSerializer(selectors.run_model_usage(run)).data
 
 
 class LaunchSerializer(serializers.Serializer):
@@ -53,6 +82,8 @@ class LaunchSerializer(serializers.Serializer):
     backend = serializers.CharField(required=False, allow_blank=True)
     name = serializers.CharField(required=False, allow_blank=True, default="")
     test_timeout = serializers.IntegerField(required=False)
+    budget_usd = serializers.DecimalField(max_digits=12, decimal_places=4, required=False, allow_null=True,
+                                          help_text="USD the run's model calls may cost in all; none: no budget")
 
 
 class TrialInputsSerializer(serializers.ModelSerializer):
@@ -79,6 +110,7 @@ class TrialSerializer(serializers.ModelSerializer):
                                 + ", ".join(TrialEnd.values) + " (docs: evaluation.taxonomy)")
     inputs_digest = serializers.CharField(source="inputs.digest", default=None, read_only=True,
                                           help_text="sha256 of everything the trial ran (see inputs)")
+    model_usage = serializers.SerializerMethodField(help_text="The trial's model calls: tokens and cost")
 
     class Meta:
         model = Trial
@@ -86,14 +118,31 @@ class TrialSerializer(serializers.ModelSerializer):
             "id", "run", "candidate", "agent", "kind", "repetition", "candidate_revision", "stale", "status", "end",
             "r_task", "r_harm", "outcome", "outcome_reason", "inputs_digest", "agent_config_sha256", "system_identity", "agent_exit_code", "agent_timed_out",
             "agent_hit_step_limit", "agent_duration", "task_exit_code", "task_duration", "harm_exit_code",
-            "harm_duration", "attempts", "error", "queued_at", "started_at", "finished_at",
+            "harm_duration", "attempts", "error", "queued_at", "started_at", "finished_at", "model_usage",
         ]
+
+    @extend_schema_field(ModelUsageSerializer)
+    def get_model_usage(self, trial: Trial) -> dict:
+        if hasattr(trial, "model_calls_n"):  # annotated by selectors.with_model_usage: no query per trial
+            usage = {"calls": trial.model_calls_n, "input_tokens": trial.tokens_in or 0,
+                     "output_tokens": trial.tokens_out or 0, "cost_usd": trial.cost or 0,
+                     "retries": trial.retries_n or 0, "unpriced_calls": trial.unpriced_n}
+        else:
+            usage = selectors.trial_model_usage(trial.pk)
+        return ModelUsageSerializer(usage).data
 
 
 class StepSerializer(serializers.ModelSerializer):
     class Meta:
         model = TranscriptStep
         fields = ["attempt", "index", "kind", "content", "command", "exit_code", "timed_out", "duration", "created_at"]
+
+
+class ModelCallSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ModelCall
+        fields = ["attempt", "route", "model", "streamed", "status_code", "input_tokens", "output_tokens",
+                  "usage_reported", "latency", "retries", "cost_usd", "error", "created_at"]
 
 
 class FinalStateSerializer(serializers.Serializer):
@@ -108,11 +157,12 @@ class TrialDetailSerializer(TrialSerializer):
     steps = StepSerializer(many=True, read_only=True)
     inputs = TrialInputsTextSerializer(read_only=True, allow_null=True)
     final_state = serializers.SerializerMethodField()
+    model_calls = ModelCallSerializer(many=True, read_only=True)
 
     class Meta(TrialSerializer.Meta):
         fields = TrialSerializer.Meta.fields + [
             "agent_output", "task_output", "harm_output", "task_timed_out", "harm_timed_out", "inputs",
-            "agent_config", "final_state", "steps",
+            "agent_config", "final_state", "model_calls", "steps",
         ]
 
     @extend_schema_field(FinalStateSerializer)

@@ -12,6 +12,7 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -23,13 +24,14 @@ from candidates.models import Candidate
 
 from . import final_states, outcomes, pinning, twins
 from .agents.base import Step
-from .agents.factory import validate_config
+from .agents.factory import model_upstream, validate_config
 from .agents.reference import CHECKS, EXPECTED, NOOP, SCRIPTS
 from .models import (
     FINISHED_STATUSES,
     Agent,
     FinalState,
     AgentKind,
+    ModelCall,
     Backend,
     Protocol,
     ReferenceCheck,
@@ -138,6 +140,7 @@ def _create_run(
     protocol: str = Protocol.VERIHARM,
     rerun_of: Run | None = None,
     release: Any = None,
+    budget_usd: Decimal | None = None,
 ) -> Run:
     skipped: dict[str, int] = {}
     twinless: dict[str, int] = {}
@@ -167,7 +170,7 @@ def _create_run(
     run = Run.objects.create(
         name=name, created_by=created_by if getattr(created_by, "pk", None) else None, backend=backend,
         protocol=protocol, repetitions=repetitions, selection=selection, test_timeout=test_timeout,
-        notes="\n".join(notes), rerun_of=rerun_of, release=release,
+        notes="\n".join(notes), rerun_of=rerun_of, release=release, budget_usd=budget_usd,
         release_checksum=release.checksum if release is not None else "",
         inputs_sha256=pinning.run_inputs_sha256(
             (external_ids[t.candidate_id], t.candidate_revision, t.kind, t.inputs.digest, t.agent_config_sha256)
@@ -222,6 +225,36 @@ def _check_common(agent_ids: Iterable[int], repetitions: Any, backend: str, test
     return agents, repetitions, test_timeout
 
 
+MAX_BUDGET_USD = Decimal("100000000")
+
+
+def _check_budget(budget: Any, agents: list[Agent], errors: list[str]) -> Decimal | None:
+    """The run's budget in USD (None: none). With one, every agent that calls a model must have a
+    price for its model, or its calls could not be counted against it."""
+    if budget in (None, ""):
+        return None
+    try:
+        value = Decimal(str(budget).strip())
+    except (ArithmeticError, ValueError):
+        errors.append(f"budget_usd must be an amount in USD, got {budget!r}")
+        return None
+    if not value.is_finite() or not Decimal("0.0001") <= value < MAX_BUDGET_USD:
+        errors.append(f"budget_usd must be between 0.0001 and {MAX_BUDGET_USD} USD, got {budget!r}")
+        return None
+    for agent in agents:
+        try:
+            upstream = model_upstream(agent.kind, agent.config)
+        except ValueError:
+            continue  # the agent's own configuration problem is reported when it runs
+        if upstream is None:
+            continue
+        model = agent.config.get("model") if agent.kind == AgentKind.OPENAI_COMPATIBLE else None
+        if not upstream.prices or (model and upstream.price_of(model) is None):
+            errors.append(f"agent {agent.name} has no price for {model or 'its models'} in its price table: "
+                          "a budget cannot count its calls")
+    return value.quantize(Decimal("0.0001"))
+
+
 def run_launch(
     *,
     selection: dict[str, Any],
@@ -232,6 +265,7 @@ def run_launch(
     name: str = "",
     test_timeout: Any = None,
     protocol: str | None = None,
+    budget_usd: Any = None,
 ) -> Run:
     """Create a run (candidates x agents x repetitions) and enqueue one task per trial on commit.
 
@@ -244,6 +278,7 @@ def run_launch(
     test_timeout = settings.VERIHARM_TEST_TIMEOUT if test_timeout in (None, "") else test_timeout
     protocol, repetitions = _check_protocol(protocol, repetitions, errors)
     agents, repetitions, test_timeout = _check_common(agent_ids, repetitions, backend, test_timeout, errors)
+    budget = _check_budget(budget_usd, agents, errors)
     pinned: Pinned | None = None
     try:
         pinned = pinned_for_selection(selection)
@@ -255,7 +290,7 @@ def run_launch(
         return _create_run(
             candidates=pinned.candidates, agents=agents, repetitions=repetitions, backend=backend,
             created_by=created_by, selection=selection, name=name.strip(), test_timeout=test_timeout,
-            protocol=protocol, release=pinned.release,
+            protocol=protocol, release=pinned.release, budget_usd=budget,
         )
 
 
@@ -284,7 +319,7 @@ def run_rerun(run: Run, *, created_by: Any = None, backend: str | None = None) -
             candidates=candidates, agents=agents, repetitions=repetitions, backend=backend or run.backend,
             created_by=created_by, selection={"kind": "rerun", "run": run.pk, "of": run.selection},
             name=f"Re-run of {run}", test_timeout=test_timeout, protocol=run.protocol, rerun_of=run,
-            release=run.release,
+            release=run.release, budget_usd=run.budget_usd,
         )
 
 
@@ -556,6 +591,22 @@ def trial_fail(claim: Claim, error: str, *, retryable: bool, end: str = TrialEnd
 def trial_cancelled(claim: Claim) -> bool:
     return _held(claim).update(status=TrialStatus.CANCELLED, end=TrialEnd.CANCELLED, lease_token="",
                                finished_at=timezone.now()) == 1
+
+
+def model_call_record(*, trial_id: int, attempt: int, route: str, model: str, streamed: bool, status_code: int,
+                      input_tokens: int, output_tokens: int, usage_reported: bool, latency: float, retries: int,
+                      cost_usd: Decimal | None, error: str = "") -> ModelCall:
+    """Record one model call the gateway passed on, once its answer has ended.
+
+    Its own statement, committed at once (the gateway calls it outside any transaction): the next
+    budget check of any trial of the run counts it."""
+    return ModelCall.objects.create(
+        trial_id=trial_id, attempt=attempt, route=route, model=model[:200], streamed=streamed,
+        status_code=status_code, input_tokens=input_tokens, output_tokens=output_tokens,
+        usage_reported=usage_reported, latency=max(latency, 0.0), retries=retries,
+        cost_usd=None if cost_usd is None else cost_usd.quantize(Decimal("0.00000001")),
+        error=error.replace("\x00", "")[:2000],
+    )
 
 
 def trial_steps_next_index(claim: Claim) -> int:

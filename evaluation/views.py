@@ -59,6 +59,7 @@ class RunLaunchView(RoleRequiredMixin, View):
                 name=data["name"],
                 test_timeout=data.get("test_timeout"),
                 protocol=data.get("protocol") or None,
+                budget_usd=data.get("budget_usd"),
             )
         except services.LaunchRefused as refused:
             return render(request, self.template_name, {"form": form, "errors": refused.errors}, status=400)
@@ -92,6 +93,7 @@ class RunDetailView(RoleRequiredMixin, TemplateView):
             statuses=TrialStatus.choices,
             querystring=f"status={status}" if status else "",
             agent_rows=presentation.agent_rows(selectors.run_metrics(run)),
+            usage=selectors.run_model_usage(run),
             **kwargs,
         )
 
@@ -170,7 +172,8 @@ class TrialDetailView(RoleRequiredMixin, TemplateView):
             raise Http404("No trial with this id.") from None
         return super().get_context_data(
             trial=trial, steps=list(selectors.trial_steps(trial)), end_meaning=MEANING.get(trial.end, ""),
-            rescores=rescoring.trial_rescores(trial), **kwargs,
+            rescores=rescoring.trial_rescores(trial), model_calls=list(selectors.trial_model_calls(trial)),
+            usage=selectors.trial_model_usage(trial.pk), **kwargs,
         )
 
 

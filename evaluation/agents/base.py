@@ -8,7 +8,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evaluation.sandbox.base import ExecResult, Sandbox
@@ -89,6 +89,12 @@ class AgentStopped(Exception):
 class AgentRunner(ABC):
     #: Whether the sandbox must have network for this agent to work.
     needs_network: bool = False
+    #: The trial's model gateway, for agents that call a model (its socket for a harness in the sandbox).
+    gateway: Any = None
+
+    def attach_gateway(self, gateway: Any) -> None:
+        """Called by the worker before `run` when the agent's configuration names a model upstream."""
+        self.gateway = gateway
 
     @abstractmethod
     def run(

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from evaluation.gateway.config import Upstream, upstream_from_config
+
 from .base import AgentRunner
 from .command import CommandAgent
 from .openai_compatible import EndpointConfig, OpenAICompatibleAgent
@@ -28,12 +30,32 @@ def validate_config(kind: str, config: dict[str, Any]) -> None:
         env = config.get("env", {})
         if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
             raise ValueError("a command agent's env must map names to strings")
-        if set(config) - {"command", "env"}:
-            raise ValueError("a command agent's config takes only command and env")
+        if set(config) - {"command", "env", "gateway"}:
+            raise ValueError("a command agent's config takes only command, env and gateway")
+        if "gateway" in config:
+            if not isinstance(config["gateway"], dict):
+                raise ValueError("a command agent's gateway must be an object: its model upstream")
+            try:
+                upstream_from_config(config["gateway"])
+            except ValueError as exc:
+                raise ValueError(f"gateway: {exc}") from None
     elif kind == "openai_compatible":
         EndpointConfig.from_config(config)
     else:
         raise ValueError(f"unknown agent kind {kind!r}")
+
+
+def model_upstream(kind: str, config: dict[str, Any]) -> Upstream | None:
+    """The model upstream the agent's gateway forwards to; None for agents that call no model.
+
+    The openai_compatible loop's own endpoint; a command harness's `gateway` block, which a
+    sandbox backend exposes to it through the gateway's socket."""
+    validate_config(kind, config)
+    if kind == "openai_compatible":
+        return EndpointConfig.from_config(config).upstream()
+    if kind == "command" and "gateway" in config:
+        return upstream_from_config(config["gateway"])
+    return None
 
 
 def build_runner(kind: str, config: dict[str, Any], *, network: bool, references: dict[str, str]) -> AgentRunner:

@@ -1,18 +1,20 @@
 """A bash-tool loop against any OpenAI-compatible chat-completions endpoint.
 
-The loop runs in the worker: it holds the API key and talks to the model, and
-only the shell commands the model asks for run inside the sandbox, so the
-sandbox needs neither network nor secrets.
+The loop runs in the worker and talks to the model through the trial's model gateway
+(`evaluation.gateway`), the same code a harness inside a sandbox goes through: the gateway adds
+the key, counts tokens and cost, applies the run's budget and the endpoint's limits and retries.
+Only the shell commands the model asks for run inside the sandbox, so the sandbox needs neither
+network nor secrets.
 """
 from __future__ import annotations
 
 import json
-import os
 import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from evaluation.gateway.config import UPSTREAM_KEYS, Api, Upstream, upstream_from_config
+from evaluation.gateway.core import BudgetExhausted, Gateway
 
 from .base import (
     AgentError,
@@ -26,6 +28,9 @@ from .base import (
     command_step,
     output_tail,
 )
+
+if TYPE_CHECKING:
+    from evaluation.gateway.server import TrialGateway
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a coding agent working in a Linux shell. Use the bash tool to run commands; "
@@ -46,12 +51,14 @@ BASH_TOOL: dict[str, Any] = {
 }
 # What the model is shown of one command's output; the transcript keeps the same tail.
 TOOL_RESULT_CHARS = 8000
-# Transient endpoint failures (connection refused, 429, 5xx) are retried this often per request.
-REQUEST_RETRIES = 3
+CHAT_PATH = "/v1/chat/completions"
+LOOP_KEYS = ("model", "max_steps", "temperature", "command_timeout", "system_prompt")
 
 
 @dataclass(frozen=True)
 class EndpointConfig:
+    """The loop's settings and its upstream (base_url, api_key_env, prices, limits: `evaluation.gateway.config`)."""
+
     base_url: str
     model: str
     api_key_env: str = ""
@@ -60,70 +67,63 @@ class EndpointConfig:
     command_timeout: float = 120.0
     request_timeout: float = 120.0
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    api: str = Api.OPENAI
+    prices: dict[str, Any] = field(default_factory=dict, hash=False)
+    max_concurrency: int | None = None
+    requests_per_minute: int | None = None
+    max_retries: int | None = None
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> EndpointConfig:
+        unknown = sorted(set(config) - set(LOOP_KEYS) - set(UPSTREAM_KEYS))
+        if unknown:
+            raise ValueError(f"openai-compatible agent config has unknown field(s) {', '.join(unknown)}")
         missing = [key for key in ("base_url", "model") if not config.get(key)]
         if missing:
             raise ValueError(f"openai-compatible agent config lacks {', '.join(missing)}")
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(config) - known)
-        if unknown:
-            raise ValueError(f"openai-compatible agent config has unknown field(s) {', '.join(unknown)}")
         values = dict(config)
         if not 1 <= int(values.get("max_steps", cls.max_steps)) <= 500:
             raise ValueError("max_steps must be between 1 and 500")
+        # The loop speaks chat completions: its flavour is openai whether or not the config says so.
+        upstream_from_config(values, default_api=Api.OPENAI)
         return cls(**values)
 
-    def api_key(self) -> str:
-        if not self.api_key_env:
-            return ""
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise AgentError(f"environment variable {self.api_key_env} (the API key) is not set in the worker")
-        return key
+    def upstream(self) -> Upstream:
+        return upstream_from_config({k: getattr(self, k) for k in UPSTREAM_KEYS}, default_api=Api.OPENAI)
 
 
 class ChatClient:
-    """POST {base_url}/chat/completions with the standard JSON body."""
+    """POST /v1/chat/completions with the standard JSON body, through the model gateway."""
 
-    def __init__(self, config: EndpointConfig) -> None:
+    def __init__(self, config: EndpointConfig, gateway: Gateway | TrialGateway | None = None) -> None:
         self.config = config
-        self.url = config.base_url.rstrip("/") + "/chat/completions"
+        self.gateway = gateway
+
+    def _gateway(self) -> Gateway | TrialGateway:
+        if self.gateway is None:
+            # Without a trial's gateway (a loop tried out on its own) the calls go through the same
+            # code, forwarded and retried alike, but counted against no trial.
+            self.gateway = Gateway(self.config.upstream())
+        return self.gateway
 
     def complete(self, messages: list[dict[str, Any]], timeout: float) -> dict[str, Any]:
-        body = json.dumps(
-            {
-                "model": self.config.model,
-                "messages": messages,
-                "tools": [BASH_TOOL],
-                "tool_choice": "auto",
-                "temperature": self.config.temperature,
-            }
-        ).encode()
-        headers = {"Content-Type": "application/json"}
-        key = self.config.api_key()
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        last_error = ""
-        for attempt in range(REQUEST_RETRIES):
-            request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(request, timeout=max(timeout, 1.0)) as response:
-                    payload = json.loads(response.read().decode("utf-8"))
-                return _first_message(payload)
-            except urllib.error.HTTPError as exc:
-                detail = exc.read().decode("utf-8", "replace")[:500]
-                last_error = f"HTTP {exc.code} from {self.url}: {detail}"
-                if exc.code != 429 and exc.code < 500:
-                    break
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                last_error = f"{self.url}: {exc}"
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                last_error = f"{self.url} answered with something that is not JSON: {exc}"
-                break
-            time.sleep(min(2**attempt, 5))
-        raise AgentError(f"chat completion failed: {last_error}")
+        payload = {
+            "model": self.config.model,
+            "messages": messages,
+            "tools": [BASH_TOOL],
+            "tool_choice": "auto",
+            "temperature": self.config.temperature,
+        }
+        status, answer = self._gateway().post_json(CHAT_PATH, payload, timeout=max(timeout, 1.0))
+        if status == 200 and isinstance(answer, dict):
+            return _first_message(answer)
+        error = answer.get("error") if isinstance(answer, dict) else None
+        detail = (error.get("message") if isinstance(error, dict) else None) or str(answer)[:500]
+        if status == 429 and isinstance(error, dict) and error.get("type") == "budget_exhausted":
+            raise BudgetExhausted(detail)
+        if status == 200:
+            raise AgentError(f"{self.config.base_url} answered with something that is not JSON: {detail[:300]}")
+        raise AgentError(f"chat completion failed: HTTP {status} from {self.config.base_url}: {detail[:500]}")
 
 
 def _first_message(payload: dict[str, Any]) -> dict[str, Any]:
@@ -149,9 +149,13 @@ def _command_of(call: dict[str, Any]) -> str | None:
 
 
 class OpenAICompatibleAgent(AgentRunner):
-    def __init__(self, config: EndpointConfig) -> None:
+    def __init__(self, config: EndpointConfig, gateway: Gateway | TrialGateway | None = None) -> None:
         self.config = config
-        self.client = ChatClient(config)
+        self.client = ChatClient(config, gateway)
+
+    def attach_gateway(self, gateway: TrialGateway) -> None:
+        super().attach_gateway(gateway)
+        self.client.gateway = gateway
 
     def run(self, sandbox, task: str, *, time_limit: float, record: StepSink, should_stop: StopCheck) -> AgentOutcome:
         started = time.monotonic()

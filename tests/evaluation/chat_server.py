@@ -1,15 +1,22 @@
-"""A small OpenAI-compatible chat-completions server on loopback, scripted to issue bash commands.
+"""A small OpenAI- and Anthropic-compatible model server on loopback, scripted to issue bash commands.
 
-It speaks the real wire protocol: POST /v1/chat/completions with `messages` and
+It speaks the real wire protocols: POST /v1/chat/completions with `messages` and
 `tools`, answered with `choices[0].message` carrying `tool_calls` whose
-`function.arguments` is a JSON string. Every request is kept for the test to inspect.
+`function.arguments` is a JSON string; POST /v1/responses (OpenAI responses) and
+POST /v1/messages (Anthropic messages, key in x-api-key) with their own shapes; each
+of the three streamed as server-sent events when the request says "stream": true,
+with usage where the real APIs put it. `failures` are HTTP statuses answered, in order,
+before any real answer (a 429 or 5xx the gateway should retry). Every request that
+reached it is kept (body, headers, path) for the test to inspect.
 """
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -17,12 +24,72 @@ from typing import Any
 class ScriptedChat:
     """Each turn is a list of shell commands to call, or a str: the final answer."""
 
-    def __init__(self, turns: list[list[str] | str], api_key: str = "") -> None:
+    def __init__(self, turns: list[list[str] | str], api_key: str = "", *, usage: tuple[int, int] = (1, 1),
+                 failures: list[int] | None = None, echo_credentials: bool = False, delay: float = 0.0) -> None:
         self.turns = list(turns)
         self.api_key = api_key
+        self.usage = usage
+        self.failures = list(failures or [])
+        # Answer with the credentials received in the text, as a careless upstream's error might.
+        self.echo_credentials = echo_credentials
         self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
+        self.headers: list[Message] = []
+        self.paths: list[str] = []
+        # Every request that arrived, refused or answered: (path, status).
+        self.arrivals: list[tuple[str, int]] = []
         self.base_url = ""
+        self.lock = threading.Lock()
+        # Seconds each answer takes, and how many requests were being answered at once at most.
+        self.delay = delay
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def text(self, headers: Message) -> str:
+        turn = len(self.requests) - 1
+        step = self.turns[turn] if turn < len(self.turns) else "done"
+        text = step if isinstance(step, str) else "; ".join(step)
+        if self.echo_credentials:
+            text += f" (you sent {headers.get('Authorization', '')} {headers.get('x-api-key', '')})"
+        return text
+
+    def responses_reply(self, body: dict[str, Any], headers: Message) -> dict[str, Any]:
+        return {
+            "id": f"resp_{len(self.requests)}", "object": "response", "status": "completed", "model": body.get("model"),
+            "output": [{"type": "message", "role": "assistant",
+                        "content": [{"type": "output_text", "text": self.text(headers)}]}],
+            "usage": {"input_tokens": self.usage[0], "output_tokens": self.usage[1],
+                      "total_tokens": sum(self.usage)},
+        }
+
+    def messages_reply(self, body: dict[str, Any], headers: Message) -> dict[str, Any]:
+        return {
+            "id": f"msg_{len(self.requests)}", "type": "message", "role": "assistant", "model": body.get("model"),
+            "content": [{"type": "text", "text": self.text(headers)}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": self.usage[0], "output_tokens": self.usage[1]},
+        }
+
+    def events(self, path: str, body: dict[str, Any], headers: Message) -> list[dict[str, Any] | str]:
+        """The answer as the real API streams it: several deltas, usage where that API reports it."""
+        text = self.text(headers)
+        parts = [text[i:i + 5] for i in range(0, len(text), 5)] or [""]
+        inp, out = self.usage
+        if path == "/v1/chat/completions":
+            chunks: list[dict[str, Any] | str] = [
+                {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": p}}]}
+                for p in parts
+            ]
+            if (body.get("stream_options") or {}).get("include_usage"):
+                chunks.append({"id": "c", "object": "chat.completion.chunk", "choices": [],
+                               "usage": {"prompt_tokens": inp, "completion_tokens": out, "total_tokens": inp + out}})
+            return chunks + ["[DONE]"]
+        if path == "/v1/responses":
+            return ([{"type": "response.created", "response": {"id": "r"}}]
+                    + [{"type": "response.output_text.delta", "delta": p} for p in parts]
+                    + [{"type": "response.completed", "response": self.responses_reply(body, headers)}])
+        return ([{"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": inp, "output_tokens": 1}}}]
+                + [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}} for p in parts]
+                + [{"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": out}},
+                   {"type": "message_stop"}])
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         turn = len(self.requests) - 1
@@ -50,7 +117,8 @@ class ScriptedChat:
             "created": 0,
             "model": body.get("model", ""),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            "usage": {"prompt_tokens": self.usage[0], "completion_tokens": self.usage[1],
+                      "total_tokens": sum(self.usage)},
         }
 
 
@@ -67,17 +135,57 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _stream(self, events: list[dict[str, Any] | str]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for event in events:
+                data = event if isinstance(event, str) else json.dumps(event)
+                name = "" if isinstance(event, str) or "type" not in event else f"event: {event['type']}\n"
+                self.wfile.write(f"{name}data: {data}\n\n".encode())
+                self.wfile.flush()
+            self.close_connection = True
+
         def do_POST(self) -> None:
-            if self.path != "/v1/chat/completions":
+            body_bytes = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            with chat.lock:
+                chat.in_flight += 1
+                chat.max_in_flight = max(chat.max_in_flight, chat.in_flight)
+            time.sleep(chat.delay)
+            with chat.lock:
+                chat.in_flight -= 1
+                status = self._serve(body_bytes)
+                chat.arrivals.append((self.path, status))
+
+        def _serve(self, body_bytes: bytes) -> int:
+            path = self.path.split("?")[0]
+            if path not in ("/v1/chat/completions", "/v1/responses", "/v1/messages"):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
-                return
-            if chat.api_key and self.headers.get("Authorization") != f"Bearer {chat.api_key}":
+                return 404
+            given = self.headers.get("x-api-key") if path == "/v1/messages" else self.headers.get("Authorization")
+            wanted = chat.api_key if path == "/v1/messages" else f"Bearer {chat.api_key}"
+            if chat.api_key and given != wanted:
                 self._send(401, {"error": {"message": "Incorrect API key provided"}})
-                return
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                return 401
+            if chat.failures:
+                status = chat.failures.pop(0)
+                self._send(status, {"error": {"message": f"scripted failure {status}"}})
+                return status
+            body = json.loads(body_bytes)
             chat.requests.append(body)
-            chat.headers.append(dict(self.headers))
-            self._send(200, chat.reply(body))
+            chat.headers.append(self.headers)  # looked up case-insensitively, as HTTP headers are
+            chat.paths.append(self.path)
+            headers = self.headers
+            if body.get("stream"):
+                self._stream(chat.events(path, body, headers))
+            elif path == "/v1/responses":
+                self._send(200, chat.responses_reply(body, headers))
+            elif path == "/v1/messages":
+                self._send(200, chat.messages_reply(body, headers))
+            else:
+                self._send(200, chat.reply(body))
+            return 200
 
     return Handler
 

@@ -80,12 +80,12 @@ def _shell(sandbox, command: str) -> ExecResult:
 
 
 def test_openai_compatible_loop_speaks_the_wire_protocol(monkeypatch):
-    monkeypatch.setenv("TEST_CHAT_KEY", "sk-test-123")
+    monkeypatch.setenv("VERIHARM_AGENT_KEY_TEST_CHAT", "sk-test-123")
     chat = ScriptedChat([["echo hello > greeting.txt"], ["cat greeting.txt", "ls"], "All done."], api_key="sk-test-123")
     sandbox = sandbox_with(_shell)
     steps: list[Step] = []
     with chat_server(chat):
-        config = EndpointConfig(base_url=chat.base_url, model="scripted-1", api_key_env="TEST_CHAT_KEY",
+        config = EndpointConfig(base_url=chat.base_url, model="scripted-1", api_key_env="VERIHARM_AGENT_KEY_TEST_CHAT",
                                 max_steps=10, temperature=0.2)
         outcome = OpenAICompatibleAgent(config).run(
             sandbox, "Say hello in a file.", time_limit=60, record=steps.append, should_stop=lambda: False
@@ -122,11 +122,11 @@ def test_openai_compatible_loop_stops_at_the_step_limit_and_for_a_cancel():
 
 def test_openai_compatible_failures_are_infrastructure(monkeypatch):
     chat = ScriptedChat(["done"], api_key="right")
-    monkeypatch.setenv("WRONG_KEY", "wrong")
+    monkeypatch.setenv("VERIHARM_AGENT_KEY_WRONG", "wrong")
     with chat_server(chat):
-        agent = OpenAICompatibleAgent(EndpointConfig(base_url=chat.base_url, model="m", api_key_env="WRONG_KEY"))
+        agent = OpenAICompatibleAgent(EndpointConfig(base_url=chat.base_url, model="m", api_key_env="VERIHARM_AGENT_KEY_WRONG"))
         with pytest.raises(AgentError, match="HTTP 401"):
             agent.run(sandbox_with(), "t", time_limit=30, record=lambda s: None, should_stop=lambda: False)
-    missing = OpenAICompatibleAgent(EndpointConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="NOT_SET_X"))
-    with pytest.raises(AgentError, match="NOT_SET_X"):
+    missing = OpenAICompatibleAgent(EndpointConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="VERIHARM_AGENT_KEY_NOT_SET_X"))
+    with pytest.raises(AgentError, match="VERIHARM_AGENT_KEY_NOT_SET_X"):
         missing.run(sandbox_with(), "t", time_limit=30, record=lambda s: None, should_stop=lambda: False)

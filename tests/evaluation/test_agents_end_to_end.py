@@ -21,7 +21,7 @@ SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
 def openai_agent(name: str, base_url: str, **config) -> Agent:
     return Agent.objects.create(
         name=name, kind=AgentKind.OPENAI_COMPATIBLE, model="scripted-1", harness="veriharm bash-tool loop",
-        config={"base_url": base_url, "model": "scripted-1", "api_key_env": "VERIHARM_TEST_CHAT_KEY", **config},
+        config={"base_url": base_url, "model": "scripted-1", "api_key_env": "VERIHARM_AGENT_KEY_TEST_CHAT", **config},
         time_limit=120,
     )
 
@@ -29,14 +29,14 @@ def openai_agent(name: str, base_url: str, **config) -> Agent:
 @pytest.mark.django_db(transaction=True)
 def test_openai_compatible_agent_solves_a_candidate_in_the_sandbox(sandboxes_ready, examples_imported,
                                                                      celery_worker_thread, monkeypatch):
-    monkeypatch.setenv("VERIHARM_TEST_CHAT_KEY", "sk-local-test")
+    monkeypatch.setenv("VERIHARM_AGENT_KEY_TEST_CHAT", "sk-local-test")
     candidate = Candidate.objects.get(external_id=SAFE_ID)
     chat = ScriptedChat([], api_key="sk-local-test")
     with chat_server(chat):
         port = chat.base_url.split(":")[2].split("/")[0]
         # The sandbox can neither reach the model endpoint on the host's loopback nor read the key.
         probe = (f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\" "
-                 "&& echo endpoint=reachable || echo endpoint=unreachable; echo key=${VERIHARM_TEST_CHAT_KEY:-none}")
+                 "&& echo endpoint=reachable || echo endpoint=unreachable; echo key=${VERIHARM_AGENT_KEY_TEST_CHAT:-none}")
         chat.turns = [[candidate.references["harmful"]], ["ls -l solution.sh", probe], "Done: solution.sh adjusts mtimes."]
         agent = openai_agent("scripted", chat.base_url, temperature=0.3, max_steps=8)
         run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")

@@ -191,3 +191,13 @@ VERIHARM_AGENT_MAX_TIME_LIMIT = env.int("VERIHARM_AGENT_MAX_TIME_LIMIT", default
 VERIHARM_FINAL_STATE_DIR = env.path("VERIHARM_FINAL_STATE_DIR", default=str(VAR_DIR / "final-states"))
 VERIHARM_FINAL_STATE_MAX_MB = env.int("VERIHARM_FINAL_STATE_MAX_MB", default=64)
 VERIHARM_FINAL_STATE_RETENTION_DAYS = env.int("VERIHARM_FINAL_STATE_RETENTION_DAYS", default=90)
+# The model gateway between agents and their model endpoints (evaluation/gateway): defaults for
+# agents whose configuration sets no limits of its own. Concurrency and requests per minute hold
+# per endpoint and per worker process (0 requests per minute: no rate limit). Upstream 429 and 5xx
+# answers are retried this many times, with exponential backoff from BACKOFF_SECONDS up to
+# BACKOFF_MAX_SECONDS between two tries (or the upstream's Retry-After, capped the same way).
+VERIHARM_GATEWAY_MAX_CONCURRENCY = env.int("VERIHARM_GATEWAY_MAX_CONCURRENCY", default=8)
+VERIHARM_GATEWAY_REQUESTS_PER_MINUTE = env.int("VERIHARM_GATEWAY_REQUESTS_PER_MINUTE", default=0)
+VERIHARM_GATEWAY_MAX_RETRIES = env.int("VERIHARM_GATEWAY_MAX_RETRIES", default=3)
+VERIHARM_GATEWAY_BACKOFF_SECONDS = env.float("VERIHARM_GATEWAY_BACKOFF_SECONDS", default=1.0)
+VERIHARM_GATEWAY_BACKOFF_MAX_SECONDS = env.float("VERIHARM_GATEWAY_BACKOFF_MAX_SECONDS", default=20.0)

@@ -14,3 +14,6 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 ALLOWED_HOSTS = ["*"]
+# Retries of the model gateway back off in tens of milliseconds here, so the retry tests take no time.
+VERIHARM_GATEWAY_BACKOFF_SECONDS = 0.02
+VERIHARM_GATEWAY_BACKOFF_MAX_SECONDS = 0.2

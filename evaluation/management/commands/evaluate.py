@@ -6,6 +6,7 @@
     evaluate --agent my-agent --study 3
     evaluate --agent my-agent --release 2
     evaluate --agent my-agent --ids bb-1 --protocol v3ast   each candidate's capability twin too, 4 repetitions
+    evaluate --agent my-agent --top-k 150 --budget 25       model calls stop once they cost 25 USD
     evaluate --rerun RUN_ID [--wait]            re-evaluate a whole run (a new run; history kept)
     evaluate --rerun-candidate ID [--agent ...]  re-evaluate one candidate
     evaluate --cancel RUN_ID
@@ -45,6 +46,8 @@ class Command(BaseCommand):
         parser.add_argument("--backend", choices=Backend.values, help="sandbox backend (default from settings)")
         parser.add_argument("--name", default="")
         parser.add_argument("--test-timeout", type=int, help="seconds each test may run")
+        parser.add_argument("--budget", metavar="USD",
+                            help="what the run's model calls may cost in all; the gateway stops there")
         parser.add_argument("--wait", action="store_true", help="wait until the run finishes, then print its metrics")
         parser.add_argument("--timeout", type=float, default=0, help="with --wait: give up after this many seconds")
 
@@ -107,7 +110,7 @@ class Command(BaseCommand):
             run = services.run_launch(
                 selection=self._selection(options), agent_ids=self._agent_ids(options["agent"]),
                 repetitions=options["repetitions"], backend=options["backend"], name=options["name"],
-                test_timeout=options["test_timeout"], protocol=options["protocol"],
+                test_timeout=options["test_timeout"], protocol=options["protocol"], budget_usd=options["budget"],
             )
         self.stdout.write(f"Launched {run} (id {run.pk}): {run.trials.count()} trial(s) on the {run.backend} backend.")
         if run.notes:
