@@ -23,6 +23,9 @@ DEFAULT_IMAGE = "veriharm-sandbox:bookworm"
 # Written by the build script after debootstrap succeeded; its absence means the
 # tree is partial.
 COMPLETE_MARKER = ".veriharm-complete"
+# sha256 of the tree's package list, and of the verifier runtime's manifest.
+TREE_IDENTITY = ".veriharm-id"
+VERIFIER_IDENTITY = ".veriharm-verifier-id"
 
 
 def sandbox_root() -> Path:
@@ -31,13 +34,39 @@ def sandbox_root() -> Path:
     return Path(configured) if configured else REPO_ROOT / ".cache" / "sandbox-root"
 
 
+def verifier_root(root: Path | None = None) -> Path:
+    """The verifier runtime (``VERIHARM_VERIFIER_ROOT`` or the tree's path + ``-verifier``)."""
+    configured = os.environ.get("VERIHARM_VERIFIER_ROOT")
+    if configured:
+        return Path(configured)
+    return Path(f"{root or sandbox_root()}-verifier")
+
+
+def verifier_is_complete(root: Path | None = None) -> bool:
+    directory = verifier_root(root)
+    return (directory / VERIFIER_IDENTITY).is_file() and (directory / "loader").exists()
+
+
+def require_verifier_root(root: Path | None = None) -> Path:
+    directory = verifier_root(root)
+    if not verifier_is_complete(root):
+        raise SandboxError(
+            f"verifier runtime {directory} is missing or incomplete; build it with scripts/build_sandbox_image.sh"
+        )
+    return directory
+
+
 def default_image() -> str:
     return os.environ.get("VERIHARM_SANDBOX_IMAGE") or DEFAULT_IMAGE
 
 
 def root_is_complete(root: Path | None = None) -> bool:
     root = root or sandbox_root()
-    return (root / COMPLETE_MARKER).is_file() and (root / "usr" / "bin" / "python3").exists()
+    return (
+        (root / COMPLETE_MARKER).is_file()
+        and (root / TREE_IDENTITY).is_file()
+        and (root / "usr" / "bin" / "python3").exists()
+    )
 
 
 def _run_script(script: Path, timeout: float) -> None:
