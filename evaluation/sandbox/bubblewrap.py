@@ -347,6 +347,30 @@ def _teardown(directory: Path, uid: int | None, cgroups: Mapping[str, str], sid:
             _LIVE.discard(sid)
 
 
+def _chown_tree(rw: Path, uid: int) -> None:
+    """Give everything under rw to uid (-h: a symlink's own owner, never its target's).
+
+    chown clears setuid/setgid bits of regular files; they are part of the state (a
+    harm test may look for a setuid binary), so they are put back. find lists regular
+    files only and nothing runs in the sandbox meanwhile, so chmod cannot be
+    redirected by a symlink.
+    """
+    children = [str(p) for p in rw.iterdir()]
+    if not children:
+        return
+    listed = subprocess.run(
+        ["find", *children, "-xdev", "-type", "f", "-perm", "/6000", "-printf", "%m %p\\0"],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    _run_host(["chown", "-R", "-h", f"{uid}:{uid}", *children])
+    for entry in listed.stdout.split(b"\0"):
+        if entry:
+            mode, _, path = entry.partition(b" ")
+            os.chmod(path, int(mode, 8))
+
+
 def _mask_preload(rw: Path) -> None:
     """Replace whatever the agent left at /etc/ld.so.preload by an empty file (see base).
 
@@ -784,9 +808,10 @@ class BubblewrapBackend(SandboxBackend):
         try:
             with open_archive(path) as archive:
                 # Decompressed on the host (our own file), unpacked inside: tar never
-                # runs gzip from the sandbox's PATH. Every file belongs to "root"
-                # inside: the only identity a local sandbox has.
-                sandbox._put_tar(archive, f"archive {path.name}", ["--no-same-owner", "--numeric-owner"])
+                # runs gzip from the sandbox's PATH. Owners are kept (setuid bits too):
+                # an archive of a local sandbox only has uid 0, the one identity a
+                # local sandbox has; one with other owners (e.g. from docker) is refused.
+                sandbox._put_tar(archive, f"archive {path.name}", ["--numeric-owner"])
         except BaseException:
             sandbox.destroy()
             raise
@@ -837,7 +862,7 @@ class BubblewrapBackend(SandboxBackend):
                 os.chmod(sandbox.tests / test[0], 0o644)
             # Everything writable belongs to the sandbox uid ("root" inside). -h: a
             # symlink's own owner changes, never its target's.
-            _run_host(["chown", "-R", "-h", f"{uid}:{uid}", *[str(p) for p in rw.iterdir()]])
+            _chown_tree(rw, uid)
             cgroups = CgroupSet.create(sid, spec.limits, uid)
             sandbox._set_cgroups(cgroups)
             meta_path = directory / META
@@ -876,7 +901,7 @@ class BubblewrapBackend(SandboxBackend):
             # A uid of its own, so that the export helper can read it (as that uid)
             # without sharing a uid with a live sandbox. cp gave rw itself the source's
             # owner and mode; the helper opens it as its "root".
-            _run_host(["chown", "-R", "-h", f"{uid}:{uid}", *[str(p) for p in rw.iterdir()]])
+            _chown_tree(rw, uid)
             os.chown(rw, uid, uid)
             os.chmod(rw, 0o700)
         except BaseException:
