@@ -610,8 +610,8 @@ def _feed(stream: IO[bytes] | None, data: bytes | IO[bytes]) -> None:
             stream.write(data)
         else:
             shutil.copyfileobj(data, stream, 1024 * 1024)
-    except (BrokenPipeError, ValueError, OSError):
-        pass  # the command stopped reading; its exit status says why
+    except (BrokenPipeError, ValueError, OSError, EOFError):
+        pass  # the command stopped reading, or the source broke off; its exit status says why
     finally:
         with contextlib.suppress(OSError):
             stream.close()

@@ -426,10 +426,14 @@ def _feed_socket(raw: socket.socket, data: bytes | IO[bytes] | None) -> None:
         elif data is not None:
             while chunk := data.read(1024 * 1024):
                 raw.sendall(chunk)
+    except (OSError, EOFError):
+        # The command exited without reading everything, or the source broke off (a
+        # truncated archive): either way its status says why.
+        pass
+    finally:
         # Half-close: the command sees EOF on stdin, we still read its output.
-        raw.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass  # the command exited without reading everything; its status says why
+        with contextlib.suppress(OSError):
+            raw.shutdown(socket.SHUT_WR)
 
 
 def _remove_container(client: docker.DockerClient, container_id: str) -> None:

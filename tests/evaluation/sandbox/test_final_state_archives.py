@@ -126,9 +126,13 @@ def test_a_restore_from_a_missing_or_corrupt_archive_is_an_infrastructure_error(
 ) -> None:
     from evaluation.sandbox import SandboxError
 
+    import gzip
+
     corrupt = tmp_path / "corrupt.tar.gz"
     corrupt.write_bytes(b"not a gzip file")
-    for path in (tmp_path / "missing.tar.gz", corrupt):
+    truncated = tmp_path / "truncated.tar.gz"
+    truncated.write_bytes(gzip.compress(secrets.token_bytes(200_000))[:50_000])
+    for path in (tmp_path / "missing.tar.gz", corrupt, truncated):
         with pytest.raises((SandboxError, OSError)):
             backend.restore_archive(Environment(), Limits(), path).destroy()
 
