@@ -2,8 +2,10 @@
 
 One debootstrap tree serves both backends: the bubblewrap backend binds it
 read-only as "/", and the docker backend runs it as an image imported from the
-same tree. Both are made by ``scripts/build_sandbox_image.sh``; the functions
-here locate them and call the scripts when asked to.
+same tree. Beside the tree, the verifier runtime (an interpreter, pytest and
+their libraries copied out of it) serves the test phase of both backends. All
+are made by ``scripts/build_sandbox_image.sh``, which also writes their
+identities; the functions here locate them and call the scripts when asked to.
 """
 
 from __future__ import annotations
