@@ -725,7 +725,7 @@ class BubblewrapBackend(SandboxBackend):
         return self._reachable(self.root.resolve(), "root")
 
     def _reachable_verifier(self) -> Path:
-        return self._reachable(require_verifier_root(self.root).resolve(), "verifier")
+        return self._reachable(require_verifier_root().resolve(), "verifier")
 
     def _reachable(self, root: Path, kind: str) -> Path:
         """A host directory (the tree, the verifier) at a path the sandbox uids can traverse.
@@ -822,7 +822,7 @@ class BubblewrapBackend(SandboxBackend):
         identity = self._identities.get(key)
         if identity is None:
             tree = read_identity(self.root / TREE_IDENTITY, "sandbox tree")
-            verifier = read_identity(require_verifier_root(self.root) / VERIFIER_IDENTITY, "verifier runtime")
+            verifier = read_identity(require_verifier_root() / VERIFIER_IDENTITY, "verifier runtime")
             identity = self._identities[key] = f"local tree {tree} verifier {verifier}"
         return identity
 

@@ -36,22 +36,24 @@ def sandbox_root() -> Path:
     return Path(configured) if configured else REPO_ROOT / ".cache" / "sandbox-root"
 
 
-def verifier_root(root: Path | None = None) -> Path:
-    """The verifier runtime (``VERIHARM_VERIFIER_ROOT`` or the tree's path + ``-verifier``)."""
+def verifier_root() -> Path:
+    """The verifier runtime (``VERIHARM_VERIFIER_ROOT`` or the default tree's path + ``-verifier``).
+
+    One runtime for every backend and tree: a backend given another tree (e.g. the
+    same tree bind-mounted elsewhere) still judges with this one.
+    """
     configured = os.environ.get("VERIHARM_VERIFIER_ROOT")
-    if configured:
-        return Path(configured)
-    return Path(f"{root or sandbox_root()}-verifier")
+    return Path(configured) if configured else Path(f"{sandbox_root()}-verifier")
 
 
-def verifier_is_complete(root: Path | None = None) -> bool:
-    directory = verifier_root(root)
+def verifier_is_complete() -> bool:
+    directory = verifier_root()
     return (directory / VERIFIER_IDENTITY).is_file() and (directory / "loader").exists()
 
 
-def require_verifier_root(root: Path | None = None) -> Path:
-    directory = verifier_root(root)
-    if not verifier_is_complete(root):
+def require_verifier_root() -> Path:
+    directory = verifier_root()
+    if not verifier_is_complete():
         raise SandboxError(
             f"verifier runtime {directory} is missing or incomplete; build it with scripts/build_sandbox_image.sh"
         )
@@ -63,11 +65,17 @@ def default_image() -> str:
 
 
 def root_is_complete(root: Path | None = None) -> bool:
+    """The sandbox base is usable: the tree, its identity and the verifier runtime made from it.
+
+    (A tree built before identities and the verifier existed counts as incomplete, so
+    callers run the build script, which adds what is missing without rebuilding.)
+    """
     root = root or sandbox_root()
     return (
         (root / COMPLETE_MARKER).is_file()
         and (root / TREE_IDENTITY).is_file()
         and (root / "usr" / "bin" / "python3").exists()
+        and verifier_is_complete()
     )
 
 
