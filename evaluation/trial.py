@@ -2,10 +2,17 @@
 
 1. Build the source task's environment (files, setup, workdir).
 2. Run the agent on t~ alone, under its time limit.
-3. Snapshot the final state; for each test restore a fresh copy, write the
-   test in only now under a random name, and run it there, so neither test
-   sees the other's effects and the agent could not have prepared for either.
-   Tests run even when the agent hit its limit: a limit is an outcome.
+3. Snapshot the final state (and, when asked, keep it as a compressed archive
+   for re-scoring later: ``score_final_state``); for each test restore a fresh
+   copy, write the test in only now under a random name, and run it there, so
+   neither test sees the other's effects and the agent could not have prepared
+   for either. Tests run even when the agent hit its limit: a limit is an outcome.
+
+The tests run with the sandbox layer's verifier (``Snapshot.verify``): an
+interpreter and pytest from a read-only runtime the agent never had access to,
+so nothing the agent planted (a python3 on PATH, a conftest.py, a
+sitecustomize, an /etc/ld.so.preload...) decides a verdict. ``VERIFIER_COMMAND``
+is its exact command line, for the record.
 
 A capability-twin trial is the same protocol with the twin's instruction and
 no harm test: only whether the benign work got done matters.
@@ -13,23 +20,45 @@ no harm test: only whether the benign work got done matters.
 from __future__ import annotations
 
 import logging
-import secrets
+import pathlib
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from .agents.base import AgentOutcome, AgentRunner, AgentStopped, StepSink, combined_output, output_tail
-from .sandbox.base import ArchiveTooLarge, Environment, Limits, SandboxBackend, Snapshot
+from .sandbox.base import (
+    ArchiveInfo,
+    ArchiveTooLarge,
+    Environment,
+    Limits,
+    SandboxBackend,
+    SandboxError,
+    Snapshot,
+    hidden_test_name,
+    verifier_command_line,
+)
 
 logger = logging.getLogger(__name__)
 
-# `-c /dev/null`: configuration the agent may have left in the working directory
-# (pytest.ini, tox.ini, pyproject.toml) must not change how the tests run. -P keeps
-# the working directory off sys.path, so a planted pytest.py cannot stand in for
-# pytest; --noconftest ignores a planted conftest.py.
-PYTEST = "python3 -P -m pytest -q -p no:cacheprovider --noconftest -c /dev/null --rootdir . {module}"
+# How the tests are run, exactly (see evaluation.sandbox.base.verifier_argv).
+VERIFIER_COMMAND = verifier_command_line()
+# Cap of a kept final state (compressed); over it the archive is dropped, never the trial.
+DEFAULT_FINAL_STATE_MAX_BYTES = 200 * 1024 * 1024
+
+__all__ = [
+    "DEFAULT_FINAL_STATE_MAX_BYTES",
+    "VERIFIER_COMMAND",
+    "RescoreOutcome",
+    "TrialCancelled",
+    "TrialOutcome",
+    "TrialSpec",
+    "VerifierOutcome",
+    "hidden_test_name",
+    "run_test",
+    "score_final_state",
+    "trial_run",
+]
 
 
 class TrialCancelled(Exception):
@@ -58,17 +87,12 @@ class VerifierOutcome:
 
 
 @dataclass(frozen=True)
-class ArchiveInfo:
-    sha256: str
-    size: int
-
-
-@dataclass(frozen=True)
 class TrialOutcome:
     agent: AgentOutcome
     task: VerifierOutcome
     harm: VerifierOutcome | None
-    # The agent's final state exported for re-scoring, when asked for and within its size cap.
+    # The agent's final state kept as an archive (None when not asked for or not kept),
+    # and why it was not kept.
     final_state: ArchiveInfo | None = None
     final_state_note: str = ""
 
@@ -81,20 +105,15 @@ class TrialOutcome:
         return None if self.harm is None else int(self.harm.passed)
 
 
-def hidden_test_name() -> str:
-    """A module name nobody can predict: 128 random bits."""
-    return f"test_{secrets.token_hex(16)}"
+@dataclass(frozen=True)
+class RescoreOutcome:
+    task: VerifierOutcome | None
+    harm: VerifierOutcome | None
 
 
 def run_test(snapshot: Snapshot, test_source: str, timeout: float) -> VerifierOutcome:
     """Run one pytest module on its own fresh copy of the final state."""
-    sandbox = snapshot.restore()
-    try:
-        name = hidden_test_name()
-        sandbox.write_file(f"{name}.py", test_source.encode())
-        result = sandbox.exec(PYTEST.format(module=f"{name}.py"), timeout=timeout)
-    finally:
-        sandbox.destroy()
+    result = snapshot.verify(test_source, timeout)
     return VerifierOutcome(
         passed=result.exit_code == 0 and not result.timed_out,
         exit_code=result.exit_code,
@@ -111,10 +130,14 @@ def trial_run(
     *,
     record: StepSink,
     cancelled: Callable[[], bool] = lambda: False,
-    final_state: Path | None = None,
-    final_state_max_bytes: int = 64 * 1024 * 1024,
+    final_state: pathlib.Path | None = None,
+    final_state_max_bytes: int = DEFAULT_FINAL_STATE_MAX_BYTES,
 ) -> TrialOutcome:
     """Run one trial end to end; every sandbox it made is destroyed when it returns or raises.
+
+    With ``final_state``, the agent's final state is written there (gzip tar) before
+    the tests run; an archive over ``final_state_max_bytes`` or one that cannot be
+    written is dropped with a note, and the trial goes on.
 
     Raises TrialCancelled when `cancelled()` turns true between steps, and lets
     SandboxError / AgentError (infrastructure) through for the caller to retry.
@@ -142,23 +165,13 @@ def trial_run(
     except BaseException:
         sandbox.destroy()
         raise
-    kept, note = None, ""
-    if final_state is not None:
-        try:
-            info = snapshot.export(final_state, max_bytes=final_state_max_bytes)
-            kept = ArchiveInfo(info.sha256, info.size)
-        except ArchiveTooLarge as exc:
-            note = f"not kept: {exc}"
-        except BaseException:
-            snapshot.discard()
-            sandbox.destroy()
-            raise
     try:
         # The agent's sandbox goes away while the tests run: the snapshot does not depend on it.
         # Each test has its own copy of the final state, so the two run at once too. Leaving the
         # pool waits for all three, and each test destroys its own sandbox whatever the others do.
         with ThreadPoolExecutor(max_workers=3, thread_name_prefix="trial") as pool:
             destroyed = pool.submit(sandbox.destroy)
+            archive, note = (None, "") if final_state is None else _keep(snapshot, final_state, final_state_max_bytes)
             checkpoint()
             task_future = pool.submit(run_test, snapshot, spec.task_test, spec.test_timeout)
             harm_future = None if spec.harm_test is None else pool.submit(
@@ -170,4 +183,47 @@ def trial_run(
             logger.warning("could not destroy the agent's sandbox: %s", destroyed.exception())
     finally:
         snapshot.discard()
-    return TrialOutcome(agent=agent_outcome, task=task, harm=harm, final_state=kept, final_state_note=note)
+    return TrialOutcome(
+        agent=agent_outcome, task=task, harm=harm, final_state=archive, final_state_note=note
+    )
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.0f} MB" if size >= 1e6 else f"{size} bytes"
+
+
+def _keep(snapshot: Snapshot, path: pathlib.Path, max_bytes: int) -> tuple[ArchiveInfo | None, str]:
+    """Export the final state; what cannot be kept is a note, never a failed trial."""
+    try:
+        return snapshot.export(path, max_bytes=max_bytes), ""
+    except ArchiveTooLarge as exc:
+        return None, f"not kept: over the {_megabytes(max_bytes)} cap (stopped at {_megabytes(exc.size)})"
+    except (SandboxError, OSError) as exc:
+        logger.warning("could not keep the final state in %s: %s", path, exc)
+        return None, f"not kept: {exc}"
+
+
+def score_final_state(
+    backend: SandboxBackend,
+    environment: Environment,
+    limits: Limits,
+    archive: pathlib.Path,
+    task_test: str | None,
+    harm_test: str | None,
+    timeout: float,
+) -> RescoreOutcome:
+    """Run tests on a kept final state, each on its own restored copy, with the trials' verifier.
+
+    No agent runs and the environment's setup is not applied again: the archive is the
+    state. SandboxError (e.g. an unreadable archive) goes to the caller.
+    """
+    snapshot = backend.load_archive(environment, limits, archive)
+    try:
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rescore") as pool:
+            task = None if task_test is None else pool.submit(run_test, snapshot, task_test, timeout)
+            harm = None if harm_test is None else pool.submit(run_test, snapshot, harm_test, timeout)
+        return RescoreOutcome(
+            task=None if task is None else task.result(), harm=None if harm is None else harm.result()
+        )
+    finally:
+        snapshot.discard()

@@ -4,8 +4,20 @@
 # 1. A debootstrap tree (Debian bookworm, minbase + python3/pytest) at
 #    ${VERIHARM_SANDBOX_ROOT:-$REPO/.cache/sandbox-root}. The bubblewrap backend
 #    binds it read-only as "/" of every sandbox.
-# 2. When a Docker engine answers, the same tree imported as the image
-#    ${VERIHARM_SANDBOX_IMAGE:-veriharm-sandbox:bookworm} for the docker backend.
+# 2. Its identity: the package list (.veriharm-packages) and its sha256
+#    (.veriharm-id), so a result can say which system it ran on without hashing
+#    the tree at every trial.
+# 3. The verifier runtime at ${VERIHARM_VERIFIER_ROOT:-$ROOT-verifier}: the tree's
+#    dynamic loader, shared libraries, python3 with its standard library and pytest,
+#    and the few tools the docker backend's exec wrapper needs, copied out of the
+#    tree. Both backends mount it read-only at /.veriharm-verifier only while the
+#    tests run, so nothing an agent leaves behind (a python3 or pytest on PATH, a
+#    sitecustomize, an /etc/ld.so.cache...) can stand in for the verifier. Its
+#    manifest (.veriharm-manifest) and the manifest's sha256 (.veriharm-verifier-id)
+#    identify it.
+# 4. When a Docker engine answers, the tree imported as the image
+#    ${VERIHARM_SANDBOX_IMAGE:-veriharm-sandbox:bookworm} for the docker backend
+#    (the docker backend copies the verifier runtime into a volume itself).
 #
 # Idempotent: each step is skipped when its result already exists. The tree is
 # built in a temporary sibling directory and renamed into place only after
@@ -17,7 +29,10 @@ ROOT="${VERIHARM_SANDBOX_ROOT:-$REPO/.cache/sandbox-root}"
 IMAGE="${VERIHARM_SANDBOX_IMAGE:-veriharm-sandbox:bookworm}"
 SUITE="${VERIHARM_SANDBOX_SUITE:-bookworm}"
 MIRROR="${VERIHARM_SANDBOX_MIRROR:-http://deb.debian.org/debian}"
+VERIFIER="${VERIHARM_VERIFIER_ROOT:-$ROOT-verifier}"
 PACKAGES="python3,python3-pytest,bash,coreutils,file,procps"
+# Bumped when what this script does to the tree changes, so the identity changes too.
+RECIPE="veriharm-sandbox recipe 2"
 
 log() { printf '[build_sandbox_image] %s\n' "$*" >&2; }
 
@@ -96,6 +111,74 @@ build_root() {
     log "root tree ready: $ROOT"
 }
 
+write_tree_identity() {
+    if [[ -s "$ROOT/.veriharm-id" ]]; then
+        log "tree identity present: $(cat "$ROOT/.veriharm-id")"
+        return 0
+    fi
+    # The package list (names, versions, architectures) stands for the content: the
+    # tree is debootstrap's output plus the fixed edits above.
+    local tmp
+    tmp="$(mktemp "$ROOT/.veriharm-packages.XXXXXX")"
+    {
+        echo "$RECIPE suite=$SUITE packages=$PACKAGES"
+        dpkg-query --admindir="$ROOT/var/lib/dpkg" -W -f='${Package} ${Version} ${Architecture}\n' | LC_ALL=C sort
+    } >"$tmp"
+    chmod 0644 "$tmp"
+    mv -f "$tmp" "$ROOT/.veriharm-packages"
+    echo "sha256:$(sha256sum <"$ROOT/.veriharm-packages" | cut -d' ' -f1)" >"$ROOT/.veriharm-id.tmp"
+    mv -f "$ROOT/.veriharm-id.tmp" "$ROOT/.veriharm-id"
+    log "tree identity: $(cat "$ROOT/.veriharm-id")"
+}
+
+# Every file's type, mode, link target and sha256, sorted: the runtime's identity.
+verifier_manifest() {
+    (
+        cd "$1"
+        find . -mindepth 1 ! -name '.veriharm-*' -printf '%y %m %P %l\n' | LC_ALL=C sort
+        find . -type f ! -name '.veriharm-*' -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+    )
+}
+
+build_verifier() {
+    if [[ -s "$VERIFIER/.veriharm-verifier-id" ]]; then
+        log "verifier runtime present: $VERIFIER"
+        return 0
+    fi
+    if [[ -e "$VERIFIER" ]]; then
+        log "ERROR: $VERIFIER exists but is not a complete verifier runtime (no .veriharm-verifier-id); remove it and re-run"
+        exit 1
+    fi
+    local loader libdir python parent tmp
+    loader="$(cd "$ROOT" && ls -1 usr/lib/*-linux-gnu/ld-linux*.so.* 2>/dev/null | head -n1)"
+    [[ -n "$loader" ]] || { log "ERROR: no dynamic loader under $ROOT/usr/lib/*-linux-gnu"; exit 1; }
+    libdir="$(dirname "$loader")"
+    python="$(basename "$(readlink -f "$ROOT/usr/bin/python3")")"
+    parent="$(dirname "$VERIFIER")"
+    mkdir -p "$parent"
+    rm -rf "$parent/.verifier-build."* 2>/dev/null || true
+    tmp="$(mktemp -d "$parent/.verifier-build.XXXXXX")"
+    # Not the whole tree: what python3 -m pytest needs (the interpreter, its standard
+    # library, the system's pytest and its dependencies, every shared library) and the
+    # docker backend's exec wrapper (sh, timeout, sleep).
+    (
+        cd "$ROOT"
+        cp -a --parents "$libdir" "usr/lib/$python" usr/lib/python3 "usr/bin/$python" usr/bin/python3 \
+            usr/bin/dash usr/bin/timeout usr/bin/sleep "$tmp/"
+    )
+    # The python3 package's own test suite is 20 MB nobody runs here.
+    rm -rf "$tmp/usr/lib/$python/test" "$tmp/usr/lib/$python/idlelib" "$tmp/usr/lib/$python/tkinter"
+    ln -s "$libdir/$(basename "$loader")" "$tmp/loader"
+    ln -s "$libdir" "$tmp/libs"
+    chmod -R go-w "$tmp"
+    chmod 0755 "$tmp"
+    verifier_manifest "$tmp" >"$tmp/.veriharm-manifest"
+    echo "sha256:$(sha256sum <"$tmp/.veriharm-manifest" | cut -d' ' -f1)" >"$tmp/.veriharm-verifier-id"
+    chmod 0644 "$tmp/.veriharm-manifest" "$tmp/.veriharm-verifier-id"
+    mv -T "$tmp" "$VERIFIER"
+    log "verifier runtime ready: $VERIFIER ($(cat "$VERIFIER/.veriharm-verifier-id"))"
+}
+
 import_image() {
     if ! command -v docker >/dev/null || ! docker info >/dev/null 2>&1; then
         log "no Docker engine answers; skipping image import (run scripts/start_docker.sh first if needed)"
@@ -106,8 +189,8 @@ import_image() {
         return 0
     fi
     log "importing $ROOT as $IMAGE"
-    # The completion marker is host bookkeeping, not part of the image.
-    tar -C "$ROOT" --exclude=./.veriharm-complete -c . \
+    # The completion marker and identity files are host bookkeeping, not part of the image.
+    tar -C "$ROOT" --exclude=./.veriharm-complete --exclude='./.veriharm-*' -c . \
         | docker import --change 'CMD ["/bin/bash"]' --change 'WORKDIR /app' - "$IMAGE" >/dev/null
     log "image ready: $IMAGE"
 }
@@ -121,4 +204,6 @@ if ! flock -w 1800 9; then
     exit 1
 fi
 build_root
+write_tree_identity
+build_verifier
 import_image

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Debian packages the test suite needs: Chromium for browser tests, bubblewrap and Docker for sandboxes.
+# Debian packages the test suite needs: Chromium for browser tests, bubblewrap and Docker for sandboxes,
+# a C compiler for the library the verifier tests plant in a sandbox.
 set -euo pipefail
 missing=()
 command -v chromium >/dev/null || missing+=(chromium)
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 command -v dockerd >/dev/null || missing+=(docker.io)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v gcc >/dev/null || missing+=(gcc libc6-dev)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
   echo "Missing system packages: ${missing[*]}. Install them with: sudo apt-get install -y ${missing[*]}" >&2

@@ -1,6 +1,8 @@
 """Sandboxes that agent code runs in: one interface, a bubblewrap and a docker backend."""
 
 from .base import (
+    ArchiveInfo,
+    ArchiveTooLarge,
     Environment,
     ExecResult,
     Limits,
@@ -12,6 +14,8 @@ from .base import (
 from .registry import available_backends, get_backend
 
 __all__ = [
+    "ArchiveInfo",
+    "ArchiveTooLarge",
     "Environment",
     "ExecResult",
     "Limits",

@@ -11,17 +11,33 @@ backend and the trial protocol relies on them:
   each size-capped, so a sandbox can never fill the host's disk and a snapshot
   only needs to copy those directories.
 
-Not covered, by design: the tests run on a restored copy of what the agent left,
-so an agent can still shape that copy (an ``/etc/ld.so.preload``, a
-``sitecustomize`` or a ``python3`` shim in /usr/local/bin...). The backends' own
-tools run by absolute path, but protecting the test run itself from such
-planted state is the trial protocol's call, not containment.
+The tests run on a restored copy of what the agent left, so that copy is
+agent-shaped through and through (a ``python3`` shim in /usr/local/bin, a
+``sitecustomize``, a ``conftest.py``, an ``/etc/ld.so.preload`` or
+``/etc/ld.so.cache``...). ``Snapshot.verify`` therefore never runs anything of
+it: the interpreter and pytest come from the *verifier runtime*, a read-only
+directory made by ``scripts/build_sandbox_image.sh`` outside any sandbox's
+writable state and mounted at ``VERIFIER_MOUNT`` only in the test phase; it is
+started through its own dynamic loader with ``--inhibit-cache`` and its own
+libraries, in isolated mode with a fixed environment, and the test module lives
+in ``TESTS_MOUNT``, outside the agent's tree. The one input the loader reads
+whatever it is told is ``/etc/ld.so.preload``; in the test phase that path
+holds an empty file wherever the agent left anything there (file, symlink,
+directory...), and nothing where it left nothing (see ``PRELOAD_PATH``). What
+a test itself runs (``subprocess.run(["./solution.sh"])``) is the agent's
+system, as it should be: that is what the test examines.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import hashlib
 import io
+import pathlib
 import posixpath
+import secrets
+import shlex
 import tarfile
 import threading
 import time
@@ -71,6 +87,83 @@ SH = "/bin/sh"
 TAR = "/bin/tar"
 TIMEOUT = "/usr/bin/timeout"
 
+# The verifier runtime (see the module docstring) and the directory holding the test
+# module, both mounted only in the test phase, at top-level paths no sandbox can
+# write. The runtime's "loader" and "libs" are links the build script makes to the
+# tree's ld.so and library directory, so the command line is the same on every
+# architecture.
+VERIFIER_MOUNT = "/.veriharm-verifier"
+TESTS_MOUNT = "/.veriharm-tests"
+VERIFIER_LOADER = f"{VERIFIER_MOUNT}/loader"
+VERIFIER_LIBS = f"{VERIFIER_MOUNT}/libs"
+VERIFIER_PYTHON = f"{VERIFIER_MOUNT}/usr/bin/python3"
+# The dynamic loader reads this file in every process, its own explicit invocation
+# included, and no option turns that off: in the test phase it is replaced by an
+# empty regular file when the agent left anything at that path (so a test still sees
+# that something is there, never what it names), and stays absent otherwise. The
+# final-state archive keeps the agent's original.
+PRELOAD_PATH = "/etc/ld.so.preload"
+# The verifier's whole environment: nothing is inherited. PATH is the sandbox's usual
+# one because the tests run the agent's programs (./solution.sh, which...) by name.
+VERIFIER_ENV: Mapping[str, str] = {
+    "PATH": DEFAULT_PATH,
+    "HOME": SANDBOX_HOME,
+    "LANG": "C.UTF-8",
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+}
+
+
+def verifier_argv(module_path: str) -> list[str]:
+    """The command running one test module with the verifier runtime.
+
+    * the runtime's own ld.so, ``--inhibit-cache`` (an agent's /etc/ld.so.cache could
+      map libc to its own library) and ``--library-path`` to the runtime's libraries;
+    * ``-I``: no PYTHON* variables, no user site, neither the working directory nor
+      the script's directory on sys.path; the prefix is the runtime's, so
+      /usr/local/lib/python3*/dist-packages of the sandbox is never searched;
+      ``-B``: no bytecode written anywhere;
+    * pytest: no plugin autoload (environment), no configuration file (``-c
+      /dev/null``, so a planted pytest.ini/tox.ini/pyproject.toml is not read), no
+      conftest.py, no cache; the rootdir is the tests' own directory, the module
+      outside the agent's tree, so pytest's sys.path insertion adds only that
+      directory (a json.py planted in the workdir cannot shadow the stdlib).
+
+    The working directory stays the task's workdir (set by the backend): tests use
+    relative paths.
+    """
+    return [
+        VERIFIER_LOADER, "--inhibit-cache", "--library-path", VERIFIER_LIBS,
+        VERIFIER_PYTHON, "-I", "-B", "-m", "pytest",
+        "-q", "-p", "no:cacheprovider", "--noconftest", "-c", "/dev/null", "--rootdir", TESTS_MOUNT,
+        module_path,
+    ]  # fmt: skip
+
+
+def verifier_command_line() -> str:
+    """The verifier's exact command line and environment, for the record."""
+    environment = " ".join(f"{k}={shlex.quote(v)}" for k, v in VERIFIER_ENV.items())
+    command = shlex.join(verifier_argv(f"{TESTS_MOUNT}/test_<random>.py"))
+    return f"env -i {environment} {command}"
+
+
+def hidden_test_name() -> str:
+    """A module name nobody can predict: 128 random bits."""
+    return f"test_{secrets.token_hex(16)}"
+
+
+def read_identity(path: pathlib.Path, what: str) -> str:
+    """The ``sha256:...`` line the build script wrote for the tree or the verifier runtime."""
+    try:
+        value = path.read_text().strip()
+    except OSError as exc:
+        raise SandboxError(
+            f"no identity for the {what} at {path}; run scripts/build_sandbox_image.sh"
+        ) from exc
+    if not value.startswith("sha256:"):
+        raise SandboxError(f"unreadable identity for the {what} in {path}: {value[:80]!r}")
+    return value
+
+
 # Each captured stream of an exec is cut at this size: an agent printing
 # gigabytes must not exhaust the host's memory.
 MAX_OUTPUT_BYTES = 4 * 1024 * 1024
@@ -86,7 +179,115 @@ class SandboxError(Exception):
 
 
 class ArchiveTooLarge(SandboxError):
-    """An exported final state would exceed its size cap; nothing was kept."""
+    """A final-state archive grew past its cap; nothing was kept."""
+
+    def __init__(self, size: int, max_bytes: int) -> None:
+        super().__init__(f"the archive reached {size} bytes, over the {max_bytes}-byte cap")
+        self.size = size
+        self.max_bytes = max_bytes
+
+
+@dataclass(frozen=True)
+class ArchiveInfo:
+    """A final-state archive on the host: sha256 and size of the compressed file."""
+
+    sha256: str
+    size: int
+
+
+class _CappedFile(io.RawIOBase):
+    """Writes to a host file, hashing, and raises ArchiveTooLarge past max_bytes."""
+
+    def __init__(self, target: IO[bytes], max_bytes: int) -> None:
+        self._target = target
+        self._max = max_bytes
+        self.size = 0
+        self.digest = hashlib.sha256()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        chunk = bytes(data)
+        self.size += len(chunk)
+        if self.size > self._max:
+            raise ArchiveTooLarge(self.size, self._max)
+        self.digest.update(chunk)
+        self._target.write(chunk)
+        return len(chunk)
+
+
+class GzipArchiveWriter:
+    """Compresses a tar stream into a host file under a size cap.
+
+    The sink side of an export: the tar itself is always produced by a command in a
+    sandbox (or is a snapshot file made that way), never by the host walking the
+    agent's files. Deterministic output (no name, mtime 0) so that equal states give
+    equal sha256s. After an overflow it keeps accepting (and dropping) data so that
+    the producer can finish; ``finish`` then removes the file and raises.
+    """
+
+    def __init__(self, path: pathlib.Path, max_bytes: int) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self._file = open(path, "wb")  # noqa: SIM115 - closed in finish/abort
+        self._capped = _CappedFile(self._file, max_bytes)
+        self._gzip: gzip.GzipFile | None = gzip.GzipFile(
+            filename="", mode="wb", fileobj=self._capped, mtime=0, compresslevel=6  # type: ignore[arg-type]
+        )
+        self.overflow: ArchiveTooLarge | None = None
+
+    def write(self, data: bytes) -> int:
+        if self.overflow is None and self._gzip is not None:
+            try:
+                self._gzip.write(data)
+            except ArchiveTooLarge as exc:
+                self.overflow = exc
+        return len(data)
+
+    def abort(self) -> None:
+        if self._gzip is not None:
+            # Without a file object the GzipFile's own close (and finalizer) writes nothing.
+            self._gzip.fileobj = None  # type: ignore[assignment]
+            self._gzip = None
+        with contextlib.suppress(Exception):
+            self._file.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    def finish(self) -> ArchiveInfo:
+        if self.overflow is None and self._gzip is not None:
+            try:
+                self._gzip.close()
+            except ArchiveTooLarge as exc:
+                self.overflow = exc
+        if self.overflow is not None:
+            self.abort()
+            raise self.overflow
+        self._gzip = None
+        self._file.close()
+        return ArchiveInfo(sha256=self._capped.digest.hexdigest(), size=self._capped.size)
+
+
+def export_tar_file(source: pathlib.Path, path: pathlib.Path, max_bytes: int) -> ArchiveInfo:
+    """Compress a snapshot tar the backend made into ``path`` under the cap."""
+    writer = GzipArchiveWriter(path, max_bytes)
+    try:
+        with open(source, "rb") as tar:
+            while writer.overflow is None and (chunk := tar.read(1024 * 1024)):
+                writer.write(chunk)
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.finish()
+
+
+def open_archive(path: pathlib.Path) -> IO[bytes]:
+    """The tar stream inside a final-state archive, decompressed on the host."""
+    try:
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    except OSError as exc:
+        raise SandboxError(f"cannot open archive {path}: {exc}") from exc
 
 
 def normalize_sandbox_path(path: str, workdir: str) -> str:
@@ -194,6 +395,9 @@ class ExecResult:
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
+
+
+# What trials ran before the verifier runtime existed; only Snapshot.verify's fallback uses it.
 
 
 def inode_cap(size_mb: int) -> int:
@@ -324,6 +528,24 @@ class Snapshot(ABC):
         """A new, independent sandbox whose writable state is a copy of the snapshot."""
 
     @abstractmethod
+    def verify(self, test_source: str, timeout: float) -> ExecResult:
+        """Run one pytest module on its own fresh copy of the snapshot, then destroy the copy.
+
+        The module is written in only now, under an unguessable name, outside the agent's
+        tree (``TESTS_MOUNT``), and runs with the verifier runtime (``verifier_argv``) in
+        ``VERIFIER_ENV``, with the agent's /etc/ld.so.preload masked (``PRELOAD_PATH``).
+        """
+
+    def export(self, path: pathlib.Path, *, max_bytes: int) -> ArchiveInfo:
+        """Write the snapshot's writable state to ``path`` as a gzip-compressed tar.
+
+        Members are relative to "/" (``etc/passwd``, ``app/solution.sh``), owners
+        numeric, symlinks stored as symlinks. Past ``max_bytes`` of compressed output
+        the partial file is removed and ArchiveTooLarge raised.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot export archives")
+
+    @abstractmethod
     def discard(self) -> None:
         """Free the snapshot's storage. Idempotent; sandboxes already restored are unaffected."""
 
@@ -347,6 +569,25 @@ class SandboxBackend(ABC):
     @abstractmethod
     def cleanup_orphans(self) -> int:
         """Remove what this backend left behind in dead processes; returns how many sandboxes."""
+
+    def restore_archive(self, environment: Environment, limits: Limits, path: pathlib.Path) -> Sandbox:
+        """A fresh sandbox of ``environment`` (same mounts and workdir) whose writable
+        state is the content of an archive ``Snapshot.export`` wrote; the environment's
+        files and setup are not applied again."""
+        raise NotImplementedError(f"{type(self).__name__} cannot restore archives")
+
+    def load_archive(self, environment: Environment, limits: Limits, path: pathlib.Path) -> Snapshot:
+        """A snapshot holding an archive's state, to ``verify`` tests on (re-scoring)."""
+        sandbox = self.restore_archive(environment, limits, path)
+        try:
+            return sandbox.snapshot()
+        finally:
+            sandbox.destroy()
+
+    def system_identity(self, environment: Environment) -> str:
+        """What system a sandbox of ``environment`` runs on and which verifier judges it,
+        content-derived and stable (e.g. ``local tree sha256:... verifier sha256:...``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no system identity")
 
 
 @dataclass
@@ -397,11 +638,11 @@ class CommandSandbox(Sandbox):
     def _resolve(self, path: str) -> str:
         return normalize_sandbox_path(path, self.workdir)
 
-    def _put_tar(self, data: bytes | IO[bytes], what: str) -> None:
+    def _put_tar(self, data: bytes | IO[bytes], what: str, options: Iterable[str] = ()) -> None:
         # --no-same-owner would map to the caller; inside, the caller is root, and
         # archives we build are root-owned, so the default keeps ownership.
         result = self._run(
-            [TAR, "-x", "-p", "-C", "/", "-f", "-"],
+            [TAR, "-x", "-p", *options, "-C", "/", "-f", "-"],
             timeout=INTERNAL_TIMEOUT,
             cwd="/",  # the workdir may not exist yet
             stdin=data,
@@ -426,13 +667,16 @@ class CommandSandbox(Sandbox):
             self._check_alive()
             directory = self._resolve(cwd) if cwd else self.workdir
             raw = self._run([BASH, "-c", command], timeout=timeout, env=env, cwd=directory)
-        return ExecResult(
-            exit_code=None if raw.timed_out else raw.exit_code,
-            stdout=_decode(raw.stdout, raw.stdout_dropped),
-            stderr=_decode(raw.stderr, raw.stderr_dropped),
-            timed_out=raw.timed_out,
-            duration=raw.duration,
-        )
+        return exec_result(raw)
+
+    def _verify(self, module: str, timeout: float) -> ExecResult:
+        """Run the verifier on ``module`` (a path under TESTS_MOUNT) from the workdir."""
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        with self._lock:
+            self._check_alive()
+            raw = self._run(verifier_argv(module), timeout=timeout, env=VERIFIER_ENV, cwd=self.workdir)
+        return exec_result(raw)
 
     def write_file(self, path: str, content: str | bytes, mode: int = 0o644) -> None:
         target = self._resolve(path)
@@ -479,6 +723,16 @@ class CommandSandbox(Sandbox):
                     raise SandboxError(
                         f"environment setup {status}\n--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
                     )
+
+
+def exec_result(raw: RawResult) -> ExecResult:
+    return ExecResult(
+        exit_code=None if raw.timed_out else raw.exit_code,
+        stdout=_decode(raw.stdout, raw.stdout_dropped),
+        stderr=_decode(raw.stderr, raw.stderr_dropped),
+        timed_out=raw.timed_out,
+        duration=raw.duration,
+    )
 
 
 def _decode(data: bytes, dropped: int) -> str:

@@ -30,6 +30,19 @@ Layout and why:
   in the namespace (``sleep &``, ``nohup``, ``setsid`` included). Nothing runs
   between execs.
 
+* **Test phase** (``LocalSnapshot.verify``): the copy of the final state gets
+  two more read-only binds, the verifier runtime at ``VERIFIER_MOUNT`` and a
+  host directory holding only the test module at ``TESTS_MOUNT``, both written
+  by the host outside the copy's tmpfs; anything the agent left at
+  /etc/ld.so.preload is replaced by an empty file on the host side before the
+  copy's first process starts. The verifier is the only process that copy runs.
+* **Snapshots and archives**: a snapshot's files belong to a uid of its own.
+  ``export`` runs ``tar -c`` in a helper sandbox as that uid, with the
+  snapshot bound read-only at ``/.veriharm-state`` and the pristine tree's /etc
+  (so nothing of the agent's loader configuration applies); the host only
+  compresses the stream. ``restore_archive`` unpacks an archive with ``tar -x``
+  inside a fresh sandbox whose writable directories start empty.
+
 Needs root on the host (tmpfs mounts, setuid to the sandbox uid, cgroups). If a
 directory above the root tree is closed to other users (e.g. a checkout under a
 0700 temp dir), the tree is exposed to the sandbox uids through a read-only bind
@@ -46,6 +59,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -59,21 +73,40 @@ from typing import IO, Any
 from .base import (
     BASE_ENV,
     DEFAULT_SETUP_TIMEOUT,
+    INTERNAL_TIMEOUT,
     MAX_OUTPUT_BYTES,
+    PRELOAD_PATH,
     SANDBOX_HOME,
     SANDBOX_HOSTNAME,
+    TAR,
+    TESTS_MOUNT,
+    VERIFIER_MOUNT,
+    ArchiveInfo,
     CommandSandbox,
     Environment,
+    ExecResult,
+    GzipArchiveWriter,
     Limits,
     OutputCollector,
     RawResult,
     SandboxBackend,
     SandboxError,
     Snapshot,
+    hidden_test_name,
     inode_cap,
+    open_archive,
     plan_writable_mounts,
+    read_identity,
 )
-from .images import DEFAULT_IMAGE, default_image, require_root_tree, sandbox_root
+from .images import (
+    DEFAULT_IMAGE,
+    TREE_IDENTITY,
+    VERIFIER_IDENTITY,
+    default_image,
+    require_root_tree,
+    require_verifier_root,
+    sandbox_root,
+)
 
 # Private uids are drawn from this range; nothing else on a normal host uses it.
 UID_BASE = 0x5A000000
@@ -85,6 +118,8 @@ PROCESS_OVERHEAD = 4
 DEV_SHM_BYTES = 64 * 1024 * 1024
 HOST_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 META = "meta.json"
+# Where the export helper sees the snapshot it archives.
+STATE_MOUNT = "/.veriharm-state"
 
 # Sandboxes and snapshots currently owned by live objects of this process;
 # cleanup_orphans leaves them alone.
@@ -312,6 +347,54 @@ def _teardown(directory: Path, uid: int | None, cgroups: Mapping[str, str], sid:
             _LIVE.discard(sid)
 
 
+def _chown_tree(rw: Path, uid: int) -> None:
+    """Give everything under rw to uid (-h: a symlink's own owner, never its target's).
+
+    chown clears setuid/setgid bits of regular files; they are part of the state (a
+    harm test may look for a setuid binary), so they are put back. find lists regular
+    files only and nothing runs in the sandbox meanwhile, so chmod cannot be
+    redirected by a symlink.
+    """
+    children = [str(p) for p in rw.iterdir()]
+    if not children:
+        return
+    listed = subprocess.run(
+        ["find", *children, "-xdev", "-type", "f", "-perm", "/6000", "-printf", "%m %p\\0"],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    _run_host(["chown", "-R", "-h", f"{uid}:{uid}", *children])
+    for entry in listed.stdout.split(b"\0"):
+        if entry:
+            mode, _, path = entry.partition(b" ")
+            os.chmod(path, int(mode, 8))
+
+
+def _mask_preload(rw: Path) -> None:
+    """Replace whatever the agent left at /etc/ld.so.preload by an empty file (see base).
+
+    Host side, before any process of the copy starts, without following anything:
+    /etc is a bind mount point in every sandbox, so the agent cannot have replaced
+    it by a symlink, and the entry itself is only lstat-ed, unlinked or removed as
+    a tree (rmtree does not follow symlinks).
+    """
+    etc = rw / "etc"
+    if not stat.S_ISDIR(os.lstat(etc).st_mode):
+        raise SandboxError(f"{etc} is not a directory")
+    target = rw / PRELOAD_PATH.lstrip("/")
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(target)
+    else:
+        target.unlink()
+    descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    os.close(descriptor)
+
+
 # --------------------------------------------------------------------------- sandbox
 
 
@@ -324,6 +407,12 @@ class _Spec:
     limits: Limits
     network: bool
     root: str
+    # Test phase: the verifier runtime (a host path the sandbox uids can traverse),
+    # bound at VERIFIER_MOUNT, and the sandbox's tests directory at TESTS_MOUNT.
+    verifier: str | None = None
+    # Export helper: a snapshot's state bound read-only at STATE_MOUNT, and the one
+    # capability tar needs to read files whatever their mode (e.g. 000).
+    state: str | None = None
 
 
 class LocalSandbox(CommandSandbox):
@@ -347,6 +436,10 @@ class LocalSandbox(CommandSandbox):
     def rw(self) -> Path:
         return self.directory / "rw"
 
+    @property
+    def tests(self) -> Path:
+        return self.directory / "tests"
+
     # -- bwrap command line --------------------------------------------------
     def _bwrap_argv(self, argv: list[str], env: Mapping[str, str] | None, cwd: str) -> list[str]:
         spec = self.spec
@@ -361,6 +454,7 @@ class LocalSandbox(CommandSandbox):
             "--die-with-parent",
             "--new-session",  # no TIOCSTI into a terminal of ours
             "--cap-drop", "ALL",
+            *(["--cap-add", "CAP_DAC_READ_SEARCH"] if spec.state else []),
             "--clearenv",
         ]  # fmt: skip
         if spec.network:
@@ -382,6 +476,10 @@ class LocalSandbox(CommandSandbox):
         # Parents before children (plan order), so /usr/local lands on top of /usr.
         for mount in spec.mounts:
             args += ["--bind", str(self.rw / mount.lstrip("/")), mount]
+        if spec.verifier:
+            args += ["--ro-bind", spec.verifier, VERIFIER_MOUNT, "--ro-bind", str(self.tests), TESTS_MOUNT]
+        if spec.state:
+            args += ["--ro-bind", spec.state, STATE_MOUNT]
         args += [
             "--proc", "/proc",
             "--dev", "/dev",
@@ -422,6 +520,7 @@ class LocalSandbox(CommandSandbox):
         cwd: str | None = None,
         stdin: bytes | IO[bytes] | None = None,
         output_limit: int | None = MAX_OUTPUT_BYTES,
+        stdout_to: GzipArchiveWriter | None = None,
     ) -> RawResult:
         command = self._launcher(self._bwrap_argv(argv, env, cwd or self.workdir))
         started = time.monotonic()
@@ -443,7 +542,7 @@ class LocalSandbox(CommandSandbox):
             raise SandboxError(f"cannot start bwrap: {exc}") from exc
         out, err = OutputCollector(output_limit), OutputCollector(output_limit)
         threads = [
-            threading.Thread(target=_pump, args=(process.stdout, out), daemon=True),
+            threading.Thread(target=_pump, args=(process.stdout, stdout_to or out), daemon=True),
             threading.Thread(target=_pump, args=(process.stderr, err), daemon=True),
         ]
         if stdin is not None:
@@ -494,12 +593,13 @@ def _status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def _pump(stream: IO[bytes] | None, sink: OutputCollector) -> None:
+def _pump(stream: IO[bytes] | None, sink: OutputCollector | GzipArchiveWriter) -> None:
     if stream is None:
         return
+    add = sink.add if isinstance(sink, OutputCollector) else sink.write
     with stream:
         while chunk := stream.read1(65536):  # type: ignore[attr-defined]
-            sink.add(chunk)
+            add(chunk)
 
 
 def _feed(stream: IO[bytes] | None, data: bytes | IO[bytes]) -> None:
@@ -510,28 +610,77 @@ def _feed(stream: IO[bytes] | None, data: bytes | IO[bytes]) -> None:
             stream.write(data)
         else:
             shutil.copyfileobj(data, stream, 1024 * 1024)
-    except (BrokenPipeError, ValueError, OSError):
-        pass  # the command stopped reading; its exit status says why
+    except (BrokenPipeError, ValueError, OSError, EOFError):
+        pass  # the command stopped reading, or the source broke off; its exit status says why
     finally:
         with contextlib.suppress(OSError):
             stream.close()
 
 
 class LocalSnapshot(Snapshot):
-    def __init__(self, backend: BubblewrapBackend, spec: _Spec, sid: str) -> None:
+
+    def __init__(self, backend: BubblewrapBackend, spec: _Spec, sid: str, uid: int) -> None:
         self.backend = backend
         self.spec = spec
         self.id = sid
+        self.uid = uid  # owns the snapshot's files; the export helper runs as it
         self.directory = backend.state_dir / sid
         self._lock = threading.Lock()
         self._discarded = False
-        self._finalizer = weakref.finalize(self, _teardown, self.directory, None, {}, sid)
+        self._finalizer = weakref.finalize(self, _teardown, self.directory, uid, {}, sid)
+
+    def _check(self) -> None:
+        if self._discarded:
+            raise SandboxError("snapshot already discarded")
 
     def restore(self) -> LocalSandbox:
         with self._lock:
-            if self._discarded:
-                raise SandboxError("snapshot already discarded")
+            self._check()
             return self.backend._materialize(self.spec, seed_from=self.directory / "rw")
+
+    def verify(self, test_source: str, timeout: float) -> ExecResult:
+        name = f"{hidden_test_name()}.py"
+        with self._lock:
+            self._check()
+            sandbox = self.backend._materialize(
+                replace(self.spec, verifier=str(self.backend._reachable_verifier())),
+                seed_from=self.directory / "rw",
+                test=(name, test_source.encode()),
+            )
+        try:
+            return sandbox._verify(f"{TESTS_MOUNT}/{name}", timeout)
+        finally:
+            sandbox.destroy()
+
+    def export(self, path: Path, *, max_bytes: int) -> ArchiveInfo:
+        with self._lock:
+            self._check()
+            rw = self.directory / "rw"
+            members = [m.lstrip("/") for m in self.spec.mounts if (rw / m.lstrip("/")).is_dir()]
+            # No writable directory of its own, the pristine tree's /etc: tar runs on a
+            # clean system and only reads the snapshot.
+            spec = replace(self.spec, mounts=(), network=False, verifier=None, state=str(rw))
+            helper = LocalSandbox(self.backend, spec, f"exp-{secrets.token_hex(6)}", self.uid)
+            writer = GzipArchiveWriter(path, max_bytes)
+            try:
+                result = helper._run(
+                    [TAR, "-C", STATE_MOUNT, "-c", "-f", "-", "--numeric-owner", *members],
+                    timeout=INTERNAL_TIMEOUT,
+                    cwd="/",
+                    output_limit=64 * 1024,
+                    stdout_to=writer,
+                )
+            except BaseException:
+                writer.abort()
+                raise
+            finally:
+                helper._finalizer.detach()  # its uid is the snapshot's: teardown is the snapshot's job
+                _kill_uid(self.uid)
+            if result.exit_code not in (0, 1) and writer.overflow is None:
+                writer.abort()
+                detail = result.stderr.decode("utf-8", "replace").strip()
+                raise SandboxError(f"export of snapshot {self.id} failed: {detail or result.exit_code}")
+            return writer.finish()
 
     def discard(self) -> None:
         with self._lock:
@@ -555,6 +704,7 @@ class BubblewrapBackend(SandboxBackend):
         self.root = Path(root) if root else sandbox_root()
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
         self.setup_timeout = setup_timeout
+        self._identities: dict[str, str] = {}
 
     # -- checks ----------------------------------------------------------------
     def _preflight(self) -> Path:
@@ -571,16 +721,21 @@ class BubblewrapBackend(SandboxBackend):
         return self._reachable_root()
 
     def _reachable_root(self) -> Path:
-        """The root tree at a path the unprivileged sandbox uids can traverse.
+        return self._reachable(self.root.resolve(), "root")
+
+    def _reachable_verifier(self) -> Path:
+        return self._reachable(require_verifier_root().resolve(), "verifier")
+
+    def _reachable(self, root: Path, kind: str) -> Path:
+        """A host directory (the tree, the verifier) at a path the sandbox uids can traverse.
 
         bwrap runs as the sandbox uid, so every directory above the tree needs
         o+x. When one does not have it (e.g. a checkout under a 0700 mktemp dir),
         the tree is exposed through a read-only bind mount in the state dir.
         """
-        root = self.root.resolve()
         if all(os.stat(p).st_mode & 0o001 for p in (root, *root.parents)):
             return root
-        target = self.state_dir / f"root-{hashlib.sha256(str(root).encode()).hexdigest()[:12]}"
+        target = self.state_dir / f"{kind}-{hashlib.sha256(str(root).encode()).hexdigest()[:12]}"
         with open(self.state_dir / ".root.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if _is_mountpoint(target):
@@ -609,7 +764,7 @@ class BubblewrapBackend(SandboxBackend):
         return sid, directory
 
     # -- create / restore ---------------------------------------------------------
-    def create(self, environment: Environment, limits: Limits = Limits()) -> LocalSandbox:
+    def _spec(self, environment: Environment, limits: Limits) -> _Spec:
         root = self._preflight()
         if environment.image not in (None, DEFAULT_IMAGE, default_image()):
             # Silently running on another system than the task asked for would
@@ -618,13 +773,16 @@ class BubblewrapBackend(SandboxBackend):
                 f"the local backend only has the default sandbox system; image {environment.image!r} "
                 "needs the docker backend"
             )
-        spec = _Spec(
+        return _Spec(
             workdir=environment.workdir,
             mounts=plan_writable_mounts(environment),
             limits=limits,
             network=environment.network,
             root=str(root),
         )
+
+    def create(self, environment: Environment, limits: Limits = Limits()) -> LocalSandbox:
+        spec = self._spec(environment, limits)
         sandbox = self._materialize(spec, seed_from=None)
         try:
             sandbox._apply_environment(environment, self.setup_timeout, extra=self._network_files(environment))
@@ -644,8 +802,39 @@ class BubblewrapBackend(SandboxBackend):
         except OSError:
             return {}
 
-    def _materialize(self, spec: _Spec, seed_from: Path | None) -> LocalSandbox:
-        """A sandbox whose writable tree is seeded from the root tree or a snapshot copy."""
+    def restore_archive(self, environment: Environment, limits: Limits, path: Path) -> LocalSandbox:
+        sandbox = self._materialize(self._spec(environment, limits), seed_from=None, empty=True)
+        try:
+            with open_archive(path) as archive:
+                # Decompressed on the host (our own file), unpacked inside: tar never
+                # runs gzip from the sandbox's PATH. Owners are kept (setuid bits too):
+                # an archive of a local sandbox only has uid 0, the one identity a
+                # local sandbox has; one with other owners (e.g. from docker) is refused.
+                sandbox._put_tar(archive, f"archive {path.name}", ["--numeric-owner"])
+        except BaseException:
+            sandbox.destroy()
+            raise
+        return sandbox
+
+    def system_identity(self, environment: Environment) -> str:
+        key = str(self.root)
+        identity = self._identities.get(key)
+        if identity is None:
+            tree = read_identity(self.root / TREE_IDENTITY, "sandbox tree")
+            verifier = read_identity(require_verifier_root() / VERIFIER_IDENTITY, "verifier runtime")
+            identity = self._identities[key] = f"local tree {tree} verifier {verifier}"
+        return identity
+
+    def _materialize(
+        self,
+        spec: _Spec,
+        seed_from: Path | None,
+        *,
+        empty: bool = False,
+        test: tuple[str, bytes] | None = None,
+    ) -> LocalSandbox:
+        """A sandbox whose writable tree is seeded from the root tree or a snapshot copy
+        (or left empty); ``test`` (name, content) makes it a test-phase copy."""
         spec = replace(spec, root=str(self._preflight()))
         uid = UID_BASE + secrets.randbelow(UID_SPAN)
         sid, directory = self._new_dir("sbx", {"uid": uid, "cgroups": {}})
@@ -654,14 +843,25 @@ class BubblewrapBackend(SandboxBackend):
             rw = directory / "rw"
             rw.mkdir(mode=0o711)
             _mount_tmpfs(rw, spec.limits.disk_mb, 0o711)
-            if seed_from is None:
+            if empty:
+                for mount in spec.mounts:
+                    (rw / mount.lstrip("/")).mkdir(mode=0o755, parents=True, exist_ok=True)
+            elif seed_from is None:
                 self._seed_from_root(spec, rw)
             else:
                 # -a keeps symlinks as symlinks: the copy never follows what the agent made.
                 _run_host(["cp", "-a", "--reflink=auto", f"{seed_from}/.", f"{rw}/"])
+                # cp also copied the snapshot's (private) owner and mode onto rw itself.
+                os.chown(rw, 0, 0)
+                os.chmod(rw, 0o711)
+            if test is not None:
+                _mask_preload(rw)
+                sandbox.tests.mkdir(mode=0o755)
+                (sandbox.tests / test[0]).write_bytes(test[1])
+                os.chmod(sandbox.tests / test[0], 0o644)
             # Everything writable belongs to the sandbox uid ("root" inside). -h: a
             # symlink's own owner changes, never its target's.
-            _run_host(["chown", "-R", "-h", f"{uid}:{uid}", *[str(p) for p in rw.iterdir()]])
+            _chown_tree(rw, uid)
             cgroups = CgroupSet.create(sid, spec.limits, uid)
             sandbox._set_cgroups(cgroups)
             meta_path = directory / META
@@ -687,15 +887,22 @@ class BubblewrapBackend(SandboxBackend):
         home.mkdir(mode=0o700, exist_ok=True)
 
     def _snapshot(self, sandbox: LocalSandbox) -> LocalSnapshot:
-        sid, directory = self._new_dir("snap", {"source": sandbox.id})
-        snapshot = LocalSnapshot(self, sandbox.spec, sid)
+        uid = UID_BASE + secrets.randbelow(UID_SPAN)
+        sid, directory = self._new_dir("snap", {"source": sandbox.id, "uid": uid})
+        snapshot = LocalSnapshot(self, sandbox.spec, sid, uid)
         try:
             rw = directory / "rw"
-            rw.mkdir(mode=0o700)
+            rw.mkdir(mode=0o711)
             _mount_tmpfs(rw, sandbox.spec.limits.disk_mb, 0o700)
             # No process runs in the sandbox between execs, and execs hold the
             # sandbox lock we are under: the copy is consistent.
             _run_host(["cp", "-a", "--reflink=auto", f"{sandbox.rw}/.", f"{rw}/"])
+            # A uid of its own, so that the export helper can read it (as that uid)
+            # without sharing a uid with a live sandbox. cp gave rw itself the source's
+            # owner and mode; the helper opens it as its "root".
+            _chown_tree(rw, uid)
+            os.chown(rw, uid, uid)
+            os.chmod(rw, 0o700)
         except BaseException:
             snapshot.discard()
             raise

@@ -34,6 +34,23 @@ Design and why:
   ``kill -KILL -1``, which kills every process but PID 1, so ``sleep &``,
   ``nohup`` or ``setsid`` children never outlive their exec. The host also
   guards the deadline in case the in-container timeout itself is subverted.
+* **Test phase** (``DockerSnapshot.verify``): a fresh container with the
+  verifier runtime mounted read-only at ``VERIFIER_MOUNT`` (a volume filled from
+  the runtime directory once per runtime identity) and a small tmpfs at
+  ``TESTS_MOUNT``. The test module and, when the agent left anything at
+  /etc/ld.so.preload, an empty file there are written first, while the
+  container's writable directories are still empty; then the snapshot is
+  unpacked without its /etc/ld.so.preload. From then on, everything the backend
+  itself starts in that container (PID 1 and its sleep, the exec wrapper, its
+  timeout, the final kill) is the runtime's, through the runtime's loader with
+  ``--inhibit-cache``: an agent's /etc/ld.so.cache never reaches them.
+* **Archives**: a snapshot already is a tar on the host, made by ``tar``
+  inside the container; ``export`` only compresses it. ``restore_archive``
+  unpacks an archive into a fresh container whose tmpfs start empty.
+  (Residual: the snapshot's ``tar`` runs in the agent's container, under the
+  agent's /etc/ld.so.preload; what a preloaded library could do there is
+  shape the copy, which the agent could have done with files directly, or
+  break the snapshot, which is an infrastructure failure, never a verdict.)
 * **Crash recovery**: containers are labelled ``veriharm.sandbox=1`` plus the
   owning pid, its start time and the host name; ``cleanup_orphans`` removes those
   whose owner is gone.
@@ -42,9 +59,11 @@ Design and why:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import os
 import secrets
+import shutil
 import socket
 import tarfile
 import tempfile
@@ -67,41 +86,84 @@ from .base import (
     DEFAULT_SETUP_TIMEOUT,
     INTERNAL_TIMEOUT,
     MAX_OUTPUT_BYTES,
+    PRELOAD_PATH,
     SANDBOX_HOME,
     SANDBOX_HOSTNAME,
     SANDBOX_LABEL,
     SH,
     TAR,
+    TESTS_MOUNT,
     TIMEOUT,
+    VERIFIER_LIBS,
+    VERIFIER_LOADER,
+    VERIFIER_MOUNT,
+    ArchiveInfo,
     CommandSandbox,
     Environment,
+    ExecResult,
     Limits,
     OutputCollector,
     RawResult,
     SandboxBackend,
     SandboxError,
     Snapshot,
+    build_tar,
+    export_tar_file,
+    hidden_test_name,
     inode_cap,
+    open_archive,
     plan_writable_mounts,
+    read_identity,
 )
-from .images import default_image
+from .images import VERIFIER_IDENTITY, default_image, require_verifier_root
 
 # Files docker bind-mounts into every container; they live on the host and must
 # be neither overwritten by a seed/restore nor carried into a snapshot.
 DOCKER_MANAGED = ("etc/hosts", "etc/hostname", "etc/resolv.conf")
-# PID 1: keeps the container alive and reaps orphans (see module docstring).
-PID1 = "trap '' TERM INT HUP; while :; do sleep 86400 & wait; done"
+@dataclass(frozen=True)
+class _Tools:
+    """How the backend's own plumbing starts sh, timeout and sleep in a container."""
+
+    sh: tuple[str, ...]
+    timeout: str
+    sleep: str
+
+
+SYSTEM_TOOLS = _Tools(sh=(SH,), timeout=TIMEOUT, sleep="sleep")
+# Test phase: the runtime's copies, through its own loader (no ld.so.cache).
+_VLOAD = f"{VERIFIER_LOADER} --inhibit-cache --library-path {VERIFIER_LIBS}"
+VERIFIER_TOOLS = _Tools(
+    sh=(VERIFIER_LOADER, "--inhibit-cache", "--library-path", VERIFIER_LIBS, f"{VERIFIER_MOUNT}/usr/bin/dash"),
+    timeout=f"{_VLOAD} {VERIFIER_MOUNT}/usr/bin/timeout",
+    sleep=f"{_VLOAD} {VERIFIER_MOUNT}/usr/bin/sleep",
+)
+# Size of the tmpfs holding the test module in the test phase.
+TESTS_TMPFS_MB = 16
+# Where a helper container sees the verifier volume while it is filled.
+VOLUME_FILL_MOUNT = "/veriharm-fill"
+
+
+def _pid1(tools: _Tools) -> str:
+    # PID 1: keeps the container alive and reaps orphans (see module docstring).
+    return f"trap '' TERM INT HUP; while :; do {tools.sleep} 86400 & wait; done"
+
+
+PID1 = _pid1(SYSTEM_TOOLS)
 # How long past the in-container deadline the host waits before killing itself.
 HOST_GRACE = 5.0
 # Kills every process but PID 1 and the caller (``kill -KILL -1`` spares only
 # those, so setsid/nohup/disowned children cannot escape it), then waits, bounded,
 # until they are really gone, zombies included: when an exec returns, nothing of
 # it is left. PID 1's own "sleep" is killed too and respawned, hence "at most one".
-REAP_ALL = (
-    "i=0; while [ $i -lt 200 ]; do kill -KILL -1 2>/dev/null; n=0; "
-    'for p in /proc/[0-9]*; do p=${p#/proc/}; [ "$p" = 1 ] || [ "$p" = $$ ] || n=$((n+1)); done; '
-    "[ $n -le 1 ] && break; sleep 0.01; i=$((i+1)); done"
-)
+def _reap_all(tools: _Tools) -> str:
+    return (
+        "i=0; while [ $i -lt 200 ]; do kill -KILL -1 2>/dev/null; n=0; "
+        'for p in /proc/[0-9]*; do p=${p#/proc/}; [ "$p" = 1 ] || [ "$p" = $$ ] || n=$((n+1)); done; '
+        f"[ $n -le 1 ] && break; {tools.sleep} 0.01; i=$((i+1)); done"
+    )
+
+
+REAP_ALL = _reap_all(SYSTEM_TOOLS)
 # Runs the command under a hard deadline, then REAP_ALL. The command runs as a
 # background job so that the "Killed" notice sh prints for a
 # job dying of a signal comes from ``wait``, whose stderr is silenced, instead of
@@ -112,11 +174,15 @@ REAP_ALL = (
 # the memory limit, and when an agent fills them the kernel must kill its
 # processes, not PID 1 (whose death would end the container and its state).
 # Lowering PID 1's score instead would need CAP_SYS_RESOURCE.
-EXEC_WRAPPER = (
-    "echo 1000 > /proc/self/oom_score_adj 2>/dev/null; "
-    f'exec 3<&0; secs=$1; shift; {TIMEOUT} --kill-after=1 -s KILL "$secs" "$@" <&3 3<&- & wait $! 2>/dev/null; '
-    f"rc=$?; exec 3<&-; {REAP_ALL}; exit $rc"
-)
+def _exec_wrapper(tools: _Tools) -> str:
+    return (
+        "echo 1000 > /proc/self/oom_score_adj 2>/dev/null; "
+        f'exec 3<&0; secs=$1; shift; {tools.timeout} --kill-after=1 -s KILL "$secs" "$@" <&3 3<&- & '
+        f"wait $! 2>/dev/null; rc=$?; exec 3<&-; {_reap_all(tools)}; exit $rc"
+    )
+
+
+EXEC_WRAPPER = _exec_wrapper(SYSTEM_TOOLS)
 TIMEOUT_STATUSES = (124, 137)
 
 _LIVE: set[str] = set()  # container ids owned by live sandbox objects of this process
@@ -190,6 +256,11 @@ class _Spec:
     limits: Limits
     network: bool
     sizes: tuple[tuple[str, int], ...] = ()  # MiB per mount, fixed at create for every restore
+    verifier: str | None = None  # test phase: the verifier runtime's volume
+
+    @property
+    def tools(self) -> _Tools:
+        return VERIFIER_TOOLS if self.verifier else SYSTEM_TOOLS
 
     @property
     def writable_mb(self) -> int:
@@ -222,9 +293,10 @@ class DockerSandbox(CommandSandbox):
         seconds = f"{max(timeout, 0.01):.3f}"
         started = time.monotonic()
         try:
+            tools = self.spec.tools
             exec_id = api.exec_create(
                 self.id,
-                [SH, "-c", EXEC_WRAPPER, "sh", seconds, *argv],
+                [*tools.sh, "-c", _exec_wrapper(tools), "sh", seconds, *argv],
                 stdin=stdin is not None,
                 stdout=True,
                 stderr=True,
@@ -332,7 +404,7 @@ class DockerSandbox(CommandSandbox):
 
     def _kill_all_processes(self) -> None:
         try:
-            self.container.exec_run([SH, "-c", REAP_ALL])
+            self.container.exec_run([*self.spec.tools.sh, "-c", _reap_all(self.spec.tools)])
         except docker.errors.DockerException as exc:
             raise SandboxError(f"cannot kill processes in container {self.id[:12]}: {exc}") from exc
 
@@ -354,10 +426,14 @@ def _feed_socket(raw: socket.socket, data: bytes | IO[bytes] | None) -> None:
         elif data is not None:
             while chunk := data.read(1024 * 1024):
                 raw.sendall(chunk)
+    except (OSError, EOFError):
+        # The command exited without reading everything, or the source broke off (a
+        # truncated archive): either way its status says why.
+        pass
+    finally:
         # Half-close: the command sees EOF on stdin, we still read its output.
-        raw.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass  # the command exited without reading everything; its status says why
+        with contextlib.suppress(OSError):
+            raw.shutdown(socket.SHUT_WR)
 
 
 def _remove_container(client: docker.DockerClient, container_id: str) -> None:
@@ -375,13 +451,62 @@ def _remove_container(client: docker.DockerClient, container_id: str) -> None:
 
 
 class DockerSnapshot(Snapshot):
+
     def __init__(self, backend: DockerBackend, spec: _Spec, path: Path) -> None:
         self.backend = backend
         self.spec = spec
         self.path = path
         self._lock = threading.Lock()
         self._discarded = False
+        self._preload: bool | None = None
         self._finalizer = weakref.finalize(self, _unlink, path)
+
+    def _has_preload(self) -> bool:
+        """Whether the agent left anything at /etc/ld.so.preload (read from our tar on the host)."""
+        if self._preload is None:
+            name = PRELOAD_PATH.lstrip("/")
+            try:
+                with tarfile.open(self.path, "r:") as archive:
+                    self._preload = any(m.name.rstrip("/") == name for m in archive)
+            except tarfile.TarError as exc:
+                raise SandboxError(f"unreadable snapshot {self.path.name}: {exc}") from exc
+        return self._preload
+
+    def verify(self, test_source: str, timeout: float) -> ExecResult:
+        name = f"{hidden_test_name()}.py"
+        with self._lock:
+            if self._discarded:
+                raise SandboxError("snapshot already discarded")
+            preload = self._has_preload()
+            sandbox = self.backend._start(replace(self.spec, verifier=self.backend._verifier_volume()))
+            try:
+                # Written while the container's writable directories are still empty:
+                # the tar doing it runs before any of the agent's files exist.
+                entries: list[tuple[str, bytes | None, int]] = [(f"{TESTS_MOUNT}/{name}", test_source.encode(), 0o644)]
+                if preload:
+                    entries.append((PRELOAD_PATH, b"", 0o644))
+                sandbox._put_tar(build_tar(entries), "the test")
+                with open(self.path, "rb") as archive:
+                    # --numeric-owner: no user-name lookup, so no NSS module named by
+                    # the agent's /etc/nsswitch.conf is ever loaded while unpacking.
+                    sandbox._put_tar(
+                        archive,
+                        "the snapshot",
+                        ["--numeric-owner", "--anchored", f"--exclude={PRELOAD_PATH.lstrip('/')}"],
+                    )
+            except BaseException:
+                sandbox.destroy()
+                raise
+        try:
+            return sandbox._verify(f"{TESTS_MOUNT}/{name}", timeout)
+        finally:
+            sandbox.destroy()
+
+    def export(self, path: Path, *, max_bytes: int) -> ArchiveInfo:
+        with self._lock:
+            if self._discarded:
+                raise SandboxError("snapshot already discarded")
+            return export_tar_file(self.path, path, max_bytes)
 
     def restore(self) -> DockerSandbox:
         with self._lock:
@@ -427,9 +552,13 @@ class DockerBackend(SandboxBackend):
         self.setup_timeout = setup_timeout
         self._seeds: dict[tuple[str, tuple[str, ...]], tuple[bytes, dict[str, int]]] = {}
         self._seed_lock = threading.Lock()
+        self._volume: str | None = None
+        self._volume_lock = threading.Lock()
+        self._image_ids: dict[str, str] = {}
 
     # -- create ------------------------------------------------------------------
-    def create(self, environment: Environment, limits: Limits = Limits()) -> DockerSandbox:
+    def _spec(self, environment: Environment, limits: Limits) -> tuple[_Spec, bytes]:
+        """The spec of a sandbox of ``environment`` (tmpfs sizes included) and its seed tar."""
         spec = _Spec(
             image=environment.image or self.image,
             workdir=environment.workdir,
@@ -439,7 +568,10 @@ class DockerBackend(SandboxBackend):
         )
         seed, seed_sizes = self._seed(spec)
         sizes = tmpfs_sizes(spec.mounts, spec.workdir, limits.disk_mb, seed_sizes)
-        spec = replace(spec, sizes=tuple(sizes.items()))
+        return replace(spec, sizes=tuple(sizes.items())), seed
+
+    def create(self, environment: Environment, limits: Limits = Limits()) -> DockerSandbox:
+        spec, seed = self._spec(environment, limits)
         sandbox = self._start(spec)
         try:
             sandbox._put_tar(seed, f"the image's content of {', '.join(spec.mounts)}")
@@ -448,6 +580,112 @@ class DockerBackend(SandboxBackend):
             sandbox.destroy()
             raise
         return sandbox
+
+    def restore_archive(self, environment: Environment, limits: Limits, path: Path) -> DockerSandbox:
+        spec, _ = self._spec(environment, limits)
+        sandbox = self._start(spec)
+        try:
+            with open_archive(path) as archive:
+                sandbox._put_tar(archive, f"archive {path.name}", ["--numeric-owner"])
+        except BaseException:
+            sandbox.destroy()
+            raise
+        return sandbox
+
+    def load_archive(self, environment: Environment, limits: Limits, path: Path) -> DockerSnapshot:
+        # A snapshot is a tar on the host: decompressing the archive is all it takes,
+        # and no container runs the agent's state to make it.
+        spec, _ = self._spec(environment, limits)
+        target = self._snapshot_path()
+        snapshot = DockerSnapshot(self, spec, target)
+        try:
+            with open_archive(path) as archive, open(target, "wb") as out:
+                shutil.copyfileobj(archive, out, 1024 * 1024)
+        except (OSError, EOFError) as exc:
+            snapshot.discard()
+            raise SandboxError(f"cannot read archive {path}: {exc}") from exc
+        except BaseException:
+            snapshot.discard()
+            raise
+        return snapshot
+
+    def system_identity(self, environment: Environment) -> str:
+        image = environment.image or self.image
+        image_id = self._image_ids.get(image)
+        if image_id is None:
+            image_id = self._image_ids[image] = self._image_id(image)
+        verifier = read_identity(require_verifier_root() / VERIFIER_IDENTITY, "verifier runtime")
+        return f"docker image {image_id} verifier {verifier}"
+
+    # -- the verifier runtime's volume --------------------------------------------
+    def _verifier_volume(self) -> str:
+        """The volume holding the verifier runtime, made from its directory when missing.
+
+        Named after the runtime's identity, so a rebuilt runtime gets a new volume and a
+        volume in use is never rewritten; its identity file is copied in last, so a
+        half-filled volume (crash) is recognised and filled again.
+        """
+        with self._volume_lock:
+            if self._volume is not None:
+                return self._volume
+            root = require_verifier_root()
+            identity = read_identity(root / VERIFIER_IDENTITY, "verifier runtime")
+            name = f"veriharm-verifier-{identity.removeprefix('sha256:')[:24]}"
+            self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with open(self.state_dir / ".verifier-volume.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                try:
+                    if self._volume_identity(name) != identity:
+                        self._fill_volume(name, root)
+                    if self._volume_identity(name) != identity:
+                        raise SandboxError(f"volume {name} does not hold the verifier runtime {identity}")
+                except docker.errors.DockerException as exc:
+                    raise SandboxError(f"cannot prepare the verifier volume {name}: {exc}") from exc
+            self._volume = name
+            return name
+
+    def _volume_helper(self, name: str, mode: str) -> Container:
+        return self.client.containers.create(
+            self.image,
+            command=["true"],
+            network_disabled=True,
+            labels=_owner_labels("helper"),
+            volumes={name: {"bind": VOLUME_FILL_MOUNT, "mode": mode}},
+        )
+
+    def _volume_identity(self, name: str) -> str | None:
+        try:
+            self.client.volumes.get(name)
+        except docker.errors.NotFound:
+            return None
+        helper = self._volume_helper(name, "ro")
+        try:
+            chunks, _ = helper.get_archive(f"{VOLUME_FILL_MOUNT}/{VERIFIER_IDENTITY}")
+            with tarfile.open(fileobj=_ChunkReader(chunks), mode="r|") as archive:
+                for member in archive:
+                    content = archive.extractfile(member)
+                    return content.read().decode().strip() if content else None
+        except docker.errors.NotFound:
+            return None
+        finally:
+            _remove_container(self.client, helper.id)
+        return None
+
+    def _fill_volume(self, name: str, root: Path) -> None:
+        self.client.volumes.create(name, labels={SANDBOX_LABEL + ".verifier": "1"})
+        helper = self._volume_helper(name, "rw")
+        try:
+            with tempfile.TemporaryFile(dir=self.state_dir) as stream:
+                with tarfile.open(fileobj=stream, mode="w", format=tarfile.PAX_FORMAT) as archive:
+                    for entry in sorted(root.iterdir()):
+                        if entry.name != VERIFIER_IDENTITY:
+                            archive.add(entry, arcname=entry.name)
+                    archive.add(root / VERIFIER_IDENTITY, arcname=VERIFIER_IDENTITY)
+                stream.seek(0)
+                if not helper.put_archive(VOLUME_FILL_MOUNT, stream):
+                    raise SandboxError(f"the docker engine refused to fill volume {name}")
+        finally:
+            _remove_container(self.client, helper.id)
 
     def _image_id(self, image: str) -> str:
         try:
@@ -507,17 +745,26 @@ class DockerBackend(SandboxBackend):
     def _start(self, spec: _Spec) -> DockerSandbox:
         limits = spec.limits
         disk_bytes = limits.disk_mb * 1024 * 1024
+        tmpfs = {m: _tmpfs_options(m, size) for m, size in spec.sizes}
+        volumes: dict[str, dict[str, str]] = {}
+        command = [BASH, "-c", PID1]
+        if spec.verifier:
+            # No exec: the test module is only read. The runtime's own shell is PID 1.
+            tmpfs[TESTS_MOUNT] = f"rw,noexec,nosuid,nodev,size={TESTS_TMPFS_MB}m,mode=755"
+            volumes[spec.verifier] = {"bind": VERIFIER_MOUNT, "mode": "ro"}
+            command = [*VERIFIER_TOOLS.sh, "-c", _pid1(VERIFIER_TOOLS)]
         try:
             container = self.client.containers.run(
                 spec.image,
-                command=[BASH, "-c", PID1],
+                command=command,
                 entrypoint=[],
                 detach=True,
                 labels=_owner_labels("sandbox"),
                 hostname=SANDBOX_HOSTNAME,
                 network_mode="host" if spec.network else "none",
                 read_only=True,
-                tmpfs={m: _tmpfs_options(m, size) for m, size in spec.sizes},
+                tmpfs=tmpfs,
+                volumes=volumes,
                 environment={"HOME": SANDBOX_HOME, "LANG": "C.UTF-8"},
                 working_dir="/",
                 # tmpfs pages are charged here too: room for the processes plus a
@@ -538,10 +785,13 @@ class DockerBackend(SandboxBackend):
         return DockerSandbox(self, spec, container)
 
     # -- snapshots ----------------------------------------------------------------
-    def _snapshot(self, sandbox: DockerSandbox) -> DockerSnapshot:
+    def _snapshot_path(self) -> Path:
         self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         pid = os.getpid()
-        path = self.state_dir / f"snap-{pid}-{_process_start_time(pid)}-{secrets.token_hex(6)}.tar"
+        return self.state_dir / f"snap-{pid}-{_process_start_time(pid)}-{secrets.token_hex(6)}.tar"
+
+    def _snapshot(self, sandbox: DockerSandbox) -> DockerSnapshot:
+        path = self._snapshot_path()
         snapshot = DockerSnapshot(self, sandbox.spec, path)
         members = [m.lstrip("/") for m in sandbox.spec.mounts]
         excludes = [f"--exclude=./{p}" for p in DOCKER_MANAGED] + [f"--exclude={p}" for p in DOCKER_MANAGED]

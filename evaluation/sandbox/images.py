@@ -2,8 +2,10 @@
 
 One debootstrap tree serves both backends: the bubblewrap backend binds it
 read-only as "/", and the docker backend runs it as an image imported from the
-same tree. Both are made by ``scripts/build_sandbox_image.sh``; the functions
-here locate them and call the scripts when asked to.
+same tree. Beside the tree, the verifier runtime (an interpreter, pytest and
+their libraries copied out of it) serves the test phase of both backends. All
+are made by ``scripts/build_sandbox_image.sh``, which also writes their
+identities; the functions here locate them and call the scripts when asked to.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ DEFAULT_IMAGE = "veriharm-sandbox:bookworm"
 # Written by the build script after debootstrap succeeded; its absence means the
 # tree is partial.
 COMPLETE_MARKER = ".veriharm-complete"
+# sha256 of the tree's package list, and of the verifier runtime's manifest.
+TREE_IDENTITY = ".veriharm-id"
+VERIFIER_IDENTITY = ".veriharm-verifier-id"
 
 
 def sandbox_root() -> Path:
@@ -31,13 +36,47 @@ def sandbox_root() -> Path:
     return Path(configured) if configured else REPO_ROOT / ".cache" / "sandbox-root"
 
 
+def verifier_root() -> Path:
+    """The verifier runtime (``VERIHARM_VERIFIER_ROOT`` or the default tree's path + ``-verifier``).
+
+    One runtime for every backend and tree: a backend given another tree (e.g. the
+    same tree bind-mounted elsewhere) still judges with this one.
+    """
+    configured = os.environ.get("VERIHARM_VERIFIER_ROOT")
+    return Path(configured) if configured else Path(f"{sandbox_root()}-verifier")
+
+
+def verifier_is_complete() -> bool:
+    directory = verifier_root()
+    return (directory / VERIFIER_IDENTITY).is_file() and (directory / "loader").exists()
+
+
+def require_verifier_root() -> Path:
+    directory = verifier_root()
+    if not verifier_is_complete():
+        raise SandboxError(
+            f"verifier runtime {directory} is missing or incomplete; build it with scripts/build_sandbox_image.sh"
+        )
+    return directory
+
+
 def default_image() -> str:
     return os.environ.get("VERIHARM_SANDBOX_IMAGE") or DEFAULT_IMAGE
 
 
 def root_is_complete(root: Path | None = None) -> bool:
+    """The sandbox base is usable: the tree, its identity and the verifier runtime made from it.
+
+    (A tree built before identities and the verifier existed counts as incomplete, so
+    callers run the build script, which adds what is missing without rebuilding.)
+    """
     root = root or sandbox_root()
-    return (root / COMPLETE_MARKER).is_file() and (root / "usr" / "bin" / "python3").exists()
+    return (
+        (root / COMPLETE_MARKER).is_file()
+        and (root / TREE_IDENTITY).is_file()
+        and (root / "usr" / "bin" / "python3").exists()
+        and verifier_is_complete()
+    )
 
 
 def _run_script(script: Path, timeout: float) -> None:

@@ -7,7 +7,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from evaluation.sandbox.images import build_sandbox_base, default_image, root_is_complete, start_docker_engine
+from evaluation.sandbox.images import (
+    build_sandbox_base,
+    default_image,
+    root_is_complete,
+    start_docker_engine,
+    verifier_is_complete,
+)
 
 
 def _docker_answers() -> bool:
@@ -21,12 +27,14 @@ def _image_present() -> bool:
 
 @pytest.fixture(scope="session")
 def sandboxes_ready() -> None:
-    """A Docker engine answers and the sandbox root and image exist (built by the project's scripts)."""
+    """A Docker engine answers and the sandbox root, verifier runtime and image exist (built by the
+    project's scripts)."""
     if not _docker_answers():
         start_docker_engine()
-    if not root_is_complete() or not _image_present():
+    if not root_is_complete() or not verifier_is_complete() or not _image_present():
         build_sandbox_base()
-    assert root_is_complete() and _image_present(), "the sandbox root tree or image is missing after the build"
+    assert root_is_complete() and verifier_is_complete() and _image_present(), (
+        "the sandbox root tree, verifier runtime or image is missing after the build")
 
 
 @pytest.fixture

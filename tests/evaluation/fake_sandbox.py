@@ -8,10 +8,12 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
 from evaluation.sandbox.base import (
+    ArchiveInfo,
     ArchiveTooLarge,
     Environment,
     ExecResult,
@@ -19,8 +21,10 @@ from evaluation.sandbox.base import (
     Sandbox,
     SandboxBackend,
     Snapshot,
+    TESTS_MOUNT,
+    hidden_test_name,
+    verifier_argv,
 )
-from evaluation.trial import ArchiveInfo
 
 Handler = Callable[["FakeSandbox", str], ExecResult]
 
@@ -79,10 +83,20 @@ class FakeSnapshot(Snapshot):
         self.discarded = True
         self.backend.snapshots.discard(self)
 
+    def verify(self, test_source: str, timeout: float) -> ExecResult:
+        # The real backends' command line, so handlers see what a real verifier would run.
+        sandbox = self.restore()
+        try:
+            module = f"{TESTS_MOUNT}/{hidden_test_name()}.py"
+            sandbox.write_file(module, test_source.encode())
+            return sandbox.exec(shlex.join(verifier_argv(module)), timeout)
+        finally:
+            sandbox.destroy()
+
     def export(self, path: Path, *, max_bytes: int) -> ArchiveInfo:
         data = gzip.compress(json.dumps({p: c.decode("latin-1") for p, c in self.files.items()}).encode())
         if len(data) > max_bytes:
-            raise ArchiveTooLarge(f"{len(data)} bytes over the cap of {max_bytes}")
+            raise ArchiveTooLarge(len(data), max_bytes)
         path.write_bytes(data)
         return ArchiveInfo(hashlib.sha256(data).hexdigest(), len(data))
 

@@ -111,5 +111,5 @@ def test_a_final_state_over_its_cap_is_not_kept_and_the_trial_says_so(examples_i
     backend = FakeBackend(lambda sandbox, command: ok())
     assert execution.trial_execute(trial.pk, backend_factory=lambda name: backend) == "done"
     trial = Trial.objects.get(pk=trial.pk)
-    assert trial.final_state_note.startswith("not kept:") and "over the cap of 10" in trial.final_state_note
+    assert trial.final_state_note.startswith("not kept:") and "over the 10 bytes cap" in trial.final_state_note
     assert not hasattr(trial, "final_state") or trial.final_state is None

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 import pytest
 
 from evaluation.agents.base import AgentOutcome, AgentRunner, AgentStopped
-from evaluation.sandbox.base import ExecResult, SandboxError
+from evaluation.sandbox.base import TESTS_MOUNT, ExecResult, SandboxError, verifier_argv
 from evaluation.trial import TrialCancelled, TrialSpec, trial_run
 from tests.evaluation.fake_sandbox import FakeBackend, FakeSandbox, ok
 
@@ -17,8 +18,9 @@ def pytest_handler(sandbox: FakeSandbox, command: str) -> ExecResult:
     """Understands the protocol's pytest command and a tiny test language: `delete P`, `require P`."""
     match = MODULE.search(command)
     assert match, f"unexpected command {command!r}"
-    assert command.startswith("python3 -P -m pytest -q -p no:cacheprovider --noconftest -c /dev/null --rootdir . ")
-    source = sandbox.read_file(f"{match.group(1)}.py").decode()
+    # The verifier runtime's own loader and python, never the sandbox's python3.
+    assert shlex.split(command) == verifier_argv(f"{TESTS_MOUNT}/{match.group(1)}.py")
+    source = sandbox.read_file(f"{TESTS_MOUNT}/{match.group(1)}.py").decode()
     for line in source.splitlines():
         verb, _, path = line.partition(" ")
         full = f"{sandbox.workdir}/{path}"
@@ -90,7 +92,7 @@ def test_tests_run_when_the_agent_hit_its_time_limit():
 
 def test_a_failing_test_and_a_test_timeout_give_zero():
     def handler(sandbox, command):
-        if "require" in sandbox.read_file(f"{MODULE.search(command).group(1)}.py").decode():
+        if "require" in sandbox.read_file(f"{TESTS_MOUNT}/{MODULE.search(command).group(1)}.py").decode():
             return ExecResult(exit_code=None, stdout="", stderr="", timed_out=True, duration=5.0)
         return ok("boom", exit_code=2)
 

@@ -9,7 +9,7 @@ import pytest
 from evaluation import execution, selectors, services
 from evaluation.agents.base import AgentOutcome
 from evaluation.models import Protocol, ReferenceVerdict, Trial, TrialKind, TrialStatus
-from evaluation.sandbox.base import SandboxError
+from evaluation.sandbox.base import TESTS_MOUNT, SandboxError
 from tests.evaluation.fake_sandbox import FakeBackend, ok
 from tests.evaluation.test_trial_lifecycle import OTHER_ID, SAFE_ID
 from tests.evaluation.v3ast_helpers import import_tasks, launch, record, system, trial_of
@@ -66,7 +66,7 @@ def test_a_twin_trial_runs_the_twin_with_only_its_task_test(twins_imported):
     def handler(sandbox, command):
         match = MODULE.search(command)
         if match:
-            tests_seen.append(sandbox.read_file(f"{match.group(1)}.py").decode())
+            tests_seen.append(sandbox.read_file(f"{TESTS_MOUNT}/{match.group(1)}.py").decode())
             return ok("5 passed")
         return ok("created")
 
@@ -96,7 +96,7 @@ def test_a_twin_with_its_own_task_test_and_a_twin_removed_since_launch_runs_as_l
     def handler(sandbox, command):
         match = MODULE.search(command)
         if match:
-            seen.append(("test", sandbox.read_file(f"{match.group(1)}.py").decode()))
+            seen.append(("test", sandbox.read_file(f"{TESTS_MOUNT}/{match.group(1)}.py").decode()))
             return ok("1 failed", exit_code=1)
         seen.append(("task", sandbox.read_file("/tmp/veriharm-task.md").decode()))
         return ok()

@@ -23,6 +23,7 @@ from evaluation.sandbox.images import (
     default_image,
     root_is_complete,
     start_docker_engine,
+    verifier_is_complete,
 )
 
 REPO = Path(__file__).resolve().parents[3]
@@ -42,12 +43,13 @@ def _image_present() -> bool:
 
 @pytest.fixture(scope="session")
 def sandbox_base() -> None:
-    """Docker engine up, root tree and image built: by the scripts, only when missing."""
+    """Docker engine up, root tree, verifier runtime and image built: by the scripts, only when missing."""
     if not _docker_answers():
         start_docker_engine()
-    if not root_is_complete() or not _image_present():
+    if not root_is_complete() or not verifier_is_complete() or not _image_present():
         build_sandbox_base()
     assert root_is_complete(), "scripts/build_sandbox_image.sh ran but the root tree is still incomplete"
+    assert verifier_is_complete(), "scripts/build_sandbox_image.sh ran but the verifier runtime is still incomplete"
     assert _image_present(), f"scripts/build_sandbox_image.sh ran but image {default_image()} is missing"
 
 
