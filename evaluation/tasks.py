@@ -1,11 +1,15 @@
 """Celery entry points: thin, they take ids and hand over to the execution module."""
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from . import execution
+
+logger = logging.getLogger(__name__)
 
 # A database that is briefly unreachable or locked (SQLite under two workers, a PostgreSQL
 # restart) must not strand a trial in the queue: its task tries again, a bounded number of times.
@@ -24,7 +28,18 @@ def trial_execute(self, trial_id: int) -> str:
         raise self.retry(exc=exc, countdown=min(2**self.request.retries, 60)) from exc
     if result == "busy":
         raise self.retry(countdown=settings.VERIHARM_TRIAL_LEASE_SECONDS)
+    _prune_final_states()
     return result
+
+
+def _prune_final_states() -> None:
+    """Workers delete kept final states past their retention as they go: no scheduler to run."""
+    from .final_states import prune_expired
+
+    try:
+        prune_expired(limit=50)
+    except Exception:  # never the trial's failure: the next trial tries again
+        logger.exception("pruning expired final states failed")
 
 
 # A sandbox that cannot be made now may be there later; past this the re-score is recorded failed.

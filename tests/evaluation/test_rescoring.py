@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import hashlib
+import io
+from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
+from django.utils import timezone
 
 from candidates.models import Candidate
 from candidates.revisions import candidate_revise
-from evaluation import final_states, pinning, services
-from evaluation.models import Rescore, RescoreStatus, Trial, TranscriptStep
-from evaluation import execution
+from evaluation import execution, final_states, pinning, services
+from evaluation.models import FinalState, Rescore, RescoreStatus, Trial, TranscriptStep
 from tests.evaluation.conftest import wait_for_run, wait_until
 from tests.evaluation.fake_sandbox import FakeBackend, ok
 
@@ -95,8 +98,12 @@ def test_kept_final_states_download_for_admins_only_and_expire(
     assert hashlib.sha256(body).hexdigest() == trial.final_state.sha256
     name = trial.final_state.archive.name
     assert final_states.storage().exists(name)
-    # The retention ends: the archive goes, the record of what was kept stays.
-    assert final_states.prune_expired(now=trial.final_state.expires_at) == 1
+    # Nothing is due yet; once the retention ends the archive goes and the record of what was kept stays.
+    assert final_states.prune_expired() == 0 and final_states.storage().exists(name)
+    FinalState.objects.filter(pk=trial.final_state.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    out = io.StringIO()
+    call_command("prune_final_states", stdout=out)
+    assert "Deleted 1 expired final state(s)." in out.getvalue()
     trial.final_state.refresh_from_db()
     assert trial.final_state.pruned_at is not None and not final_states.storage().exists(name)
     assert admin_client_.get(url).status_code == 404

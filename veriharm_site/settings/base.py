@@ -128,8 +128,14 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
-    # Curator decisions and evaluation reference checks both have a "verdict": name them apart.
-    "ENUM_NAME_OVERRIDES": {"DecisionVerdictEnum": "candidates.models.Verdict"},
+    # Curator decisions and evaluation reference checks both have a "verdict", and trials, studies and
+    # re-scores a "status": name them apart.
+    "ENUM_NAME_OVERRIDES": {
+        "DecisionVerdictEnum": "candidates.models.Verdict",
+        "RescoreStatusEnum": "evaluation.models.RescoreStatus",
+        "TrialStatusEnum": "evaluation.models.TrialStatus",
+        "TrialEndEnum": "evaluation.taxonomy.TrialEnd",
+    },
 }
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")

@@ -1,0 +1,16 @@
+"""Delete kept final states past VERIHARM_FINAL_STATE_RETENTION_DAYS (workers also do it after each trial)."""
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+
+from evaluation.final_states import prune_expired
+
+
+class Command(BaseCommand):
+    help = "Delete the archives of kept final states whose retention has ended; their records stay."
+
+    def handle(self, *args, **options) -> None:
+        total = 0
+        while pruned := prune_expired():
+            total += pruned
+        self.stdout.write(f"Deleted {total} expired final state(s).")
