@@ -23,7 +23,7 @@ import logging
 import pathlib
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .agents.base import (

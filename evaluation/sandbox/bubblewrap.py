@@ -106,7 +106,6 @@ from .base import (
     plan_writable_mounts,
     read_identity,
 )
-from .network import GATEWAY_MOUNT, GATEWAY_SOCKET, HARNESS_MOUNT, ModelAccess, forwarder_argv
 from .images import (
     DEFAULT_IMAGE,
     TREE_IDENTITY,
@@ -116,6 +115,7 @@ from .images import (
     require_verifier_root,
     sandbox_root,
 )
+from .network import GATEWAY_MOUNT, GATEWAY_SOCKET, HARNESS_MOUNT, ModelAccess, forwarder_argv
 
 # Private uids are drawn from this range; nothing else on a normal host uses it.
 UID_BASE = 0x5A000000

@@ -55,7 +55,7 @@ HOST_NETWORK_REFUSED = (
 # forks a child that serves connections, and replaces itself with the command: the
 # command keeps the exec's pid, status and signals, and the forwarder is its child.
 FORWARDER_SOURCE = r"""
-import os, socket, sys, threading
+import os, socket, sys, threading, time
 port, path, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -100,7 +100,8 @@ def serve(client):
 while True:
     try:
         client, _ = listener.accept()
-    except OSError:
+    except OSError:  # e.g. out of descriptors: wait rather than spin
+        time.sleep(0.05)
         continue
     threading.Thread(target=serve, args=(client,), daemon=True).start()
 """
