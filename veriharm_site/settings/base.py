@@ -203,6 +203,10 @@ VERIHARM_FINAL_STATE_RETENTION_DAYS = env.int("VERIHARM_FINAL_STATE_RETENTION_DA
 # answers are retried this many times, with exponential backoff from BACKOFF_SECONDS up to
 # BACKOFF_MAX_SECONDS between two tries (or the upstream's Retry-After, capped the same way).
 VERIHARM_GATEWAY_MAX_CONCURRENCY = env.int("VERIHARM_GATEWAY_MAX_CONCURRENCY", default=8)
+# Where each trial's gateway makes its private socket directory (the system's temporary directory
+# when empty). A worker in a container that drives the host's Docker engine needs a directory at
+# the same path on both sides.
+VERIHARM_GATEWAY_SOCKET_DIR = env.str("VERIHARM_GATEWAY_SOCKET_DIR", default="")
 VERIHARM_GATEWAY_REQUESTS_PER_MINUTE = env.int("VERIHARM_GATEWAY_REQUESTS_PER_MINUTE", default=0)
 VERIHARM_GATEWAY_MAX_RETRIES = env.int("VERIHARM_GATEWAY_MAX_RETRIES", default=3)
 VERIHARM_GATEWAY_BACKOFF_SECONDS = env.float("VERIHARM_GATEWAY_BACKOFF_SECONDS", default=1.0)
