@@ -150,7 +150,9 @@ if CELERY_BROKER_URL.startswith("filesystem"):
         "store_processed": False,
     }
 else:
-    # Trials may run for many minutes; a message is redelivered only after this.
+    # A message a worker took is redelivered only after this, so it must exceed the longest task
+    # (CELERY_TASK_TIME_LIMIT; checked when a worker starts and by `manage.py check`). Recovery
+    # from a dead worker does not wait for it: the recovery sweep below re-publishes its work.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 2 * 60 * 60}
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -162,6 +164,12 @@ CELERY_TASK_IGNORE_RESULT = True
 # Must stay below the broker's visibility timeout so a running trial is never redelivered.
 CELERY_TASK_TIME_LIMIT = 60 * 60
 CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60
+# Every worker sweeps this often (veriharm_site/recovery.py; 0 turns it off): trials whose lease
+# expired (their worker died) and trials queued longer than VERIHARM_RECOVERY_QUEUED_SECONDS with
+# no message waiting for them are published again, and sandboxes of dead workers on this host
+# are removed. A killed worker's trial is therefore taken over within lease + interval.
+VERIHARM_RECOVERY_SWEEP_SECONDS = env.float("VERIHARM_RECOVERY_SWEEP_SECONDS", default=60.0)
+VERIHARM_RECOVERY_QUEUED_SECONDS = env.float("VERIHARM_RECOVERY_QUEUED_SECONDS", default=300.0)
 
 LOGGING = {
     "version": 1,
@@ -176,6 +184,9 @@ VERIHARM_TOP_K = env.int("VERIHARM_TOP_K", default=150)
 # --- Evaluations (evaluation app) -------------------------------------------------------------
 # Which sandbox backend a run uses unless its launcher picks one: "local" (bubblewrap) or "docker".
 VERIHARM_SANDBOX_BACKEND = env.str("VERIHARM_SANDBOX_BACKEND", default="local")
+# The backends whose orphans (sandboxes of dead workers on this host) the recovery sweep removes.
+VERIHARM_SANDBOX_CLEANUP_BACKENDS = env.list("VERIHARM_SANDBOX_CLEANUP_BACKENDS",
+                                             default=[VERIHARM_SANDBOX_BACKEND])
 # Limits of every sandbox a trial creates.
 VERIHARM_SANDBOX_MEMORY_MB = env.int("VERIHARM_SANDBOX_MEMORY_MB", default=512)
 VERIHARM_SANDBOX_CPUS = env.float("VERIHARM_SANDBOX_CPUS", default=1.0)
