@@ -29,6 +29,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "rest_framework",
     "drf_spectacular",
+    "axes",
     "veriharm_site",
     "candidates",
     "annotation",
@@ -44,6 +45,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it answers a locked-out login with its lockout response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "veriharm_site.urls"
@@ -83,6 +86,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         }
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Login throttling (django-axes, attempts kept in the database so every web process and worker
+# sees them): after AXES_FAILURE_LIMIT failed logins for one username from one address, further
+# attempts are refused (HTTP 429) until the cool-off has passed; a successful login resets the
+# count. The API's Basic authentication goes through the same backend and counts the same way.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("VERIHARM_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.float("VERIHARM_LOGIN_COOLOFF_MINUTES", default=15.0) / 60  # hours
+# Username and address together: an attacker elsewhere cannot lock a user out of their own desk.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -218,3 +236,6 @@ VERIHARM_GATEWAY_REQUESTS_PER_MINUTE = env.int("VERIHARM_GATEWAY_REQUESTS_PER_MI
 VERIHARM_GATEWAY_MAX_RETRIES = env.int("VERIHARM_GATEWAY_MAX_RETRIES", default=3)
 VERIHARM_GATEWAY_BACKOFF_SECONDS = env.float("VERIHARM_GATEWAY_BACKOFF_SECONDS", default=1.0)
 VERIHARM_GATEWAY_BACKOFF_MAX_SECONDS = env.float("VERIHARM_GATEWAY_BACKOFF_MAX_SECONDS", default=20.0)
+
+# `load_demo` (public demo logins and data) is for local trials; production settings refuse it.
+VERIHARM_DEMO_ALLOWED = True
