@@ -196,6 +196,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
 }
 
+# Uploaded pipeline files wait here until their import job ends (web and worker must share it).
+VERIHARM_IMPORT_DIR = env.path("VERIHARM_IMPORT_DIR", default=str(VAR_DIR / "imports"))
+# An import job fails for good after this many deliveries that ended in an infrastructure error.
+VERIHARM_IMPORT_MAX_ATTEMPTS = env.int("VERIHARM_IMPORT_MAX_ATTEMPTS", default=3)
+
 # Candidates: how many make the benchmark (top-K) and the control group (bottom-K).
 VERIHARM_TOP_K = env.int("VERIHARM_TOP_K", default=150)
 
