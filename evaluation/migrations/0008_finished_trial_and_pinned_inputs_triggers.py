@@ -22,6 +22,6 @@ TRIGGERS = (
 
 
 class Migration(migrations.Migration):
-    dependencies = [("evaluation", "0006_model_gateway_calls_and_run_budget")]
+    dependencies = [("evaluation", "0007_harness_agents_network_modes")]
 
     operations = operations(*TRIGGERS)
