@@ -5,7 +5,8 @@ Three `celery worker` processes (the shipped command: prefork, --concurrency=2, 
 production settings) run reference trials (safe, harmful, no-op on the example candidates, local
 backend). During the run a worker is SIGKILLed every ~20 s (its whole process group, the trials it
 holds included) and started again; PostgreSQL is restarted (fast shutdown) once a quarter of the
-trials are recorded and Redis (no persistence, so every waiting message is lost) once half are.
+trials are recorded and Redis (no persistence, so every waiting message is lost) once half are;
+while each is down, one more worker is SIGKILLed and started again (it must come up without it).
 Nothing but the workers' own recovery (lease, heartbeat, recovery sweep) brings the trials back.
 
 Prints, each beside its goal: trials recorded, duplicates (a trial recorded twice, or two trials
@@ -404,23 +405,36 @@ class Soak:
         victim.start()
         return True
 
-    def restart(self, service: str) -> None:
-        survivors = [w.hostname for w in self.workers if w.alive()]
+    def restart(self, service: str, turn: int) -> None:
+        """Stop `service`, and while it is down SIGKILL a worker and start it again (a new worker
+        must come up without its database or broker); then start the service again."""
+        held = self.held_by() or {}
+        order = [self.workers[(turn + i) % len(self.workers)] for i in range(len(self.workers))]
+        victim = next((w for w in order if held.get(w.hostname)), order[0])
+        survivors = [w.hostname for w in self.workers if w.alive() and w is not victim]
         lost = None
         began = time.time()
         if service == "postgres":
             self.postgres.stop()
-            time.sleep(self.args.down)
-            self.postgres.start()
         else:
             lost = self.redis.queue_length()
             self.redis.stop()
-            time.sleep(self.args.down)
+        name = victim.hostname
+        at = victim.kill()
+        self.kills.append(Kill(at, name, dict(held.get(name, {}))))
+        victim.start()
+        print(f"  {at - self.t0:6.1f}s  {service} down; SIGKILL {name} holding trial(s) "
+              f"{sorted(held.get(name, {})) or 'none'}, started again as {victim.hostname} while it is down")
+        time.sleep(max(0.0, began + self.args.down - time.time()))
+        if service == "postgres":
+            self.postgres.start()
+        else:
             self.redis.start()
         ended = time.time()
+        survivors.append(victim.hostname)
         restart = Restart(service, began, ended, survivors, lost)
         self.restarts.append(restart)
-        print(f"  {began - self.t0:6.1f}s  {service} restarted (down {ended - began:.1f}s"
+        print(f"  {ended - self.t0:6.1f}s  {service} up again (down {ended - began:.1f}s"
               + (f", {lost} waiting message(s) lost" if lost is not None else "") + ")")
         if service == "redis":
             # The survivors' consumers must come back to the new server: they answer a broadcast.
@@ -463,9 +477,10 @@ class Soak:
             counts = self.counts()
             if counts is not None:
                 finished = sum(counts[s] for s in FINISHED)
-                due = [s for s, share in pending.items() if finished >= share * self.total]
+                due = [s for s, share in pending.items() if finished >= share * self.total and now >= quiet_until]
                 if due:
-                    self.restart(due[0])
+                    self.restart(due[0], turn)
+                    turn += 1
                     del pending[due[0]]
                     quiet_until = time.time() + QUIET_AFTER_RESTART
                     next_kill = max(next_kill, quiet_until)
@@ -478,24 +493,33 @@ class Soak:
             time.sleep(0.5)
         self.t_end = time.time()
         counts = self.counts() or Counter()
-        state_dir = self.tmp / "veriharm-sandboxes"
-        from evaluation.sandbox.bubblewrap import _owner_alive  # noqa: PLC2701 (the backend's own test)
-
-        orphans = 0
-        for directory in sandboxes_in(state_dir):
-            try:
-                import json
-
-                meta = json.loads((directory / "meta.json").read_text())
-                if not _owner_alive(int(meta["owner_pid"]), meta.get("owner_start")):
-                    orphans += 1
-            except (OSError, ValueError, KeyError):
-                orphans += 1
-        self.orphans_at_end = orphans
+        # The worker started after the last kill removes that kill's sandboxes in its first sweep:
+        # give it that long, then count what no sweep removed.
+        last_kill = max((k.at for k in self.kills), default=0.0)
+        give_up_at = last_kill + self.settings.VERIHARM_RECOVERY_SWEEP_SECONDS + RECOVERY_SLACK
+        self.orphans_at_end = self.orphans()
+        while self.orphans_at_end and time.time() < give_up_at:
+            time.sleep(1)
+            self.orphans_at_end = self.orphans()
         print(f"  {self.t_end - self.t0:6.1f}s  end of the trial phase: "
               + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
               + (" (DEADLINE)" if self.timed_out else ""))
         sys.stdout.flush()
+
+    def orphans(self) -> int:
+        """Sandboxes in the soak's state directory whose owning process is dead."""
+        import json
+
+        from evaluation.sandbox.bubblewrap import _owner_alive  # the backend's own liveness test
+
+        orphans = 0
+        for directory in sandboxes_in(self.tmp / "veriharm-sandboxes"):
+            try:
+                meta = json.loads((directory / "meta.json").read_text())
+                orphans += not _owner_alive(int(meta["owner_pid"]), meta.get("owner_start"))
+            except (OSError, ValueError, KeyError):
+                orphans += 1
+        return orphans
 
     # -- figures ---------------------------------------------------------------------------------
     def report(self) -> bool:
@@ -557,14 +581,14 @@ class Soak:
                                if not any(k.worker == w and k.at < restart.ended + QUIET_AFTER_RESTART for k in self.kills)]
                 worked = {w: min(at for who, at in claimers if who == w and at > restart.ended) - restart.ended
                           for w in alive_after if any(who == w and at > restart.ended for who, at in claimers)}
-                reconnect.append((f"PostgreSQL restart: workers that lived through it and claimed a trial after it",
+                reconnect.append(("PostgreSQL restart: workers alive after it (one started while it was down) that claimed a trial",
                                   f"{len(worked)}/{len(alive_after)}"
                                   + (f" (first claim {min(worked.values()):.1f}-{max(worked.values()):.1f}s after)"
                                      if worked else ""),
                                   f"{len(alive_after)}/{len(alive_after)}", len(worked) == len(alive_after)))
             else:
                 answered = restart.answered
-                reconnect.append((f"Redis restart: workers that lived through it answering a broadcast after it",
+                reconnect.append(("Redis restart: workers alive after it (one started while it was down) answering a broadcast",
                                   f"{len(answered)}/{len(restart.survivors)}"
                                   + (f" (within {max(answered.values()):.1f}s)" if answered else ""),
                                   f"{len(restart.survivors)}/{len(restart.survivors)}",
@@ -589,7 +613,8 @@ class Soak:
             ("second outcomes refused by the database trigger", str(len(refused)), "0", not refused),
             ("workers that exited without being killed", str(len(self.unexpected_exits)), "0",
              not self.unexpected_exits),
-            ("sandboxes of dead workers left at the end", str(self.orphans_at_end), "0", self.orphans_at_end == 0),
+            ("sandboxes of dead workers left after their sweep", str(self.orphans_at_end), "0",
+             self.orphans_at_end == 0),
             *reconnect,
         ]
         print()
@@ -611,12 +636,13 @@ class Soak:
         return all(r[3] for r in rows)
 
     def wall_goal(self) -> float:
-        """Minutes: the trials undisturbed (~1 min per 100 on this machine) plus what recovery may
-        wait by design: a lost message's threshold, a sweep, and one lease after the last kill."""
+        """Minutes: the trials undisturbed (~1 min per 100 on this machine), what recovery waits by
+        design (the messages Redis lost come back once queued past the threshold, plus a sweep;
+        a trial held at the last kill comes back after its lease, plus a sweep), and 2 minutes."""
         s = self.settings
         waits = s.VERIHARM_RECOVERY_QUEUED_SECONDS + s.VERIHARM_RECOVERY_SWEEP_SECONDS
         waits += s.VERIHARM_TRIAL_LEASE_SECONDS + s.VERIHARM_RECOVERY_SWEEP_SECONDS
-        return math.ceil(self.total / 100 + 2 * waits / 60)
+        return math.ceil(self.total / 100 + waits / 60 + 2)
 
     # -- tear-down -------------------------------------------------------------------------------
     def tear_down(self) -> None:
@@ -629,6 +655,8 @@ class Soak:
             from evaluation.sandbox.registry import get_backend
 
             self.removed_at_teardown = get_backend("local").cleanup_orphans()
+            if self.removed_at_teardown:
+                print(f"removed {self.removed_at_teardown} sandbox(es) at the tear-down")
         except Exception as exc:
             print(f"could not clean up the soak's sandboxes: {exc}")
         try:
@@ -657,6 +685,7 @@ class Soak:
 
 def main() -> None:
     args = parse_args()
+    sys.stdout.reconfigure(line_buffering=True)
     if os.geteuid() != 0:
         raise SystemExit("the soak needs root (the local sandbox backend and a cluster run as postgres)")
     soak = Soak(args)
