@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from veriharm_site.api_errors import API_ERRORS, K_PARAMETER, Refusal, query_int, refusal
 from veriharm_site.permissions import api_permission
 
 from . import selectors, services
@@ -25,9 +26,12 @@ from .serializers import (
 RANKING_PARAMETERS = [
     OpenApiParameter("q", str, description="Search in ids and instructions"),
     OpenApiParameter("group", str, enum=["top", "bottom", "unranked"], description="Only the top-K or bottom-K"),
-    OpenApiParameter("k", int, description="Group size K (default 150)"),
+    K_PARAMETER,
     *[OpenApiParameter(name, str) for name in selectors.FILTER_FIELDS],
 ]
+
+
+GROUPS = ("", "top", "bottom", "unranked")
 
 
 class CandidateListApi(generics.ListAPIView):
@@ -38,15 +42,13 @@ class CandidateListApi(generics.ListAPIView):
 
     def _bounds(self):
         if not hasattr(self, "_cached_bounds"):
-            try:
-                k = int(self.request.query_params["k"])
-            except (KeyError, ValueError):
-                k = None
-            self._cached_bounds = selectors.ranking_bounds(k)
+            self._cached_bounds = selectors.ranking_bounds(query_int(self.request, "k", low=1))
         return self._cached_bounds
 
     def get_queryset(self):
         params = self.request.query_params
+        if params.get("group", "") not in GROUPS:
+            raise Refusal(f"must be one of {', '.join(g for g in GROUPS if g)}", field="group")
         filters = {name: params.get(name, "") for name in selectors.FILTER_FIELDS}
         return selectors.candidate_ranking(
             search=params.get("q", "").strip(), group=params.get("group", ""), bounds=self._bounds(), **filters
@@ -107,7 +109,7 @@ class ImportApi(APIView):
         request={"multipart/form-data": ImportRequestSerializer},
         responses={
             201: ImportSummarySerializer,
-            400: inline_serializer("ImportRefused", {"errors": ImportErrorSerializer(many=True)}),
+            400: API_ERRORS,
         },
     )
     def post(self, request: Request) -> Response:
@@ -119,9 +121,7 @@ class ImportApi(APIView):
                 [(f.name, f) for f in files], replace=payload.validated_data["replace"]
             )
         except services.ImportRefused as refused:
-            return Response(
-                {"errors": ImportErrorSerializer(refused.errors, many=True).data}, status=status.HTTP_400_BAD_REQUEST
-            )
+            return refusal(ImportErrorSerializer(refused.errors, many=True).data)
         return Response(asdict(summary), status=status.HTTP_201_CREATED)
 
 

@@ -21,6 +21,9 @@ KINDS = ("ids", "filter", "top_k", "study", "release")
 FILTER_KEYS = (*candidate_selectors.FILTER_FIELDS, "q", "group", "k")
 
 
+MAX_NUMBER = 2**31 - 1
+
+
 class SelectionError(ValueError):
     pass
 
@@ -32,6 +35,8 @@ def _positive_int(value: Any, name: str) -> int:
         raise SelectionError(f"{name} must be a whole number, got {value!r}") from None
     if number < 1:
         raise SelectionError(f"{name} must be at least 1, got {number}")
+    if number > MAX_NUMBER:  # ids and sizes are 32-bit in the database: larger cannot name anything
+        raise SelectionError(f"{name} must be at most {MAX_NUMBER}, got {number}")
     return number
 
 
