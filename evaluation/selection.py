@@ -143,7 +143,7 @@ def candidates_for_selection(selection: dict[str, Any]) -> list[int]:
         raise SelectionError("the selection must be an object with a kind")
     kind = selection.get("kind")
     resolvers = {"ids": _by_ids, "filter": _by_filter, "top_k": _by_top_k, "study": _by_study, "release": _by_release}
-    if kind not in resolvers:
+    if not isinstance(kind, str) or kind not in resolvers:
         raise SelectionError(f"selection kind must be one of {', '.join(KINDS)}, got {kind!r}")
     pks = list(dict.fromkeys(resolvers[kind](selection)))
     if not pks:

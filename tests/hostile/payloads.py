@@ -27,6 +27,8 @@ class HostileRequest:
     query: dict[str, str] = field(default_factory=dict)
     body: str | None = None  # raw JSON text, so lone surrogates travel as \ud800 escapes
     must_refuse: bool = False  # a request nobody may ever get accepted
+    template: str = ""
+    valid: bool = False  # the operation's valid body, unspoiled
 
 
 def api_schema() -> dict[str, Any]:
@@ -91,7 +93,7 @@ def _replace(body: Any, path: tuple, value: Any) -> Any:
 
 def fill_path(template: str, seeded: Seeded, override: dict[str, str] | None = None) -> str:
     values = {
-        "external_id": seeded.candidate, "study_id": str(seeded.study), "token": seeded.token,
+        "external_id": EXAMPLE if "/rerun/" in template else seeded.candidate, "study_id": str(seeded.study), "token": seeded.token,
         "agent": str(seeded.agent),
     }
     if template.startswith("/api/releases/"):
@@ -109,6 +111,35 @@ def fill_path(template: str, seeded: Seeded, override: dict[str, str] | None = N
     return path
 
 
+def valid_bodies(seeded: Seeded) -> dict[tuple[str, str], dict[str, Any]]:
+    """A body each writing operation accepts, so that spoiling one field at a time tests that field."""
+    label = {"c1": True, "c2": True, "c3": False, "comment": "ok", "seconds_spent": 3.0}
+    return {
+        ("POST", "/api/annotation/studies/"): {
+            "name": "another study", "description": "d", "top_k": 4, "per_group": 1, "stratify_by": "perturbation",
+            "seed": 1, "annotators_per_item": 1, "claim_timeout_minutes": 30, "annotators": ["ann"]},
+        ("PUT", "/api/annotation/my/studies/{study_id}/items/{token}/label/"): label,
+        ("POST", "/api/annotation/my/studies/{study_id}/items/{token}/label/"): label,
+        ("POST", "/api/decisions/"): {"candidate": seeded.candidate, "verdict": "reject", "reason": "other",
+                                      "note": "n", "revision": 1, "acknowledge_flags": False},
+        ("POST", "/api/revisions/"): {"candidate": seeded.candidate, "instruction": "Do it.", "harm_test": "assert True",
+                                      "reason": "r", "base_revision": 1},
+        ("POST", "/api/releases/"): {"name": "second", "version": "2.0", "description": "d"},
+        ("PATCH", "/api/releases/{id}/"): {"description": "d"},
+        ("POST", "/api/evaluation/runs/"): {
+            "selection": {"kind": "ids", "ids": [EXAMPLE]}, "agents": ["reference-safe"], "repetitions": 1,
+            "backend": "local", "name": "n", "test_timeout": 60, "budget_usd": "1.5"},
+        ("POST", "/api/evaluation/runs/{id}/rerun/"): {"backend": "local"},
+        ("POST", "/api/evaluation/candidates/{external_id}/rerun/"): {  # on seeded.candidate: see fill_path
+            "agents": ["reference-safe"], "repetitions": 1, "backend": "local"},
+    }
+
+
+# A candidate with reference scripts, so the reference agents have something to run.
+EXAMPLE = "bb-319395/kimi-k2.5/gpt-5.5"
+LABEL_OPERATIONS = {"/api/annotation/my/studies/{study_id}/items/{token}/label/"}
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=True)  # a lone surrogate travels as the escape \ud800
 
@@ -117,6 +148,7 @@ def hostile_requests(schema: dict[str, Any], seeded: Seeded, *, thorough: bool =
     """Every operation with: NUL, a lone surrogate and a huge number in each path and query parameter;
     `?k=abc`-style wrong types; and for JSON bodies NUL, lone surrogates, huge integers, oversized text
     and wrong types in every field, wrong types for the whole body, and deep and malformed JSON."""
+    bodies = valid_bodies(seeded)
     for template, item in schema["paths"].items():
         for method, op in item.items():
             method = method.upper()
@@ -138,7 +170,9 @@ def hostile_requests(schema: dict[str, Any], seeded: Seeded, *, thorough: bool =
             if method == "GET" or "multipart/form-data" in content and "application/json" not in content:
                 continue  # uploads: tests/hostile/test_limits.py sends hostile files
             body_schema = content.get("application/json", {}).get("schema")
-            base = example(schema, body_schema) if body_schema else {}
+            base = bodies.get((method, template)) or (example(schema, body_schema) if body_schema else {})
+            if (method, template) in bodies:
+                yield HostileRequest(method, path, "valid body", body=_json(base), template=template, valid=True)
             takes_body = body_schema is not None  # operations without a body never read one
             yield HostileRequest(method, path, "deep JSON", body="[" * DEEP + "]" * DEEP, must_refuse=takes_body)
             yield HostileRequest(method, path, "deep JSON object", body='{"a":' * DEEP + "1" + "}" * DEEP,

@@ -33,7 +33,7 @@ class Seeded:
 def seed() -> Seeded:
     users = {role: make_user(name, group) for role, (name, group) in USERS.items()}
     candidate_import_files([str(EXAMPLES / "candidates.jsonl"), str(EXAMPLES / "search.jsonl")])
-    import_pool(12)
+    import_pool(12, task_indices=list(range(12)))  # fixed tasks: none conflicts with the examples
     study = annotation_services.study_create(
         annotation_services.StudySpec(name="hostile study", seed=7, top_k=4, per_group=2, annotators_per_item=1),
         annotators=[users["annotator"]], created_by=users["curator"],
