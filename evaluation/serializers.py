@@ -55,7 +55,7 @@ class RunSerializer(serializers.ModelSerializer):
     agents = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
     cancelled = serializers.BooleanField(read_only=True)
-    release = serializers.CharField(source="release.label", default=None, read_only=True,
+    release = serializers.CharField(source="release.label", default=None, read_only=True, allow_null=True,
                                     help_text="The frozen release the run evaluates exactly as frozen, if any")
     model_usage = serializers.SerializerMethodField(help_text="Model calls through the gateway: tokens and cost, "
                                                     "in all and per agent, beside the budget")
