@@ -290,3 +290,16 @@ def test_the_schema_documents_uploads_limits_and_refusals():
             for code, answer in operation["responses"].items():
                 if code.startswith("4"):
                     assert answer["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ApiErrors"}
+
+
+def test_pages_refuse_huge_numbers_and_long_text_in_forms_and_change_nothing(world):
+    page = _client(world.users["curator"])
+    before = table_counts()
+    form = {"name": "page study", "per_group": 1, "top_k": 4, "seed": 1, "annotators_per_item": 1,
+            "claim_timeout_minutes": 2**31, "annotators": [world.users["annotator"].pk], "description": "d" * 180_000}
+    response = page.post("/annotation/studies/new/", form)
+    assert response.status_code == 400  # the form again, with its errors
+    text = response.content.decode()
+    assert "less than or equal to 43200" in text and "at most 10000 characters" in text
+    assert page.post("/annotation/studies/new/", {**form, "top_k": "9" * 40}).status_code == 400
+    assert table_counts() == before

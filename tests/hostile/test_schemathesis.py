@@ -21,7 +21,7 @@ from .seed import USERS, Seeded, seed
 
 EXAMPLES = int(os.environ.get("VERIHARM_SCHEMATHESIS_EXAMPLES", "6"))
 ROLES = ["anonymous", *USERS]
-STATS = {"operations": 0, "cases": 0, "requests": 0}
+STATS = {"operations": 0, "cases": 0, "requests": 0, "failures": 0}
 
 # The examples and fuzzing phases, bounded by max_examples; the coverage phase (which enumerates
 # boundary values of every parameter, unbounded by max_examples) is left out to keep the run short:
@@ -65,5 +65,9 @@ def test_api(case, seeded):
         case.path_parameters = path_parameters
         for role in ROLES:
             STATS["requests"] += 1
-            case.call_and_validate(base_url=seeded.base_url, headers=seeded.headers[role],
-                                   checks=[not_a_server_error, response_schema_conformance])
+            try:
+                case.call_and_validate(base_url=seeded.base_url, headers=seeded.headers[role],
+                                       checks=[not_a_server_error, response_schema_conformance])
+            except Exception:
+                STATS["failures"] += 1
+                raise
