@@ -19,7 +19,7 @@ COPY . .
 RUN DJANGO_SECRET_KEY=collectstatic-only-$(python -c 'import secrets; print(secrets.token_hex(32))') \
     python manage.py collectstatic --noinput -v0 \
  && useradd --system --home /var/lib/veriharm veriharm \
- && mkdir -p /var/lib/veriharm && chown veriharm /var/lib/veriharm
+ && mkdir -p /var/lib/veriharm/imports && chown -R veriharm /var/lib/veriharm
 
 USER veriharm
 EXPOSE 8000

@@ -1,26 +1,24 @@
-from dataclasses import asdict
-
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
+from rest_framework.exceptions import NotFound
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from veriharm_site.api_errors import API_ERRORS, K_PARAMETER, Refusal, query_int, refusal
+from veriharm_site.api_errors import API_ERRORS, K_PARAMETER, Refusal, query_int
 from veriharm_site.permissions import api_permission
 
-from . import selectors, services
+from . import import_jobs, selectors, services
 from .flags import candidate_flags
-from .models import Candidate
+from .models import Candidate, ImportJob
 from .serializers import (
     CandidateDetailSerializer,
     CandidateListSerializer,
-    ImportErrorSerializer,
+    ImportJobSerializer,
     ImportRequestSerializer,
-    ImportSummarySerializer,
 )
 
 RANKING_PARAMETERS = [
@@ -100,29 +98,35 @@ class CandidateDetailApi(generics.RetrieveAPIView):
 
 
 class ImportApi(APIView):
-    """Import pipeline files, all or nothing; 400 with every bad line named otherwise."""
+    """Upload pipeline files for a background import, all or nothing: 202 with the job and its
+    status URL; the job ends imported (with its counts) or refused (with every bad line named)."""
 
     permission_classes = [api_permission("candidates.import_pipeline")]
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(
-        request={"multipart/form-data": ImportRequestSerializer},
-        responses={
-            201: ImportSummarySerializer,
-            400: API_ERRORS,
-        },
-    )
+    @extend_schema(request={"multipart/form-data": ImportRequestSerializer},
+                   responses={202: ImportJobSerializer, 400: API_ERRORS})
     def post(self, request: Request) -> Response:
         payload = ImportRequestSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        files = payload.validated_data["files"]
+        job = import_jobs.import_job_create(user=request.user, uploads=payload.validated_data["files"],
+                                            replace=payload.validated_data["replace"])
+        data = ImportJobSerializer(selectors.import_job_state(job), context={"request": request}).data
+        return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["status_url"]})
+
+
+class ImportJobApi(APIView):
+    """An import job's status, progress and result."""
+
+    permission_classes = [api_permission("candidates.import_pipeline")]
+
+    @extend_schema(responses={200: ImportJobSerializer})
+    def get(self, request: Request, pk: int) -> Response:
         try:
-            summary = services.candidate_import_streams(
-                [(f.name, f) for f in files], replace=payload.validated_data["replace"]
-            )
-        except services.ImportRefused as refused:
-            return refusal(ImportErrorSerializer(refused.errors, many=True).data)
-        return Response(asdict(summary), status=status.HTTP_201_CREATED)
+            job = selectors.import_job_get(pk)
+        except ImportJob.DoesNotExist:
+            raise NotFound("No import job with this id.") from None
+        return Response(ImportJobSerializer(selectors.import_job_state(job), context={"request": request}).data)
 
 
 class ExportApi(APIView):

@@ -5,6 +5,7 @@ from . import api, curation_urls
 urlpatterns = [
     path("candidates/", api.CandidateListApi.as_view(), name="api-candidates"),
     path("candidates/import/", api.ImportApi.as_view(), name="api-candidates-import"),
+    path("candidates/import/jobs/<int:pk>/", api.ImportJobApi.as_view(), name="api-candidates-import-job"),
     path("candidates/export/", api.ExportApi.as_view(), name="api-candidates-export"),
     *curation_urls.api_urlpatterns,
     path("candidates/<path:external_id>/", api.CandidateDetailApi.as_view(), name="api-candidate-detail"),

@@ -453,3 +453,66 @@ class ReleaseItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.external_id} r{self.revision} in release {self.release_id}"
+
+
+# --- Imports run as background jobs --------------------------------------------------------------
+
+
+class ImportStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Imported"
+    REFUSED = "refused", "Refused: nothing imported"
+    FAILED = "failed", "Failed"
+
+
+IMPORT_FINISHED = (ImportStatus.DONE, ImportStatus.REFUSED, ImportStatus.FAILED)
+
+
+class ImportJob(models.Model):
+    """One upload of pipeline files, imported all or nothing by a worker (`candidates.import_jobs`).
+
+    The files wait under VERIHARM_IMPORT_DIR in a folder named by `token` (never by anything the
+    uploader chose) until the job ends. The import and the job's end are one transaction, so an
+    import is applied at most once however often its task is delivered.
+    """
+
+    token = models.CharField(max_length=32, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    replace = models.BooleanField(default=False)
+    # [{"name": the uploaded name (shown, and named in errors), "stored": file name in the folder,
+    #   "size": bytes, "lines": non-blank lines}]
+    files = models.JSONField(default=list)
+    total_lines = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=ImportStatus.choices, default=ImportStatus.QUEUED)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # ImportSummary's counts once done.
+    summary = models.JSONField(default=dict, blank=True)
+    # Every bad line once refused: [{"file", "line", "field", "message"}].
+    errors = models.JSONField(default=list, blank=True)
+    # Why the job could not run at all (not the content's fault), once failed.
+    failure = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=ImportStatus.values), name="import_job_known_status"),
+            models.CheckConstraint(
+                condition=(Q(status__in=IMPORT_FINISHED) & Q(finished_at__isnull=False))
+                | (~Q(status__in=IMPORT_FINISHED) & Q(finished_at__isnull=True)),
+                name="import_job_finished_when_ended",
+            ),
+            models.CheckConstraint(condition=~Q(status=ImportStatus.REFUSED) | ~Q(errors=[]),
+                                   name="import_job_refusal_names_errors"),
+        ]
+        indexes = [models.Index(fields=["status", "created_at"], name="import_job_status_idx")]
+
+    @property
+    def finished(self) -> bool:
+        return self.status in IMPORT_FINISHED
+
+    def __str__(self) -> str:
+        return f"import {self.pk} ({self.status})"

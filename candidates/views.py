@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -9,10 +8,10 @@ from django.views.generic import TemplateView
 
 from veriharm_site.permissions import RoleRequiredMixin
 
-from . import diffing, highlight, selectors, services
+from . import diffing, highlight, import_jobs, selectors, services
 from .flags import candidate_flags, flag_warning
 from .forms import ImportForm
-from .models import Candidate, Perturbation
+from .models import Candidate, ImportJob, Perturbation
 
 PAGE_SIZE = 50
 
@@ -98,20 +97,23 @@ class ImportView(RoleRequiredMixin, View):
         form = ImportForm(request.POST, request.FILES)
         if not form.is_valid():
             return render(request, self.template_name, {"form": form}, status=400)
-        uploads = form.cleaned_data["files"]
+        job = import_jobs.import_job_create(user=request.user, uploads=form.cleaned_data["files"],
+                                            replace=form.cleaned_data["replace"])
+        return redirect("candidates:import-job", pk=job.pk)
+
+
+class ImportJobView(RoleRequiredMixin, TemplateView):
+    """An import job: a progress bar while it runs, then its counts or every bad line."""
+
+    permission_required = "candidates.import_pipeline"
+    template_name = "candidates/import_job.html"
+
+    def get_context_data(self, **kwargs):
         try:
-            summary = services.candidate_import_streams(
-                [(f.name, f) for f in uploads], replace=form.cleaned_data["replace"]
-            )
-        except services.ImportRefused as refused:
-            return render(
-                request,
-                self.template_name,
-                {"form": form, "errors": refused.errors, "files": [f.name for f in uploads]},
-                status=400,
-            )
-        messages.success(request, f"Imported {', '.join(f.name for f in uploads)}: {summary}.")
-        return redirect("candidates:ranking")
+            job = selectors.import_job_get(kwargs["pk"])
+        except ImportJob.DoesNotExist:
+            raise Http404("No import job with this id.") from None
+        return super().get_context_data(state=selectors.import_job_state(job), job=job, **kwargs)
 
 
 class ExportView(RoleRequiredMixin, View):

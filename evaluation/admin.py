@@ -1,7 +1,7 @@
 from django import forms
 from django.contrib import admin
 
-from .agents.factory import validate_config
+from .agents.factory import check_network
 from .models import Agent, FinalState, ModelCall, ReferenceCheck, Rescore, Run, Trial, TrialInputs, TranscriptStep
 
 
@@ -13,9 +13,11 @@ class AgentForm(forms.ModelForm):
     def clean(self):
         data = super().clean()
         try:
-            validate_config(data.get("kind", ""), data.get("config") or {})
+            check_network(data.get("kind", ""), data.get("config") or {}, data.get("network"))
         except ValueError as exc:
-            raise forms.ValidationError({"config": str(exc)}) from None
+            # A network mode that does not fit the configuration is the network field's problem.
+            field = "network" if str(exc).startswith(("network must", "this agent asks")) else "config"
+            raise forms.ValidationError({field: str(exc)}) from None
         return data
 
 

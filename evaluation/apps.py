@@ -13,3 +13,10 @@ class EvaluationConfig(AppConfig):
         # Curators see a candidate's failed reference check wherever they decide, and are warned
         # before approving it; the candidates app asks through this hook, never importing us.
         flag_source_register(candidate_flag_reasons)
+
+        from veriharm_site.recovery import sweeper_register
+
+        from .recovery import sweep
+
+        # Every worker's recovery sweep takes over trials of dead workers and lost messages.
+        sweeper_register("evaluation", sweep)

@@ -25,6 +25,7 @@ from django.db import connection
 from . import final_states, pinning, selectors, services
 from .agents.base import AgentError, Step
 from .agents.factory import NoReferenceScript, build_runner, model_upstream
+from .agents.harness import harness_pin
 from .gateway import BudgetExhausted, Upstream, gateway_for_trial
 from .models import Trial
 from .sandbox.base import Environment, Limits, SandboxError
@@ -102,7 +103,12 @@ def _runner(trial: Trial):
         raise ValueError("this trial has no pinned agent configuration")
     if pinning.agent_pin_sha256(pinned) != trial.agent_config_sha256:
         raise pinning.InputsTampered("the pinned agent configuration does not match its sha256")
-    return build_runner(pinned["kind"], pinned["config"], network=bool(pinned.get("network")),
+    if pinned["kind"] == "harness" and pinned.get("harness_recipe") != harness_pin(pinned["config"]):
+        raise pinning.InputsTampered(f"the trial was launched with harness recipe {pinned.get('harness_recipe')}, "
+                                     f"this worker has {harness_pin(pinned['config'])}")
+    # The network mode as pinned: "none" or "model" (False from before the modes existed); a pin
+    # asking for the host's network (True) is refused by build_runner, never run without it.
+    return build_runner(pinned["kind"], pinned["config"], network=pinned.get("network"),
                         references=pinned.get("references") or {})
 
 
@@ -147,7 +153,7 @@ def _attempt(claim: services.Claim, backend_factory: Callable[[str], object]) ->
                     backend = backend_factory(trial.run.backend)
                     if claim.took_over:
                         _cleanup_after_dead_worker(backend, claim)
-                    identity = backend.system_identity(environment)
+                    identity = " ".join(filter(None, [backend.system_identity(environment), runner.identity()]))
                     outcome = trial_run(backend, spec, runner, record=_step_sink(claim), cancelled=stop_requested,
                                         final_state=archive, final_state_max_bytes=final_states.max_bytes())
                     refused = gw.budget_refusals if gw is not None else 0

@@ -17,6 +17,14 @@ class AgentKind(models.TextChoices):
     REFERENCE = "reference", "Reference script"
     COMMAND = "command", "Command in the sandbox"
     OPENAI_COMPATIBLE = "openai_compatible", "OpenAI-compatible bash-tool loop"
+    HARNESS = "harness", "Harness in the sandbox (e.g. mini-swe-agent)"
+
+
+class NetworkMode(models.TextChoices):
+    """A sandbox's network (`evaluation.sandbox.network`); the host's is never one of them."""
+
+    NONE = "none", "None: loopback only"
+    MODEL = "model", "Model: loopback plus the trial's model gateway"
 
 
 class Agent(models.Model):
@@ -26,6 +34,8 @@ class Agent(models.Model):
     model x harness matrix. `config` holds what the kind needs:
     reference: {"script": "safe" | "harmful" | "noop"} (noop: does nothing, runs on every candidate);
     command: {"command": template with {task_file} and {workdir}, "env": {...}, "gateway": upstream};
+    harness: {"harness": "mini-swe-agent", "model", "gateway": upstream, "step_limit", "command_timeout"}
+    (`evaluation.agents.harness`);
     openai_compatible: {"base_url", "model", "api_key_env", "max_steps", "temperature",
     "command_timeout", "system_prompt", "prices", "max_concurrency", "requests_per_minute", "max_retries"}.
     An upstream (`evaluation.gateway.config`) is {"api": "openai" | "anthropic", "base_url",
@@ -37,8 +47,10 @@ class Agent(models.Model):
     model = models.CharField(max_length=200, blank=True, default="")
     harness = models.CharField(max_length=200, blank=True, default="")
     config = models.JSONField(default=dict, blank=True)
-    # Off unless an admin enables it for this agent; the openai-compatible loop never needs it.
-    network = models.BooleanField(default=False)
+    # The sandbox's network mode: "model" exactly for the agents that reach a model from inside
+    # (a harness, a command with a gateway block), "none" for all others. Checked against the
+    # config by `agents.factory.check_network`; the kinds' part is a constraint.
+    network = models.CharField(max_length=8, choices=NetworkMode.choices, default=NetworkMode.NONE)
     time_limit = models.PositiveIntegerField(default=600, help_text="Seconds the agent may run in one trial")
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -48,6 +60,14 @@ class Agent(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(kind__in=AgentKind.values), name="agent_known_kind"),
             models.CheckConstraint(condition=Q(time_limit__gte=1), name="agent_time_limit_positive"),
+            models.CheckConstraint(condition=Q(network__in=NetworkMode.values), name="agent_known_network"),
+            # Only agents that reach a model from inside the sandbox get the gateway, and a harness
+            # always does.
+            models.CheckConstraint(
+                condition=(Q(network=NetworkMode.NONE) & ~Q(kind=AgentKind.HARNESS))
+                | (Q(network=NetworkMode.MODEL) & Q(kind__in=[AgentKind.HARNESS, AgentKind.COMMAND])),
+                name="agent_network_fits_kind",
+            ),
         ]
 
     def __str__(self) -> str:

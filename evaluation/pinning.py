@@ -19,6 +19,7 @@ from candidates.models import Candidate
 from candidates.pipeline_format import canonical_json
 
 from . import twins
+from .agents.harness import harness_pin
 from .models import Agent, AgentKind, TrialInputs, TrialKind
 
 
@@ -157,6 +158,10 @@ def agent_pin(agent: Agent, kind: str, references: Mapping[str, str]) -> dict[st
     if agent.kind == AgentKind.REFERENCE:
         script = config.get("script")
         pinned["references"] = {script: references[script]} if references.get(script) else {}
+    if agent.kind == AgentKind.HARNESS:
+        # The recipe as the launching code knows it; the worker refuses to run another one, and
+        # records the runtime's own identity with the system the trial ran on.
+        pinned["harness_recipe"] = harness_pin(config)
     return pinned
 
 

@@ -24,7 +24,8 @@ from candidates.models import Candidate
 
 from . import final_states, outcomes, pinning, twins
 from .agents.base import Step
-from .agents.factory import model_upstream, validate_config
+from .agents.factory import check_network, model_upstream, network_mode
+from .sandbox.network import HOST_NETWORK_REFUSED
 from .agents.reference import CHECKS, EXPECTED, NOOP, SCRIPTS
 from .models import (
     FINISHED_STATUSES,
@@ -84,14 +85,15 @@ def reference_agents_ensure() -> list[Agent]:
 
 
 def agent_create(*, name: str, kind: str, config: dict[str, Any], model: str = "", harness: str = "",
-                 network: bool = False, time_limit: int = 600) -> Agent:
+                 network: str | None = None, time_limit: int = 600) -> Agent:
+    """An agent; its network mode is the one its configuration needs unless given (and then checked)."""
     errors = []
     if not name.strip():
         errors.append("the agent needs a name")
     elif Agent.objects.filter(name=name.strip()).exists():
         errors.append(f"an agent named {name!r} exists already")
     try:
-        validate_config(kind, config)
+        network = check_network(kind, config, network_mode(kind, config) if network is None else network)
     except ValueError as exc:
         errors.append(str(exc))
     if not 1 <= time_limit <= settings.VERIHARM_AGENT_MAX_TIME_LIMIT:
@@ -127,6 +129,16 @@ def _slots(pinned: pinning.PinnedCandidate, agent: Agent, kind: str, repetitions
     ]
 
 
+def _host_network_refusals(candidates: list[pinning.PinnedCandidate]) -> list[str]:
+    """Candidates whose environment asks for network: refused at launch, never run without it."""
+    asking = [c.external_id for c in candidates
+              if (c.record.get("source_task") or {}).get("environment", {}).get("network") is True]
+    if not asking:
+        return []
+    shown = ", ".join(asking[:10]) + (f" and {len(asking) - 10} more" if len(asking) > 10 else "")
+    return [f"environment.network is true for {shown}: {HOST_NETWORK_REFUSED}; leave them out of the selection"]
+
+
 def _create_run(
     *,
     candidates: list[pinning.PinnedCandidate],
@@ -142,6 +154,9 @@ def _create_run(
     release: Any = None,
     budget_usd: Decimal | None = None,
 ) -> Run:
+    refused = _host_network_refusals(candidates)
+    if refused:
+        raise LaunchRefused(refused)
     skipped: dict[str, int] = {}
     twinless: dict[str, int] = {}
     slots: list[Trial] = []
@@ -248,7 +263,7 @@ def _check_budget(budget: Any, agents: list[Agent], errors: list[str]) -> Decima
             continue  # the agent's own configuration problem is reported when it runs
         if upstream is None:
             continue
-        model = agent.config.get("model") if agent.kind == AgentKind.OPENAI_COMPATIBLE else None
+        model = agent.config.get("model") if agent.kind in (AgentKind.OPENAI_COMPATIBLE, AgentKind.HARNESS) else None
         if not upstream.prices or (model and upstream.price_of(model) is None):
             errors.append(f"agent {agent.name} has no price for {model or 'its models'} in its price table: "
                           "a budget cannot count its calls")

@@ -23,10 +23,18 @@ import logging
 import pathlib
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from .agents.base import AgentOutcome, AgentRunner, AgentStopped, StepSink, combined_output, output_tail
+from .agents.base import (
+    AgentError,
+    AgentOutcome,
+    AgentRunner,
+    AgentStopped,
+    StepSink,
+    combined_output,
+    output_tail,
+)
 from .sandbox.base import (
     ArchiveInfo,
     ArchiveTooLarge,
@@ -38,6 +46,7 @@ from .sandbox.base import (
     hidden_test_name,
     verifier_command_line,
 )
+from .sandbox.network import MODEL, NONE, ModelAccess
 
 logger = logging.getLogger(__name__)
 
@@ -148,10 +157,9 @@ def trial_run(
             raise TrialCancelled()
 
     environment = Environment.from_spec(spec.environment)
-    if agent.needs_network and not environment.network:
-        environment = replace(environment, network=True)
+    model = _model_access(agent)
     checkpoint()
-    sandbox = backend.create(environment, spec.limits)
+    sandbox = backend.create(environment, spec.limits, **({"model": model} if model is not None else {}))
     try:
         checkpoint()
         try:
@@ -186,6 +194,17 @@ def trial_run(
     return TrialOutcome(
         agent=agent_outcome, task=task, harm=harm, final_state=archive, final_state_note=note
     )
+
+
+def _model_access(agent: AgentRunner) -> ModelAccess | None:
+    """Network mode model: the trial gateway's socket and the agent's harness runtime; else None."""
+    if agent.network == NONE:
+        return None
+    if agent.network != MODEL:
+        raise AgentError(f"unknown network mode {agent.network!r}")
+    if agent.gateway is None or getattr(agent.gateway, "socket_dir", None) is None:
+        raise AgentError("this agent reaches its model from the sandbox, but the trial has no model gateway")
+    return ModelAccess(socket_dir=pathlib.Path(agent.gateway.socket_dir), harness_root=agent.harness_root())
 
 
 def _megabytes(size: int) -> str:

@@ -15,7 +15,14 @@
 #    sitecustomize, an /etc/ld.so.cache...) can stand in for the verifier. Its
 #    manifest (.veriharm-manifest) and the manifest's sha256 (.veriharm-verifier-id)
 #    identify it.
-# 4. When a Docker engine answers, the tree imported as the image
+# 4. The harness runtimes at ${VERIHARM_HARNESS_ROOT:-$ROOT-harness}/<name>, one per recipe in
+#    scripts/harnesses/<name>/ (today mini-swe-agent): the recipe's pinned packages installed
+#    for the tree's python3 (pip --target, wheels only, for the tree's Python version, libc and
+#    architecture), compiled to bytecode by the tree's own interpreter at the path where both
+#    backends mount the runtime read-only in "model" mode (/.veriharm-harness), and checked to
+#    import there. Each has a manifest and identity (.veriharm-harness-id) like the verifier.
+#    Nothing is installed at trial time. Needs pip (the project's .venv) and PyPI.
+# 5. When a Docker engine answers, the tree imported as the image
 #    ${VERIHARM_SANDBOX_IMAGE:-veriharm-sandbox:bookworm} for the docker backend
 #    (the docker backend copies the verifier runtime into a volume itself).
 #
@@ -30,6 +37,11 @@ IMAGE="${VERIHARM_SANDBOX_IMAGE:-veriharm-sandbox:bookworm}"
 SUITE="${VERIHARM_SANDBOX_SUITE:-bookworm}"
 MIRROR="${VERIHARM_SANDBOX_MIRROR:-http://deb.debian.org/debian}"
 VERIFIER="${VERIHARM_VERIFIER_ROOT:-$ROOT-verifier}"
+HARNESS_ROOT="${VERIHARM_HARNESS_ROOT:-$ROOT-harness}"
+# Where the runtimes are mounted inside a sandbox (evaluation/sandbox/network.py HARNESS_MOUNT).
+HARNESS_MOUNT="/.veriharm-harness"
+# Bumped when how a harness runtime is built changes (part of each runtime's identity).
+HARNESS_RECIPE="veriharm-harness recipe 1"
 PACKAGES="python3,python3-pytest,bash,coreutils,file,procps"
 # Bumped when what this script does to the tree changes, so the identity changes too.
 RECIPE="veriharm-sandbox recipe 2"
@@ -179,6 +191,74 @@ build_verifier() {
     log "verifier runtime ready: $VERIFIER ($(cat "$VERIFIER/.veriharm-verifier-id"))"
 }
 
+pip_command() {
+    if [[ -n "${VERIHARM_PIP:-}" ]]; then
+        echo "$VERIHARM_PIP"
+    elif [[ -x "$REPO/.venv/bin/python" ]]; then
+        echo "$REPO/.venv/bin/python -m pip"
+    else
+        echo "python3 -m pip"
+    fi
+}
+
+# The tree's python3 run by bubblewrap on a read-only copy of the tree, with $1 bound
+# read-write at $2: what a sandbox's harness runtime sees, without any sandbox machinery.
+tree_python() {
+    local source="$1" target="$2"
+    shift 2
+    bwrap --unshare-all --die-with-parent --tmpfs / \
+        --ro-bind "$ROOT/usr" /usr --ro-bind "$ROOT/etc" /etc \
+        --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin \
+        --proc /proc --dev /dev --tmpfs /tmp --dir /root --setenv HOME /root \
+        --bind "$source" "$target" --remount-ro / \
+        /usr/bin/python3 "$@"
+}
+
+build_harness() {
+    local name="$1" recipe="$REPO/scripts/harnesses/$1" target="$HARNESS_ROOT/$1"
+    if [[ -s "$target/.veriharm-harness-id" ]]; then
+        log "harness runtime present: $target"
+        return 0
+    fi
+    if [[ -e "$target" ]]; then
+        log "ERROR: $target exists but is not a complete harness runtime (no .veriharm-harness-id); remove it and re-run"
+        exit 1
+    fi
+    command -v bwrap >/dev/null || { log "ERROR: bubblewrap not installed (scripts/system_packages.sh)"; exit 1; }
+    local python version libc arch platforms tmp
+    python="$(basename "$(readlink -f "$ROOT/usr/bin/python3")")"
+    version="${python#python}"
+    libc="$(dpkg-query --admindir="$ROOT/var/lib/dpkg" -W -f='${Version}' libc6 | cut -d- -f1)"
+    arch="$(uname -m)"
+    platforms="--platform manylinux1_$arch --platform manylinux2010_$arch --platform manylinux2014_$arch"
+    for ((minor = 5; minor <= ${libc#2.}; minor++)); do platforms+=" --platform manylinux_2_${minor}_$arch"; done
+    mkdir -p "$HARNESS_ROOT"
+    chmod 0755 "$HARNESS_ROOT"
+    rm -rf "$HARNESS_ROOT/.build-$name."* 2>/dev/null || true
+    tmp="$(mktemp -d "$HARNESS_ROOT/.build-$name.XXXXXX")"
+    log "installing harness $name for $python ($arch, glibc $libc) into $tmp"
+    # shellcheck disable=SC2086  # the platform list and the pip command are word lists
+    $(pip_command) install --quiet --disable-pip-version-check --no-deps --only-binary=:all: --no-compile \
+        --target "$tmp/lib" --python-version "$version" --implementation cp --abi "cp${version/./}" $platforms \
+        -r "$recipe/requirements.txt"
+    # Console scripts name the host's interpreter; harnesses are started as python3 -m ... instead.
+    rm -rf "$tmp/lib/bin"
+    tree_python "$tmp" "$HARNESS_MOUNT/$name" -I -m compileall -q -j 0 "$HARNESS_MOUNT/$name/lib" >/dev/null
+    tree_python "$tmp" "$HARNESS_MOUNT/$name" -I -S -c \
+        "import sys; sys.path.insert(0, '$HARNESS_MOUNT/$name/lib'); $(cat "$recipe/check.py")"
+    cp "$recipe/requirements.txt" "$tmp/requirements.txt"
+    chmod -R go-w "$tmp"
+    chmod 0755 "$tmp"
+    {
+        echo "$HARNESS_RECIPE $name $python"
+        verifier_manifest "$tmp"
+    } >"$tmp/.veriharm-manifest"
+    echo "sha256:$(sha256sum <"$tmp/.veriharm-manifest" | cut -d' ' -f1)" >"$tmp/.veriharm-harness-id"
+    chmod 0644 "$tmp/.veriharm-manifest" "$tmp/.veriharm-harness-id"
+    mv -T "$tmp" "$target"
+    log "harness runtime ready: $target ($(cat "$target/.veriharm-harness-id"))"
+}
+
 import_image() {
     if ! command -v docker >/dev/null || ! docker info >/dev/null 2>&1; then
         log "no Docker engine answers; skipping image import (run scripts/start_docker.sh first if needed)"
@@ -206,4 +286,7 @@ fi
 build_root
 write_tree_identity
 build_verifier
+for recipe in "$REPO"/scripts/harnesses/*/; do
+    build_harness "$(basename "$recipe")"
+done
 import_image

@@ -7,7 +7,8 @@ PY=.venv/bin/python
 HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
 $PY manage.py migrate --noinput -v0
-$PY manage.py load_demo
+# The README's table of demo logins holds with this one password; without it each gets a random one.
+$PY manage.py load_demo --password veriharm-demo
 mkdir -p var
 .venv/bin/celery -A veriharm_site worker --loglevel=INFO --concurrency=2 > var/worker.log 2>&1 &
 worker=$!

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -99,3 +100,16 @@ def examples_imported(db):
     from candidates.services import candidate_import_files
 
     return candidate_import_files([str(EXAMPLES / "candidates.jsonl"), str(EXAMPLES / "search.jsonl")])
+
+
+@pytest.fixture
+def celery_worker_thread(transactional_db) -> Iterator[None]:
+    """A real Celery worker consuming from Redis in a thread of this process (not eager mode)."""
+    from celery.contrib.testing.worker import start_worker
+
+    from veriharm_site.celery import app
+
+    app.control.purge()  # messages of earlier, aborted runs name rows of another database
+    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING",
+                      shutdown_timeout=30):
+        yield

@@ -49,3 +49,32 @@ def test_production_passes_the_deployment_checks(tmp_path):
              "VERIHARM_VAR_DIR": str(tmp_path)},
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_shipped_settings_recover_a_dead_worker_in_minutes_and_never_redeliver_a_running_task(tmp_path):
+    result = _run(
+        "import django; django.setup(); from django.conf import settings as s;"
+        "from veriharm_site.recovery import broker_settings_problems as p;"
+        "print(s.CELERY_BROKER_TRANSPORT_OPTIONS['visibility_timeout'], s.CELERY_TASK_TIME_LIMIT,"
+        " s.VERIHARM_TRIAL_LEASE_SECONDS, s.VERIHARM_RECOVERY_SWEEP_SECONDS, s.VERIHARM_RECOVERY_QUEUED_SECONDS,"
+        " len(p(s)))",
+        DJANGO_SETTINGS_MODULE="veriharm_site.settings.production", DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
+        CELERY_BROKER_URL="redis://127.0.0.1:6379/3", VERIHARM_VAR_DIR=str(tmp_path),
+    )
+    visibility, hard_limit, lease, sweep, queued, problems = (float(v) for v in result.stdout.split())
+    assert visibility > hard_limit, "a running trial would be delivered a second time"
+    assert 0 < sweep and lease + sweep <= 5 * 60, "a killed worker's trial must come back in minutes"
+    assert 0 < queued <= 15 * 60 and problems == 0
+
+
+
+def test_a_worker_refuses_to_start_when_the_broker_could_redeliver_a_running_task(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "celery", "-A", "veriharm_site", "worker", "--pool=solo", "--without-gossip",
+         "--without-mingle", "--without-heartbeat", "-n", "refused@%h"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")},
+             "DJANGO_SETTINGS_MODULE": "tests.redelivering_settings", "PYTHONPATH": str(REPO)},
+    )
+    assert result.returncode != 0
+    assert "visibility_timeout (3600s) must exceed CELERY_TASK_TIME_LIMIT (3600s)" in result.stdout + result.stderr

@@ -87,14 +87,23 @@ class AgentStopped(Exception):
 
 
 class AgentRunner(ABC):
-    #: Whether the sandbox must have network for this agent to work.
-    needs_network: bool = False
+    #: The sandbox's network mode (`evaluation.sandbox.network`): "none", or "model" for a harness
+    #: inside the sandbox that reaches its model through the trial's gateway. Never the host's.
+    network: str = "none"
     #: The trial's model gateway, for agents that call a model (its socket for a harness in the sandbox).
     gateway: Any = None
 
     def attach_gateway(self, gateway: Any) -> None:
         """Called by the worker before `run` when the agent's configuration names a model upstream."""
         self.gateway = gateway
+
+    def harness_root(self) -> Any:
+        """The host directory of the read-only harness runtimes, for agents that run one."""
+        return None
+
+    def identity(self) -> str:
+        """What the agent runs on beyond the sandbox system (a harness runtime's identity), or ""."""
+        return ""
 
     @abstractmethod
     def run(

@@ -4,9 +4,11 @@ from __future__ import annotations
 from typing import Any
 
 from evaluation.gateway.config import Upstream, upstream_from_config
+from evaluation.sandbox.network import HOST_NETWORK_REFUSED, MODEL, MODES, NONE
 
 from .base import AgentRunner
 from .command import CommandAgent
+from .harness import HarnessAgent, validate_harness_config
 from .openai_compatible import EndpointConfig, OpenAICompatibleAgent
 from .reference import CHECKS, NOOP, NoopAgent, ReferenceAgent
 
@@ -39,27 +41,54 @@ def validate_config(kind: str, config: dict[str, Any]) -> None:
                 upstream_from_config(config["gateway"])
             except ValueError as exc:
                 raise ValueError(f"gateway: {exc}") from None
+    elif kind == "harness":
+        validate_harness_config(config)
     elif kind == "openai_compatible":
         EndpointConfig.from_config(config)
     else:
         raise ValueError(f"unknown agent kind {kind!r}")
 
 
+def network_mode(kind: str, config: dict[str, Any]) -> str:
+    """The sandbox network mode an agent runs in: "model" for a harness, or a command with a
+    gateway (both reach their model from inside the sandbox), "none" for everything else."""
+    validate_config(kind, config)
+    return MODEL if kind == "harness" or (kind == "command" and "gateway" in config) else NONE
+
+
+def check_network(kind: str, config: dict[str, Any], network: Any) -> str:
+    """An agent's recorded network mode, checked against what its configuration needs."""
+    if network is True or network == "host":
+        # Agents made before the modes existed said True for the host's network.
+        raise ValueError(f"this agent asks for the host's network, but {HOST_NETWORK_REFUSED}")
+    if network is False or network in (None, ""):
+        network = NONE
+    if network not in MODES:
+        raise ValueError(f"network must be one of {', '.join(MODES)}, got {network!r}")
+    needed = network_mode(kind, config)
+    if network != needed:
+        why = ("it reaches its model from inside the sandbox through the trial's gateway" if needed == MODEL
+               else "only a harness or a command with a gateway block reaches a model from the sandbox")
+        raise ValueError(f"network must be {needed!r} for this agent ({why}), not {network!r}")
+    return network
+
+
 def model_upstream(kind: str, config: dict[str, Any]) -> Upstream | None:
     """The model upstream the agent's gateway forwards to; None for agents that call no model.
 
-    The openai_compatible loop's own endpoint; a command harness's `gateway` block, which a
-    sandbox backend exposes to it through the gateway's socket."""
+    The openai_compatible loop's own endpoint; a harness's or a command's `gateway` block, which
+    a sandbox in network mode "model" reaches through the gateway's socket."""
     validate_config(kind, config)
     if kind == "openai_compatible":
         return EndpointConfig.from_config(config).upstream()
-    if kind == "command" and "gateway" in config:
+    if kind in ("command", "harness") and "gateway" in config:
         return upstream_from_config(config["gateway"])
     return None
 
 
-def build_runner(kind: str, config: dict[str, Any], *, network: bool, references: dict[str, str]) -> AgentRunner:
+def build_runner(kind: str, config: dict[str, Any], *, network: Any, references: dict[str, str]) -> AgentRunner:
     validate_config(kind, config)
+    check_network(kind, config, network)
     if kind == "reference":
         if config["script"] == NOOP:
             return NoopAgent()
@@ -68,5 +97,8 @@ def build_runner(kind: str, config: dict[str, Any], *, network: bool, references
             raise NoReferenceScript(f"the candidate has no {config['script']} reference script")
         return ReferenceAgent(script)
     if kind == "command":
-        return CommandAgent(config["command"], env=config.get("env"), network=network)
+        upstream = upstream_from_config(config["gateway"]) if "gateway" in config else None
+        return CommandAgent(config["command"], env=config.get("env"), model_api=upstream.api if upstream else None)
+    if kind == "harness":
+        return HarnessAgent(config)
     return OpenAICompatibleAgent(EndpointConfig.from_config(config))

@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import close_old_connections, connection
 
 from .config import Upstream
@@ -163,5 +164,9 @@ def gateway_for_trial(trial_id: int, endpoint: Upstream, *, attempt: int | None 
     run_id, budget, attempts = selectors.trial_budget(trial_id)
     gateway = Gateway(endpoint, trial_id=trial_id, attempt=attempt or max(attempts, 1),
                       budget=Budget(run_id=run_id, budget_usd=budget))
+    if socket_dir is None and settings.VERIHARM_GATEWAY_SOCKET_DIR:
+        # A worker in a container shares this directory with the Docker engine's host, at the same path.
+        socket_dir = Path(settings.VERIHARM_GATEWAY_SOCKET_DIR)
+        socket_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
     with serve(gateway, socket_dir) as running:
         yield running

@@ -46,6 +46,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from .network import HOST_NETWORK_REFUSED, ModelAccess
+
 # Label / name prefix that marks everything a backend creates, so that
 # cleanup_orphans can find it again after a crash.
 SANDBOX_LABEL = "veriharm.sandbox"
@@ -345,6 +347,10 @@ class Environment:
             raise ValueError("image must be a non-empty string or None")
         if not isinstance(self.network, bool):
             raise ValueError("network must be a boolean")
+        if self.network:
+            # The format's `network: true` says the task needs outside network; no sandbox
+            # gives it that (nor the host's), so it is refused, never quietly run without.
+            raise ValueError(f"environment.network is true, but {HOST_NETWORK_REFUSED}")
 
     def __hash__(self) -> int:
         return hash((self.workdir, tuple(sorted(self.files.items())), self.setup, self.image, self.network))
@@ -560,10 +566,14 @@ class SandboxBackend(ABC):
     name: str
 
     @abstractmethod
-    def create(self, environment: Environment, limits: Limits = Limits()) -> Sandbox:
+    def create(self, environment: Environment, limits: Limits = Limits(), *, model: ModelAccess | None = None) -> Sandbox:
         """A sandbox with the environment's files written and its setup run.
 
-        A failing setup raises SandboxError carrying the setup's output.
+        Network mode ``none`` without ``model``; with it, mode ``model``: the gateway's
+        socket and the harness runtime are mounted and every ``exec`` runs beside the
+        forwarder (``evaluation.sandbox.network``). Snapshots, restores and test-phase
+        copies never get either. A failing setup raises SandboxError carrying the
+        setup's output.
         """
 
     @abstractmethod
@@ -666,8 +676,13 @@ class CommandSandbox(Sandbox):
         with self._lock:
             self._check_alive()
             directory = self._resolve(cwd) if cwd else self.workdir
-            raw = self._run([BASH, "-c", command], timeout=timeout, env=env, cwd=directory)
+            raw = self._run(self._exec_argv([BASH, "-c", command]), timeout=timeout, env=env, cwd=directory)
         return exec_result(raw)
+
+    def _exec_argv(self, argv: list[str]) -> list[str]:
+        """How an ``exec`` command starts; a model-mode sandbox starts the forwarder beside it.
+        (Internal operations, file transfer and snapshots, call ``_run`` directly.)"""
+        return argv
 
     def _verify(self, module: str, timeout: float) -> ExecResult:
         """Run the verifier on ``module`` (a path under TESTS_MOUNT) from the workdir."""

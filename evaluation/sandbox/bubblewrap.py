@@ -30,6 +30,14 @@ Layout and why:
   in the namespace (``sleep &``, ``nohup``, ``setsid`` included). Nothing runs
   between execs.
 
+* **Network**: every bwrap has its own network namespace (``--unshare-all``),
+  loopback only; the host's network is never shared. In ``model`` mode
+  (``evaluation.sandbox.network``) the trial gateway's socket, which lives in a
+  0700 directory of the worker's, is bind-mounted by the host onto a file in a
+  root-owned directory of the sandbox's own state dir (``<id>/gateway``), which
+  bwrap binds read-only at ``GATEWAY_MOUNT``; the harness runtime, if any, is
+  bound read-only at ``HARNESS_MOUNT``; and each ``exec`` starts the forwarder.
+  Snapshots and their copies have neither.
 * **Test phase** (``LocalSnapshot.verify``): the copy of the final state gets
   two more read-only binds, the verifier runtime at ``VERIFIER_MOUNT`` and a
   host directory holding only the test module at ``TESTS_MOUNT``, both written
@@ -107,6 +115,7 @@ from .images import (
     require_verifier_root,
     sandbox_root,
 )
+from .network import GATEWAY_MOUNT, GATEWAY_SOCKET, HARNESS_MOUNT, ModelAccess, forwarder_argv
 
 # Private uids are drawn from this range; nothing else on a normal host uses it.
 UID_BASE = 0x5A000000
@@ -339,6 +348,7 @@ def _teardown(directory: Path, uid: int | None, cgroups: Mapping[str, str], sid:
         if uid is not None:
             _kill_uid(uid)
         group.remove()
+        _unmount(directory / "gateway" / Path(GATEWAY_SOCKET).name)
         _unmount(directory / "rw")
         shutil.rmtree(directory, ignore_errors=True)
     finally:
@@ -405,8 +415,11 @@ class _Spec:
     workdir: str
     mounts: tuple[str, ...]
     limits: Limits
-    network: bool
     root: str
+    # Model mode: the host directory holding the gateway's socket (bound at GATEWAY_MOUNT)
+    # and the harness runtime (bound at HARNESS_MOUNT); None in mode none.
+    gateway: str | None = None
+    harness: str | None = None
     # Test phase: the verifier runtime (a host path the sandbox uids can traverse),
     # bound at VERIFIER_MOUNT, and the sandbox's tests directory at TESTS_MOUNT.
     verifier: str | None = None
@@ -457,8 +470,6 @@ class LocalSandbox(CommandSandbox):
             *(["--cap-add", "CAP_DAC_READ_SEARCH"] if spec.state else []),
             "--clearenv",
         ]  # fmt: skip
-        if spec.network:
-            args.append("--share-net")
         merged = dict(BASE_ENV)
         merged.update(env or {})
         for key, value in merged.items():
@@ -480,6 +491,10 @@ class LocalSandbox(CommandSandbox):
             args += ["--ro-bind", spec.verifier, VERIFIER_MOUNT, "--ro-bind", str(self.tests), TESTS_MOUNT]
         if spec.state:
             args += ["--ro-bind", spec.state, STATE_MOUNT]
+        if spec.gateway:
+            args += ["--ro-bind", spec.gateway, GATEWAY_MOUNT]
+        if spec.harness:
+            args += ["--ro-bind", spec.harness, HARNESS_MOUNT]
         args += [
             "--proc", "/proc",
             "--dev", "/dev",
@@ -509,6 +524,19 @@ class LocalSandbox(CommandSandbox):
             attach = " && ".join(f"echo $$ > '{p}'" for p in procs)
             launcher = ["/bin/sh", "-c", f'{attach} && exec "$@"', "sh", *launcher]
         return launcher
+
+    def _exec_argv(self, argv: list[str]) -> list[str]:
+        return forwarder_argv(argv) if self.spec.gateway else argv
+
+    def _attach_model(self, model: ModelAccess, harness: Path | None) -> None:
+        """Model mode: the gateway's socket appears, through a bind mount the host makes, in a
+        directory of this sandbox's own that its uid can traverse (the gateway's is 0700)."""
+        directory = self.directory / "gateway"
+        directory.mkdir(mode=0o755)
+        target = directory / Path(GATEWAY_SOCKET).name
+        target.touch(mode=0o666)
+        _run_host(["mount", "--bind", str(model.socket_path), str(target)])
+        self.spec = replace(self.spec, gateway=str(directory), harness=str(harness) if harness else None)
 
     # -- primitive -------------------------------------------------------------
     def _run(
@@ -659,7 +687,7 @@ class LocalSnapshot(Snapshot):
             members = [m.lstrip("/") for m in self.spec.mounts if (rw / m.lstrip("/")).is_dir()]
             # No writable directory of its own, the pristine tree's /etc: tar runs on a
             # clean system and only reads the snapshot.
-            spec = replace(self.spec, mounts=(), network=False, verifier=None, state=str(rw))
+            spec = replace(self.spec, mounts=(), verifier=None, state=str(rw))
             helper = LocalSandbox(self.backend, spec, f"exp-{secrets.token_hex(6)}", self.uid)
             writer = GzipArchiveWriter(path, max_bytes)
             try:
@@ -777,30 +805,23 @@ class BubblewrapBackend(SandboxBackend):
             workdir=environment.workdir,
             mounts=plan_writable_mounts(environment),
             limits=limits,
-            network=environment.network,
             root=str(root),
         )
 
-    def create(self, environment: Environment, limits: Limits = Limits()) -> LocalSandbox:
+    def create(
+        self, environment: Environment, limits: Limits = Limits(), *, model: ModelAccess | None = None
+    ) -> LocalSandbox:
         spec = self._spec(environment, limits)
+        harness = self._reachable(model.harness_root.resolve(), "harness") if model and model.harness_root else None
         sandbox = self._materialize(spec, seed_from=None)
         try:
-            sandbox._apply_environment(environment, self.setup_timeout, extra=self._network_files(environment))
+            if model is not None:
+                sandbox._attach_model(model, harness)
+            sandbox._apply_environment(environment, self.setup_timeout)
         except BaseException:
             sandbox.destroy()
             raise
         return sandbox
-
-    @staticmethod
-    def _network_files(environment: Environment) -> dict[str, bytes]:
-        # With the host's network shared, name resolution should work too; the
-        # tree's resolv.conf is deliberately empty.
-        if not environment.network:
-            return {}
-        try:
-            return {"/etc/resolv.conf": Path("/etc/resolv.conf").read_bytes()}
-        except OSError:
-            return {}
 
     def restore_archive(self, environment: Environment, limits: Limits, path: Path) -> LocalSandbox:
         sandbox = self._materialize(self._spec(environment, limits), seed_from=None, empty=True)
@@ -889,7 +910,8 @@ class BubblewrapBackend(SandboxBackend):
     def _snapshot(self, sandbox: LocalSandbox) -> LocalSnapshot:
         uid = UID_BASE + secrets.randbelow(UID_SPAN)
         sid, directory = self._new_dir("snap", {"source": sandbox.id, "uid": uid})
-        snapshot = LocalSnapshot(self, sandbox.spec, sid, uid)
+        # The copies of a snapshot (restores, test phase) have no model access.
+        snapshot = LocalSnapshot(self, replace(sandbox.spec, gateway=None, harness=None), sid, uid)
         try:
             rw = directory / "rw"
             rw.mkdir(mode=0o711)

@@ -51,6 +51,15 @@ Design and why:
   agent's /etc/ld.so.preload; what a preloaded library could do there is
   shape the copy, which the agent could have done with files directly, or
   break the snapshot, which is an infrastructure failure, never a verdict.)
+* **Network**: always ``network_mode="none"`` (loopback only); the host's
+  network is never shared. In ``model`` mode (``evaluation.sandbox.network``)
+  the trial gateway's socket directory is bind-mounted read-only at
+  ``GATEWAY_MOUNT`` and the harness runtime, if any, at ``HARNESS_MOUNT``;
+  each ``exec`` starts the forwarder. Both are host paths, so the worker and
+  the Docker engine must share a filesystem for model mode (true for a local
+  engine; a worker in a container needs the gateway's directory,
+  ``VERIHARM_GATEWAY_SOCKET_DIR``, and the harness runtime at the same paths
+  on the engine's host). Snapshots and their copies have neither.
 * **Crash recovery**: containers are labelled ``veriharm.sandbox=1`` plus the
   owning pid, its start time and the host name; ``cleanup_orphans`` removes those
   whose owner is gone.
@@ -116,6 +125,7 @@ from .base import (
     read_identity,
 )
 from .images import VERIFIER_IDENTITY, default_image, require_verifier_root
+from .network import GATEWAY_MOUNT, HARNESS_MOUNT, ModelAccess, forwarder_argv
 
 # Files docker bind-mounts into every container; they live on the host and must
 # be neither overwritten by a seed/restore nor carried into a snapshot.
@@ -254,9 +264,11 @@ class _Spec:
     workdir: str
     mounts: tuple[str, ...]
     limits: Limits
-    network: bool
     sizes: tuple[tuple[str, int], ...] = ()  # MiB per mount, fixed at create for every restore
     verifier: str | None = None  # test phase: the verifier runtime's volume
+    # Model mode: the gateway's socket directory and the harness runtime (host paths).
+    gateway: str | None = None
+    harness: str | None = None
 
     @property
     def tools(self) -> _Tools:
@@ -277,6 +289,9 @@ class DockerSandbox(CommandSandbox):
         with _LIVE_LOCK:
             _LIVE.add(container.id)
         self._finalizer = weakref.finalize(self, _remove_container, backend.client, container.id)
+
+    def _exec_argv(self, argv: list[str]) -> list[str]:
+        return forwarder_argv(argv) if self.spec.gateway else argv
 
     def _run(
         self,
@@ -564,14 +579,18 @@ class DockerBackend(SandboxBackend):
             workdir=environment.workdir,
             mounts=plan_writable_mounts(environment),
             limits=limits,
-            network=environment.network,
         )
         seed, seed_sizes = self._seed(spec)
         sizes = tmpfs_sizes(spec.mounts, spec.workdir, limits.disk_mb, seed_sizes)
         return replace(spec, sizes=tuple(sizes.items())), seed
 
-    def create(self, environment: Environment, limits: Limits = Limits()) -> DockerSandbox:
+    def create(
+        self, environment: Environment, limits: Limits = Limits(), *, model: ModelAccess | None = None
+    ) -> DockerSandbox:
         spec, seed = self._spec(environment, limits)
+        if model is not None:
+            harness = model.harness_root.resolve() if model.harness_root else None
+            spec = replace(spec, gateway=str(model.socket_dir.resolve()), harness=str(harness) if harness else None)
         sandbox = self._start(spec)
         try:
             sandbox._put_tar(seed, f"the image's content of {', '.join(spec.mounts)}")
@@ -753,6 +772,10 @@ class DockerBackend(SandboxBackend):
             tmpfs[TESTS_MOUNT] = f"rw,noexec,nosuid,nodev,size={TESTS_TMPFS_MB}m,mode=755"
             volumes[spec.verifier] = {"bind": VERIFIER_MOUNT, "mode": "ro"}
             command = [*VERIFIER_TOOLS.sh, "-c", _pid1(VERIFIER_TOOLS)]
+        if spec.gateway:
+            volumes[spec.gateway] = {"bind": GATEWAY_MOUNT, "mode": "ro"}
+        if spec.harness:
+            volumes[spec.harness] = {"bind": HARNESS_MOUNT, "mode": "ro"}
         try:
             container = self.client.containers.run(
                 spec.image,
@@ -761,7 +784,7 @@ class DockerBackend(SandboxBackend):
                 detach=True,
                 labels=_owner_labels("sandbox"),
                 hostname=SANDBOX_HOSTNAME,
-                network_mode="host" if spec.network else "none",
+                network_mode="none",
                 read_only=True,
                 tmpfs=tmpfs,
                 volumes=volumes,
@@ -792,7 +815,8 @@ class DockerBackend(SandboxBackend):
 
     def _snapshot(self, sandbox: DockerSandbox) -> DockerSnapshot:
         path = self._snapshot_path()
-        snapshot = DockerSnapshot(self, sandbox.spec, path)
+        # The copies of a snapshot (restores, test phase) have no model access.
+        snapshot = DockerSnapshot(self, replace(sandbox.spec, gateway=None, harness=None), path)
         members = [m.lstrip("/") for m in sandbox.spec.mounts]
         excludes = [f"--exclude=./{p}" for p in DOCKER_MANAGED] + [f"--exclude={p}" for p in DOCKER_MANAGED]
         try:

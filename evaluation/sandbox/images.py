@@ -28,6 +28,9 @@ COMPLETE_MARKER = ".veriharm-complete"
 # sha256 of the tree's package list, and of the verifier runtime's manifest.
 TREE_IDENTITY = ".veriharm-id"
 VERIFIER_IDENTITY = ".veriharm-verifier-id"
+HARNESS_IDENTITY = ".veriharm-harness-id"
+# The harness runtimes the build script makes (one directory each under harness_root()).
+HARNESS_RUNTIMES = tuple(sorted(p.name for p in (SCRIPTS_DIR / "harnesses").iterdir() if p.is_dir()))
 
 
 def sandbox_root() -> Path:
@@ -44,6 +47,27 @@ def verifier_root() -> Path:
     """
     configured = os.environ.get("VERIHARM_VERIFIER_ROOT")
     return Path(configured) if configured else Path(f"{sandbox_root()}-verifier")
+
+
+def harness_root() -> Path:
+    """The harness runtimes (``VERIHARM_HARNESS_ROOT`` or the default tree's path + ``-harness``),
+    one directory per harness, mounted read-only at HARNESS_MOUNT in network mode model."""
+    configured = os.environ.get("VERIHARM_HARNESS_ROOT")
+    return Path(configured) if configured else Path(f"{sandbox_root()}-harness")
+
+
+def harness_is_complete(name: str) -> bool:
+    return (harness_root() / name / HARNESS_IDENTITY).is_file()
+
+
+def require_harness(name: str) -> Path:
+    """The runtimes' directory, once ``name``'s runtime is known to be complete."""
+    if not harness_is_complete(name):
+        raise SandboxError(
+            f"harness runtime {harness_root() / name} is missing or incomplete; build it with "
+            "scripts/build_sandbox_image.sh"
+        )
+    return harness_root()
 
 
 def verifier_is_complete() -> bool:
@@ -76,6 +100,7 @@ def root_is_complete(root: Path | None = None) -> bool:
         and (root / TREE_IDENTITY).is_file()
         and (root / "usr" / "bin" / "python3").exists()
         and verifier_is_complete()
+        and all(harness_is_complete(name) for name in HARNESS_RUNTIMES)
     )
 
 

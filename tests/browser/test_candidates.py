@@ -7,13 +7,17 @@ from tests.conftest import EXAMPLES
 
 
 @pytest.mark.django_db(transaction=True)
-def test_curator_uploads_ranks_and_reads_a_candidate(live_server, new_page, curator):
+def test_curator_uploads_ranks_and_reads_a_candidate(live_server, new_page, curator, celery_worker_thread, tmp_path,
+                                                     settings):
+    settings.VERIHARM_IMPORT_DIR = tmp_path / "imports"
     page = new_page()
     login(page, live_server.url, curator.username)
     page.click("text=Import")
     page.set_input_files("#id_files", [str(EXAMPLES / "candidates.jsonl"), str(EXAMPLES / "search.jsonl")])
     page.click("button:has-text('Import')")
-    expect(page.locator(".messages")).to_contain_text("2 created, 0 unchanged, 0 replaced")
+    expect(page.locator("[data-testid=import-summary]")).to_contain_text("2 created, 0 unchanged, 0 replaced")
+    expect(page.locator("#import-bar")).to_have_attribute("value", "100")
+    page.click("text=Open the ranking")
 
     rows = page.locator("table.ranking tbody tr")
     expect(rows).to_have_count(2)
@@ -30,12 +34,34 @@ def test_curator_uploads_ranks_and_reads_a_candidate(live_server, new_page, cura
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_bad_upload_names_the_line_in_the_browser(live_server, new_page, curator, tmp_path):
+def test_a_background_import_shows_its_progress_then_names_the_bad_line(live_server, new_page, curator, tmp_path,
+                                                                        settings):
+    """The job page follows the import as a worker takes it: waiting at 0%, then the refusal at 100%
+    with the bad line named, and nothing imported."""
+    from celery.contrib.testing.worker import start_worker
+
+    from candidates.models import Candidate
+    from tests.factories import CandidateLineFactory, jsonl
+    from veriharm_site.celery import app
+
+    settings.VERIHARM_IMPORT_DIR = tmp_path / "imports"
+    app.control.purge()
+    good = [CandidateLineFactory() for _ in range(30)]
     bad = tmp_path / "broken.jsonl"
-    bad.write_text('{"kind": "candidate"}\n')
+    bad.write_text(jsonl(*good) + '{"kind": "candidate"}\n')
     page = new_page()
     login(page, live_server.url, curator.username)
     page.goto(f"{live_server.url}/candidates/import/")
     page.set_input_files("#id_files", str(bad))
     page.click("button:has-text('Import')")
-    expect(page.locator(".error-box")).to_contain_text("broken.jsonl, line 1, field id: is required")
+    # No worker yet: the job waits, and its page says so with an empty bar.
+    expect(page.locator("#import-progress")).to_contain_text("Waiting for a worker")
+    expect(page.locator("#import-bar")).to_have_attribute("value", "0")
+    expect(page.locator("#import-progress")).to_contain_text("of 31 lines checked")
+    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING",
+                      shutdown_timeout=30):
+        # The page polls and shows the end by itself, without a reload by the test.
+        expect(page.locator(".error-box")).to_contain_text("Nothing was imported: 1 problem", timeout=60_000)
+    expect(page.locator(".error-box")).to_contain_text("broken.jsonl, line 31, field id: is required")
+    expect(page.locator("#import-bar")).to_have_attribute("value", "100")
+    assert Candidate.objects.count() == 0

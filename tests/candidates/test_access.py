@@ -2,7 +2,7 @@
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from candidates.models import Candidate
+from candidates.models import Candidate, ImportJob
 from tests.factories import CandidateLineFactory, jsonl
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +45,7 @@ def test_an_annotator_cannot_import(examples_imported, annotator_client):
     assert annotator_client.post("/api/candidates/import/", {"files": [upload]}, format="multipart").status_code == 403
     upload.seek(0)
     assert annotator_client.post("/candidates/import/", {"files": [upload]}).status_code == 403
-    assert Candidate.objects.count() == before
+    assert Candidate.objects.count() == before and not ImportJob.objects.exists()
 
 
 def test_the_django_admin_is_for_admins_only(examples_imported, curator_client, admin_client_):

@@ -25,28 +25,42 @@ def test_the_detail_api_has_tests_and_judgements(examples_imported, curator_clie
     assert [j["total"] for j in data["judgements"]] == [23, 22]
 
 
-def test_import_over_the_api_and_its_refusal(curator_client):
+def _job_end(client, response) -> dict:
+    from tests.evaluation.conftest import wait_until
+
+    assert response.status_code == 202
+    url = response.json()["status_url"]
+    wait_until(lambda: client.get(url).json()["status"] not in ("queued", "running"), 60, "the import job")
+    return client.get(url).json()
+
+
+def test_import_over_the_api_and_its_refusal(celery_worker_thread, curator_client):
     good = CandidateLineFactory()
     upload = SimpleUploadedFile("good.jsonl", jsonl(good).encode())
-    response = curator_client.post("/api/candidates/import/", {"files": [upload]}, format="multipart")
-    assert response.status_code == 201 and response.json()["created"] == 1
+    job = _job_end(curator_client, curator_client.post("/api/candidates/import/", {"files": [upload]}, format="multipart"))
+    assert job["status"] == "done" and job["summary"]["created"] == 1
 
     bad = dict(CandidateLineFactory(), perturbation="nope")
     upload = SimpleUploadedFile("bad.jsonl", jsonl(CandidateLineFactory(), bad).encode())
-    response = curator_client.post("/api/candidates/import/", {"files": [upload]}, format="multipart")
-    assert response.status_code == 400
-    assert response.json()["errors"] == [
-        {"file": "bad.jsonl", "line": 2, "field": "perturbation", "message": response.json()["errors"][0]["message"]}
+    job = _job_end(curator_client, curator_client.post("/api/candidates/import/", {"files": [upload]}, format="multipart"))
+    assert job["status"] == "refused"
+    assert job["errors"] == [
+        {"file": "bad.jsonl", "line": 2, "field": "perturbation", "message": job["errors"][0]["message"]}
     ]
     assert Candidate.objects.count() == 1
 
 
-def test_the_upload_page_shows_every_error_and_imports_nothing(curator_client):
+def test_the_upload_page_shows_every_error_and_imports_nothing(celery_worker_thread, curator_client):
+    from tests.evaluation.conftest import wait_until
+
     bad = dict(CandidateLineFactory(), perturbation="nope")
     upload = SimpleUploadedFile("bad.jsonl", jsonl(bad).encode())
     response = curator_client.post("/candidates/import/", {"files": [upload]})
-    assert response.status_code == 400
-    assert "bad.jsonl</span>, line 1, field <code>perturbation</code>" in response.content.decode()
+    assert response.status_code == 302
+    wait_until(lambda: "Nothing was imported" in curator_client.get(response["Location"]).content.decode(), 60,
+               "the job page to show the refusal")
+    assert "bad.jsonl</span>, line 1, field <code>perturbation</code>" in curator_client.get(
+        response["Location"]).content.decode()
     assert Candidate.objects.count() == 0
 
 

@@ -8,6 +8,11 @@ of the three streamed as server-sent events when the request says "stream": true
 with usage where the real APIs put it. `failures` are HTTP statuses answered, in order,
 before any real answer (a 429 or 5xx the gateway should retry). Every request that
 reached it is kept (body, headers, path) for the test to inspect.
+
+Harnesses such as mini-swe-agent (through litellm) expect what a real model sends: some
+reasoning text beside each tool call (`thought`), exactly one `bash` call per turn, and
+the end of the work as a tool call too (`echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`);
+`ScriptedChat.mini_swe_agent(commands)` scripts that conversation.
 """
 from __future__ import annotations
 
@@ -25,8 +30,11 @@ class ScriptedChat:
     """Each turn is a list of shell commands to call, or a str: the final answer."""
 
     def __init__(self, turns: list[list[str] | str], api_key: str = "", *, usage: tuple[int, int] = (1, 1),
-                 failures: list[int] | None = None, echo_credentials: bool = False, delay: float = 0.0) -> None:
+                 failures: list[int] | None = None, echo_credentials: bool = False, delay: float = 0.0,
+                 thought: str | None = None) -> None:
         self.turns = list(turns)
+        # Text sent beside tool calls (None: content null, as the bash-tool loop's models do).
+        self.thought = thought
         self.api_key = api_key
         self.usage = usage
         self.failures = list(failures or [])
@@ -43,6 +51,13 @@ class ScriptedChat:
         self.delay = delay
         self.in_flight = 0
         self.max_in_flight = 0
+
+    @classmethod
+    def mini_swe_agent(cls, commands: list[str], api_key: str = "", **options: Any) -> ScriptedChat:
+        """One bash call a turn, then mini-swe-agent's submit command, each with reasoning text."""
+        turns: list[list[str] | str] = [[command] for command in commands]
+        turns.append(["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"])
+        return cls(turns, api_key, thought="Let me run the next command.", **options)
 
     def text(self, headers: Message) -> str:
         turn = len(self.requests) - 1
@@ -100,7 +115,7 @@ class ScriptedChat:
         else:
             message = {
                 "role": "assistant",
-                "content": None,
+                "content": self.thought,
                 "tool_calls": [
                     {
                         "id": f"call_{turn}_{i}",

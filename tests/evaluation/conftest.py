@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -35,19 +35,6 @@ def sandboxes_ready() -> None:
         build_sandbox_base()
     assert root_is_complete() and verifier_is_complete() and _image_present(), (
         "the sandbox root tree, verifier runtime or image is missing after the build")
-
-
-@pytest.fixture
-def celery_worker_thread(transactional_db) -> Iterator[None]:
-    """A real Celery worker consuming from Redis in a thread of this process (not eager mode)."""
-    from celery.contrib.testing.worker import start_worker
-
-    from veriharm_site.celery import app
-
-    app.control.purge()  # messages of earlier, aborted runs name trials of another database
-    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING",
-                      shutdown_timeout=30):
-        yield
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.25) -> None:

@@ -110,9 +110,11 @@ class FakeBackend(SandboxBackend):
         self.snapshots: set[FakeSnapshot] = set()
         self.log: list[str] = []
         self.environments: list[Environment] = []
+        self.models: list = []
 
-    def create(self, environment: Environment, limits: Limits = Limits()) -> Sandbox:
+    def create(self, environment: Environment, limits: Limits = Limits(), *, model=None) -> Sandbox:
         self.environments.append(environment)
+        self.models.append(model)
         files = {path: content.encode() for path, content in environment.resolved_files().items()}
         return FakeSandbox(self, files, environment.workdir)
 

@@ -58,8 +58,50 @@ def test_agent_configs_are_checked():
         with pytest.raises(ValueError, match=message):
             validate_config(kind, config)
     with pytest.raises(NoReferenceScript):
-        build_runner("reference", {"script": "harmful"}, network=False, references={"safe": "true"})
-    assert build_runner("command", {"command": "x {task_file}"}, network=True, references={}).needs_network
+        build_runner("reference", {"script": "harmful"}, network="none", references={"safe": "true"})
+    assert build_runner("command", {"command": "x {task_file}"}, network="none", references={}).network == "none"
+    gateway = {"api": "openai", "base_url": "http://127.0.0.1:9/v1"}
+    command = build_runner("command", {"command": "x {task_file}", "env": {"OPENAI_BASE_URL": "http://evil/v1"},
+                                       "gateway": gateway}, network="model", references={})
+    # The gateway's base URL and dummy key win over the configuration's own.
+    assert command.network == "model" and command.env["OPENAI_BASE_URL"] == "http://127.0.0.1:8370/v1"
+    assert command.env["OPENAI_API_KEY"] == "veriharm-dummy-key"
+    # The host's network is refused by name (True: agents pinned before the modes existed),
+    # and a mode that does not fit the configuration too.
+    for kind, config, network, message in [
+        ("command", {"command": "x {task_file}"}, True, "asks for the host's network"),
+        ("command", {"command": "x {task_file}"}, "host", "asks for the host's network"),
+        ("command", {"command": "x {task_file}"}, "model", "network must be 'none'"),
+        ("command", {"command": "x {task_file}", "gateway": gateway}, "none", "network must be 'model'"),
+        ("openai_compatible", {"base_url": "http://h/v1", "model": "m"}, "model", "network must be 'none'"),
+        ("harness", {"harness": "mini-swe-agent", "model": "m", "gateway": gateway}, "none", "network must be 'model'"),
+        ("command", {"command": "x {task_file}"}, "bridge", "one of none, model"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            build_runner(kind, config, network=network, references={})
+
+
+def test_harness_configuration_is_checked():
+    gateway = {"api": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key_env": "VERIHARM_AGENT_KEY_X"}
+    good = {"harness": "mini-swe-agent", "model": "gpt-x", "gateway": gateway, "step_limit": 12}
+    validate_config("harness", good)
+    runner = build_runner("harness", good, network="model", references={})
+    assert runner.network == "model" and runner.recipe.name == "mini-swe-agent"
+    assert "agent.step_limit=12" in runner.recipe.command(good)
+    assert runner.recipe.env(good)["OPENAI_BASE_URL"] == "http://127.0.0.1:8370/v1"
+    for config, message in [
+        ({**good, "harness": "claude-code"}, "harness must be one of mini-swe-agent"),
+        ({k: v for k, v in good.items() if k != "model"}, "needs model"),
+        ({**good, "model": "two words"}, "needs model"),
+        ({k: v for k, v in good.items() if k != "gateway"}, "needs gateway"),
+        ({**good, "gateway": {**gateway, "api": "anthropic"}}, "speaks the openai API, not 'anthropic'"),
+        ({**good, "gateway": {**gateway, "api_key_env": "DATABASE_URL"}}, "gateway: api_key_env must name"),
+        ({**good, "step_limit": 0}, "step_limit must be a whole number between 1 and 500"),
+        ({**good, "command_timeout": "60"}, "command_timeout must be"),
+        ({**good, "install": "pip install x"}, "unknown field"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            validate_config("harness", config)
 
 
 def test_output_tail_keeps_the_end():

@@ -333,3 +333,17 @@ def test_a_client_leaving_mid_stream_frees_its_slot_and_the_call_is_recorded(exa
             assert http.post("/v1/chat/completions", json=CHAT).status_code == 200
     calls = list(ModelCall.objects.filter(trial=trial).order_by("pk"))
     assert [(c.streamed, c.status_code) for c in calls] == [(True, 200), (False, 200)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_socket_directory_setting_places_every_trials_socket(examples_imported, monkeypatch, settings, tmp_path):
+    # A worker in a container shares this path with the Docker engine's host.
+    monkeypatch.setenv(KEY_ENV, REAL_KEY)
+    settings.VERIHARM_GATEWAY_SOCKET_DIR = str(tmp_path / "gateways")
+    trial = make_trial("gw-socket-dir")
+    chat = ScriptedChat(["placed"], api_key=REAL_KEY)
+    with chat_server(chat), gateway_for_trial(trial.pk, upstream(chat)) as gw:
+        assert gw.socket_dir.parent == tmp_path / "gateways" and gw.socket_path.is_socket()
+        with client(gw) as http:
+            assert http.post("/v1/chat/completions", json=CHAT).status_code == 200
+    assert list((tmp_path / "gateways").iterdir()) == []  # the trial's own directory goes with it

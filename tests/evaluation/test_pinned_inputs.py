@@ -5,6 +5,7 @@ import json
 
 import pytest
 from celery.contrib.testing.worker import start_worker
+from django.db import IntegrityError, connection, transaction
 
 from candidates.models import Candidate
 from candidates.pipeline_format import canonical_json
@@ -58,7 +59,16 @@ def test_altered_inputs_are_refused_before_anything_runs(examples_imported):
     agents = services.reference_agents_ensure()
     run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], backend="local")
     trial = Trial.objects.get(run=run)
-    TrialInputs.objects.filter(pk=trial.inputs_id).update(harm_test="def test_x():\n    assert True\n")
+    weakened = "def test_x():\n    assert True\n"
+    # The database refuses the change (a trigger on PostgreSQL) ...
+    with pytest.raises(IntegrityError, match="never change"), transaction.atomic():
+        TrialInputs.objects.filter(pk=trial.inputs_id).update(harm_test=weakened)
+    # ... and one made past it (a superuser turning triggers off, a doctored dump restored) is still
+    # caught by the worker's hash check.
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL session_replication_role = replica")
+        TrialInputs.objects.filter(pk=trial.inputs_id).update(harm_test=weakened)
+        cursor.execute("SET LOCAL session_replication_role = origin")
     backend = FakeBackend(lambda sandbox, command: ok())
     assert execution.trial_execute(trial.pk, backend_factory=lambda name: backend) == "unresolved"
     trial.refresh_from_db()

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import re
 import shlex
+from types import SimpleNamespace
 
 import pytest
 
-from evaluation.agents.base import AgentOutcome, AgentRunner, AgentStopped
+from evaluation.agents.base import AgentError, AgentOutcome, AgentRunner, AgentStopped
 from evaluation.sandbox.base import TESTS_MOUNT, ExecResult, SandboxError, verifier_argv
+from evaluation.sandbox.network import ModelAccess
 from evaluation.trial import TrialCancelled, TrialSpec, trial_run
 from tests.evaluation.fake_sandbox import FakeBackend, FakeSandbox, ok
 
@@ -34,10 +36,10 @@ def pytest_handler(sandbox: FakeSandbox, command: str) -> ExecResult:
 class WritingAgent(AgentRunner):
     """Writes files, and remembers what it could see of the working directory."""
 
-    def __init__(self, files: dict[str, str], timed_out: bool = False, network: bool = False) -> None:
+    def __init__(self, files: dict[str, str], timed_out: bool = False, network: str = "none") -> None:
         self.files = files
         self.timed_out = timed_out
-        self.needs_network = network
+        self.network = network
         self.seen: list[str] = []
         self.task = ""
 
@@ -136,7 +138,19 @@ def test_infrastructure_failure_propagates_and_leaves_nothing_behind():
     assert not backend.live and not backend.snapshots
 
 
-def test_network_is_on_only_when_the_agent_needs_it():
+def test_model_mode_needs_the_trials_gateway_and_gets_only_its_socket(tmp_path):
     backend = FakeBackend(pytest_handler)
-    trial_run(backend, spec(), WritingAgent({}, network=True), record=lambda s: None)
-    assert backend.environments[0].network is True
+    # Without a gateway a model-mode agent cannot start (an agent error), and no sandbox is made.
+    with pytest.raises(AgentError, match="no model gateway"):
+        trial_run(backend, spec(), WritingAgent({}, network="model"), record=lambda s: None)
+    assert backend.environments == []
+    agent = WritingAgent({}, network="model")
+    agent.attach_gateway(SimpleNamespace(socket_dir=tmp_path))
+    trial_run(backend, spec(), agent, record=lambda s: None)
+    assert backend.models == [ModelAccess(socket_dir=tmp_path)]
+    # Mode none: no model access at all, even with a gateway attached.
+    quiet = WritingAgent({})
+    quiet.attach_gateway(SimpleNamespace(socket_dir=tmp_path))
+    trial_run(backend, spec(), quiet, record=lambda s: None)
+    assert backend.models == [ModelAccess(socket_dir=tmp_path), None]
+    assert all(environment.network is False for environment in backend.environments)

@@ -1,16 +1,11 @@
-"""Settings of the separate `celery worker` processes the worker-kill test starts.
+"""Settings of the separate `celery worker` processes the recovery tests start.
 
-The test settings, with a broker visibility timeout of seconds instead of an hour,
-and restore sweeps every second, so a message whose worker was killed comes back
-while the test waits (production keeps the long timeout).
+The test settings, which keep the shipped broker options (a visibility timeout of two hours,
+above the hard time limit): a killed worker's trial must come back through the recovery sweep,
+never through a redelivery. The lease, heartbeat and sweep interval come from the environment
+the test sets (the same variables a deployment would set).
 """
 from veriharm_site.settings.test import *  # noqa: F401,F403
+from veriharm_site.settings.test import env
 
-CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": 6,
-    "unacked_restore_interval": 1,
-    "unacked_restore_throttle": 1,
-}
-# Still below the visibility timeout of production; these trials take seconds.
-CELERY_TASK_SOFT_TIME_LIMIT = 50
-CELERY_TASK_TIME_LIMIT = 55
+VERIHARM_RECOVERY_SWEEP_SECONDS = env.float("VERIHARM_RECOVERY_SWEEP_SECONDS", default=60.0)

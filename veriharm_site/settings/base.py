@@ -29,6 +29,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "rest_framework",
     "drf_spectacular",
+    "axes",
     "veriharm_site",
     "candidates",
     "annotation",
@@ -46,6 +47,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it answers a locked-out login with its lockout response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "veriharm_site.urls"
@@ -85,6 +88,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         }
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Login throttling (django-axes, attempts kept in the database so every web process and worker
+# sees them): after AXES_FAILURE_LIMIT failed logins for one username from one address, further
+# attempts are refused (HTTP 429) until the cool-off has passed; a successful login resets the
+# count. The API's Basic authentication goes through the same backend and counts the same way.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("VERIHARM_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.float("VERIHARM_LOGIN_COOLOFF_MINUTES", default=15.0) / 60  # hours
+# Username and address together: an attacker elsewhere cannot lock a user out of their own desk.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -181,7 +199,9 @@ if CELERY_BROKER_URL.startswith("filesystem"):
         "store_processed": False,
     }
 else:
-    # Trials may run for many minutes; a message is redelivered only after this.
+    # A message a worker took is redelivered only after this, so it must exceed the longest task
+    # (CELERY_TASK_TIME_LIMIT; checked when a worker starts and by `manage.py check`). Recovery
+    # from a dead worker does not wait for it: the recovery sweep below re-publishes its work.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 2 * 60 * 60}
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -193,6 +213,12 @@ CELERY_TASK_IGNORE_RESULT = True
 # Must stay below the broker's visibility timeout so a running trial is never redelivered.
 CELERY_TASK_TIME_LIMIT = 60 * 60
 CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60
+# Every worker sweeps this often (veriharm_site/recovery.py; 0 turns it off): trials whose lease
+# expired (their worker died) and trials queued longer than VERIHARM_RECOVERY_QUEUED_SECONDS with
+# no message waiting for them are published again, and sandboxes of dead workers on this host
+# are removed. A killed worker's trial is therefore taken over within lease + interval.
+VERIHARM_RECOVERY_SWEEP_SECONDS = env.float("VERIHARM_RECOVERY_SWEEP_SECONDS", default=60.0)
+VERIHARM_RECOVERY_QUEUED_SECONDS = env.float("VERIHARM_RECOVERY_QUEUED_SECONDS", default=300.0)
 
 LOGGING = {
     "version": 1,
@@ -201,12 +227,20 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
 }
 
+# Uploaded pipeline files wait here until their import job ends (web and worker must share it).
+VERIHARM_IMPORT_DIR = env.path("VERIHARM_IMPORT_DIR", default=str(VAR_DIR / "imports"))
+# An import job fails for good after this many deliveries that ended in an infrastructure error.
+VERIHARM_IMPORT_MAX_ATTEMPTS = env.int("VERIHARM_IMPORT_MAX_ATTEMPTS", default=3)
+
 # Candidates: how many make the benchmark (top-K) and the control group (bottom-K).
 VERIHARM_TOP_K = env.int("VERIHARM_TOP_K", default=150)
 
 # --- Evaluations (evaluation app) -------------------------------------------------------------
 # Which sandbox backend a run uses unless its launcher picks one: "local" (bubblewrap) or "docker".
 VERIHARM_SANDBOX_BACKEND = env.str("VERIHARM_SANDBOX_BACKEND", default="local")
+# The backends whose orphans (sandboxes of dead workers on this host) the recovery sweep removes.
+VERIHARM_SANDBOX_CLEANUP_BACKENDS = env.list("VERIHARM_SANDBOX_CLEANUP_BACKENDS",
+                                             default=[VERIHARM_SANDBOX_BACKEND])
 # Limits of every sandbox a trial creates.
 VERIHARM_SANDBOX_MEMORY_MB = env.int("VERIHARM_SANDBOX_MEMORY_MB", default=512)
 VERIHARM_SANDBOX_CPUS = env.float("VERIHARM_SANDBOX_CPUS", default=1.0)
@@ -234,7 +268,14 @@ VERIHARM_FINAL_STATE_RETENTION_DAYS = env.int("VERIHARM_FINAL_STATE_RETENTION_DA
 # answers are retried this many times, with exponential backoff from BACKOFF_SECONDS up to
 # BACKOFF_MAX_SECONDS between two tries (or the upstream's Retry-After, capped the same way).
 VERIHARM_GATEWAY_MAX_CONCURRENCY = env.int("VERIHARM_GATEWAY_MAX_CONCURRENCY", default=8)
+# Where each trial's gateway makes its private socket directory (the system's temporary directory
+# when empty). A worker in a container that drives the host's Docker engine needs a directory at
+# the same path on both sides.
+VERIHARM_GATEWAY_SOCKET_DIR = env.str("VERIHARM_GATEWAY_SOCKET_DIR", default="")
 VERIHARM_GATEWAY_REQUESTS_PER_MINUTE = env.int("VERIHARM_GATEWAY_REQUESTS_PER_MINUTE", default=0)
 VERIHARM_GATEWAY_MAX_RETRIES = env.int("VERIHARM_GATEWAY_MAX_RETRIES", default=3)
 VERIHARM_GATEWAY_BACKOFF_SECONDS = env.float("VERIHARM_GATEWAY_BACKOFF_SECONDS", default=1.0)
 VERIHARM_GATEWAY_BACKOFF_MAX_SECONDS = env.float("VERIHARM_GATEWAY_BACKOFF_MAX_SECONDS", default=20.0)
+
+# `load_demo` (public demo logins and data) is for local trials; production settings refuse it.
+VERIHARM_DEMO_ALLOWED = True

@@ -24,3 +24,5 @@ SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=60 * 60 * 24
 SECURE_HSTS_INCLUDE_SUBDOMAINS = True
 SECURE_HSTS_PRELOAD = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# Demo logins have public names: never in production (`load_demo` refuses with a CommandError).
+VERIHARM_DEMO_ALLOWED = False

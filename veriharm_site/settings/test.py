@@ -11,7 +11,11 @@ DATABASES = {
 # named databases never share (and destroy) one test database.
 DATABASES["default"]["TEST"] = {"NAME": env.str("VERIHARM_TEST_DB", default=f"test_{DATABASES['default']['NAME']}")}
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/15")
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# As shipped: above the hard time limit, so recovery never relies on redelivery.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 2 * 60 * 60}
+# Workers started inside the test process (celery.contrib.testing) sweep only where a test asks:
+# a sweep publishing trials of another test's run would blur what that test measures.
+VERIHARM_RECOVERY_SWEEP_SECONDS = env.float("VERIHARM_RECOVERY_SWEEP_SECONDS", default=0.0)
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 ALLOWED_HOSTS = ["*"]
 # Retries of the model gateway back off in tens of milliseconds here, so the retry tests take no time.

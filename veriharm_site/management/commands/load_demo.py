@@ -2,14 +2,14 @@ import tempfile
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from annotation import services as annotation_services
 from annotation.models import Study
 from candidates import demo
 from candidates.selectors import ranking_bounds
 from candidates.services import candidate_import_files
-from veriharm_site.demo_users import DEMO_USERS, demo_users_ensure
+from veriharm_site.demo_users import DEMO_USERS, demo_refusal, demo_users_ensure
 from veriharm_site.roles import ANNOTATOR, CURATOR
 
 DEMO_STUDY = "Demo validation study"
@@ -20,8 +20,14 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--tasks", type=int, default=120, help="how many BashBench tasks to search over")
+        parser.add_argument("--password", default=None,
+                            help="one password for every demo login (default: a random one each, printed once)")
 
-    def handle(self, *args, tasks: int, **options) -> None:
+    def handle(self, *args, tasks: int, password: str | None = None, **options) -> None:
+        # Before anything is written: under production settings neither the data nor the users load.
+        refusal = demo_refusal()
+        if refusal:
+            raise CommandError(refusal)
         with tempfile.TemporaryDirectory() as tmp:
             generated = Path(tmp) / "demo.jsonl"
             demo.write_jsonl(demo.demo_lines(demo.load_bashbench(), n_tasks=tasks), generated)
@@ -29,7 +35,7 @@ class Command(BaseCommand):
                      str(generated)]
             summary = candidate_import_files(files)
         self.stdout.write(f"Demo candidates: {summary}")
-        logins = demo_users_ensure()
+        logins = demo_users_ensure(password)
         if not Study.objects.filter(name=DEMO_STUDY).exists():
             users = get_user_model().objects
             annotators = [users.get(username=name) for name, role in DEMO_USERS if role == ANNOTATOR]
@@ -42,6 +48,7 @@ class Command(BaseCommand):
                 annotators=annotators, created_by=curator,
             )
             self.stdout.write(f"Demo study: {study.items.count()} items (10 of the top {k}, 10 of the bottom {k})")
-        self.stdout.write("Demo logins (username / password / role):")
+        self.stdout.write("Demo logins (username / password / role)" + (
+            "" if password else "; the passwords are random and shown only now:"))
         for username, password, role in logins:
             self.stdout.write(f"  {username:<11} {password}  {role}")

@@ -1,0 +1,258 @@
+"""Imports as background jobs: store the upload, import it in a worker, report progress and result.
+
+- `import_job_create` writes each uploaded file to VERIHARM_IMPORT_DIR/<token>/NNN.jsonl (the
+  token is random, the uploaded name is only a label), counts its lines and enqueues the job
+  after commit.
+- `import_job_execute` (the task's body) marks the job running, then in ONE transaction locks the
+  job row, imports (the same all-or-nothing `candidate_import` as everywhere) and records the end:
+  done with its summary, or refused with every bad line. A second delivery either waits on the row
+  lock and then finds the job finished, or skips it while another worker holds it; an import is
+  applied at most once. A worker killed mid-import rolls its transaction back: nothing of the
+  import is left, and the recovery sweep publishes the job again.
+- Progress goes to a small file beside the upload, not to the database: the import's own
+  transaction is still open while it runs, and on SQLite it holds the only write lock.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from . import pipeline_format as fmt
+from .models import IMPORT_FINISHED, ImportJob, ImportStatus
+from .services import ImportRefused, candidate_import
+
+logger = logging.getLogger(__name__)
+
+PROGRESS_FILE = "progress.json"
+# Progress is written at most this often (seconds): enough for a bar, cheap for a large file.
+PROGRESS_EVERY = 0.25
+TASK = "candidates.import_job_execute"
+
+
+class Upload(Protocol):
+    name: str
+
+    def chunks(self) -> Iterable[bytes]: ...
+
+
+def job_dir(job: ImportJob) -> Path:
+    return Path(settings.VERIHARM_IMPORT_DIR) / job.token
+
+
+def _count_lines(path: Path) -> int:
+    with path.open("rb") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+def import_job_create(*, user: Any, uploads: list[Upload], replace: bool = False) -> ImportJob:
+    """Store the uploaded files and queue their import; the files are kept only until it ends."""
+    token = secrets.token_hex(16)
+    folder = Path(settings.VERIHARM_IMPORT_DIR) / token
+    folder.mkdir(mode=0o700, parents=True)
+    try:
+        files = []
+        for index, upload in enumerate(uploads):
+            stored = f"{index:03d}.jsonl"
+            # O_EXCL and no name from the request: nothing outside the folder can be written or replaced.
+            descriptor = os.open(folder / stored, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            size = 0
+            with os.fdopen(descriptor, "wb") as handle:
+                for chunk in upload.chunks():
+                    handle.write(chunk)
+                    size += len(chunk)
+            files.append({"name": Path(upload.name or f"file-{index + 1}").name[:200], "stored": stored,
+                          "size": size, "lines": _count_lines(folder / stored)})
+        with transaction.atomic():
+            job = ImportJob.objects.create(token=token, created_by=user, replace=replace, files=files,
+                                           total_lines=sum(f["lines"] for f in files))
+            transaction.on_commit(lambda: _enqueue(job.pk))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return job
+
+
+def _enqueue(job_id: int) -> None:
+    from .tasks import import_job_execute as task
+
+    task.delay(job_id)
+
+
+class _Progress:
+    """Counts validated lines and imported records into the job's progress file."""
+
+    def __init__(self, job: ImportJob) -> None:
+        self.path = job_dir(job) / PROGRESS_FILE
+        self.validated = 0
+        self.imported = 0
+        self._written = 0.0
+
+    def line(self) -> None:
+        self.validated += 1
+        self._write()
+
+    def records(self, count: int) -> None:
+        self.imported += count
+        self._write()
+
+    def _write(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._written < PROGRESS_EVERY:
+            return
+        self._written = now
+        temporary = self.path.with_suffix(".tmp")
+        try:
+            temporary.write_text(json.dumps({"validated": self.validated, "imported": self.imported}))
+            temporary.replace(self.path)  # readers see the old file or the new one, never half of one
+        except OSError:
+            logger.warning("could not write the progress of %s", self.path, exc_info=True)
+
+
+def progress_read(job: ImportJob) -> dict[str, int]:
+    """What a running job has got through: validated lines and imported records."""
+    try:
+        data = json.loads((job_dir(job) / PROGRESS_FILE).read_text())
+        return {"validated": int(data.get("validated", 0)), "imported": int(data.get("imported", 0))}
+    except (OSError, ValueError, AttributeError):
+        return {"validated": 0, "imported": 0}
+
+
+def _lines(job: ImportJob, progress: _Progress) -> Iterator[tuple[fmt.Location, str | bytes]]:
+    folder = job_dir(job)
+    for entry in job.files:
+        with (folder / entry["stored"]).open("rb") as handle:
+            for location, text in fmt.iter_lines(handle, entry["name"]):
+                progress.line()
+                yield location, text
+
+
+def _error_rows(errors: list[fmt.FormatError]) -> list[dict[str, Any]]:
+    return [{"file": e.location.file, "line": e.location.line, "field": e.field, "message": e.message} for e in errors]
+
+
+def _end(job: ImportJob, status: str, **fields: Any) -> None:
+    job.status = status
+    job.finished_at = timezone.now()
+    for name, value in fields.items():
+        setattr(job, name, value)
+    job.save(update_fields=["status", "finished_at", *fields])
+    folder = job_dir(job)
+    # Once the end is committed the upload has served its purpose (its content is imported, or its
+    # errors are recorded); if the transaction rolls back, the files stay for the next delivery.
+    transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
+def _start(job_id: int) -> str | None:
+    """Mark the job running (visible at once); a reason not to run it otherwise."""
+    with transaction.atomic():
+        # skip_locked: a job whose row another worker holds is being imported right now.
+        job = ImportJob.objects.select_for_update(skip_locked=True).filter(pk=job_id).first()
+        if job is None:
+            return "busy" if ImportJob.objects.filter(pk=job_id).exists() else "missing"
+        if job.status in IMPORT_FINISHED:
+            return "finished"
+        job.status = ImportStatus.RUNNING
+        job.attempts += 1
+        job.started_at = job.started_at or timezone.now()
+        job.save(update_fields=["status", "attempts", "started_at"])
+    return None
+
+
+def import_job_execute(job_id: int) -> str:
+    """Import a job's files once; returns "done", "refused", "finished", "busy" or "missing"."""
+    refused = _start(job_id)
+    if refused:
+        return refused
+    with transaction.atomic():
+        # Held until the import and the job's end commit together: a second delivery waits here.
+        job = ImportJob.objects.select_for_update().get(pk=job_id)
+        if job.status in IMPORT_FINISHED:
+            return "finished"
+        progress = _Progress(job)
+        try:
+            parsed = fmt.parse(_lines(job, progress))
+            summary = candidate_import(parsed, replace=job.replace, progress=progress.records)
+        except ImportRefused as refusal:
+            _end(job, ImportStatus.REFUSED, errors=_error_rows(refusal.errors))
+            return "refused"
+        progress._write(force=True)
+        _end(job, ImportStatus.DONE, summary=asdict(summary))
+    return "done"
+
+
+def import_job_fail(job_id: int, reason: str) -> bool:
+    """Give up on a job that cannot run (its files are gone, the database keeps failing)."""
+    with transaction.atomic():
+        job = ImportJob.objects.select_for_update().filter(pk=job_id).first()
+        if job is None or job.status in IMPORT_FINISHED:
+            return False
+        _end(job, ImportStatus.FAILED, failure=reason[:2000])
+    return True
+
+
+# --- recovery (registered with every worker's sweep in CandidatesConfig.ready) -------------------
+
+
+def jobs_needing_a_message(waiting: set[int] | None, now=None) -> list[int]:
+    """Unfinished jobs nobody is importing and no message waits for.
+
+    On PostgreSQL a job being imported has its row locked by the importing transaction, so an
+    unlocked running job lost its worker. SQLite has no row locks: a running job counts as lost
+    once it started longer than VERIHARM_RECOVERY_QUEUED_SECONDS ago and its progress file has
+    not moved for as long. Queued jobs wait as long before they count as lost (their publish
+    may still be on its way). With an unreadable broker only running jobs are considered."""
+    now = now or timezone.now()
+    threshold = timedelta(seconds=settings.VERIHARM_RECOVERY_QUEUED_SECONDS)
+    unfinished = ImportJob.objects.filter(status__in=[ImportStatus.QUEUED, ImportStatus.RUNNING])
+    if connection.vendor == "postgresql":
+        unfinished = unfinished.select_for_update(skip_locked=True)
+    lost = []
+    for job in unfinished.order_by("created_at", "pk")[:200]:
+        if waiting is not None and job.pk in waiting:
+            continue
+        if job.status == ImportStatus.QUEUED:
+            if waiting is not None and job.created_at < now - threshold:
+                lost.append(job.pk)
+        elif connection.vendor == "postgresql" or (
+            job.started_at and job.started_at < now - threshold and _progress_age(job) > threshold.total_seconds()
+        ):
+            lost.append(job.pk)
+    return lost
+
+
+def _progress_age(job: ImportJob) -> float:
+    try:
+        return time.time() - (job_dir(job) / PROGRESS_FILE).stat().st_mtime
+    except OSError:
+        return float("inf")
+
+
+def import_jobs_republish() -> list[int]:
+    from veriharm_site.broker_messages import waiting_tasks
+    from veriharm_site.celery import app
+    from veriharm_site.recovery import sweep_lock
+
+    with sweep_lock("imports") as acquired:
+        if not acquired:
+            return []
+        found = waiting_tasks(app)
+        lost = jobs_needing_a_message(None if found is None else found.get(TASK, set()))
+        # After commit: the rows this sweep locked must be free when the new delivery starts.
+        for pk in lost:
+            transaction.on_commit(lambda pk=pk: _enqueue(pk))
+    if lost:
+        logger.warning("recovery: published again %d import job(s) nobody was running: %s", len(lost), lost)
+    return lost

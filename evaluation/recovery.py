@@ -1,0 +1,108 @@
+"""What the recovery sweep does for evaluations (registered in EvaluationConfig.ready).
+
+- A running trial whose heartbeat is older than its lease lost its worker: its task is published
+  again, and the delivery takes it over (`services.trial_claim`: a new attempt, a transcript note,
+  the dead worker's sandboxes removed) instead of waiting out the broker's visibility timeout.
+- A queued trial older than VERIHARM_RECOVERY_QUEUED_SECONDS with no message waiting in the
+  broker lost its publish (or a killed worker took its message along): it is published again.
+- Sandboxes whose owning worker process is gone are removed from this host, for every backend in
+  VERIHARM_SANDBOX_CLEANUP_BACKENDS, whether or not a trial is ever taken over.
+
+Publishing a trial that needs no message is harmless: a claim is exactly-once, and a surplus
+delivery ends as "finished" or "busy".
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from veriharm_site.broker_messages import waiting_tasks
+from veriharm_site.recovery import sweep_lock
+
+from .models import Trial, TrialStatus
+
+logger = logging.getLogger(__name__)
+
+TRIAL_TASK = "evaluation.trial_execute"
+# Enough for any backlog a sweep should act on at once; the next sweep takes the rest.
+BATCH = 500
+
+
+@dataclass
+class SweepReport:
+    expired: list[int] = field(default_factory=list)
+    lost: list[int] = field(default_factory=list)
+    orphans_removed: int = 0
+
+
+def trials_needing_a_message(waiting: set[int] | None, now=None) -> tuple[list[int], list[int]]:
+    """(running trials whose lease expired, queued trials past the threshold) that have no message
+    waiting. With an unreadable broker (`waiting` None) queued trials are left alone: without
+    knowing what waits, publishing them every sweep could multiply a long backlog."""
+    now = now or timezone.now()
+    lease_start = now - timedelta(seconds=settings.VERIHARM_TRIAL_LEASE_SECONDS)
+    expired = list(
+        Trial.objects.filter(status=TrialStatus.RUNNING)
+        .filter(Q(heartbeat_at__lt=lease_start) | Q(heartbeat_at__isnull=True))
+        .order_by("heartbeat_at", "pk").values_list("pk", flat=True)[:BATCH]
+    )
+    lost: list[int] = []
+    if waiting is not None:
+        queued_before = now - timedelta(seconds=settings.VERIHARM_RECOVERY_QUEUED_SECONDS)
+        lost = list(
+            Trial.objects.filter(status=TrialStatus.QUEUED, queued_at__lt=queued_before)
+            .order_by("queued_at", "pk").values_list("pk", flat=True)[:BATCH]
+        )
+    waiting = waiting or set()
+    return [pk for pk in expired if pk not in waiting], [pk for pk in lost if pk not in waiting]
+
+
+def trials_republish() -> SweepReport:
+    """Publish again every trial that needs a message, once across all sweeping workers."""
+    from veriharm_site.celery import app
+
+    from .tasks import trial_execute
+
+    report = SweepReport()
+    with sweep_lock("trials") as acquired:
+        if not acquired:
+            return report
+        found = waiting_tasks(app)
+        report.expired, report.lost = trials_needing_a_message(None if found is None else found.get(TRIAL_TASK, set()))
+        # Published while the lock is held: a worker sweeping next reads these messages as waiting.
+        for pk in report.expired + report.lost:
+            trial_execute.delay(pk)
+    if report.expired:
+        logger.warning("recovery: published again %d trial(s) whose worker stopped answering: %s",
+                       len(report.expired), report.expired)
+    if report.lost:
+        logger.warning("recovery: published again %d queued trial(s) with no message: %s", len(report.lost),
+                       report.lost)
+    return report
+
+
+def orphans_remove() -> int:
+    """Remove the sandboxes of dead worker processes on this host, for each configured backend."""
+    from .sandbox.registry import get_backend
+
+    removed = 0
+    for name in settings.VERIHARM_SANDBOX_CLEANUP_BACKENDS:
+        try:
+            removed += get_backend(name).cleanup_orphans()
+        except Exception:  # a backend that is not installed here has nothing to clean
+            logger.warning("recovery: could not clean up orphans of the %s backend", name, exc_info=True)
+    if removed:
+        logger.warning("recovery: removed %d sandbox(es) of dead workers", removed)
+    return removed
+
+
+def sweep() -> SweepReport:
+    report = trials_republish()
+    # After the lock's transaction has ended: removing containers can take seconds.
+    report.orphans_removed = orphans_remove()
+    return report

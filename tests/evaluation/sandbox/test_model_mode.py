@@ -1,0 +1,195 @@
+"""Network mode "model" on both backends: from inside, only the trial's gateway answers.
+
+A real gateway (evaluation.gateway, with a unique random key in this process's environment) serves a
+scripted upstream on the host's loopback. Commands inside the sandbox then try, as an agent would,
+the host's PostgreSQL and Redis, a web server on the host (all addresses), the host's other
+addresses and Docker's bridge gateway, and the outside world; they talk to the gateway, which must
+refuse what it does not serve; and they look for the key everywhere they can.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import docker
+import docker.errors
+import pytest
+
+from evaluation.gateway import Gateway, serve, upstream_from_config
+from evaluation.sandbox import Environment, Sandbox, SandboxBackend
+from evaluation.sandbox.base import WRITABLE_SYSTEM_DIRS
+from evaluation.sandbox.network import GATEWAY_MOUNT, MODEL_PORT, ModelAccess, harness_env
+from tests.evaluation.chat_server import ScriptedChat, chat_server
+
+KEY_ENV = "VERIHARM_AGENT_KEY_CONTAINMENT"
+
+
+class _Web(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "3")
+        self.end_headers()
+        self.wfile.write(b"web")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def web_server() -> Iterator[int]:
+    """A web server on the host, on every address (as `runserver 0.0.0.0` would be)."""
+    server = ThreadingHTTPServer(("0.0.0.0", 0), _Web)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def host_addresses() -> list[str]:
+    """The host's non-loopback IPv4 addresses and, when the engine has one, Docker's bridge gateway."""
+    listed = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, check=True).stdout
+    addresses = [line.split()[3].split("/")[0] for line in listed.splitlines() if line.split()[1] != "lo"]
+    try:
+        bridge = docker.from_env().networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
+        addresses.append(bridge)
+    except (docker.errors.DockerException, KeyError, IndexError):
+        pass  # this engine runs without a bridge network (--bridge=none): no such address to try
+    assert addresses, "the host has no non-loopback address to probe"
+    return sorted(set(addresses))
+
+
+_PROBE = r"""
+import base64, glob, http.client, json, os, socket, subprocess, sys
+args = json.loads(sys.argv[1])
+# Given encoded, so that this probe's own command line does not hold what it looks for.
+args["key"] = base64.b64decode(args["key"]).decode()
+out = {"reached": [], "gateway": {}, "routes": open("/proc/net/route").read().splitlines()[1:]}
+for host, port in args["targets"]:
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        out["reached"].append(f"{host}:{port}")
+    except OSError:
+        pass
+try:
+    socket.getaddrinfo("deb.debian.org", 443)
+    out["reached"].append("dns")
+except OSError:
+    pass
+body = json.dumps({"model": "scripted-1", "messages": [{"role": "user", "content": "hi"}]})
+headers = {"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]}
+def ask(name, method, target, extra=None):
+    connection = http.client.HTTPConnection("127.0.0.1", args["port"], timeout=30)
+    try:
+        connection.request(method, target, body=body, headers={**headers, **(extra or {})})
+        answer = connection.getresponse()
+        out["gateway"][name] = [answer.status, answer.read().decode("utf-8", "replace")]
+    except OSError as exc:
+        out["gateway"][name] = [0, str(exc)]
+ask("chat", "POST", "/v1/chat/completions")
+ask("models", "GET", "/v1/models")
+ask("embeddings", "POST", "/v1/embeddings")
+ask("other_host", "POST", "/v1/chat/completions", {"Host": "api.openai.com"})
+ask("absolute", "POST", "http://api.openai.com/v1/chat/completions")
+key = args["key"].encode()
+found = []
+for path in glob.glob("/proc/[0-9]*/environ") + glob.glob("/proc/[0-9]*/cmdline"):
+    try:
+        if key in open(path, "rb").read():
+            found.append(path)
+    except OSError:
+        pass
+out["processes"] = [open(p, "rb").read().replace(b"\0", b" ").decode("utf-8", "replace")
+                    for p in glob.glob("/proc/[0-9]*/cmdline") if os.path.exists(p)]
+grep = subprocess.run(["grep", "-rlsF", "-f", "/dev/stdin", *args["dirs"]], input=args["key"], capture_output=True,
+                      text=True)
+found += grep.stdout.split()
+out["key_found"] = found
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture
+def model_gateway(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ScriptedChat, Any, str]]:
+    key = f"sk-containment-{secrets.token_hex(20)}"
+    monkeypatch.setenv(KEY_ENV, key)
+    chat = ScriptedChat(["scripted answer"] * 5, api_key=key, echo_credentials=True)
+    with chat_server(chat):
+        upstream = upstream_from_config({"api": "openai", "base_url": chat.base_url, "api_key_env": KEY_ENV})
+        with serve(Gateway(upstream)) as running:
+            yield chat, running, key
+
+
+def _probe(sandbox: Sandbox, key: str, targets: list[tuple[str, int]]) -> dict[str, Any]:
+    sandbox.write_file("/tmp/probe.py", _PROBE)
+    args = {"targets": targets, "port": MODEL_PORT, "key": base64.b64encode(key.encode()).decode(),
+            "dirs": [*WRITABLE_SYSTEM_DIRS, sandbox.workdir, GATEWAY_MOUNT]}
+    result = sandbox.exec(f"python3 /tmp/probe.py {json.dumps(json.dumps(args))}", 120,
+                          env=harness_env("openai"))
+    assert result.exit_code == 0, result
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("mode", ["model", "none"])
+def test_only_the_gateway_answers_and_no_key_is_inside(
+    backend: SandboxBackend, sandboxes: list[Sandbox], web_server: int, model_gateway: Any, mode: str,
+    processes_in: Any,
+) -> None:
+    chat, gateway, key = model_gateway
+    addresses = host_addresses()
+    targets = [("127.0.0.1", 5432), ("127.0.0.1", 6379), ("127.0.0.1", web_server), ("1.1.1.1", 53),
+               ("1.1.1.1", 443)]
+    targets += [(address, port) for address in addresses for port in (web_server, 5432, 6379, 22)]
+    # Controls: the host itself reaches the database, Redis and the web server on every address.
+    for host, port in [("127.0.0.1", 5432), ("127.0.0.1", 6379), ("127.0.0.1", web_server)] + [
+            (address, web_server) for address in addresses]:
+        socket.create_connection((host, port), timeout=2).close()
+
+    access = ModelAccess(socket_dir=gateway.socket_dir) if mode == "model" else None
+    sandbox = backend.create(Environment(files={"task.txt": "x"}), **({"model": access} if access else {}))
+    sandboxes.append(sandbox)
+    seen = _probe(sandbox, key, targets)
+
+    assert seen["reached"] == [], seen["reached"]
+    assert seen["routes"] == []  # no route at all: loopback only
+    assert seen["key_found"] == [], seen["key_found"]
+    if mode == "none":
+        assert all(status == 0 for status, _ in seen["gateway"].values()), seen["gateway"]
+        assert chat.requests == []
+        return
+    status, text = seen["gateway"]["chat"]
+    assert status == 200 and "scripted answer" in text, seen["gateway"]
+    # The upstream got the real key although the sandbox sent the dummy one; its echo of the
+    # credentials came back scrubbed.
+    assert [h["Authorization"] for h in chat.headers] == [f"Bearer {key}"] and key not in text
+    assert seen["gateway"]["models"][0] == 404 and seen["gateway"]["embeddings"][0] == 404
+    assert seen["gateway"]["other_host"][0] == 421 and "names another upstream" in seen["gateway"]["other_host"][1]
+    assert seen["gateway"]["absolute"][0] == 400 and "names a host" in seen["gateway"]["absolute"][1]
+    assert len(chat.requests) == 1  # nothing refused reached the upstream
+    # The forwarder ran beside the command, and nothing of it outlives the exec.
+    assert any(f"{MODEL_PORT} {GATEWAY_MOUNT}/model.sock" in p for p in seen["processes"])
+    assert processes_in(sandbox) == []
+    assert sandbox.exec(f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {MODEL_PORT}), 2)\" "
+                        "2>/dev/null && echo open || echo closed", 30).stdout.strip() == "open"
+    # Copies of the state (restores, the tests' copies) have no model access.
+    snapshot = sandbox.snapshot()
+    try:
+        copy = snapshot.restore()
+        sandboxes.append(copy)
+        assert copy.exec(f"ls {GATEWAY_MOUNT} 2>&1; python3 -c \"import socket; "
+                         f"socket.create_connection(('127.0.0.1', {MODEL_PORT}), 2)\" 2>/dev/null || echo closed",
+                         30).stdout.endswith("closed\n")
+        verdict = snapshot.verify(
+            f"import os, socket\ndef test_no_gateway():\n    assert not os.path.exists({GATEWAY_MOUNT!r})\n"
+            f"    try:\n        socket.create_connection(('127.0.0.1', {MODEL_PORT}), 2)\n"
+            "    except OSError:\n        return\n    raise AssertionError('gateway reachable')\n", 60)
+        assert verdict.exit_code == 0, verdict
+    finally:
+        snapshot.discard()

@@ -1,0 +1,123 @@
+"""The database itself refuses to rewrite history: decisions, revisions, frozen releases and their
+items, finished trials and pinned inputs. Each attempt goes through `_base_manager` or raw SQL,
+past every Python guard, and must fail at PostgreSQL and leave the row as it was; the
+application's own flows (deciding, revising, freezing, deleting a draft, recording a trial)
+still work."""
+from __future__ import annotations
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from candidates.models import Candidate, Decision, Release, ReleaseItem, Revision
+from candidates.releases import release_create, release_delete, release_freeze
+from candidates.revisions import candidate_revise
+from evaluation import services
+from evaluation.models import Trial, TrialInputs, TrialStatus
+from tests.candidates.curation_support import decide
+
+FIRST = "bb-187101/gpt-5.4-mini/claude-opus-4-7"
+SECOND = "bb-319395/kimi-k2.5/gpt-5.5"
+
+
+def refused_by_the_database(attempt, words: str) -> None:
+    with pytest.raises(IntegrityError) as raised, transaction.atomic():
+        attempt()
+    assert words in str(raised.value)
+
+
+def rows(model, **filters) -> list[dict]:
+    return list(model._base_manager.filter(**filters).order_by("pk").values())
+
+
+@pytest.fixture
+def history(examples_imported, curator):
+    decide(FIRST, curator)
+    decide(FIRST, curator, "reject", "unrealistic")
+    candidate = Candidate.objects.get(external_id=SECOND)
+    candidate_revise(candidate_id=candidate.pk, user=curator, instruction=candidate.instruction + " Please.",
+                     harm_test=candidate.harm_test, reason="politer", base_revision=candidate.revision)
+    return candidate
+
+
+@pytest.mark.django_db(transaction=True)
+def test_decisions_and_revisions_are_append_only_in_the_database(history, curator):
+    decisions, revisions = rows(Decision), rows(Revision)
+    assert len(decisions) == 2 and len(revisions) == 2
+    for model, what in ((Decision, "a decision is history"), (Revision, "a revision is history")):
+        refused_by_the_database(lambda: model._base_manager.update(created_at=timezone.now())
+                                if model is Revision else model._base_manager.update(note="rewritten"), what)
+        refused_by_the_database(lambda: model._base_manager.all().delete(), what)
+        refused_by_the_database(lambda: model._base_manager.filter(pk=model._base_manager.first().pk)._raw_delete(
+            connection.alias), what)
+    with connection.cursor() as cursor:
+        with pytest.raises(IntegrityError), transaction.atomic():
+            cursor.execute("UPDATE candidates_decision SET verdict = 'approve'")
+    assert rows(Decision) == decisions and rows(Revision) == revisions
+    # Appending is what the application does, and still works.
+    decide(FIRST, curator, "approve", "valid")
+    assert Decision.objects.count() == 3
+
+
+@pytest.fixture
+def frozen(examples_imported, curator) -> Release:
+    decide(FIRST, curator)
+    decide(SECOND, curator)
+    release = release_create(user=curator, name="veriharm-bench", version="1.0")
+    return release_freeze(release.pk, user=curator)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_frozen_release_and_its_items_are_read_only_in_the_database(frozen):
+    release, items = rows(Release, pk=frozen.pk), rows(ReleaseItem, release=frozen)
+    assert len(items) == 2
+    refused_by_the_database(lambda: Release._base_manager.filter(pk=frozen.pk).update(description="x"), "is frozen")
+    refused_by_the_database(lambda: Release._base_manager.filter(pk=frozen.pk).update(frozen_at=None, frozen_by=None,
+                                                                                       checksum=""), "is frozen")
+    refused_by_the_database(lambda: Release._base_manager.filter(pk=frozen.pk)._raw_delete(connection.alias),
+                            "is frozen")
+    refused_by_the_database(lambda: ReleaseItem._base_manager.filter(release=frozen).update(line="{}"),
+                            "items of a frozen release")
+    refused_by_the_database(lambda: ReleaseItem._base_manager.filter(release=frozen)._raw_delete(connection.alias),
+                            "items of a frozen release")
+    first = ReleaseItem._base_manager.filter(release=frozen).first()
+    refused_by_the_database(lambda: ReleaseItem._base_manager.bulk_create(
+        [ReleaseItem(release=frozen, candidate=first.candidate, external_id="x", revision=1, position=99, line="{}",
+                     content_hash="0" * 64)]), "items of a frozen release")
+    assert rows(Release, pk=frozen.pk) == release and rows(ReleaseItem, release=frozen) == items
+
+
+@pytest.mark.django_db(transaction=True)
+def test_drafts_can_still_be_edited_frozen_and_deleted(examples_imported, curator):
+    decide(FIRST, curator)
+    draft = release_create(user=curator, name="veriharm-bench", version="0.1")
+    Release._base_manager.filter(pk=draft.pk).update(description="still a draft")
+    release_delete(draft.pk)
+    assert not Release.objects.filter(pk=draft.pk).exists()
+    again = release_create(user=curator, name="veriharm-bench", version="0.2")
+    assert release_freeze(again.pk, user=curator).items.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_finished_trial_and_its_pinned_inputs_never_change_in_the_database(examples_imported):
+    agent = services.reference_agents_ensure()[0]
+    run = services.run_launch(selection={"kind": "ids", "ids": [SECOND]}, agent_ids=[agent.pk], backend="local")
+    trial = Trial.objects.get(run=run)
+    # Unfinished, the lifecycle writes as usual: a claim, heartbeats, and the end.
+    claim = services.trial_claim(trial.pk, "w@host")
+    assert services.trial_heartbeat(claim)
+    assert services.trial_fail(claim, "the sandbox broke", retryable=False) == "unresolved"
+    finished = rows(Trial, pk=trial.pk)
+    for change in ({"status": TrialStatus.QUEUED, "end": ""}, {"outcome": "SAFE_SUCCESS"}, {"error": ""},
+                   {"finished_at": timezone.now()}, {"candidate_revision": 7}, {"agent_config": {}}):
+        refused_by_the_database(lambda: Trial._base_manager.filter(pk=trial.pk).update(**change), "is finished")
+    # Writing the same values is no change and passes.
+    Trial._base_manager.filter(pk=trial.pk).update(error=finished[0]["error"])
+    assert rows(Trial, pk=trial.pk) == finished
+    # A later claim (a duplicate delivery) records nothing.
+    assert services.trial_claim(trial.pk, "w2@host") == "finished"
+
+    inputs = rows(TrialInputs, pk=trial.inputs_id)
+    refused_by_the_database(lambda: TrialInputs._base_manager.filter(pk=trial.inputs_id).update(instruction="rm -rf /"),
+                            "never change")
+    assert rows(TrialInputs, pk=trial.inputs_id) == inputs
