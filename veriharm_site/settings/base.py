@@ -102,6 +102,8 @@ AXES_COOLOFF_TIME = env.float("VERIHARM_LOGIN_COOLOFF_MINUTES", default=15.0) / 
 # Username and address together: an attacker elsewhere cannot lock a user out of their own desk.
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# Its start-up banner would be printed before the output of every management command.
+AXES_VERBOSE = False
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
 AUTH_PASSWORD_VALIDATORS = [
