@@ -49,7 +49,7 @@ def test_a_queued_trial_is_published_again_only_when_its_message_is_gone(broker,
     # A second sweep (another worker's) finds the new message: no duplicate.
     assert recovery.trials_republish().lost == []
     with broker.connection_for_read() as conn:
-        assert conn.default_channel.client.llen("celery") == 1
+        assert conn.default_channel.client.llen("sandbox-local") == 1
 
 
 @pytest.mark.django_db(transaction=True)

@@ -7,6 +7,7 @@ Set DATABASE_URL and CELERY_BROKER_URL to use PostgreSQL and Redis.
 from pathlib import Path
 
 import environ
+from kombu import Exchange, Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(environ.Env().str("VERIHARM_VAR_DIR", default=str(BASE_DIR / "var")))
@@ -212,6 +213,20 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
+# Queues (docs/deployment.md): trials and re-scores go to the queue of their run's sandbox backend,
+# so only workers that have that backend take them (a worker without Docker: -Q sandbox-local,default);
+# imports and everything else to "default". A worker started without -Q consumes every queue here.
+CELERY_TASK_DEFAULT_QUEUE = "default"
+VERIHARM_SANDBOX_QUEUES = {
+    "local": env.str("VERIHARM_QUEUE_SANDBOX_LOCAL", default="sandbox-local"),
+    "docker": env.str("VERIHARM_QUEUE_SANDBOX_DOCKER", default="sandbox-docker"),
+}
+# Each queue its own exchange and routing key: queues sharing Celery's default binding would each get
+# a copy of every message.
+CELERY_TASK_QUEUES = [
+    Queue(name, Exchange(name, type="direct"), routing_key=name)
+    for name in dict.fromkeys([CELERY_TASK_DEFAULT_QUEUE, *VERIHARM_SANDBOX_QUEUES.values()])
+]
 # Must stay below the broker's visibility timeout so a running trial is never redelivered.
 CELERY_TASK_TIME_LIMIT = 60 * 60
 CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60
