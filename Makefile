@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/veriharm
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: run install test test-fast services sandbox-image benchmarks check clean
+.PHONY: run install test test-fast services sandbox-image container-smoke benchmarks check clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || "$$(scripts/find_python.sh)" -m venv $(VENV)
@@ -29,6 +29,11 @@ test: install
 ## Without the browser and sandbox preparation (for quick runs while developing).
 test-fast: install
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest -m "not browser" $(PYTEST_ARGS)
+
+## Build the container deployment on this machine and use it end to end, then tear it down
+## (docs/deployment.md; a few minutes the first time, about two once the images are cached).
+container-smoke:
+	scripts/container_smoke.sh
 
 ## Start PostgreSQL and Redis on this machine if they are down.
 services:

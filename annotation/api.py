@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from veriharm_site.api_errors import refusal
 from veriharm_site.permissions import api_permission
 
 from . import exports, selectors, services
@@ -42,7 +43,7 @@ def _refusal(error: services.AnnotationError) -> Response:
         services.StudyClosed: status.HTTP_409_CONFLICT,
         services.ClaimLost: status.HTTP_409_CONFLICT,
     }
-    return Response({"detail": str(error)}, status=codes.get(type(error), status.HTTP_400_BAD_REQUEST))
+    return refusal(str(error), code=codes.get(type(error), status.HTTP_400_BAD_REQUEST))
 
 
 # ---------------------------------------------------------------- annotators
@@ -166,13 +167,13 @@ class StudiesApi(APIView):
             users = list(get_user_model().objects.filter(username__in=names))
             unknown = sorted(set(names) - {u.get_username() for u in users})
             if unknown:
-                return Response({"annotators": [f"unknown users: {', '.join(unknown)}"]}, status=400)
+                return refusal(f"unknown users: {', '.join(unknown)}", field="annotators")
         data.setdefault("seed", random_seed())
         data.setdefault("top_k", settings.VERIHARM_TOP_K)
         try:
             study = services.study_create(services.StudySpec(**data), annotators=users, created_by=request.user)
         except services.StudyRefused as refused:
-            return Response({name: [message] for name, message in refused.errors.items()}, status=400)
+            return refusal(list(refused.errors.items()))
         return Response(_detail(study), status=status.HTTP_201_CREATED)
 
 
@@ -224,6 +225,6 @@ class StudyExportApi(APIView):
     def get(self, request: Request, pk: int) -> Response:
         identities = wants_identities(request)
         if identities and not request.user.has_perm("annotation.export_identities"):
-            return Response({"detail": "Exporting annotators' identities needs annotation.export_identities."},
-                            status=status.HTTP_403_FORBIDDEN)
+            return refusal("Exporting annotators' identities needs annotation.export_identities.",
+                           field="identities", code=status.HTTP_403_FORBIDDEN)
         return Response(exports.study_json(_study(pk), identities=identities))

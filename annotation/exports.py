@@ -5,9 +5,10 @@ for identities and holds `annotation.export_identities` (checked by the views).
 """
 from __future__ import annotations
 
-import csv
 import io
 from typing import Any
+
+from veriharm_site.csv_safe import SafeDictWriter
 
 from .guidelines import MEASURES
 from .models import Study
@@ -126,7 +127,7 @@ def study_json(study: Study, *, identities: bool = False) -> dict[str, Any]:
 def csv_text(records: list[dict[str, Any]], columns: list[str]) -> str:
     extra = [key for key in (records[0] if records else {}) if key not in columns]
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns + extra, lineterminator="\n")
+    writer = SafeDictWriter(buffer, fieldnames=columns + extra, lineterminator="\n")
     writer.writeheader()
     writer.writerows(records)
     return buffer.getvalue()

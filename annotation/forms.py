@@ -9,7 +9,14 @@ from django.contrib.auth.models import Permission
 from django.db.models import Q, QuerySet
 
 from .models import StratifyBy
-from .services import MAX_COMMENT, LabelInput, StudySpec
+from .services import (
+    MAX_CLAIM_TIMEOUT_MINUTES,
+    MAX_COMMENT,
+    MAX_GROUP_SIZE,
+    MAX_SECONDS_SPENT,
+    LabelInput,
+    StudySpec,
+)
 
 YES_NO = [("yes", "Yes"), ("no", "No")]
 
@@ -37,14 +44,16 @@ def random_seed() -> int:
 
 class StudyForm(forms.Form):
     name = forms.CharField(max_length=200, help_text="Annotators see this name: do not mention groups or scores.")
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Curators only.")
-    per_group = forms.IntegerField(min_value=1, initial=25, label="Items per group (n)")
-    top_k = forms.IntegerField(min_value=1, label="Group size K", help_text="Sample from the top K and the bottom K.")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Curators only.",
+                                  max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS)
+    per_group = forms.IntegerField(min_value=1, max_value=MAX_GROUP_SIZE, initial=25, label="Items per group (n)")
+    top_k = forms.IntegerField(min_value=1, max_value=MAX_GROUP_SIZE, label="Group size K",
+                               help_text="Sample from the top K and the bottom K.")
     stratify_by = forms.ChoiceField(choices=StratifyBy.choices, initial=StratifyBy.PERTURBATION, required=False)
     seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, help_text="The same seed and pool give the same sample.")
     annotators_per_item = forms.IntegerField(min_value=1, max_value=50, initial=3)
     claim_timeout_minutes = forms.IntegerField(
-        min_value=1, initial=30, label="Claim timeout (minutes)",
+        min_value=1, max_value=MAX_CLAIM_TIMEOUT_MINUTES, initial=30, label="Claim timeout (minutes)",
         help_text="An item claimed but not labelled within this time goes back to the pool.",
     )
     annotators = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.none(),
@@ -82,7 +91,7 @@ class LabelForm(forms.Form):
     c2 = forms.ChoiceField(choices=YES_NO, widget=forms.RadioSelect)
     c3 = forms.ChoiceField(choices=YES_NO, widget=forms.RadioSelect)
     comment = forms.CharField(required=False, max_length=MAX_COMMENT, widget=forms.Textarea(attrs={"rows": 3}))
-    seconds_spent = forms.FloatField(required=False, min_value=0, widget=forms.HiddenInput)
+    seconds_spent = forms.FloatField(required=False, min_value=0, max_value=MAX_SECONDS_SPENT, widget=forms.HiddenInput)
     then = forms.ChoiceField(choices=[("next", "next"), ("labels", "labels")], required=False, widget=forms.HiddenInput)
 
     def label(self) -> LabelInput:

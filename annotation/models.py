@@ -67,6 +67,8 @@ class Study(models.Model):
             models.CheckConstraint(condition=Q(per_group__gte=1), name="study_per_group_positive"),
             models.CheckConstraint(condition=Q(top_k__gte=1), name="study_top_k_positive"),
             models.CheckConstraint(condition=Q(claim_timeout_minutes__gte=1), name="study_timeout_positive"),
+            # The services' MAX_CLAIM_TIMEOUT_MINUTES (30 days).
+            models.CheckConstraint(condition=Q(claim_timeout_minutes__lte=43200), name="study_timeout_at_most_30_days"),
             models.CheckConstraint(condition=Q(stratify_by__in=StratifyBy.values), name="study_known_stratify_by"),
             models.CheckConstraint(condition=Q(status__in=StudyStatus.values), name="study_known_status"),
         ]

@@ -5,7 +5,9 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from .models import StratifyBy
-from .services import MAX_COMMENT
+from django.conf import settings
+
+from .services import MAX_SECONDS_SPENT, MAX_ANNOTATORS_PER_ITEM, MAX_CLAIM_TIMEOUT_MINUTES, MAX_COMMENT, MAX_GROUP_SIZE, MAX_NAME
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -81,7 +83,8 @@ class LabelInputSerializer(serializers.Serializer):
     c2 = serializers.BooleanField(help_text="C2 harm unintended")
     c3 = serializers.BooleanField(help_text="C3 harm test correct")
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_COMMENT)
-    seconds_spent = serializers.FloatField(required=False, allow_null=True, min_value=0, default=None)
+    seconds_spent = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=MAX_SECONDS_SPENT,
+                                           default=None)
 
 
 class SubmittedLabelSerializer(serializers.Serializer):
@@ -106,16 +109,17 @@ class OwnLabelRowSerializer(SubmittedLabelSerializer):
 
 
 class StudyCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
-    top_k = serializers.IntegerField(min_value=1, required=False)
-    per_group = serializers.IntegerField(min_value=1, default=25)
+    name = serializers.CharField(max_length=MAX_NAME)
+    description = serializers.CharField(required=False, allow_blank=True, default="",
+                                        max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS)
+    top_k = serializers.IntegerField(min_value=1, max_value=MAX_GROUP_SIZE, required=False)
+    per_group = serializers.IntegerField(min_value=1, max_value=MAX_GROUP_SIZE, default=25)
     stratify_by = serializers.ChoiceField(choices=StratifyBy.values, default=StratifyBy.PERTURBATION)
     seed = serializers.IntegerField(min_value=0, max_value=2**31 - 1, required=False)
-    annotators_per_item = serializers.IntegerField(min_value=1, max_value=50, default=3)
-    claim_timeout_minutes = serializers.IntegerField(min_value=1, default=30)
+    annotators_per_item = serializers.IntegerField(min_value=1, max_value=MAX_ANNOTATORS_PER_ITEM, default=3)
+    claim_timeout_minutes = serializers.IntegerField(min_value=1, max_value=MAX_CLAIM_TIMEOUT_MINUTES, default=30)
     annotators = serializers.ListField(
-        child=serializers.CharField(), required=False,
+        child=serializers.CharField(max_length=150), required=False, max_length=1000,
         help_text="User names; by default every user who may annotate blind",
     )
 

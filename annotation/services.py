@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.db.models import Manager, Q, QuerySet
@@ -25,7 +26,14 @@ from .selectors import item_places
 # A label's own time is what the page measured; without it, the time since the claim, capped so
 # that a claim left open overnight does not count as work.
 MAX_SECONDS_PER_VISIT = 3 * 60 * 60
-MAX_COMMENT = 5000
+MAX_COMMENT = settings.VERIHARM_MAX_COMMENT_CHARS
+# Upper bounds of a study's numbers: beyond them a value means nothing (a claim held for a month, a
+# group larger than any pool) and would overflow the database's integer columns.
+MAX_CLAIM_TIMEOUT_MINUTES = 30 * 24 * 60
+MAX_GROUP_SIZE = 1_000_000
+MAX_ANNOTATORS_PER_ITEM = 50
+MAX_NAME = 200
+MAX_SECONDS_SPENT = 7 * 24 * 3600.0  # a label's time on task; more is a broken client, not work
 
 
 def _locked(rows: Manager | QuerySet, *, skip_locked: bool = False) -> QuerySet:
@@ -92,9 +100,15 @@ def _spec_errors(spec: StudySpec, annotators: Sequence[AbstractBaseUser]) -> dic
         errors["name"] = "is required"
     elif Study.objects.filter(name=spec.name.strip()).exists():
         errors["name"] = f"a study named {spec.name.strip()!r} exists already"
-    for name in ("top_k", "per_group", "annotators_per_item", "claim_timeout_minutes"):
-        if getattr(spec, name) < 1:
-            errors[name] = "must be at least 1"
+    if len(spec.name) > MAX_NAME:
+        errors["name"] = f"is {len(spec.name)} characters long; at most {MAX_NAME} are allowed"
+    if len(spec.description) > settings.VERIHARM_MAX_DESCRIPTION_CHARS:
+        errors["description"] = (f"is {len(spec.description)} characters long; at most "
+                                 f"{settings.VERIHARM_MAX_DESCRIPTION_CHARS} are allowed (VERIHARM_MAX_DESCRIPTION_CHARS)")
+    for name, high in (("top_k", MAX_GROUP_SIZE), ("per_group", MAX_GROUP_SIZE),
+                       ("annotators_per_item", MAX_ANNOTATORS_PER_ITEM), ("claim_timeout_minutes", MAX_CLAIM_TIMEOUT_MINUTES)):
+        if not 1 <= getattr(spec, name) <= high:
+            errors[name] = f"must be from 1 to {high}, got {getattr(spec, name)}"
     if not 0 <= spec.seed < 2**31:
         errors["seed"] = "must be between 0 and 2147483647"
     if spec.stratify_by not in StratifyBy.values:

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from veriharm_site.api_errors import API_ERRORS, K_PARAMETER, Refusal, query_int
 from veriharm_site.permissions import api_permission
 
 from . import import_jobs, selectors, services
@@ -23,9 +24,12 @@ from .serializers import (
 RANKING_PARAMETERS = [
     OpenApiParameter("q", str, description="Search in ids and instructions"),
     OpenApiParameter("group", str, enum=["top", "bottom", "unranked"], description="Only the top-K or bottom-K"),
-    OpenApiParameter("k", int, description="Group size K (default 150)"),
+    K_PARAMETER,
     *[OpenApiParameter(name, str) for name in selectors.FILTER_FIELDS],
 ]
+
+
+GROUPS = ("", "top", "bottom", "unranked")
 
 
 class CandidateListApi(generics.ListAPIView):
@@ -36,15 +40,13 @@ class CandidateListApi(generics.ListAPIView):
 
     def _bounds(self):
         if not hasattr(self, "_cached_bounds"):
-            try:
-                k = int(self.request.query_params["k"])
-            except (KeyError, ValueError):
-                k = None
-            self._cached_bounds = selectors.ranking_bounds(k)
+            self._cached_bounds = selectors.ranking_bounds(query_int(self.request, "k", low=1))
         return self._cached_bounds
 
     def get_queryset(self):
         params = self.request.query_params
+        if params.get("group", "") not in GROUPS:
+            raise Refusal(f"must be one of {', '.join(g for g in GROUPS if g)}", field="group")
         filters = {name: params.get(name, "") for name in selectors.FILTER_FIELDS}
         return selectors.candidate_ranking(
             search=params.get("q", "").strip(), group=params.get("group", ""), bounds=self._bounds(), **filters
@@ -102,7 +104,8 @@ class ImportApi(APIView):
     permission_classes = [api_permission("candidates.import_pipeline")]
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(request={"multipart/form-data": ImportRequestSerializer}, responses={202: ImportJobSerializer})
+    @extend_schema(request={"multipart/form-data": ImportRequestSerializer},
+                   responses={202: ImportJobSerializer, 400: API_ERRORS})
     def post(self, request: Request) -> Response:
         payload = ImportRequestSerializer(data=request.data)
         payload.is_valid(raise_exception=True)

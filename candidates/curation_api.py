@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from veriharm_site.api_errors import API_ERRORS, K_PARAMETER, query_int, refusal
 from veriharm_site.permissions import api_permission
 
 from . import releases, review, revisions
@@ -54,19 +55,19 @@ class _ReadOrCurate(APIView):
 
 
 def _refused(field: str, message: str, code: int = status.HTTP_400_BAD_REQUEST) -> Response:
-    return Response({field or "detail": [message]}, status=code)
+    return refusal(message, field=field, code=code)
 
 
 def _conflict(message: str) -> Response:
-    return Response({"detail": message}, status=status.HTTP_409_CONFLICT)
+    return refusal(message, code=status.HTTP_409_CONFLICT)
 
 
 def _candidate(external_id: str) -> Candidate | None:
     return Candidate.objects.filter(external_id=external_id).only("pk", "external_id", "revision").first()
 
 
-def _not_found(what: str) -> Response:
-    return Response({"detail": f"No {what}."}, status=status.HTTP_404_NOT_FOUND)
+def _not_found(what: str, field: str = "") -> Response:
+    return refusal(f"No {what}.", field=field, code=status.HTTP_404_NOT_FOUND)
 
 
 class _CandidateHistoryApi(_ReadOrCurate):
@@ -85,7 +86,7 @@ class _CandidateHistoryApi(_ReadOrCurate):
     def get(self, request: Request) -> Response:
         candidate = _candidate(request.query_params.get("candidate", ""))
         if candidate is None:
-            return _not_found("candidate with this id")
+            return _not_found("candidate with this id", "candidate")
         return Response(self.row_serializer(self.rows(candidate), many=True).data)
 
     def post(self, request: Request) -> Response:
@@ -93,7 +94,7 @@ class _CandidateHistoryApi(_ReadOrCurate):
         payload.is_valid(raise_exception=True)
         candidate = _candidate(payload.validated_data["candidate"])
         if candidate is None:
-            return _not_found("candidate with this id")
+            return _not_found("candidate with this id", "candidate")
         try:
             row = self.add(candidate, payload.validated_data)
         except Refused as refused:
@@ -166,13 +167,9 @@ class ReviewQueueApi(APIView):
 
     permission_classes = [api_permission(CURATE)]
 
-    @extend_schema(parameters=[OpenApiParameter("k", int)], responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[K_PARAMETER], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
-        try:
-            k = max(1, int(request.query_params["k"]))
-        except (KeyError, ValueError):
-            k = None
-        queue = review.review_queue(k)
+        queue = review.review_queue(query_int(request, "k", low=1))
         return Response(
             {
                 "k": queue.k,
@@ -219,13 +216,13 @@ class ReleaseDetailApi(_ReadOrCurate):
     def get(self, request: Request, pk: int) -> Response:
         release = _release(pk)
         if release is None:
-            return _not_found("release")
+            return _not_found("release", "id")
         return Response(ReleaseDetailSerializer(release).data)
 
     @extend_schema(request=ReleaseUpdateSerializer, responses=ReleaseSerializer)
     def patch(self, request: Request, pk: int) -> Response:
         if _release(pk) is None:
-            return _not_found("release")
+            return _not_found("release", "id")
         payload = ReleaseUpdateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         try:
@@ -237,7 +234,7 @@ class ReleaseDetailApi(_ReadOrCurate):
     @extend_schema(request=None, responses={204: None})
     def delete(self, request: Request, pk: int) -> Response:
         if _release(pk) is None:
-            return _not_found("release")
+            return _not_found("release", "id")
         try:
             releases.release_delete(pk)
         except ReleaseFrozen as frozen:
@@ -253,7 +250,7 @@ class ReleaseFreezeApi(APIView):
     @extend_schema(request=None, responses=ReleaseDetailSerializer)
     def post(self, request: Request, pk: int) -> Response:
         if _release(pk) is None:
-            return _not_found("release")
+            return _not_found("release", "id")
         try:
             release = releases.release_freeze(pk, user=request.user)
         except ReleaseFrozen as frozen:
@@ -269,7 +266,7 @@ class _FrozenExport(APIView):
     def frozen(self, pk: int) -> Release | Response:
         release = _release(pk)
         if release is None:
-            return _not_found("release")
+            return _not_found("release", "id")
         if not release.is_frozen:
             return _conflict(f"{release.label} is a draft: freeze it to export it.")
         return release
@@ -310,7 +307,7 @@ class BundleImportApi(APIView):
 
     @extend_schema(
         request={"multipart/form-data": BundleImportRequestSerializer},
-        responses={201: ReleaseSerializer, 200: ReleaseSerializer, 400: OpenApiTypes.OBJECT},
+        responses={201: ReleaseSerializer, 200: ReleaseSerializer, 400: API_ERRORS},
     )
     def post(self, request: Request) -> Response:
         payload = BundleImportRequestSerializer(data=request.data)
@@ -318,7 +315,7 @@ class BundleImportApi(APIView):
         try:
             summary = release_bundle_import(payload.validated_data["bundle"], user=request.user)
         except BundleRefused as refused:
-            return Response({"errors": refused.messages}, status=status.HTTP_400_BAD_REQUEST)
+            return refusal([("bundle", message) for message in refused.messages])
         code = status.HTTP_201_CREATED if summary.release_created else status.HTTP_200_OK
         body = ReleaseSerializer(summary.release).data | {
             "candidates_created": summary.candidates_created,

@@ -1,3 +1,4 @@
+from django.conf import settings
 from rest_framework import serializers
 
 from .models import Decision, DecisionReason, Release, ReleaseItem, Revision, Verdict
@@ -14,12 +15,12 @@ class DecisionSerializer(serializers.ModelSerializer):
 
 
 class DecisionRequestSerializer(serializers.Serializer):
-    candidate = serializers.CharField(help_text="The candidate's id")
+    candidate = serializers.CharField(help_text="The candidate's id", max_length=200)
     verdict = serializers.ChoiceField(choices=Verdict.choices)
     reason = serializers.ChoiceField(choices=DecisionReason.choices)
-    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=settings.VERIHARM_MAX_COMMENT_CHARS)
     revision = serializers.IntegerField(
-        required=False, min_value=1, help_text="The revision decided on; refused if the candidate has moved on"
+        required=False, min_value=1, max_value=2**31 - 1, help_text="The revision decided on; refused if the candidate has moved on"
     )
     acknowledge_flags = serializers.BooleanField(
         required=False, default=False,
@@ -41,11 +42,12 @@ class RevisionSerializer(serializers.ModelSerializer):
 
 
 class RevisionRequestSerializer(serializers.Serializer):
-    candidate = serializers.CharField()
-    instruction = serializers.CharField(trim_whitespace=False)
-    harm_test = serializers.CharField(trim_whitespace=False)
+    candidate = serializers.CharField(max_length=200)
+    # The same bound as the pipeline format's text fields: a revision must re-export as a valid line.
+    instruction = serializers.CharField(trim_whitespace=False, max_length=settings.VERIHARM_PIPELINE_MAX_TEXT_CHARS)
+    harm_test = serializers.CharField(trim_whitespace=False, max_length=settings.VERIHARM_PIPELINE_MAX_TEXT_CHARS)
     reason = serializers.CharField(max_length=2000)
-    base_revision = serializers.IntegerField(min_value=1, help_text="The revision the edit starts from")
+    base_revision = serializers.IntegerField(min_value=1, max_value=2**31 - 1, help_text="The revision the edit starts from")
 
 
 class ReleaseItemSerializer(serializers.ModelSerializer):
@@ -96,11 +98,12 @@ class ReleaseDetailSerializer(ReleaseSerializer):
 class ReleaseCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     version = serializers.CharField(max_length=50)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+    description = serializers.CharField(required=False, allow_blank=True, default="",
+                                        max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS)
 
 
 class ReleaseUpdateSerializer(serializers.Serializer):
-    description = serializers.CharField(allow_blank=True)
+    description = serializers.CharField(allow_blank=True, max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS)
 
 
 class BundleImportRequestSerializer(serializers.Serializer):

@@ -18,12 +18,23 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
+from veriharm_site.input_safety import first_bad_text, loads_checked
+
 from .models import SCORE_KEYS, Perturbation
 
 FORMAT_VERSION = 1
 ID_PATTERN = re.compile(r"[A-Za-z0-9._:/-]{1,200}")
 PERTURBATIONS = frozenset(Perturbation.values)
 MAX_ERRORS = 200
+# Names stored in 200-character columns (judges, agents, proposers, source task ids, images) and the
+# risk category's 100; counts kept in small integer columns.
+MAX_NAME = 200
+MAX_RISK_CATEGORY = 100
+MAX_JUDGEMENTS = 100
+MAX_BUDGET = 1000
+MAX_FILES = 1000
 
 CANDIDATE_FIELDS = {
     "kind", "id", "source_task", "instruction", "harm_test", "perturbation", "provenance", "judgements",
@@ -114,10 +125,19 @@ def _check_object(value: Any, field: str, allowed: set[str], required: Iterable[
     return value
 
 
-def _string(value: Any, field: str, *, allow_empty: bool = False) -> str:
+def _string(value: Any, field: str, *, allow_empty: bool = False, max_chars: int | None = None) -> str:
+    """A text field; at most `max_chars` characters (VERIHARM_PIPELINE_MAX_TEXT_CHARS by default)."""
     _expect(isinstance(value, str), field, "must be a string")
     _expect(allow_empty or value.strip() != "", field, "must not be empty")
+    limit = max_chars if max_chars is not None else settings.VERIHARM_PIPELINE_MAX_TEXT_CHARS
+    if len(value) > limit:
+        setting = "" if max_chars is not None else " (VERIHARM_PIPELINE_MAX_TEXT_CHARS)"
+        raise _Invalid(field, f"is {len(value)} characters long; at most {limit} are allowed{setting}")
     return value
+
+
+def _name(value: Any, field: str, max_chars: int = MAX_NAME) -> str:
+    return _string(value, field, max_chars=max_chars)
 
 
 def _integer(value: Any, field: str, low: int, high: int | None = None) -> int:
@@ -148,14 +168,16 @@ def normalise_environment(value: Any, field: str = "source_task.environment") ->
     _expect(workdir.startswith("/"), f"{field}.workdir", "must be an absolute path")
     files = env.get("files", {})
     _expect(isinstance(files, dict), f"{field}.files", "must be an object of path to content")
+    _expect(len(files) <= MAX_FILES, f"{field}.files", f"has {len(files)} files; at most {MAX_FILES} are allowed")
     for path, content in files.items():
-        _expect(path.strip() != "" and ".." not in path.split("/"), f"{field}.files", f"bad path {path!r}")
-        _expect(isinstance(content, str), f"{field}.files.{path}", "must be a string")
+        _expect(path.strip() != "" and ".." not in path.split("/") and len(path) <= 1000, f"{field}.files",
+                f"bad path {path[:100]!r}")
+        _string(content, f"{field}.files.{path}", allow_empty=True)
     setup = env.get("setup", "")
     _string(setup, f"{field}.setup", allow_empty=True)
     image = env.get("image")
     if image is not None:
-        _string(image, f"{field}.image")
+        _name(image, f"{field}.image")
     network = _boolean(env.get("network", False), f"{field}.network")
     return {"workdir": workdir, "files": dict(files), "setup": setup, "image": image, "network": network}
 
@@ -163,7 +185,7 @@ def normalise_environment(value: Any, field: str = "source_task.environment") ->
 def normalise_source_task(value: Any) -> dict[str, Any]:
     task = _check_object(value, "source_task", SOURCE_TASK_FIELDS, ("id", "instruction", "task_test"))
     return {
-        "id": _string(task["id"], "source_task.id"),
+        "id": _name(task["id"], "source_task.id"),
         "instruction": _string(task["instruction"], "source_task.instruction"),
         "task_test": _string(task["task_test"], "source_task.task_test"),
         "environment": normalise_environment(task.get("environment", {})),
@@ -183,7 +205,7 @@ def _judgement(value: Any, index: int) -> dict[str, Any]:
     rationale = item.get("rationale", "")
     _string(rationale, f"{field}.rationale", allow_empty=True)
     return {
-        "judge": _string(item["judge"], f"{field}.judge"),
+        "judge": _name(item["judge"], f"{field}.judge"),
         "scores": {key: scores[key] for key in SCORE_KEYS},
         "rationale": rationale,
     }
@@ -200,6 +222,8 @@ def normalise_candidate(obj: dict[str, Any]) -> dict[str, Any]:
     )
     judgements = obj["judgements"]
     _expect(isinstance(judgements, list), "judgements", "must be a list")
+    _expect(len(judgements) <= MAX_JUDGEMENTS, "judgements",
+            f"has {len(judgements)} judgements; at most {MAX_JUDGEMENTS} are allowed")
     normalised_judgements = [_judgement(j, i) for i, j in enumerate(judgements)]
     judges = [j["judge"] for j in normalised_judgements]
     _expect(len(set(judges)) == len(judges), "judgements", "a judge may score a candidate only once")
@@ -224,13 +248,13 @@ def normalise_candidate(obj: dict[str, Any]) -> dict[str, Any]:
         "harm_test": _string(obj["harm_test"], "harm_test"),
         "perturbation": perturbation,
         "provenance": {
-            "target_agent": _string(provenance["target_agent"], "provenance.target_agent"),
-            "proposer": _string(provenance["proposer"], "provenance.proposer"),
+            "target_agent": _name(provenance["target_agent"], "provenance.target_agent"),
+            "proposer": _name(provenance["proposer"], "provenance.proposer"),
             "iteration": _integer(provenance["iteration"], "provenance.iteration", 1, 20),
         },
         "judgements": normalised_judgements,
         "harm_summary": _string(harm_summary, "harm_summary", allow_empty=True),
-        "risk_category": _string(risk_category, "risk_category", allow_empty=True),
+        "risk_category": _string(risk_category, "risk_category", allow_empty=True, max_chars=MAX_RISK_CATEGORY),
         "references": dict(references),
         "twin": twin,
         "extra": extra,
@@ -239,7 +263,7 @@ def normalise_candidate(obj: dict[str, Any]) -> dict[str, Any]:
 
 def normalise_search(obj: dict[str, Any]) -> dict[str, Any]:
     _check_object(obj, "", SEARCH_FIELDS, tuple(sorted(SEARCH_FIELDS - {"kind"})))
-    budget = _integer(obj["budget"], "budget", 1)
+    budget = _integer(obj["budget"], "budget", 1, MAX_BUDGET)
     attempts = obj["attempts"]
     _expect(isinstance(attempts, list) and attempts, "attempts", "must be a non-empty list")
     _expect(len(attempts) <= budget, "attempts", f"has {len(attempts)} attempts, more than the budget {budget}")
@@ -270,9 +294,9 @@ def normalise_search(obj: dict[str, Any]) -> dict[str, Any]:
     _expect(succeeded or candidate_id is None, "candidate_id", "must be null when the search found no harmful success")
     return {
         "kind": "search",
-        "source_task_id": _string(obj["source_task_id"], "source_task_id"),
-        "target_agent": _string(obj["target_agent"], "target_agent"),
-        "proposer": _string(obj["proposer"], "proposer"),
+        "source_task_id": _name(obj["source_task_id"], "source_task_id"),
+        "target_agent": _name(obj["target_agent"], "target_agent"),
+        "proposer": _name(obj["proposer"], "proposer"),
         "budget": budget,
         "attempts": normalised,
         "candidate_id": candidate_id,
@@ -281,15 +305,26 @@ def normalise_search(obj: dict[str, Any]) -> dict[str, Any]:
 
 def parse_line(raw: str | bytes, location: Location) -> Record:
     """One line to a normalised record; raises FormatError-carrying _Invalid on bad input."""
+    limit = settings.VERIHARM_PIPELINE_MAX_LINE_BYTES
+    size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise _Invalid("", f"is {size} bytes long; a line may have at most {limit} (VERIHARM_PIPELINE_MAX_LINE_BYTES)")
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError as exc:
         raise _Invalid("", f"is not valid UTF-8 (byte {exc.start + 1})") from None
     try:
-        obj = json.loads(text)
+        obj = loads_checked(text, max_depth=settings.VERIHARM_JSON_MAX_DEPTH)
     except json.JSONDecodeError as exc:
         raise _Invalid("", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
+    except ValueError as exc:  # too deep, NaN or Infinity, a number too long to read
+        raise _Invalid("", str(exc)) from None
     _expect(isinstance(obj, dict), "", "each line must be a JSON object")
+    # JSON escapes can spell what PostgreSQL and UTF-8 cannot store (\u0000, a lone \ud800): refused
+    # here with the field, rather than failing the database write or the content hash.
+    bad = first_bad_text(obj)
+    if bad:
+        raise _Invalid(*bad)
     kind = obj.get("kind")
     if kind == "candidate":
         data = normalise_candidate(obj)

@@ -5,15 +5,18 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from candidates.models import Candidate
+from veriharm_site.api_errors import API_ERRORS, refusal
 from veriharm_site.permissions import api_permission
 
 from . import exports, rescoring, selectors, services
 from .models import Agent, Run, Trial
 from .serializers import (
     AgentSerializer,
+    CandidateRerunSerializer,
     LatestResultSerializer,
     LaunchSerializer,
     RunProgressSerializer,
+    RunRerunSerializer,
     ReferenceCheckSerializer,
     RescoreSerializer,
     RunSerializer,
@@ -23,13 +26,22 @@ from .serializers import (
 
 VIEW = api_permission("evaluation.view_evaluations")
 RUN = api_permission("evaluation.run_evaluations")
-ERRORS = inline_serializer("EvaluationRefused", {"errors": serializers.ListField(child=serializers.CharField())})
+ERRORS = API_ERRORS
+# The first word of a launch refusal names the field it is about ("repetitions must be ...").
+LAUNCH_FIELDS = ("selection", "agents", "protocol", "repetitions", "backend", "name", "test_timeout", "budget_usd")
+
+
+def _launch_refusal(errors: list[str]) -> Response:
+    return refusal([(e.split(" ", 1)[0] if e.split(" ", 1)[0] in LAUNCH_FIELDS else "", e) for e in errors])
 
 
 def _agent_ids(names_or_ids: list[str]) -> tuple[list[int], list[str]]:
     ids, unknown = [], []
     for value in names_or_ids:
-        agent = Agent.objects.filter(pk=int(value)).first() if value.isdigit() else None
+        # isdecimal() alone accepts other scripts' digits ("٣") and isdigit() superscripts ("²"),
+        # which int() or the database refuse: an id is ASCII digits.
+        is_id = value.isascii() and value.isdecimal()
+        agent = Agent.objects.filter(pk=int(value)).first() if is_id else None
         agent = agent or Agent.objects.filter(name=value).first()
         if agent is None:
             unknown.append(value)
@@ -50,13 +62,11 @@ class RunListApi(generics.ListAPIView):
     @extend_schema(request=LaunchSerializer, responses={201: RunSerializer, 400: ERRORS})
     def post(self, request: Request) -> Response:
         payload = LaunchSerializer(data=request.data)
-        if not payload.is_valid():
-            return Response({"errors": [f"{k}: {' '.join(map(str, v))}" for k, v in payload.errors.items()]},
-                            status=status.HTTP_400_BAD_REQUEST)
+        payload.is_valid(raise_exception=True)
         data = payload.validated_data
         agent_ids, unknown = _agent_ids(data["agents"])
         if unknown:
-            return Response({"errors": [f"no agent {', '.join(unknown)}"]}, status=status.HTTP_400_BAD_REQUEST)
+            return refusal(f"no agent {', '.join(unknown)}", field="agents")
         try:
             run = services.run_launch(
                 selection=data["selection"], agent_ids=agent_ids, repetitions=data.get("repetitions"),
@@ -65,7 +75,7 @@ class RunListApi(generics.ListAPIView):
                 budget_usd=data.get("budget_usd"),
             )
         except services.LaunchRefused as refused:
-            return Response({"errors": refused.errors}, status=status.HTTP_400_BAD_REQUEST)
+            return _launch_refusal(refused.errors)
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
 
@@ -97,13 +107,15 @@ class RunCancelApi(APIView):
 class RunRerunApi(APIView):
     permission_classes = [RUN]
 
-    @extend_schema(request=None, responses={201: RunSerializer, 400: ERRORS})
+    @extend_schema(request=RunRerunSerializer, responses={201: RunSerializer, 400: ERRORS})
     def post(self, request: Request, pk: int) -> Response:
         run = generics.get_object_or_404(Run, pk=pk)
+        payload = RunRerunSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
         try:
-            new = services.run_rerun(run, created_by=request.user, backend=request.data.get("backend") or None)
+            new = services.run_rerun(run, created_by=request.user, backend=payload.validated_data.get("backend") or None)
         except services.LaunchRefused as refused:
-            return Response({"errors": refused.errors}, status=status.HTTP_400_BAD_REQUEST)
+            return _launch_refusal(refused.errors)
         return Response(RunSerializer(new).data, status=status.HTTP_201_CREATED)
 
 
@@ -179,26 +191,24 @@ class CandidateResultsApi(APIView):
 class CandidateRerunApi(APIView):
     permission_classes = [RUN]
 
-    @extend_schema(
-        request=inline_serializer("CandidateRerun", {"agents": serializers.ListField(child=serializers.CharField(), required=False),
-                                                      "repetitions": serializers.IntegerField(required=False),
-                                                      "backend": serializers.CharField(required=False)}),
-        responses={201: RunSerializer, 400: ERRORS},
-    )
+    @extend_schema(request=CandidateRerunSerializer, responses={201: RunSerializer, 400: ERRORS})
     def post(self, request: Request, external_id: str) -> Response:
         candidate = generics.get_object_or_404(Candidate, external_id=external_id)
+        payload = CandidateRerunSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
         agent_ids = None
-        if request.data.get("agents"):
-            agent_ids, unknown = _agent_ids([str(a) for a in request.data["agents"]])
+        if data.get("agents"):
+            agent_ids, unknown = _agent_ids(data["agents"])
             if unknown:
-                return Response({"errors": [f"no agent {', '.join(unknown)}"]}, status=status.HTTP_400_BAD_REQUEST)
+                return refusal(f"no agent {', '.join(unknown)}", field="agents")
         try:
             run = services.candidate_rerun(
                 candidate, created_by=request.user, agent_ids=agent_ids,
-                repetitions=request.data.get("repetitions", 1), backend=request.data.get("backend") or None,
+                repetitions=data["repetitions"], backend=data.get("backend") or None,
             )
         except services.LaunchRefused as refused:
-            return Response({"errors": refused.errors}, status=status.HTTP_400_BAD_REQUEST)
+            return _launch_refusal(refused.errors)
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
 
@@ -222,5 +232,5 @@ class CandidateRescoresApi(generics.ListAPIView):
         try:
             rescores = rescoring.rescore_launch(candidate, requested_by=request.user)
         except rescoring.RescoreRefused as refused:
-            return Response({"errors": [str(refused)]}, status=status.HTTP_400_BAD_REQUEST)
+            return refusal(str(refused))
         return Response(RescoreSerializer(rescores, many=True).data, status=status.HTTP_202_ACCEPTED)

@@ -1,10 +1,11 @@
 """Metrics of a run as CSV or JSON documents."""
 from __future__ import annotations
 
-import csv
 import io
 import json
 from typing import Any
+
+from veriharm_site.csv_safe import SafeDictWriter
 
 from .metrics import FORMULAS, METRICS
 from .models import Run
@@ -19,7 +20,7 @@ COLUMNS = [
 
 def metrics_csv(run: Run) -> str:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore")
+    writer = SafeDictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore")
     writer.writeheader()
     for row in run_metrics_rows(run):
         writer.writerow({key: ("" if row.get(key) is None else row.get(key)) for key in COLUMNS})

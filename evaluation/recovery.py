@@ -66,7 +66,7 @@ def trials_republish() -> SweepReport:
     """Publish again every trial that needs a message, once across all sweeping workers."""
     from veriharm_site.celery import app
 
-    from .tasks import trial_execute
+    from .tasks import trials_publish
 
     report = SweepReport()
     with sweep_lock("trials") as acquired:
@@ -75,8 +75,8 @@ def trials_republish() -> SweepReport:
         found = waiting_tasks(app)
         report.expired, report.lost = trials_needing_a_message(None if found is None else found.get(TRIAL_TASK, set()))
         # Published while the lock is held: a worker sweeping next reads these messages as waiting.
-        for pk in report.expired + report.lost:
-            trial_execute.delay(pk)
+        backends = dict(Trial.objects.filter(pk__in=report.expired + report.lost).values_list("pk", "run__backend"))
+        trials_publish([(pk, backends[pk]) for pk in report.expired + report.lost])
     if report.expired:
         logger.warning("recovery: published again %d trial(s) whose worker stopped answering: %s",
                        len(report.expired), report.expired)

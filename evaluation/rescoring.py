@@ -67,9 +67,11 @@ def rescore_launch(candidate: Candidate, *, requested_by: Any = None) -> list[Re
 
 
 def _enqueue(rescore_ids: list[int]) -> None:
-    from .tasks import rescore_execute
+    from .tasks import rescores_publish
 
-    transaction.on_commit(lambda: [rescore_execute.delay(pk) for pk in rescore_ids])
+    # Each to the queue of its trial's backend: re-scoring restores the final state in a sandbox.
+    backends = dict(Rescore.objects.filter(pk__in=rescore_ids).values_list("pk", "trial__run__backend"))
+    transaction.on_commit(lambda: rescores_publish([(pk, backends[pk]) for pk in rescore_ids]))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,9 @@ KINDS = ("ids", "filter", "top_k", "study", "release")
 FILTER_KEYS = (*candidate_selectors.FILTER_FIELDS, "q", "group", "k")
 
 
+MAX_NUMBER = 2**31 - 1
+
+
 class SelectionError(ValueError):
     pass
 
@@ -32,6 +35,8 @@ def _positive_int(value: Any, name: str) -> int:
         raise SelectionError(f"{name} must be a whole number, got {value!r}") from None
     if number < 1:
         raise SelectionError(f"{name} must be at least 1, got {number}")
+    if number > MAX_NUMBER:  # ids and sizes are 32-bit in the database: larger cannot name anything
+        raise SelectionError(f"{name} must be at most {MAX_NUMBER}, got {number}")
     return number
 
 
@@ -138,7 +143,7 @@ def candidates_for_selection(selection: dict[str, Any]) -> list[int]:
         raise SelectionError("the selection must be an object with a kind")
     kind = selection.get("kind")
     resolvers = {"ids": _by_ids, "filter": _by_filter, "top_k": _by_top_k, "study": _by_study, "release": _by_release}
-    if kind not in resolvers:
+    if not isinstance(kind, str) or kind not in resolvers:
         raise SelectionError(f"selection kind must be one of {', '.join(KINDS)}, got {kind!r}")
     pks = list(dict.fromkeys(resolvers[kind](selection)))
     if not pks:

@@ -1,3 +1,5 @@
+from decimal import Decimal
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -53,7 +55,7 @@ class RunSerializer(serializers.ModelSerializer):
     agents = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
     cancelled = serializers.BooleanField(read_only=True)
-    release = serializers.CharField(source="release.label", default=None, read_only=True,
+    release = serializers.CharField(source="release.label", default=None, read_only=True, allow_null=True,
                                     help_text="The frozen release the run evaluates exactly as frozen, if any")
     model_usage = serializers.SerializerMethodField(help_text="Model calls through the gateway: tokens and cost, "
                                                     "in all and per agent, beside the budget")
@@ -71,19 +73,44 @@ class RunSerializer(serializers.ModelSerializer):
         return RunUsageSerializer(selectors.run_model_usage(run)).data
 
 
+# Bounds of what a launch may ask for; the services check the same ranges (and the database columns
+# hold them), these make the API refuse with the field's name and the schema state the ranges.
+MAX_AGENTS = 50
+MAX_REPETITIONS_INPUT = 100
+MAX_TEST_TIMEOUT = 3600
+
+
+def _agent_list(**kwargs) -> serializers.ListField:
+    kwargs.setdefault("help_text", "Agent ids or names")
+    return serializers.ListField(child=serializers.CharField(max_length=100), max_length=MAX_AGENTS, **kwargs)
+
+
 class LaunchSerializer(serializers.Serializer):
     selection = serializers.DictField(help_text='e.g. {"kind": "ids", "ids": [...]}, {"kind": "top_k", "k": 150}, '
                                       '{"kind": "filter", "perturbation": "..."}, {"kind": "study", "study": 3}, '
                                       '{"kind": "release", "release": 2}')
-    agents = serializers.ListField(child=serializers.CharField(), help_text="Agent ids or names", allow_empty=False)
+    agents = _agent_list(allow_empty=False)
     protocol = serializers.ChoiceField(choices=Protocol.choices, required=False,
                                        help_text="v3ast also runs each candidate's capability twin")
-    repetitions = serializers.IntegerField(required=False, help_text="Default 1, or 4 under the v3ast protocol")
-    backend = serializers.CharField(required=False, allow_blank=True)
-    name = serializers.CharField(required=False, allow_blank=True, default="")
-    test_timeout = serializers.IntegerField(required=False)
+    repetitions = serializers.IntegerField(required=False, min_value=1, max_value=MAX_REPETITIONS_INPUT,
+                                           help_text="Default 1, or 4 under the v3ast protocol")
+    backend = serializers.CharField(required=False, allow_blank=True, max_length=32)
+    name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    test_timeout = serializers.IntegerField(required=False, min_value=1, max_value=MAX_TEST_TIMEOUT)
     budget_usd = serializers.DecimalField(max_digits=12, decimal_places=4, required=False, allow_null=True,
+                                          min_value=Decimal("0.0001"),
                                           help_text="USD the run's model calls may cost in all; none: no budget")
+
+
+class RunRerunSerializer(serializers.Serializer):
+    backend = serializers.CharField(required=False, allow_blank=True, max_length=32,
+                                    help_text="Another sandbox backend; default: the run's")
+
+
+class CandidateRerunSerializer(serializers.Serializer):
+    agents = _agent_list(required=False, help_text="Agent ids or names; default: the reference agents")
+    repetitions = serializers.IntegerField(required=False, default=1, min_value=1, max_value=MAX_REPETITIONS_INPUT)
+    backend = serializers.CharField(required=False, allow_blank=True, max_length=32)
 
 
 class TrialInputsSerializer(serializers.ModelSerializer):

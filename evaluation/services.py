@@ -106,11 +106,12 @@ def agent_create(*, name: str, kind: str, config: dict[str, Any], model: str = "
     )
 
 
-def _enqueue(trial_ids: list[int]) -> None:
-    from .tasks import trial_execute
+def _enqueue(trial_ids: list[int], backend: str) -> None:
+    from .tasks import trials_publish
 
-    # After commit: a worker must find the trial rows when it picks the task up.
-    transaction.on_commit(lambda: [trial_execute.delay(pk) for pk in trial_ids])
+    # After commit: a worker must find the trial rows when it picks the task up. Each to the queue
+    # of the workers that have the run's sandbox backend.
+    transaction.on_commit(lambda: trials_publish([(pk, backend) for pk in trial_ids]))
 
 
 def _reference_script(agent: Agent) -> str | None:
@@ -196,7 +197,7 @@ def _create_run(
     for trial in slots:
         trial.run = run
     created = Trial.objects.bulk_create(slots, batch_size=2000)
-    _enqueue([t.pk for t in created])
+    _enqueue([t.pk for t in created], run.backend)
     return run
 
 

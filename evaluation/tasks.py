@@ -11,6 +11,24 @@ from . import execution
 
 logger = logging.getLogger(__name__)
 
+def sandbox_queue(backend: str) -> str:
+    """The queue of the workers that run `backend`'s sandboxes (VERIHARM_SANDBOX_QUEUES): only a worker
+    that has that backend consumes it; a task's retries stay on the queue it came from."""
+    return settings.VERIHARM_SANDBOX_QUEUES.get(backend, settings.CELERY_TASK_DEFAULT_QUEUE)
+
+
+def trials_publish(trials: list[tuple[int, str]]) -> None:
+    """Publish (trial id, its run's backend) pairs, each to its backend's queue."""
+    for pk, backend in trials:
+        trial_execute.apply_async((pk,), queue=sandbox_queue(backend))
+
+
+def rescores_publish(rescores: list[tuple[int, str]]) -> None:
+    """Re-scores make sandboxes too (of their trial's backend): same queues as trials."""
+    for pk, backend in rescores:
+        rescore_execute.apply_async((pk,), queue=sandbox_queue(backend))
+
+
 # A database that is briefly unreachable or locked (SQLite under two workers, a PostgreSQL
 # restart) must not strand a trial in the queue: its task tries again, a bounded number of times.
 DATABASE_RETRIES = 8

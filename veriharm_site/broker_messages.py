@@ -52,9 +52,9 @@ def _collect(raw_messages, found: WaitingTasks) -> None:
 
 
 def waiting_tasks(app, queues: list[str] | None = None) -> WaitingTasks | None:
-    """Task name -> first arguments of every message waiting in `queues` (the default queue when
-    None); None when this broker cannot be read."""
-    queues = queues or [app.conf.task_default_queue]
+    """Task name -> first arguments of every message waiting in `queues` (every configured queue
+    when None: trials wait in their backend's queue); None when this broker cannot be read."""
+    queues = queues or sorted({app.conf.task_default_queue, *(q.name for q in app.conf.task_queues or ())})
     found: WaitingTasks = defaultdict(set)
     try:
         with app.connection_for_read() as conn:

@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import views
+from .api_errors import ERROR_HANDLERS
 
 api_patterns = [
     path("", include("candidates.api_urls")),
@@ -23,3 +24,7 @@ urlpatterns = [
     path("api/", include(api_patterns)),
     path("admin/", admin.site.urls),
 ]
+
+handler400 = ERROR_HANDLERS["handler400"]
+handler403 = ERROR_HANDLERS["handler403"]
+handler404 = ERROR_HANDLERS["handler404"]

@@ -91,7 +91,7 @@ def test_the_api_flow_for_annotators(study, annotators, annotator_client):
     assert item["diff"]["left"] and item["source_instruction"] and item["harm_test"]
     bad = client.put(f"/api/annotation/my/studies/{study.pk}/items/{item['token']}/label/", {"c1": True},
                      format="json")
-    assert bad.status_code == 400 and set(bad.json()) == {"c2", "c3"}
+    assert bad.status_code == 400 and {e["field"] for e in bad.json()["errors"]} == {"c2", "c3"}
     good = client.put(f"/api/annotation/my/studies/{study.pk}/items/{item['token']}/label/",
                       {"c1": True, "c2": False, "c3": True, "seconds_spent": 30}, format="json")
     assert good.status_code == 200 and good.json()["label"]["valid"] is False
@@ -101,7 +101,7 @@ def test_the_api_flow_for_annotators(study, annotators, annotator_client):
     services.study_close(study)
     closed = client.put(f"/api/annotation/my/studies/{study.pk}/items/{item['token']}/label/",
                         {"c1": True, "c2": True, "c3": True}, format="json")
-    assert closed.status_code == 409 and "closed" in closed.json()["detail"]
+    assert closed.status_code == 409 and "closed" in closed.json()["errors"][0]["message"]
 
 
 CURATOR_URLS = ["/annotation/studies/", "/annotation/studies/new/", "/annotation/studies/{pk}/",

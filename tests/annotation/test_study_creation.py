@@ -69,7 +69,8 @@ def test_item_numbers_do_not_follow_the_groups(pool, annotators, make_study):
         ({"annotators_per_item": 4}, "annotators", "need at least 4 annotators"),
         ({"stratify_by": "judge"}, "stratify_by", "must be one of"),
         ({"name": "  "}, "name", "is required"),
-        ({"claim_timeout_minutes": 0}, "claim_timeout_minutes", "at least 1"),
+        ({"claim_timeout_minutes": 0}, "claim_timeout_minutes", "must be from 1 to 43200, got 0"),
+        ({"claim_timeout_minutes": 43201}, "claim_timeout_minutes", "must be from 1 to 43200"),
     ],
 )
 def test_bad_input_is_refused_with_a_message_and_changes_nothing(pool, annotators, make_study, overrides, field,
@@ -140,4 +141,4 @@ def test_the_api_creates_a_study_with_defaults_for_every_blind_annotator(pool, a
     assert sum(s["realised"] for s in data["strata"]) == 6
     refused = curator_client.post("/api/annotation/studies/", {"name": "Api2", "top_k": 10, "per_group": 3,
                                                                "annotators": ["ghost"]}, format="json")
-    assert refused.status_code == 400 and refused.json() == {"annotators": ["unknown users: ghost"]}
+    assert refused.status_code == 400 and refused.json() == {"errors": [{"field": "annotators", "message": "unknown users: ghost"}]}

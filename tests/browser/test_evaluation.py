@@ -4,7 +4,7 @@ from playwright.sync_api import expect
 
 from evaluation import services
 from tests.browser.conftest import login
-from tests.evaluation.conftest import celery_worker_thread, sandboxes_ready  # noqa: F401 (fixtures)
+from tests.evaluation.conftest import sandboxes_ready  # noqa: F401 (fixture)
 
 CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
 

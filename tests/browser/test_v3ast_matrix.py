@@ -7,7 +7,7 @@ from candidates.services import candidate_import_files
 from evaluation import services
 from tests.browser.conftest import login
 from tests.conftest import EXAMPLES
-from tests.evaluation.conftest import celery_worker_thread, sandboxes_ready  # noqa: F401 (fixtures)
+from tests.evaluation.conftest import sandboxes_ready  # noqa: F401 (fixture)
 
 IDS = ["bb-319395/kimi-k2.5/gpt-5.5", "bb-187101/gpt-5.4-mini/claude-opus-4-7"]
 

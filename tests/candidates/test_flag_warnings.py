@@ -74,7 +74,8 @@ def test_the_api_refuses_an_unacknowledged_approval_and_keeps_the_acknowledged_w
     refused = curator_client.post("/api/decisions/", body, format="json")
     assert refused.status_code == 400
     assert refused.json()["flags"] == [REASON]
-    assert REASON in refused.json()["acknowledge_flags"][0] and "acknowledge_flags" in refused.json()["acknowledge_flags"][0]
+    [error] = refused.json()["errors"]
+    assert error["field"] == "acknowledge_flags" and REASON in error["message"] and "acknowledge_flags" in error["message"]
     assert not Decision.objects.exists()
     assert curator_client.post("/api/decisions/", body | {"acknowledge_flags": False}, format="json").status_code == 400
     assert not Decision.objects.exists()

@@ -242,6 +242,8 @@ def _refused_bytes(data: bytes) -> list[fmt.FormatError]:
     return refused.value.errors
 
 
-def test_a_group_size_below_one_counts_as_one(examples_imported, curator_client):
-    data = curator_client.get("/api/candidates/?k=-5").json()
+def test_a_group_size_below_one_is_refused_naming_k(examples_imported, curator_client):
+    refused = curator_client.get("/api/candidates/?k=-5")
+    assert refused.status_code == 400 and refused.json()["errors"][0]["field"] == "k"
+    data = curator_client.get("/api/candidates/?k=1").json()
     assert [row["group"] for row in data["results"]] == ["top", "bottom"]

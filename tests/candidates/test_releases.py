@@ -151,9 +151,9 @@ def test_the_api_refuses_to_change_a_frozen_release(frozen, curator_client, admi
     url = f"/api/releases/{frozen.pk}/"
     for client in (curator_client, admin_client_):
         response = client.patch(url, {"description": "rewritten"}, format="json")
-        assert response.status_code == 409 and "frozen" in response.json()["detail"]
+        assert response.status_code == 409 and "frozen" in response.json()["errors"][0]["message"]
         response = client.delete(url)
-        assert response.status_code == 409 and "cannot be deleted" in response.json()["detail"]
+        assert response.status_code == 409 and "cannot be deleted" in response.json()["errors"][0]["message"]
         response = client.post(f"/api/releases/{frozen.pk}/freeze/")
         assert response.status_code == 409
     assert release_state(frozen) == before
@@ -175,7 +175,8 @@ def test_the_api_lifecycle_of_a_draft(examples_imported, curator, curator_client
     jsonl = curator_client.get(f"/api/releases/{pk}/export.jsonl")
     assert hashlib.sha256(b"".join(jsonl.streaming_content)).hexdigest() == frozen.json()["checksum"]
     duplicate = curator_client.post("/api/releases/", {"name": "veriharm-bench", "version": "1.0"}, format="json")
-    assert duplicate.status_code == 400 and "already exists" in duplicate.json()["version"][0]
+    assert duplicate.status_code == 400 and duplicate.json()["errors"][0]["field"] == "version"
+    assert "already exists" in duplicate.json()["errors"][0]["message"]
     draft = curator_client.post("/api/releases/", {"name": "veriharm-bench", "version": "2.0"}, format="json").json()
     assert curator_client.delete(f"/api/releases/{draft['id']}/").status_code == 204
     assert not Release.objects.filter(pk=draft["id"]).exists()

@@ -152,7 +152,7 @@ def test_the_decisions_api(examples_imported, curator_client, annotator_client):
         "decided_by": "cur", "decided_at": "", "flag_warning": "",
     }
     bad = curator_client.post("/api/decisions/", {"candidate": FIRST, "verdict": "approve", "reason": "harm_requested"})
-    assert bad.status_code == 400 and "reason" in bad.json()
+    assert bad.status_code == 400 and [e["field"] for e in bad.json()["errors"]] == ["reason"]
     stale = curator_client.post(
         "/api/decisions/", {"candidate": FIRST, "verdict": "reject", "reason": "unrealistic", "revision": 7}
     )

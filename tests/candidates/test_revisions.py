@@ -145,6 +145,6 @@ def test_the_revisions_api(examples_imported, curator_client):
     assert (response.json()["number"], response.json()["author"]) == (2, "cur")
     assert curator_client.post("/api/revisions/", body, format="json").status_code == 409
     bad = curator_client.post("/api/revisions/", dict(body, base_revision=2, harm_test="(("), format="json")
-    assert bad.status_code == 400 and "harm_test" in bad.json()
+    assert bad.status_code == 400 and [e["field"] for e in bad.json()["errors"]] == ["harm_test"]
     listed = curator_client.get("/api/revisions/", {"candidate": SECOND}).json()
     assert [(r["number"], r["author"]) for r in listed] == [(1, None), (2, "cur")]

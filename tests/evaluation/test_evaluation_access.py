@@ -105,10 +105,10 @@ def test_bad_launches_say_what_is_wrong(examples_imported, admin_client_):
     services.reference_agents_ensure()
     response = admin_client_.post("/api/evaluation/runs/", {"selection": {"kind": "ids", "ids": ["missing"]},
                                                             "agents": ["reference-safe"]}, format="json")
-    assert response.status_code == 400 and response.json() == {"errors": ["no candidate with id missing"]}
+    assert response.status_code == 400 and response.json() == {"errors": [{"field": "", "message": "no candidate with id missing"}]}
     response = admin_client_.post("/api/evaluation/runs/", {"selection": {"kind": "top_k", "k": 3},
                                                             "agents": ["ghost"]}, format="json")
-    assert response.status_code == 400 and "no agent ghost" in response.json()["errors"][0]
+    assert response.status_code == 400 and response.json()["errors"] == [{"field": "agents", "message": "no agent ghost"}]
     page = admin_client_.post("/evaluation/launch/", {"selection_kind": "ids", "ids": "missing",
                                                       "agents": [1], "repetitions": "1", "backend": "local"})
     assert page.status_code == 400 and b"no candidate with id missing" in page.content

@@ -133,7 +133,7 @@ def test_launching_with_a_budget_checks_it_and_the_agents_prices(examples_import
     ]:
         answer = admin_client_.post("/api/evaluation/runs/", {**launch, "agents": agents, "budget_usd": budget},
                                     format="json")
-        assert answer.status_code == 400 and message in " ".join(answer.json()["errors"]), answer.json()
+        assert answer.status_code == 400 and message in " ".join(f"{e['field']}: {e['message']}" for e in answer.json()["errors"]), answer.json()
     browser = Client()
     browser.force_login(admin_user)
     form = {"selection_kind": "ids", "ids": SAFE_ID, "agents": [priced.pk], "backend": "local",

@@ -27,7 +27,7 @@ def test_a_run_on_a_task_asking_for_network_is_refused_naming_it(admin_client_):
     answer = admin_client_.post("/api/evaluation/runs/", {
         "selection": {"kind": "ids", "ids": [networked["id"], plain["id"]]}, "agents": ["cat"], "backend": "local",
     }, format="json")
-    errors = " ".join(answer.json()["errors"])
+    errors = " ".join(error["message"] for error in answer.json()["errors"])
     assert answer.status_code == 400 and f"environment.network is true for {networked['id']}" in errors, errors
     assert plain["id"] not in errors and "never share the host's network" in errors
     assert not Run.objects.exists()

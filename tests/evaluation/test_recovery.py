@@ -49,7 +49,7 @@ def test_a_queued_trial_is_published_again_only_when_its_message_is_gone(broker,
     # A second sweep (another worker's) finds the new message: no duplicate.
     assert recovery.trials_republish().lost == []
     with broker.connection_for_read() as conn:
-        assert conn.default_channel.client.llen("celery") == 1
+        assert conn.default_channel.client.llen("sandbox-local") == 1
 
 
 @pytest.mark.django_db(transaction=True)
@@ -86,9 +86,11 @@ def test_the_broker_is_read_from_redis_messages_without_consuming_them(broker):
     assert waiting_tasks(broker)[TASK] == {424242, 424243}
 
 
-def test_the_filesystem_broker_is_read_too(tmp_path):
+def test_the_filesystem_broker_is_read_too(tmp_path, monkeypatch):
     from celery import Celery
 
+    # Celery prefers CELERY_BROKER_URL from the environment to the broker it is given.
+    monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
     folder = tmp_path / "queue"
     folder.mkdir()
     app = Celery("fs", broker="filesystem://", set_as_current=False)

@@ -46,7 +46,7 @@ def test_a_revised_harm_test_rescores_earlier_trials_and_shows_the_flips(
 
     # Nothing to re-score while the tests are those the trials ran.
     refused = admin_client_.post(f"/api/evaluation/candidates/{SAFE_ID}/rescores/", format="json")
-    assert refused.status_code == 400 and "nothing to re-score" in refused.json()["errors"][0]
+    assert refused.status_code == 400 and "nothing to re-score" in refused.json()["errors"][0]["message"]
     assert not Rescore.objects.exists()
 
     candidate = Candidate.objects.get(external_id=SAFE_ID)

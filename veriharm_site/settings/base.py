@@ -7,6 +7,7 @@ Set DATABASE_URL and CELERY_BROKER_URL to use PostgreSQL and Redis.
 from pathlib import Path
 
 import environ
+from kombu import Exchange, Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(environ.Env().str("VERIHARM_VAR_DIR", default=str(BASE_DIR / "var")))
@@ -38,6 +39,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before sessions, CSRF and authentication read cookies, credentials and forms.
+    "veriharm_site.input_safety.InputSafetyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -100,6 +103,8 @@ AXES_COOLOFF_TIME = env.float("VERIHARM_LOGIN_COOLOFF_MINUTES", default=15.0) / 
 # Username and address together: an attacker elsewhere cannot lock a user out of their own desk.
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# Its start-up banner would be printed before the output of every management command.
+AXES_VERBOSE = False
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -126,9 +131,25 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-# Uploads of pipeline files can be large; they are streamed to disk past 5 MB.
-DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# --- Limits on what clients send (docs/limits.md) -----------------------------------------------
+# Every body that is not an upload (JSON, forms) is at most this many bytes (Django's own setting;
+# the API's JSON parser honours it too). Refused with 413 before it is read.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("VERIHARM_MAX_BODY_BYTES", default=2 * 1024 * 1024)
+# An upload request (multipart: pipeline files, a release bundle) is at most this many bytes in all.
+VERIHARM_MAX_UPLOAD_BYTES = env.int("VERIHARM_MAX_UPLOAD_BYTES", default=256 * 1024 * 1024)
+# Uploads are streamed to disk past 5 MB.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# JSON (API bodies and each pipeline line) may nest arrays and objects at most this deep; checked
+# before parsing, so no document can exhaust the parser's stack.
+VERIHARM_JSON_MAX_DEPTH = env.int("VERIHARM_JSON_MAX_DEPTH", default=32)
+# One line of a pipeline file, in bytes, and each text field of a line (instruction, tests, scripts,
+# setup, file contents, rationales...), in characters.
+VERIHARM_PIPELINE_MAX_LINE_BYTES = env.int("VERIHARM_PIPELINE_MAX_LINE_BYTES", default=2 * 1024 * 1024)
+VERIHARM_PIPELINE_MAX_TEXT_CHARS = env.int("VERIHARM_PIPELINE_MAX_TEXT_CHARS", default=100_000)
+# Free text people type: a study's or a release's description; an annotator's comment, a curator's
+# note and reason.
+VERIHARM_MAX_DESCRIPTION_CHARS = env.int("VERIHARM_MAX_DESCRIPTION_CHARS", default=10_000)
+VERIHARM_MAX_COMMENT_CHARS = env.int("VERIHARM_MAX_COMMENT_CHARS", default=5_000)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -139,6 +160,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": [
+        "veriharm_site.input_safety.LimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "EXCEPTION_HANDLER": "veriharm_site.api_errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "VeriHarm Review API",
@@ -146,6 +173,13 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Every operation documents its refusals in the one error shape (veriharm_site/api_errors.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "veriharm_site.api_errors.document_refusals",
+    ],
+    # Uploads are binary parts of a multipart body, not URI strings.
+    "COMPONENT_SPLIT_REQUEST": True,
     # Curator decisions and evaluation reference checks both have a "verdict", and trials, studies and
     # re-scores a "status": name them apart.
     "ENUM_NAME_OVERRIDES": {
@@ -179,6 +213,20 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
+# Queues (docs/deployment.md): trials and re-scores go to the queue of their run's sandbox backend,
+# so only workers that have that backend take them (a worker without Docker: -Q sandbox-local,default);
+# imports and everything else to "default". A worker started without -Q consumes every queue here.
+CELERY_TASK_DEFAULT_QUEUE = "default"
+VERIHARM_SANDBOX_QUEUES = {
+    "local": env.str("VERIHARM_QUEUE_SANDBOX_LOCAL", default="sandbox-local"),
+    "docker": env.str("VERIHARM_QUEUE_SANDBOX_DOCKER", default="sandbox-docker"),
+}
+# Each queue its own exchange and routing key: queues sharing Celery's default binding would each get
+# a copy of every message.
+CELERY_TASK_QUEUES = [
+    Queue(name, Exchange(name, type="direct"), routing_key=name)
+    for name in dict.fromkeys([CELERY_TASK_DEFAULT_QUEUE, *VERIHARM_SANDBOX_QUEUES.values()])
+]
 # Must stay below the broker's visibility timeout so a running trial is never redelivered.
 CELERY_TASK_TIME_LIMIT = 60 * 60
 CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60

@@ -1,0 +1,89 @@
+"""Queue routing: trials (and their retries and re-publications) wait in their backend's queue, imports
+in the default one, so that workers with and without Docker each take only what they can run."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from candidates import import_jobs
+from evaluation import recovery, services
+from evaluation.models import Trial
+from evaluation.tasks import sandbox_queue, trial_execute
+from veriharm_site.broker_messages import waiting_tasks
+
+CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
+TRIAL_TASK = "evaluation.trial_execute"
+
+
+@pytest.fixture
+def broker():
+    """The test broker with every queue declared and bound, as a worker consuming all of them leaves it
+    (so that a message published to one queue but bound to several would show)."""
+    from veriharm_site.celery import app
+
+    with app.connection_for_write() as conn:
+        for queue in app.amqp.queues.values():
+            queue(conn.default_channel).declare()
+    app.control.purge()
+    yield app
+    app.control.purge()
+
+
+def queued(app, queue: str) -> dict[str, set[int]]:
+    return waiting_tasks(app, [queue]) or {}
+
+
+def test_the_queues_are_configured(settings) -> None:
+    from veriharm_site.celery import app
+
+    assert app.conf.task_default_queue == "default"
+    # Each with its own exchange and key: no message is copied into another queue.
+    assert {(q.name, q.exchange.name, q.routing_key) for q in app.amqp.queues.values()} == {
+        ("default", "default", "default"), ("sandbox-local", "sandbox-local", "sandbox-local"),
+        ("sandbox-docker", "sandbox-docker", "sandbox-docker")}
+    assert (sandbox_queue("docker"), sandbox_queue("local")) == ("sandbox-docker", "sandbox-local")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("backend", "queue", "other"), [("docker", "sandbox-docker", "sandbox-local"),
+                                                         ("local", "sandbox-local", "sandbox-docker")])
+def test_a_runs_trials_go_to_its_backends_queue(broker, examples_imported, backend, queue, other) -> None:
+    agent = services.reference_agents_ensure()[0]
+    run = services.run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend=backend)
+    trial = Trial.objects.get(run=run)
+    assert queued(broker, queue) == {TRIAL_TASK: {trial.pk}}
+    assert queued(broker, other) == {}
+    assert queued(broker, "default") == {}
+
+    # The recovery sweep publishes a lost trial to the same queue.
+    broker.control.purge()
+    Trial.objects.filter(pk=trial.pk).update(queued_at=timezone.now() - timedelta(hours=1))
+    assert recovery.trials_republish().lost == [trial.pk]
+    assert queued(broker, queue) == {TRIAL_TASK: {trial.pk}}
+    assert queued(broker, other) == {}
+
+
+def test_a_retry_stays_on_the_queue_it_came_from(broker) -> None:
+    # What Task.retry publishes: the signature made from the delivery's request.
+    request = type("Request", (), {})()
+    request.args, request.kwargs = (7,), {}
+    request.delivery_info = {"exchange": "sandbox-docker", "routing_key": "sandbox-docker", "priority": 0}
+    request.as_execution_options = lambda: {}
+    trial_execute.signature_from_request(request).apply_async()
+    assert queued(broker, "sandbox-docker") == {TRIAL_TASK: {7}}
+    assert queued(broker, "sandbox-local") == {}
+    assert queued(broker, "default") == {}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_imports_go_to_the_default_queue(broker, curator, tmp_path, settings) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    settings.VERIHARM_IMPORT_DIR = tmp_path
+    upload = SimpleUploadedFile("candidates.jsonl", b"")
+    job = import_jobs.import_job_create(user=curator, uploads=[upload])
+    assert queued(broker, "default") == {import_jobs.TASK: {job.pk}}
+    assert queued(broker, "sandbox-docker") == {}
+    assert queued(broker, "sandbox-local") == {}

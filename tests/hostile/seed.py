@@ -1,0 +1,59 @@
+"""One database with an object of every kind the API addresses, for the hostile-input suites."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import connection
+
+from annotation import services as annotation_services
+from candidates.models import Candidate
+from candidates.releases import release_create
+from candidates.services import candidate_import_files
+from evaluation import services as evaluation_services
+from evaluation.models import Run
+from tests.annotation.conftest import import_pool
+from tests.conftest import EXAMPLES, make_user
+from veriharm_site.roles import ADMIN, ANNOTATOR, CURATOR
+
+USERS = {"annotator": ("ann", ANNOTATOR), "curator": ("cur", CURATOR), "admin": ("adm", ADMIN)}
+
+
+@dataclass
+class Seeded:
+    candidate: str
+    study: int
+    token: str
+    release: int
+    run: int
+    trial: int
+    agent: int
+    users: dict
+
+
+def seed() -> Seeded:
+    users = {role: make_user(name, group) for role, (name, group) in USERS.items()}
+    candidate_import_files([str(EXAMPLES / "candidates.jsonl"), str(EXAMPLES / "search.jsonl")])
+    import_pool(12, task_indices=list(range(12)))  # fixed tasks: none conflicts with the examples
+    study = annotation_services.study_create(
+        annotation_services.StudySpec(name="hostile study", seed=7, top_k=4, per_group=2, annotators_per_item=1),
+        annotators=[users["annotator"]], created_by=users["curator"],
+    )
+    assignment = annotation_services.item_claim_next(study.pk, users["annotator"])
+    release = release_create(user=users["curator"], name="hostile", version="1.0", description="draft")
+    agents = evaluation_services.reference_agents_ensure()
+    candidate = Candidate.objects.order_by("rank").first()
+    run = evaluation_services.run_launch(
+        selection={"kind": "ids", "ids": [candidate.external_id]}, agent_ids=[a.pk for a in agents],
+        backend="local", created_by=users["admin"], name="hostile run",
+    )
+    run = Run.objects.get(pk=run.pk)
+    return Seeded(candidate=candidate.external_id, study=study.pk, token=assignment.item.token, release=release.pk,
+                  run=run.pk, trial=run.trials.order_by("pk").first().pk, agent=agents[0].pk, users=users)
+
+
+def table_counts() -> dict[str, int]:
+    """Rows in every table of the database, in one query."""
+    with connection.cursor() as cursor:
+        tables = [t for t in connection.introspection.table_names(cursor) if not t.startswith("django_migrations")]
+        cursor.execute("SELECT " + ", ".join(f"(SELECT count(*) FROM {connection.ops.quote_name(t)})" for t in tables))
+        return dict(zip(tables, cursor.fetchone()))
