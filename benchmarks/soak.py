@@ -124,8 +124,8 @@ class Worker:
     def start(self) -> None:
         self.generation += 1
         log = (self.logs / f"{self.name}.log").open("wb")
-        # The shipped worker command (docker-compose.yml, scripts/run_local.sh), with a name per
-        # incarnation so each trial says which one held it.
+        # The shipped worker command of scripts/run_local.sh (no -Q: every queue, sandbox-local
+        # included), with a name per incarnation so each trial says which one held it.
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "veriharm_site", "worker", "--loglevel=INFO",
              f"--concurrency={self.concurrency}", "-n", f"{self.name}@%h"],
@@ -417,7 +417,9 @@ class Soak:
         if service == "postgres":
             self.postgres.stop()
         else:
-            lost = self.redis.queue_length()
+            # Every queue the workers consume (trials go to their backend's queue, sandbox-local).
+            lengths = [self.redis.queue_length(q.name) for q in self.settings.CELERY_TASK_QUEUES]
+            lost = sum(n for n in lengths if n is not None)
             self.redis.stop()
         name = victim.hostname
         at = victim.kill()
