@@ -43,13 +43,15 @@ check: install
 	$(PY) manage.py check
 	DJANGO_SETTINGS_MODULE=veriharm_site.settings.production DJANGO_SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(64))') $(PY) manage.py check --deploy --fail-level WARNING
 
-## Print the figures of every benchmark (needs PostgreSQL, Docker and the sandbox image; takes minutes).
+## Print the figures of every benchmark (needs PostgreSQL, Docker and the sandbox image; about 20 minutes;
+## the soak starts its own PostgreSQL and Redis on ports 55432 and 56379 and restarts them).
 benchmarks: install
 	scripts/start_docker.sh
 	scripts/build_sandbox_image.sh
 	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) benchmarks/import_bench.py
 	$(PY) benchmarks/next_item_bench.py
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) benchmarks/sandbox_overhead.py
+	$(PY) benchmarks/soak.py
 
 clean:
 	rm -rf var .pytest_cache

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 
 from . import final_states, pinning, selectors, services
 from .agents.base import AgentError, Step
@@ -36,6 +36,19 @@ logger = logging.getLogger(__name__)
 
 # Seconds between two in-place attempts after an infrastructure failure.
 RETRY_BACKOFF = 2.0
+
+
+class AttemptInterrupted(Exception):
+    """An attempt lost the database (a PostgreSQL restart) and ended without releasing its lease.
+
+    The trial stays running under `token`, which nothing heartbeats any more; the task's retry
+    passes the token back to `trial_claim`, which takes the trial back at once instead of
+    refusing it as busy until the lease expires."""
+
+    def __init__(self, trial_id: int, token: str) -> None:
+        super().__init__(f"trial {trial_id}: the attempt lost its database connection")
+        self.trial_id = trial_id
+        self.token = token
 
 
 class Heartbeat:
@@ -216,18 +229,25 @@ def default_backend_factory(name: str):
     return get_backend(name)
 
 
-def trial_execute(trial_id: int, *, worker: str = "", backend_factory: Callable[[str], object] | None = None) -> str:
+def trial_execute(trial_id: int, *, worker: str = "", backend_factory: Callable[[str], object] | None = None,
+                  abandoned: str = "") -> str:
     """Run a trial to its end unless it is finished, cancelled or held by a live worker.
 
     Returns "done", "unresolved", "cancelled", "lost", or a ClaimRefused value
-    ("missing", "finished", "busy", "exhausted"). Safe to call any number of times.
+    ("missing", "finished", "busy", "exhausted"). Safe to call any number of times. Raises
+    AttemptInterrupted when an attempt loses the database; `abandoned` is then its token, given
+    back by the retry (`services.trial_claim`).
     """
     factory = backend_factory or default_backend_factory
     while True:
-        claim = services.trial_claim(trial_id, worker)
+        claim = services.trial_claim(trial_id, worker, abandoned=abandoned)
         if isinstance(claim, str):
             return claim
-        result = _attempt(claim, factory)
+        abandoned = ""
+        try:
+            result = _attempt(claim, factory)
+        except (OperationalError, InterfaceError) as exc:
+            raise AttemptInterrupted(trial_id, claim.token) from exc
         if result != "requeued":
             return result
         time.sleep(RETRY_BACKOFF)

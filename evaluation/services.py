@@ -414,8 +414,13 @@ def _lease_expired_before(now) -> Any:
     return now - timedelta(seconds=settings.VERIHARM_TRIAL_LEASE_SECONDS)
 
 
-def trial_claim(trial_id: int, worker: str = "") -> Claim | str:
-    """Take a trial for this worker, or say why not (a ClaimRefused value)."""
+def trial_claim(trial_id: int, worker: str = "", *, abandoned: str = "") -> Claim | str:
+    """Take a trial for this worker, or say why not (a ClaimRefused value).
+
+    `abandoned` is the lease token of an attempt that ended without releasing its lease (it lost
+    the database mid-trial): while the trial still holds that very token, nobody else has taken
+    it over and nobody heartbeats it any more, so it is taken back at once instead of waiting for
+    the lease to expire."""
     with transaction.atomic():
         trial = Trial.objects.select_for_update().filter(pk=trial_id).first()
         if trial is None:
@@ -431,8 +436,9 @@ def trial_claim(trial_id: int, worker: str = "") -> Claim | str:
             trial.save(update_fields=["status", "end", "finished_at", "lease_token"])
             return ClaimRefused.CANCELLED
         took_over = ""
+        taken_back = bool(abandoned) and trial.status == TrialStatus.RUNNING and trial.lease_token == abandoned
         if trial.status == TrialStatus.RUNNING:
-            if trial.heartbeat_at and trial.heartbeat_at > _lease_expired_before(now):
+            if not taken_back and trial.heartbeat_at and trial.heartbeat_at > _lease_expired_before(now):
                 return ClaimRefused.BUSY
             took_over = trial.worker or "an unknown worker"
         if trial.attempts >= settings.VERIHARM_TRIAL_MAX_ATTEMPTS:
@@ -457,9 +463,10 @@ def trial_claim(trial_id: int, worker: str = "") -> Claim | str:
         # candidate_revision stays as launched: the trial runs its pinned inputs, whatever was edited since.
         trial.save(update_fields=["attempts", "status", "lease_token", "worker", "started_at", "heartbeat_at"])
         if took_over:
+            why = ("whose attempt lost its database connection" if taken_back else "whose lease had expired")
             TranscriptStep.objects.create(
                 trial=trial, attempt=trial.attempts, index=0, kind=TranscriptStep.Kind.NOTE,
-                content=f"attempt {trial.attempts} took over from {took_over}, whose lease had expired",
+                content=f"attempt {trial.attempts} took over from {took_over}, {why}",
             )
         return Claim(trial_id=trial.pk, token=trial.lease_token, attempt=trial.attempts, took_over=bool(took_over))
 

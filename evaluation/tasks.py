@@ -35,11 +35,17 @@ DATABASE_RETRIES = 8
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None, name="evaluation.trial_execute")
-def trial_execute(self, trial_id: int) -> str:
+def trial_execute(self, trial_id: int, abandoned: str = "") -> str:
     """Run one trial. A duplicate delivery of a finished trial does nothing; one that finds the
-    trial held by a live worker checks again after a lease period, in case that worker dies."""
+    trial held by a live worker checks again after a lease period, in case that worker dies.
+    An attempt cut off from the database is taken back by the retry (`abandoned`: its lease token)."""
     try:
-        result = execution.trial_execute(trial_id, worker=self.request.hostname or "")
+        result = execution.trial_execute(trial_id, worker=self.request.hostname or "", abandoned=abandoned)
+    except execution.AttemptInterrupted as exc:
+        if self.request.retries >= DATABASE_RETRIES:
+            raise
+        raise self.retry(exc=exc, kwargs={"abandoned": exc.token},
+                         countdown=min(2**self.request.retries, 60)) from exc
     except (OperationalError, InterfaceError) as exc:
         if self.request.retries >= DATABASE_RETRIES:
             raise
