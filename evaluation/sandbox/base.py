@@ -648,6 +648,14 @@ class CommandSandbox(Sandbox):
     def _resolve(self, path: str) -> str:
         return normalize_sandbox_path(path, self.workdir)
 
+    def unpack_archive(self, path: pathlib.Path) -> None:
+        """Unpack a final-state archive (``Snapshot.export``) into this fresh sandbox.
+
+        Decompressed on the host (our own file), unpacked inside by the sandbox's tar, so tar
+        never runs gzip from the sandbox's PATH; numeric owners are kept (setuid bits too)."""
+        with open_archive(path) as archive:
+            self._put_tar(archive, f"archive {path.name}", ["--numeric-owner"])
+
     def _put_tar(self, data: bytes | IO[bytes], what: str, options: Iterable[str] = ()) -> None:
         # --no-same-owner would map to the caller; inside, the caller is root, and
         # archives we build are root-owned, so the default keeps ownership.

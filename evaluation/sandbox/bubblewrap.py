@@ -102,7 +102,6 @@ from .base import (
     Snapshot,
     hidden_test_name,
     inode_cap,
-    open_archive,
     plan_writable_mounts,
     read_identity,
 )
@@ -826,12 +825,9 @@ class BubblewrapBackend(SandboxBackend):
     def restore_archive(self, environment: Environment, limits: Limits, path: Path) -> LocalSandbox:
         sandbox = self._materialize(self._spec(environment, limits), seed_from=None, empty=True)
         try:
-            with open_archive(path) as archive:
-                # Decompressed on the host (our own file), unpacked inside: tar never
-                # runs gzip from the sandbox's PATH. Owners are kept (setuid bits too):
-                # an archive of a local sandbox only has uid 0, the one identity a
-                # local sandbox has; one with other owners (e.g. from docker) is refused.
-                sandbox._put_tar(archive, f"archive {path.name}", ["--numeric-owner"])
+            # An archive of a local sandbox only has uid 0, the one identity a local sandbox
+            # has; one with other owners (e.g. from docker) is refused by the unpacking.
+            sandbox.unpack_archive(path)
         except BaseException:
             sandbox.destroy()
             raise

@@ -604,8 +604,7 @@ class DockerBackend(SandboxBackend):
         spec, _ = self._spec(environment, limits)
         sandbox = self._start(spec)
         try:
-            with open_archive(path) as archive:
-                sandbox._put_tar(archive, f"archive {path.name}", ["--numeric-owner"])
+            sandbox.unpack_archive(path)
         except BaseException:
             sandbox.destroy()
             raise
