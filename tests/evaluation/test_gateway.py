@@ -336,8 +336,13 @@ def test_a_client_leaving_mid_stream_frees_its_slot_and_the_call_is_recorded(exa
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_socket_directory_setting_places_every_trials_socket(examples_imported, monkeypatch, settings, tmp_path):
-    # A worker in a container shares this path with the Docker engine's host.
+def test_the_socket_directory_setting_places_every_trials_socket(examples_imported, monkeypatch, settings):
+    # A worker in a container shares this path with the Docker engine's host. A short path:
+    # a Unix socket's path may not exceed 107 bytes, and pytest's tmp_path can.
+    import tempfile
+    from pathlib import Path
+
+    tmp_path = Path(tempfile.mkdtemp(prefix="gw", dir="/tmp"))
     monkeypatch.setenv(KEY_ENV, REAL_KEY)
     settings.VERIHARM_GATEWAY_SOCKET_DIR = str(tmp_path / "gateways")
     trial = make_trial("gw-socket-dir")
