@@ -169,6 +169,12 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("api-annotation-study-export", "GET", CURATORS),
 ]
 
+# Checks inside a view, on top of its route's: (url name, method, query string, roles).
+VARIANTS: list[tuple[str, str, str, frozenset[str]]] = [
+    ("annotation:export", "GET", "identities=1", ADMINS),  # annotation.export_identities
+    ("api-annotation-study-export", "GET", "identities=1", ADMINS),
+]
+
 # The Django admin has its own check (is_staff and model permissions): its index and every
 # registered model's list and add pages are for admins only; everyone else is sent to its login.
 ADMIN_SITE = ADMINS
@@ -314,32 +320,44 @@ def test_every_route_and_method_lets_through_exactly_the_roles_in_the_table(worl
     for route in site_routes():
         url = url_of(route, world.seeded, world.import_job)
         for method in route.methods:
-            allowed_roles = expected.get((route.name, method))
-            if allowed_roles is None:
-                continue  # the test above names it
-            for role in ROLES:
-                response, changed = _send(world.clients[role], method, url, route.is_api,
-                                          count=role not in allowed_roles)
-                if route.name == "logout" and role != ANON:
-                    world.clients[role].force_login(world.users[role])  # signed in again for the next route
-                where = f"{method} {url} ({route.name}) as {role} -> {response.status_code}"
-                if response.status_code >= 500:
-                    problems.append(f"{where}: a server error")
-                elif role in allowed_roles:
-                    if refused(response, route.name):
-                        problems.append(f"{where}: refused, but the table lets {role} through")
-                    elif response.status_code == 404 and (route.name, role) not in MAY_BE_MISSING:
-                        problems.append(f"{where}: the seeded object was not found (the check went untested)")
-                else:
-                    if not refused(response, route.name):
-                        problems.append(f"{where}: let through, but the table allows only {sorted(allowed_roles)}")
-                    elif changed:
-                        problems.append(f"{where}: refused, yet rows changed")
-                    elif role == ANON and not route.is_api and response.status_code != 302:
-                        problems.append(f"{where}: anonymous on a page should be sent to the login page")
-                    elif role != ANON and response.status_code != 403:
-                        problems.append(f"{where}: a signed-in user refused should get 403")
+            if (route.name, method) in expected:  # else the test above names it
+                problems += _check(world, route, method, url, expected[(route.name, method)])
     assert problems == [], f"{len(problems)} permission mismatches:\n" + "\n".join(problems)
+
+
+def test_checks_within_a_view_let_through_exactly_the_roles_in_the_table(world):
+    routes = {route.name: route for route in site_routes()}
+    problems: list[str] = []
+    for name, method, query, allowed_roles in VARIANTS:
+        url = url_of(routes[name], world.seeded, world.import_job)
+        problems += _check(world, routes[name], method, f"{url}{'&' if '?' in url else '?'}{query}", allowed_roles)
+    assert problems == [], f"{len(problems)} permission mismatches:\n" + "\n".join(problems)
+
+
+def _check(world: World, route: Route, method: str, url: str, allowed_roles: frozenset[str]) -> list[str]:
+    """What is wrong with how `method url` answers each role."""
+    problems = []
+    for role in ROLES:
+        response, changed = _send(world.clients[role], method, url, route.is_api, count=role not in allowed_roles)
+        if route.name == "logout" and role != ANON:
+            world.clients[role].force_login(world.users[role])  # signed in again for the next route
+        where = f"{method} {url} ({route.name}) as {role} -> {response.status_code}"
+        if response.status_code >= 500:
+            problems.append(f"{where}: a server error")
+        elif role in allowed_roles:
+            if refused(response, route.name):
+                problems.append(f"{where}: refused, but the table lets {role} through")
+            elif response.status_code == 404 and (route.name, role) not in MAY_BE_MISSING:
+                problems.append(f"{where}: the seeded object was not found (the check went untested)")
+        elif not refused(response, route.name):
+            problems.append(f"{where}: let through, but the table allows only {sorted(allowed_roles)}")
+        elif changed:
+            problems.append(f"{where}: refused, yet rows changed")
+        elif role == ANON and not route.is_api and response.status_code != 302:
+            problems.append(f"{where}: anonymous on a page should be sent to the login page")
+        elif role != ANON and response.status_code != 403:
+            problems.append(f"{where}: a signed-in user refused should get 403")
+    return problems
 
 
 def test_the_django_admin_is_for_admins_only(world):
