@@ -5,12 +5,13 @@ someone has judged that it keeps them blind.
   which), read from the OpenAPI schema, must equal the reviewed snapshot in
   `annotator_payloads.json`; and every key of every real response must be in that snapshot too,
   so a field the schema does not describe is caught as well.
-- Pages: the template context of each annotator page (its names, and the fields of the objects
-  it holds), every data-* attribute and every form field must be in the lists below.
+- Pages: the template context of each annotator page (its names, one level into its dataclasses,
+  and the models reachable from it), every data-* attribute with its values and every form field
+  with its type and values must be in the lists below.
 
-The deny checks of test_blindness.py stay as a second net. After judging a change, refresh the
+The deny checks of test_blindness.py stay as a second net. After judging a change, rewrite the
 snapshot with `VERIHARM_UPDATE_ANNOTATOR_PAYLOADS=1 pytest tests/annotation/test_annotator_payloads.py`
-and review its diff like code.
+(that run fails once, saying so) and commit its diff like code.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from rest_framework.test import APIClient
 
 from tests.annotation.test_blindness import blind_setup  # noqa: F401 (a fixture)
 from tests.hostile.payloads import api_schema
-from tests.test_permission_matrix import ANN, EXPECTED
+from tests.test_permission_matrix import ANN, EXPECTED, site_routes
 
 pytestmark = pytest.mark.django_db
 
@@ -70,20 +71,11 @@ DJANGO_CONTEXT = {"view", "csrf_token", "request", "user", "perms", "messages", 
 def annotator_operations() -> list[tuple[str, str]]:
     """(METHOD, schema path) of every API operation the permission matrix lets annotators call."""
     allowed = {(name, method) for name, method, roles in EXPECTED if ANN in roles}
-    operations = []
-    for pattern, name, method in _api_routes():
-        if (name, method) in allowed:
-            operations.append((method, "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", pattern)))
-    return sorted(operations)
-
-
-def _api_routes():
-    from tests.test_permission_matrix import site_routes
-
-    for route in site_routes():
-        if route.is_api:
-            for method in route.methods:
-                yield route.pattern, route.name, method
+    return sorted(
+        (method, "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route.pattern))
+        for route in site_routes() if route.is_api
+        for method in route.methods if (route.name, method) in allowed
+    )
 
 
 def _resolve(schema: dict[str, Any], node: dict[str, Any]) -> list[dict[str, Any]]:
@@ -136,9 +128,10 @@ def payload_fields() -> dict[str, list[str]]:
 def test_the_annotator_api_fields_are_the_reviewed_ones():
     current = payload_fields()
     assert len(current) >= 7, "the annotator operations were not found in the schema"
-    if UPDATE:
-        SNAPSHOT.write_text(json.dumps(current, indent=2) + "\n")
     reviewed = json.loads(SNAPSHOT.read_text())
+    if UPDATE and current != reviewed:
+        SNAPSHOT.write_text(json.dumps(current, indent=2) + "\n")
+        pytest.fail(f"{SNAPSHOT.name} rewritten: review its diff before committing it")
     problems = []
     for operation in sorted(set(current) | set(reviewed)):
         if operation not in reviewed:
@@ -268,7 +261,8 @@ def context_models(value: Any, depth: int = 0) -> set[str]:
 
 def page_problems(url: str, name: str, response: Any) -> list[str]:
     problems = []
-    context = {k: response.context[k] for k in response.context.keys() if k not in DJANGO_CONTEXT}
+    names = response.context.keys()  # a ContextList: iterating it gives contexts, not names
+    context = {k: response.context[k] for k in names if k not in DJANGO_CONTEXT}
     extra = context_paths(context) - PAGE_CONTEXT[name]
     if extra:
         problems.append(f"{url}: context not reviewed for blindness: {sorted(extra)}")
