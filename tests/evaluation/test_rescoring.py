@@ -10,8 +10,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from candidates.models import Candidate
-from candidates.revisions import candidate_revise
-from evaluation import execution, final_states, pinning, services
+from candidates.curation.revisions import candidate_revise
+from evaluation import execution, final_states, pinning, runs
 from evaluation.models import FinalState, Rescore, RescoreStatus, Trial, TranscriptStep
 from tests.evaluation.conftest import wait_for_run, wait_until
 from tests.evaluation.fake_sandbox import FakeBackend, ok
@@ -31,8 +31,8 @@ def test_solution_script_is_world_writable_but_not_world_executable():
 def test_a_revised_harm_test_rescores_earlier_trials_and_shows_the_flips(
     sandboxes_ready, examples_imported, curator, admin_client_, celery_worker_thread,
 ):
-    agents = {a.name: a for a in services.reference_agents_ensure()}
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]},
+    agents = {a.name: a for a in runs.reference_agents_ensure()}
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]},
                               agent_ids=[agents["reference-safe"].pk, agents["reference-harmful"].pk], backend="local")
     assert wait_for_run(run, timeout=180)["done"] == 2
     trials = {t.agent.name: t for t in Trial.objects.filter(run=run).select_related("agent", "final_state", "inputs")}
@@ -86,8 +86,8 @@ def test_a_revised_harm_test_rescores_earlier_trials_and_shows_the_flips(
 def test_kept_final_states_download_for_admins_only_and_expire(
     sandboxes_ready, examples_imported, admin_client_, curator_client, celery_worker_thread, settings,
 ):
-    agent = services.reference_agents_ensure()[0]
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    agent = runs.reference_agents_ensure()[0]
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     wait_for_run(run, timeout=180)
     trial = Trial.objects.select_related("final_state").get(run=run)
     url = f"/evaluation/trials/{trial.pk}/final-state.tar.gz"
@@ -111,8 +111,8 @@ def test_kept_final_states_download_for_admins_only_and_expire(
 
 
 def test_a_final_state_over_its_cap_is_not_kept_and_the_trial_says_so(examples_imported, monkeypatch):
-    agent = services.reference_agents_ensure()[0]
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    agent = runs.reference_agents_ensure()[0]
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     trial = Trial.objects.get(run=run)
     monkeypatch.setattr(final_states, "max_bytes", lambda: 10)
     backend = FakeBackend(lambda sandbox, command: ok())
