@@ -126,6 +126,7 @@ from .base import (
 )
 from .images import VERIFIER_IDENTITY, default_image, require_verifier_root
 from .network import GATEWAY_MOUNT, HARNESS_MOUNT, ModelAccess, forwarder_argv
+from .pool import WarmPool
 
 # Files docker bind-mounts into every container; they live on the host and must
 # be neither overwritten by a seed/restore nor carried into a snapshot.
@@ -493,7 +494,7 @@ class DockerSnapshot(Snapshot):
             if self._discarded:
                 raise SandboxError("snapshot already discarded")
             preload = self._has_preload()
-            sandbox = self.backend._start(replace(self.spec, verifier=self.backend._verifier_volume()))
+            sandbox = self.backend._test_container(self.spec)
             try:
                 # Written while the container's writable directories are still empty:
                 # the tar doing it runs before any of the agent's files exist.
@@ -542,6 +543,10 @@ class DockerSnapshot(Snapshot):
             self._finalizer()
 
 
+def _destroy(sandbox: DockerSandbox) -> None:
+    sandbox.destroy()
+
+
 def _unlink(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
@@ -557,7 +562,11 @@ class DockerBackend(SandboxBackend):
         client: docker.DockerClient | None = None,
         state_dir: str | os.PathLike[str] | None = None,
         setup_timeout: float = DEFAULT_SETUP_TIMEOUT,
+        pool_size: int = 0,
+        pool_environments: int = 4,
     ) -> None:
+        """``pool_size``: trials' worth of containers kept started ahead of time per environment
+        (0: none), for at most ``pool_environments`` environments (see evaluation.sandbox.pool)."""
         self.image = image or default_image()
         try:
             self.client = client or docker.from_env(timeout=300)
@@ -570,6 +579,14 @@ class DockerBackend(SandboxBackend):
         self._volume: str | None = None
         self._volume_lock = threading.Lock()
         self._image_ids: dict[str, str] = {}
+        # Warm pools (evaluation.sandbox.pool): started, seeded agent containers, and empty
+        # test-phase containers (two per trial), per sandbox spec.
+        self._agent_pool: WarmPool[_Spec, DockerSandbox] = WarmPool(
+            "docker-agent", self._new_agent_container, _destroy, size=pool_size, max_keys=pool_environments
+        )
+        self._test_pool: WarmPool[_Spec, DockerSandbox] = WarmPool(
+            "docker-test", self._start, _destroy, size=2 * pool_size, max_keys=pool_environments
+        )
 
     # -- create ------------------------------------------------------------------
     def _spec(self, environment: Environment, limits: Limits) -> tuple[_Spec, bytes]:
@@ -588,17 +605,49 @@ class DockerBackend(SandboxBackend):
         self, environment: Environment, limits: Limits = Limits(), *, model: ModelAccess | None = None
     ) -> DockerSandbox:
         spec, seed = self._spec(environment, limits)
+        sandbox = None
         if model is not None:
+            # The gateway's socket is a volume, fixed when the container starts: never pooled.
             harness = model.harness_root.resolve() if model.harness_root else None
             spec = replace(spec, gateway=str(model.socket_dir.resolve()), harness=str(harness) if harness else None)
-        sandbox = self._start(spec)
+        else:
+            sandbox = self._agent_pool.take(spec)
+            if self._test_pool.enabled:
+                # The test phase of this trial will want its containers too: start them now.
+                self._test_pool.warm(self._test_spec(spec))
+        if sandbox is None:
+            sandbox = self._new_agent_container(spec, seed)
         try:
-            sandbox._put_tar(seed, f"the image's content of {', '.join(spec.mounts)}")
             sandbox._apply_environment(environment, self.setup_timeout)
         except BaseException:
             sandbox.destroy()
             raise
         return sandbox
+
+    def _new_agent_container(self, spec: _Spec, seed: bytes | None = None) -> DockerSandbox:
+        """A started container holding the image's content of its writable directories."""
+        if seed is None:
+            seed = self._seed(spec)[0]
+        sandbox = self._start(spec)
+        try:
+            sandbox._put_tar(seed, f"the image's content of {', '.join(spec.mounts)}")
+        except BaseException:
+            sandbox.destroy()
+            raise
+        return sandbox
+
+    def _test_spec(self, spec: _Spec) -> _Spec:
+        return replace(spec, gateway=None, harness=None, verifier=self._verifier_volume())
+
+    def _test_container(self, spec: _Spec) -> DockerSandbox:
+        """An empty test-phase container (verifier runtime mounted, nothing of the agent's yet)."""
+        test_spec = self._test_spec(spec)
+        return self._test_pool.take(test_spec) or self._start(test_spec)
+
+    def drain_pools(self) -> None:
+        """Remove every container kept ready (the pools stop refilling)."""
+        self._agent_pool.drain()
+        self._test_pool.drain()
 
     def restore_archive(self, environment: Environment, limits: Limits, path: Path) -> DockerSandbox:
         spec, _ = self._spec(environment, limits)
