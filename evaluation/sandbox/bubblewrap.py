@@ -751,6 +751,18 @@ class BubblewrapBackend(SandboxBackend):
             "local-test", self._shell, _destroy, size=2 * pool_size, max_keys=pool_environments
         )
 
+    def pooled(self) -> list:
+        """Every sandbox the pools hold ready now."""
+        return [*self._agent_pool.members(), *self._test_pool.members()]
+
+    def wait_warm(self, environment: Environment, limits: Limits = Limits(), timeout: float = 60.0) -> bool:
+        """Ask for ``environment``'s sandboxes to be kept ready and wait until they are (True), at
+        most ``timeout`` seconds."""
+        spec = self._spec(environment, limits)
+        self._agent_pool.warm(spec)
+        self._test_pool.warm(self._test_spec(spec))
+        return self._agent_pool.wait_ready(spec, timeout) and self._test_pool.wait_ready(self._test_spec(spec), timeout)
+
     def drain_pools(self) -> None:
         """Destroy every sandbox kept ready (the pools stop refilling)."""
         self._agent_pool.drain()

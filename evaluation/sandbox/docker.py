@@ -644,6 +644,18 @@ class DockerBackend(SandboxBackend):
         test_spec = self._test_spec(spec)
         return self._test_pool.take(test_spec) or self._start(test_spec)
 
+    def pooled(self) -> list:
+        """Every sandbox the pools hold ready now."""
+        return [*self._agent_pool.members(), *self._test_pool.members()]
+
+    def wait_warm(self, environment: Environment, limits: Limits = Limits(), timeout: float = 60.0) -> bool:
+        """Ask for ``environment``'s sandboxes to be kept ready and wait until they are (True), at
+        most ``timeout`` seconds."""
+        spec, _ = self._spec(environment, limits)
+        self._agent_pool.warm(spec)
+        self._test_pool.warm(self._test_spec(spec))
+        return self._agent_pool.wait_ready(spec, timeout) and self._test_pool.wait_ready(self._test_spec(spec), timeout)
+
     def drain_pools(self) -> None:
         """Remove every container kept ready (the pools stop refilling)."""
         self._agent_pool.drain()

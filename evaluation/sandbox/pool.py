@@ -123,6 +123,11 @@ class WarmPool(Generic[K, T]):
         with self._lock:
             return self._lock.wait_for(lambda: len(self._ready.get(key, ())) >= self.size, timeout)
 
+    def members(self) -> list[T]:
+        """The members ready now, every key (they stay in the pool)."""
+        with self._lock:
+            return [m for ms in self._ready.values() for m in ms]
+
     def drain(self) -> None:
         """Destroy every ready member and stop refilling. Idempotent."""
         with self._lock:
