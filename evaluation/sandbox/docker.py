@@ -374,7 +374,9 @@ class DockerSandbox(CommandSandbox):
         exit_code = self._exit_code(exec_id)
         if exit_code is not None and exit_code >= 126:
             self._check_running()
-        if failure and exit_code is None and not host_killed:
+        if failure and not host_killed:
+            # The output stream broke off: whatever status the exec had, its output is incomplete,
+            # and an incomplete output must never pass for the command's whole answer.
             raise SandboxError(f"lost the connection to the docker daemon: {failure[0]}")
         if exit_code is None or exit_code >= 128:
             # The wrapper may itself have been killed (e.g. by a "pkill sh" in the
