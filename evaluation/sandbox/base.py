@@ -521,6 +521,11 @@ class Sandbox(ABC):
     def destroy(self) -> None:
         """Kill every process and remove every trace. Idempotent."""
 
+    def final_snapshot(self) -> Snapshot:
+        """``snapshot`` of a sandbox that is never used again: afterwards only ``destroy`` may be
+        called (the trial's agent sandbox). A backend may hand the state over instead of copying it."""
+        return self.snapshot()
+
     def __enter__(self) -> Sandbox:
         return self
 
@@ -590,7 +595,7 @@ class SandboxBackend(ABC):
         """A snapshot holding an archive's state, to ``verify`` tests on (re-scoring)."""
         sandbox = self.restore_archive(environment, limits, path)
         try:
-            return sandbox.snapshot()
+            return sandbox.final_snapshot()
         finally:
             sandbox.destroy()
 

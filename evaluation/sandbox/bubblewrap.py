@@ -610,6 +610,34 @@ class LocalSandbox(CommandSandbox):
             self._check_alive()
             return self.backend._snapshot(self)
 
+    def final_snapshot(self) -> LocalSnapshot:
+        """The sandbox's own writable tmpfs becomes the snapshot: no copy. The sandbox counts as
+        destroyed from here on (its processes killed, its cgroups and model access gone)."""
+        with self._lock:
+            self._check_alive()
+            self._destroyed = True
+            self._finalizer.detach()
+            snapshot = LocalSnapshot(self.backend, replace(self.spec, gateway=None, harness=None), self.id, self.uid)
+            snapshot._finalizer.detach()
+            snapshot._finalizer = weakref.finalize(
+                snapshot, _teardown, self.directory, self.uid, dict(self.cgroups.dirs), self.id
+            )
+            try:
+                self.cgroups.kill_all()
+                _kill_uid(self.uid)
+                self.cgroups.remove()
+                _unmount(self.directory / "gateway" / Path(GATEWAY_SOCKET).name)
+                # As a copied snapshot is: its uid's alone (the export helper runs as that uid).
+                os.chown(self.rw, self.uid, self.uid)
+                os.chmod(self.rw, 0o700)
+                meta_path = self.directory / META
+                record = json.loads(meta_path.read_text())
+                meta_path.write_text(json.dumps({**record, "kind": "snap", "source": self.id}))
+            except BaseException:
+                snapshot.discard()
+                raise
+            return snapshot
+
     def destroy(self) -> None:
         with self._lock:
             self._destroyed = True
