@@ -57,7 +57,10 @@ def test_openai_compatible_agent_solves_a_candidate_in_the_sandbox(sandboxes_rea
 
 
 @pytest.mark.django_db(transaction=True)
-def test_cancel_stops_a_running_trial_and_leaves_no_sandbox(sandboxes_ready, examples_imported, celery_worker_thread):
+def test_cancel_stops_a_running_trial_and_leaves_no_sandbox(sandboxes_ready, examples_imported, celery_worker_thread,
+                                                           settings):
+    # No warm pool in this process: every sandbox on the host owned by it is then a trial's.
+    settings.VERIHARM_SANDBOX_POOL_SIZE = 0
     chat = ScriptedChat([["sleep 1"]] * 60)
     with chat_server(chat):
         agent = openai_agent("sleepy", chat.base_url, max_steps=60, api_key_env="")
