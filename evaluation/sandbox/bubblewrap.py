@@ -100,6 +100,7 @@ from .base import (
     SandboxBackend,
     SandboxError,
     Snapshot,
+    UseGate,
     hidden_test_name,
     inode_cap,
     plan_writable_mounts,
@@ -685,23 +686,17 @@ class LocalSnapshot(Snapshot):
         self.id = sid
         self.uid = uid  # owns the snapshot's files; the export helper runs as it
         self.directory = backend.state_dir / sid
-        self._lock = threading.Lock()
-        self._discarded = False
+        self._gate = UseGate()
+        self._export_lock = threading.Lock()  # the helper's processes are killed by uid: one at a time
         self._finalizer = weakref.finalize(self, _teardown, self.directory, uid, {}, sid)
 
-    def _check(self) -> None:
-        if self._discarded:
-            raise SandboxError("snapshot already discarded")
-
     def restore(self) -> LocalSandbox:
-        with self._lock:
-            self._check()
+        with self._gate.use():
             return self.backend._materialize(self.spec, seed_from=self.directory / "rw")
 
     def verify(self, test_source: str, timeout: float) -> ExecResult:
         name = f"{hidden_test_name()}.py"
-        with self._lock:
-            self._check()
+        with self._gate.use():
             spec = self.backend._test_spec(self.spec)
             sandbox = self.backend._materialize(
                 spec, seed_from=self.directory / "rw", test=(name, test_source.encode()),
@@ -713,8 +708,7 @@ class LocalSnapshot(Snapshot):
             sandbox.destroy()
 
     def export(self, path: Path, *, max_bytes: int) -> ArchiveInfo:
-        with self._lock:
-            self._check()
+        with self._gate.use(), self._export_lock:
             rw = self.directory / "rw"
             members = [m.lstrip("/") for m in self.spec.mounts if (rw / m.lstrip("/")).is_dir()]
             # No writable directory of its own, the pristine tree's /etc: tar runs on a
@@ -743,9 +737,8 @@ class LocalSnapshot(Snapshot):
             return writer.finish()
 
     def discard(self) -> None:
-        with self._lock:
-            self._discarded = True
-            self._finalizer()
+        self._gate.close()
+        self._finalizer()
 
 
 # --------------------------------------------------------------------------- backend

@@ -116,6 +116,7 @@ from .base import (
     SandboxBackend,
     SandboxError,
     Snapshot,
+    UseGate,
     build_tar,
     export_tar_file,
     hidden_test_name,
@@ -474,8 +475,7 @@ class DockerSnapshot(Snapshot):
         self.backend = backend
         self.spec = spec
         self.path = path
-        self._lock = threading.Lock()
-        self._discarded = False
+        self._gate = UseGate()
         self._preload: bool | None = None
         self._finalizer = weakref.finalize(self, _unlink, path)
 
@@ -492,26 +492,12 @@ class DockerSnapshot(Snapshot):
 
     def verify(self, test_source: str, timeout: float) -> ExecResult:
         name = f"{hidden_test_name()}.py"
-        with self._lock:
-            if self._discarded:
-                raise SandboxError("snapshot already discarded")
+        with self._gate.use():
             preload = self._has_preload()
             sandbox = self.backend._test_container(self.spec)
             try:
-                # Written while the container's writable directories are still empty:
-                # the tar doing it runs before any of the agent's files exist.
-                entries: list[tuple[str, bytes | None, int]] = [(f"{TESTS_MOUNT}/{name}", test_source.encode(), 0o644)]
-                if preload:
-                    entries.append((PRELOAD_PATH, b"", 0o644))
-                sandbox._put_tar(build_tar(entries), "the test")
                 with open(self.path, "rb") as archive:
-                    # --numeric-owner: no user-name lookup, so no NSS module named by
-                    # the agent's /etc/nsswitch.conf is ever loaded while unpacking.
-                    sandbox._put_tar(
-                        archive,
-                        "the snapshot",
-                        ["--numeric-owner", "--anchored", f"--exclude={PRELOAD_PATH.lstrip('/')}"],
-                    )
+                    _write_test_then_state(sandbox, f"{TESTS_MOUNT}/{name}", test_source, preload, archive)
             except BaseException:
                 sandbox.destroy()
                 raise
@@ -521,15 +507,11 @@ class DockerSnapshot(Snapshot):
             sandbox.destroy()
 
     def export(self, path: Path, *, max_bytes: int) -> ArchiveInfo:
-        with self._lock:
-            if self._discarded:
-                raise SandboxError("snapshot already discarded")
+        with self._gate.use():
             return export_tar_file(self.path, path, max_bytes)
 
     def restore(self) -> DockerSandbox:
-        with self._lock:
-            if self._discarded:
-                raise SandboxError("snapshot already discarded")
+        with self._gate.use():
             sandbox = self.backend._start(self.spec)
             try:
                 with open(self.path, "rb") as archive:
@@ -540,9 +522,47 @@ class DockerSnapshot(Snapshot):
             return sandbox
 
     def discard(self) -> None:
-        with self._lock:
-            self._discarded = True
-            self._finalizer()
+        self._gate.close()
+        self._finalizer()
+
+
+# A test module up to this size goes in as an argument of the exec that unpacks the state (Linux
+# caps one argument at 128 KiB); a larger one takes an exec of its own first.
+INLINE_TEST_BYTES = 100_000
+# --numeric-owner: no user-name lookup, so no NSS module named by the agent's
+# /etc/nsswitch.conf is ever loaded while unpacking.
+_STATE_OPTIONS = ["--numeric-owner", "--anchored", f"--exclude={PRELOAD_PATH.lstrip('/')}"]
+
+
+def _write_test_then_state(
+    sandbox: DockerSandbox, module: str, source: str, preload: bool, archive: IO[bytes]
+) -> None:
+    """Into an empty test-phase container: the test module (and the empty /etc/ld.so.preload that
+    masks the agent's), then the snapshot without the agent's /etc/ld.so.preload.
+
+    The test and the mask are written while the writable directories are still empty, so the tar
+    that unpacks the state starts before any of the agent's files exist. One exec when the module
+    is small: the runtime's own shell writes the two files, then becomes that tar."""
+    content = source.encode()
+    if len(content) > INLINE_TEST_BYTES:
+        entries: list[tuple[str, bytes | None, int]] = [(module, content, 0o644)]
+        if preload:
+            entries.append((PRELOAD_PATH, b"", 0o644))
+        sandbox._put_tar(build_tar(entries), "the test")
+        sandbox._put_tar(archive, "the snapshot", _STATE_OPTIONS)
+        return
+    script = 'umask 022 && printf "%s" "$1" > "$2"' + (f" && : > {PRELOAD_PATH}" if preload else "")
+    result = sandbox._run(
+        [*VERIFIER_TOOLS.sh, "-c", f'{script} && shift 2 && exec "$@"', "sh", source, module,
+         TAR, "-x", "-p", *_STATE_OPTIONS, "-C", "/", "-f", "-"],
+        timeout=INTERNAL_TIMEOUT,
+        cwd="/",
+        stdin=archive,
+        output_limit=64 * 1024,
+    )  # fmt: skip
+    if result.exit_code != 0:
+        detail = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
+        raise SandboxError(f"cannot write the test and the snapshot: {detail or f'exit {result.exit_code}'}")
 
 
 def _destroy(sandbox: DockerSandbox) -> None:

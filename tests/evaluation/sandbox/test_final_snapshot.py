@@ -51,3 +51,21 @@ def test_a_final_snapshot_holds_the_state_and_ends_the_sandbox(backend: SandboxB
         assert not snapshot.directory.exists()
         assert str(snapshot.directory) not in Path("/proc/self/mountinfo").read_text()
         assert _pids_of_uid(snapshot.uid) == []
+
+
+def test_a_large_test_module_runs_like_a_small_one(backend: SandboxBackend) -> None:
+    # Over what goes in as one argument on docker (a separate write first there).
+    padding = "# " + "x" * 150_000 + "\n"
+    sandbox = backend.create(Environment(workdir="/app"))
+    try:
+        sandbox.exec("echo 'by the agent' > made.txt; echo s > secret; chmod 600 secret; touch /etc/agent.conf", 30)
+        sandbox.exec("echo /nowhere/lib.so > /etc/ld.so.preload", 30)
+        snapshot = sandbox.final_snapshot()
+    finally:
+        sandbox.destroy()
+    try:
+        for source, expected in ((padding + TEST, 0), (padding + "def test_no():\n    assert False\n", 1)):
+            result = snapshot.verify(source, 60)
+            assert result.exit_code == expected, result.stdout + result.stderr
+    finally:
+        snapshot.discard()
