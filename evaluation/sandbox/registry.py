@@ -53,3 +53,9 @@ def shared_backend(name: str, **options: Any) -> SandboxBackend:
         if backend is None:
             backend = _SHARED[key] = get_backend(name, **options)
         return backend
+
+
+def shared_backends() -> list[SandboxBackend]:
+    """The backends ``shared_backend`` made in this process."""
+    with _SHARED_LOCK:
+        return [backend for (pid, _, _), backend in _SHARED.items() if pid == os.getpid()]

@@ -12,6 +12,7 @@ from candidates.models import Candidate
 from evaluation import services
 from evaluation.models import Agent, AgentKind, Run, Trial, TrialStatus
 from evaluation.sandbox.bubblewrap import default_state_dir
+from evaluation.sandbox.registry import shared_backends
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_for_run, wait_until
 
@@ -57,10 +58,7 @@ def test_openai_compatible_agent_solves_a_candidate_in_the_sandbox(sandboxes_rea
 
 
 @pytest.mark.django_db(transaction=True)
-def test_cancel_stops_a_running_trial_and_leaves_no_sandbox(sandboxes_ready, examples_imported, celery_worker_thread,
-                                                           settings):
-    # No warm pool in this process: every sandbox on the host owned by it is then a trial's.
-    settings.VERIHARM_SANDBOX_POOL_SIZE = 0
+def test_cancel_stops_a_running_trial_and_leaves_no_sandbox(sandboxes_ready, examples_imported, celery_worker_thread):
     chat = ScriptedChat([["sleep 1"]] * 60)
     with chat_server(chat):
         agent = openai_agent("sleepy", chat.base_url, max_steps=60, api_key_env="")
@@ -72,8 +70,11 @@ def test_cancel_stops_a_running_trial_and_leaves_no_sandbox(sandboxes_ready, exa
     assert progress["status"] == "cancelled" and progress["cancelled"] == 2 and progress["done"] == 0
     assert set(Trial.objects.filter(run=run).values_list("status", flat=True)) == {TrialStatus.CANCELLED}
     assert len(chat.requests) < 10
+    # What this process's warm pools hold ready was never handed to a trial.
+    pooled = {s.directory for backend in shared_backends() for s in backend.pooled()}  # type: ignore[attr-defined]
     mine = [d for d in default_state_dir().glob("*")
-            if (d / "meta.json").exists() and json.loads((d / "meta.json").read_text()).get("owner_pid") == os.getpid()]
+            if (d / "meta.json").exists() and json.loads((d / "meta.json").read_text()).get("owner_pid") == os.getpid()
+            and d not in pooled]
     assert mine == []
 
 
