@@ -148,10 +148,10 @@ def main() -> None:
         host = statistics.median(host_times)
         ratio = trial / host
         rates = [throughput(name, args.pool_size, max(args.trials, 3 * parallel), parallel) for parallel in (1, 2)]
-        p95 = first_step_p95(name, args.pool_size, args.queued) if args.queued else float("nan")
+        p95 = f"{first_step_p95(name, args.pool_size, args.queued):.1f} s" if args.queued else "-"
         goal = GOALS.get(name)
         print(f"{name:8} {trial:8.2f} {min(trial_times):5.2f}-{max(trial_times):<5.2f} {host:7.2f} {ratio:6.2f} "
-              f"{('<= %.1f' % goal) if goal else '':>6} {rates[0]:14.1f} {rates[1]:6.1f} {p95:26.1f} s")
+              f"{('<= %.1f' % goal) if goal else '':>6} {rates[0]:14.1f} {rates[1]:6.1f} {p95:>28}")
         if goal and ratio > goal:
             failed.append(f"{name}: ratio {ratio:.2f} is over {goal:.1f}")
         backend.cleanup_orphans()
