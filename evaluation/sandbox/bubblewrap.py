@@ -776,10 +776,10 @@ class BubblewrapBackend(SandboxBackend):
         """Every sandbox the pools hold ready now."""
         return [*self._agent_pool.members(), *self._test_pool.members()]
 
-    def wait_warm(self, environment: Environment, limits: Limits = Limits(), timeout: float = 60.0) -> bool:
+    def wait_warm(self, environment: Environment, limits: Limits | None = None, timeout: float = 60.0) -> bool:
         """Ask for ``environment``'s sandboxes to be kept ready and wait until they are (True), at
         most ``timeout`` seconds."""
-        spec = self._spec(environment, limits)
+        spec = self._spec(environment, limits or Limits())
         self._agent_pool.warm(spec)
         self._test_pool.warm(self._test_spec(spec))
         return self._agent_pool.wait_ready(spec, timeout) and self._test_pool.wait_ready(self._test_spec(spec), timeout)
