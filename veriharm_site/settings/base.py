@@ -263,6 +263,11 @@ VERIHARM_SANDBOX_MEMORY_MB = env.int("VERIHARM_SANDBOX_MEMORY_MB", default=512)
 VERIHARM_SANDBOX_CPUS = env.float("VERIHARM_SANDBOX_CPUS", default=1.0)
 VERIHARM_SANDBOX_PIDS = env.int("VERIHARM_SANDBOX_PIDS", default=256)
 VERIHARM_SANDBOX_DISK_MB = env.int("VERIHARM_SANDBOX_DISK_MB", default=256)
+# Warm pools (evaluation/sandbox/pool.py): each worker process keeps this many trials' worth of
+# sandboxes built ahead of time (an agent sandbox and two test-phase copies each; never reused),
+# for at most POOL_ENVIRONMENTS distinct environments. 0 builds every sandbox when it is needed.
+VERIHARM_SANDBOX_POOL_SIZE = env.int("VERIHARM_SANDBOX_POOL_SIZE", default=1)
+VERIHARM_SANDBOX_POOL_ENVIRONMENTS = env.int("VERIHARM_SANDBOX_POOL_ENVIRONMENTS", default=4)
 # Seconds each of V_task and V_harm may run.
 VERIHARM_TEST_TIMEOUT = env.int("VERIHARM_TEST_TIMEOUT", default=120)
 # Infrastructure failures (not agent outcomes) are retried this many times in all, then unresolved.
