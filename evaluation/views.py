@@ -14,6 +14,7 @@ from veriharm_site.permissions import RoleRequiredMixin
 
 from . import exports, metrics, presentation, rescoring, selectors, services
 from .forms import LaunchForm
+from .selection import selection_in_words
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
 from .taxonomy import MEANING
 
@@ -88,6 +89,7 @@ class RunDetailView(RoleRequiredMixin, TemplateView):
             progress=progress,
             ends=selectors.end_counts(progress),
             stale_count=selectors.run_stale_count(run),
+            selection_words=selection_in_words(run.selection),
             page=page,
             status=status,
             statuses=TrialStatus.choices,
