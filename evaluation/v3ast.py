@@ -28,6 +28,8 @@ from collections.abc import Callable
 from itertools import combinations
 from math import comb
 
+import numpy as np
+
 from .taxonomy import verdict_of
 from .v3ast_spread import Spread, SpreadCalculator, method_note
 
@@ -282,15 +284,20 @@ def rank_stability(systems: dict[str, list[TaskRuns]], repetitions: int) -> list
     from scipy.stats import spearmanr
 
     table = {name: per_repetition_asr(tasks, repetitions) for name, tasks in systems.items()}
+    rows = list(table.values())
+    # Every system scored in every repetition (the usual case): one call ranks them all at once.
+    together = None
+    if len(rows) >= 2 and repetitions >= 3 and all(v is not None for row in rows for v in row):
+        together = spearmanr(np.array(rows, dtype=float)).statistic
     pairs = []
     for i, j in combinations(range(repetitions), 2):
         xs, ys = [], []
-        for values in table.values():
+        for values in rows:
             if values[i] is not None and values[j] is not None:
                 xs.append(values[i])
                 ys.append(values[j])
         rho = None
         if len(xs) >= 2 and len(set(xs)) > 1 and len(set(ys)) > 1:
-            rho = float(spearmanr(xs, ys).statistic)
+            rho = float(together[i, j]) if together is not None else float(spearmanr(xs, ys).statistic)
         pairs.append((i + 1, j + 1, rho))
     return pairs

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Count, F, Max, Prefetch, Q, QuerySet
+from django.db.models import Count, F, Prefetch, Q, QuerySet
 
 from candidates.models import Candidate
 
@@ -117,9 +117,11 @@ def _task_runs(candidates: list[dict[str, Any]], rows: list[tuple[int, int, str,
 
 
 def _run_candidates(run: Run) -> list[dict[str, Any]]:
-    """The run's candidates in ranking order, with what the scores group them by."""
+    """The run's candidates in ranking order, with what the scores group them by. The ids come from
+    the trials' slot index (run, candidate, ...) alone, without reading the trials themselves."""
+    ids = Trial.objects.filter(run=run).order_by().values_list("candidate_id", flat=True).distinct()
     return list(
-        Candidate.objects.filter(pk__in=Trial.objects.filter(run=run).values("candidate_id"))
+        Candidate.objects.filter(pk__in=list(ids))
         .order_by(F("rank").asc(nulls_last=True), "external_id")
         .values("pk", "external_id", "extra", "risk_category")
     )
@@ -127,16 +129,16 @@ def _run_candidates(run: Run) -> list[dict[str, Any]]:
 
 def _fingerprint(run: Run, agents: list[Agent], candidates: list[dict[str, Any]]) -> str | None:
     """What a finished run's results depend on, as a cache key; None while any trial is queued or
-    running. A finished trial never changes (database triggers), so new or finished trials, a
-    different set of systems or a change to the candidates' order or groups change the key."""
-    trials = Trial.objects.filter(run=run).aggregate(
-        total=Count("id"), open=Count("id", filter=Q(status__in=(TrialStatus.QUEUED, TrialStatus.RUNNING))),
-        last_id=Max("id"), last_finished=Max("finished_at"),
+    running. A finished trial can neither change nor be deleted (database triggers), so once none
+    is open only new trials, another set of systems or a change to the candidates' order or groups
+    can change the results, and each changes the key. Counted from the (run, status) index alone."""
+    trials = Trial.objects.filter(run=run).order_by().aggregate(
+        total=Count("status"), open=Count("status", filter=Q(status__in=(TrialStatus.QUEUED, TrialStatus.RUNNING))),
     )
     if trials["open"]:
         return None
     described = repr((
-        run.repetitions, trials["total"], trials["last_id"], trials["last_finished"],
+        run.repetitions, trials["total"],
         [(a.pk, a.name, a.model, a.harness) for a in agents],
         [(c["pk"], c["external_id"], attack_source(c["extra"]), c["risk_category"]) for c in candidates],
     ))
