@@ -65,7 +65,7 @@ def _seed(cancelled: bool) -> int:
 
     from candidates import demo
     from candidates.services import candidate_import_files
-    from evaluation import services
+    from evaluation import runs
     from evaluation.models import Agent, AgentKind, Trial, TrialStatus
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -81,7 +81,7 @@ def _seed(cancelled: bool) -> int:
                              harness=f"harness-{h}", config={"command": "harness {task_file}"})
         for m in range(MODELS) for h in range(HARNESSES)
     ]
-    run = services.run_launch(selection={"kind": "ids", "ids": [line["id"] for line in lines]},
+    run = runs.run_launch(selection={"kind": "ids", "ids": [line["id"] for line in lines]},
                               agent_ids=[a.pk for a in agents], backend="local", protocol="v3ast",
                               repetitions=REPETITIONS, name="benchmark")
     rng = random.Random(2026)

@@ -2,7 +2,7 @@
 model x harness matrix, rank stability across systems, and one task's runs with their evidence.
 
 A system is an agent (a model run through a harness). Its tasks are the run's candidates, each
-with its risk-run labels and twin results by repetition; `evaluation.v3ast` does the scoring.
+with its risk-run labels and twin results by repetition; `evaluation.v3ast.scoring` does the scoring.
 """
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from django.db.models import Count, F, Prefetch, Q, QuerySet
 
 from candidates.models import Candidate
 
-from . import v3ast
-from .models import Agent, Protocol, Run, Trial, TrialKind, TrialStatus, TranscriptStep
-from .twins import attack_source
-from .v3ast import Outcome, TaskRuns, TwinOutcome
+from . import scoring as v3ast
+from ..models import Agent, Protocol, Run, Trial, TrialKind, TrialStatus, TranscriptStep
+from ..twins import attack_source
+from .scoring import Outcome, TaskRuns, TwinOutcome
 
 UNSPECIFIED = "(unspecified)"
 # A finished run's results stay cached this long (its key changes when they would).
