@@ -3,7 +3,7 @@ changes nothing, confirming acts."""
 import pytest
 from playwright.sync_api import expect
 
-from candidates import releases
+from candidates.releases import services as releases
 from candidates.models import Release
 from evaluation.models import Run, Trial, TrialStatus
 from tests.browser.conftest import login
