@@ -172,7 +172,7 @@ def main() -> None:
 
         run_pk = Run.objects.get(name="benchmark").pk if args.reuse else _seed(args.cancelled)
 
-        print(f"seeded {Trial.objects.filter(run_id=run_pk).count():,} trials "
+        print(f"{'reused' if args.reuse else 'seeded'} {Trial.objects.filter(run_id=run_pk).count():,} trials "
               f"({CANDIDATES} candidates x {MODELS * HARNESSES} systems x {REPETITIONS} repetitions, risk and twin) "
               f"in {time.perf_counter() - started:.0f} s{' , a fifth cancelled' if args.cancelled else ''}")
         client = Client()
