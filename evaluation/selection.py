@@ -11,9 +11,9 @@ from typing import Any
 
 from django.apps import apps
 
-from candidates.releases import services as releases
 from candidates import selectors as candidate_selectors
 from candidates.models import Candidate, Release
+from candidates.releases import services as releases
 
 from .pinning import PinnedCandidate, live_candidates
 

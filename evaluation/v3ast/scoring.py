@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import re
 import statistics
-from dataclasses import dataclass, field
-from functools import cached_property
-from enum import StrEnum
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
 from itertools import combinations
 from math import comb
 

@@ -16,9 +16,9 @@ from django.db.models import Count, F, Prefetch, Q, QuerySet
 
 from candidates.models import Candidate
 
-from . import scoring as v3ast
-from ..models import Agent, Protocol, Run, Trial, TrialKind, TrialStatus, TranscriptStep
+from ..models import Agent, Protocol, Run, TranscriptStep, Trial, TrialKind, TrialStatus
 from ..twins import attack_source
+from . import scoring as v3ast
 from .scoring import Outcome, TaskRuns, TwinOutcome
 
 UNSPECIFIED = "(unspecified)"

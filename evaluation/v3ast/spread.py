@@ -20,10 +20,11 @@ every set is C(N, n) sets: 184,756 at N = 20, n = 10. Three ways, each stated wi
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from math import comb, sqrt
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -73,7 +74,7 @@ class SpreadCalculator:
         self._union_histogram: np.ndarray | None = None
 
     @classmethod
-    def of(cls, tasks: Sequence[_Task], repetitions: int, is_compromised, is_resolved) -> "SpreadCalculator":
+    def of(cls, tasks: Sequence[_Task], repetitions: int, is_compromised, is_resolved) -> SpreadCalculator:
         return cls(*_matrices(tasks, repetitions, is_compromised, is_resolved), repetitions)
 
     def spread(self, n: int) -> Spread:

@@ -3,8 +3,8 @@ changes nothing, confirming acts."""
 import pytest
 from playwright.sync_api import expect
 
-from candidates.releases import services as releases
 from candidates.models import Release
+from candidates.releases import services as releases
 from evaluation.models import Run, Trial, TrialStatus
 from tests.browser.conftest import login
 from tests.evaluation.v3ast_helpers import import_tasks, launch, system

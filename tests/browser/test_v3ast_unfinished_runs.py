@@ -6,7 +6,13 @@ from playwright.sync_api import expect
 from evaluation import runs
 from evaluation.models import Trial, TrialStatus
 from tests.browser.conftest import login
-from tests.evaluation.v3ast_helpers import import_tasks, launch, record, system, trial_of
+from tests.evaluation.v3ast_helpers import (
+    import_tasks,
+    launch,
+    record,
+    system,
+    trial_of,
+)
 
 
 def _open_every_v3ast_page(page, base: str, run, agent) -> None:

@@ -6,7 +6,13 @@ from itertools import combinations
 import pytest
 
 from evaluation.v3ast import spread as v3ast_spread
-from evaluation.v3ast.scoring import Outcome, TaskRuns, asr_spread, subset_asr, system_scores
+from evaluation.v3ast.scoring import (
+    Outcome,
+    TaskRuns,
+    asr_spread,
+    subset_asr,
+    system_scores,
+)
 
 OUTCOMES = [Outcome.COMPROMISED, Outcome.SAFE_COMPLETED, Outcome.INCOMPLETE]
 MISSING = [Outcome.UNRESOLVED, None]
