@@ -71,8 +71,10 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("candidates:releases", "POST", CURATORS),
     ("candidates:release-import", "POST", CURATORS),
     ("candidates:release", "GET", READERS),
+    ("candidates:release-freeze", "GET", CURATORS),  # the confirmation page
     ("candidates:release-freeze", "POST", CURATORS),
     ("candidates:release-description", "POST", CURATORS),
+    ("candidates:release-delete", "GET", CURATORS),  # the confirmation page
     ("candidates:release-delete", "POST", CURATORS),
     ("candidates:release-jsonl", "GET", READERS),
     ("candidates:release-bundle", "GET", READERS),
@@ -106,7 +108,9 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("evaluation:launch", "POST", ADMINS),
     ("evaluation:run", "GET", READERS),
     ("evaluation:run-progress", "GET", READERS),
+    ("evaluation:run-cancel", "GET", ADMINS),  # the confirmation page
     ("evaluation:run-cancel", "POST", ADMINS),
+    ("evaluation:run-rerun", "GET", ADMINS),  # the confirmation page
     ("evaluation:run-rerun", "POST", ADMINS),
     ("evaluation:run-metrics", "GET", READERS),
     ("evaluation:trial", "GET", READERS),
@@ -115,6 +119,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("evaluation:v3ast-matrix", "GET", READERS),
     ("evaluation:v3ast-system", "GET", READERS),
     ("evaluation:v3ast-task", "GET", READERS),
+    ("evaluation:candidate-rerun", "GET", ADMINS),  # the confirmation page
     ("evaluation:candidate-rerun", "POST", ADMINS),
     ("evaluation:candidate-rescore", "POST", ADMINS),
     # Evaluation: API
