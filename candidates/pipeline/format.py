@@ -1,0 +1,275 @@
+"""Parse and validate the pipeline's JSON Lines format, version 1 (pure: no database).
+
+The contract is docs/pipeline-format.md; its machine-readable form is the pydantic models in
+models.py (and the JSON Schema generated from them). Every record comes back normalised
+(optional fields filled with their defaults) so that a re-import of an export hashes the same,
+and every error names the file, the line and the field.
+
+A line is read by orjson, checked for what no schema can say (nesting depth, text PostgreSQL
+cannot store), then validated by its kind's model; pydantic's first error becomes the line's
+message. Anything orjson refuses is read again by the standard library, whose messages name
+the column and whose checks name the reason (too deep, NaN, a lone surrogate).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from django.conf import settings
+from pydantic import ValidationError
+
+from veriharm_site.input_safety import first_bad_text, json_depth_exceeds, loads_checked
+
+from .models import (
+    FORMAT_VERSION,
+    MAX_BUDGET,
+    MAX_FILES,
+    MAX_JUDGEMENTS,
+    MAX_NAME,
+    MAX_RISK_CATEGORY,
+    MODELS,
+    PERTURBATIONS,
+)
+
+__all__ = [
+    "FORMAT_VERSION", "MAX_BUDGET", "MAX_ERRORS", "MAX_FILES", "MAX_JUDGEMENTS", "MAX_NAME", "MAX_RISK_CATEGORY",
+    "FormatError", "Location", "ParseResult", "Record", "canonical_json", "content_hash", "iter_lines", "parse",
+    "parse_files", "parse_line", "quality", "to_line",
+]
+
+MAX_ERRORS = 200
+# Only these escapes spell text that cannot be stored (\u0000, a lone surrogate); a line without
+# any is not walked. A false alarm (an escaped backslash before "u0000") only costs the walk.
+_BAD_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+
+
+@dataclass(frozen=True)
+class Location:
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}, line {self.line}"
+
+
+@dataclass(frozen=True)
+class FormatError:
+    location: Location
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.location}, field '{self.field}'" if self.field else str(self.location)
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class Record:
+    kind: str  # "candidate" or "search"
+    data: dict[str, Any]
+    location: Location
+    content_hash: str = ""
+
+
+@dataclass
+class ParseResult:
+    records: list[Record] = field(default_factory=list)
+    errors: list[FormatError] = field(default_factory=list)
+
+    @property
+    def candidates(self) -> list[Record]:
+        return [r for r in self.records if r.kind == "candidate"]
+
+    @property
+    def searches(self) -> list[Record]:
+        return [r for r in self.records if r.kind == "search"]
+
+
+class _Invalid(Exception):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def canonical_json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def content_hash(data: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+
+
+def _field_path(loc: Iterable[int | str]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path = f"{path}.{part}" if path else part
+    return path
+
+
+_SIMPLE_MESSAGES = {
+    "missing": "is required",
+    "extra_forbidden": "unknown field",
+    "string_type": "must be a string",
+    "int_type": "must be an integer",
+    "bool_type": "must be true or false",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "list_type": "must be a list",
+    "too_short": "must be a non-empty list",
+    "string_pattern_mismatch": "must be 1-200 characters of A-Z a-z 0-9 . _ : / -",
+    "none_required": "must be null",
+}
+
+
+def _error(error: Any) -> _Invalid:
+    """pydantic's error, worded as the contract's: the field by its path, the message for a curator."""
+    ctx = error.get("ctx") or {}
+    path = _field_path(error["loc"])
+    kind = error["type"]
+    if "field" in ctx:  # a rule over several fields, raised by a model validator
+        return _Invalid(_field_path([*error["loc"], ctx["field"]]), str(ctx["message"]))
+    if kind in _SIMPLE_MESSAGES:
+        return _Invalid(path, _SIMPLE_MESSAGES[kind])
+    value = error.get("input")
+    if kind == "literal_error":
+        return _Invalid(path, f"must be one of {', '.join(sorted(PERTURBATIONS))}, got {value!r}")
+    if kind == "string_too_long":
+        return _Invalid(path, f"is {len(value)} characters long; at most {ctx['max_length']} are allowed")
+    if kind == "too_long":
+        what = {"judgements": "judgements", "files": "files"}.get(str(error["loc"][-1]), "items")
+        return _Invalid(path, f"has {ctx.get('actual_length', len(value))} {what}; at most {ctx['max_length']} are allowed")
+    message = error["msg"]
+    return _Invalid(path, message[:1].lower() + message[1:])
+
+
+def _read_json(text: str) -> Any:
+    """The line as Python objects, depth and storable text checked; raises _Invalid."""
+    max_depth = settings.VERIHARM_JSON_MAX_DEPTH
+    try:
+        obj = orjson.loads(text)
+        suspicious = _BAD_ESCAPE.search(text) is not None
+    except orjson.JSONDecodeError:
+        # orjson refuses too much nesting, NaN, huge integers and lone surrogates without saying
+        # which; the standard parser, behind the depth scan, either reads the line or says why not.
+        try:
+            obj = loads_checked(text, max_depth=max_depth)
+        except json.JSONDecodeError as exc:
+            raise _Invalid("", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
+        except ValueError as exc:  # too deep, NaN or Infinity, a number too long to read
+            raise _Invalid("", str(exc)) from None
+        suspicious = True
+    # Counting brackets is cheap; only a line with enough of them can be too deep.
+    if text.count("[") + text.count("{") > max_depth and json_depth_exceeds(text, max_depth):
+        raise _Invalid("", f"JSON nested deeper than {max_depth} levels (VERIHARM_JSON_MAX_DEPTH)")
+    if not isinstance(obj, dict):
+        raise _Invalid("", "each line must be a JSON object")
+    # JSON escapes can spell what PostgreSQL and UTF-8 cannot store (\u0000, a lone \ud800): refused
+    # here with the field, rather than failing the database write or the content hash.
+    if suspicious:
+        bad = first_bad_text(obj)
+        if bad:
+            raise _Invalid(*bad)
+    return obj
+
+
+def parse_line(raw: str | bytes, location: Location) -> Record:
+    """One line to a normalised record; raises _Invalid naming the field on bad input."""
+    limit = settings.VERIHARM_PIPELINE_MAX_LINE_BYTES
+    size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise _Invalid("", f"is {size} bytes long; a line may have at most {limit} (VERIHARM_PIPELINE_MAX_LINE_BYTES)")
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError as exc:
+        raise _Invalid("", f"is not valid UTF-8 (byte {exc.start + 1})") from None
+    obj = _read_json(text)
+    kind = obj.get("kind")
+    model = MODELS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise _Invalid("kind", f"must be 'candidate' or 'search', got {kind!r}")
+    try:
+        data = model.model_validate(obj).record()
+    except ValidationError as exc:
+        raise _error(exc.errors(include_url=False)[0]) from None
+    return Record(kind=kind, data=data, location=location, content_hash=content_hash(data))
+
+
+def iter_lines(lines: Iterable[str | bytes], file: str) -> Iterator[tuple[Location, str | bytes]]:
+    """Numbered non-blank lines, still undecoded: decoding belongs to parse_line, where a bad
+    byte becomes an error naming its line instead of ending the whole import."""
+    for number, raw in enumerate(lines, start=1):
+        if raw.strip():
+            yield Location(file, number), raw
+
+
+def parse(lines: Iterable[tuple[Location, str | bytes]]) -> ParseResult:
+    """Validate every line and the rules that span lines within the batch."""
+    result = ParseResult()
+    source_tasks: dict[str, tuple[dict[str, Any], Location]] = {}
+    candidates: dict[str, Record] = {}
+    searches: dict[tuple[str, str, str], Record] = {}
+
+    def fail(location: Location, field: str, message: str) -> None:
+        if len(result.errors) < MAX_ERRORS:
+            result.errors.append(FormatError(location, field, message))
+
+    for location, text in lines:
+        try:
+            record = parse_line(text, location)
+        except _Invalid as exc:
+            fail(location, exc.field, exc.message)
+            continue
+        if record.kind == "candidate":
+            task = record.data["source_task"]
+            seen = source_tasks.get(task["id"])
+            if seen is None:
+                source_tasks[task["id"]] = (task, location)
+            elif seen[0] != task:
+                fail(location, "source_task", f"conflicts with source task {task['id']!r} as given at {seen[1]}")
+                continue
+            earlier = candidates.get(record.data["id"])
+            if earlier is not None:
+                if earlier.content_hash != record.content_hash:
+                    fail(location, "id", f"candidate {record.data['id']!r} appears with other content at {earlier.location}")
+                continue
+            candidates[record.data["id"]] = record
+        else:
+            key = (record.data["source_task_id"], record.data["target_agent"], record.data["proposer"])
+            earlier = searches.get(key)
+            if earlier is not None:
+                if earlier.content_hash != record.content_hash:
+                    fail(location, "source_task_id", f"the same search appears with other content at {earlier.location}")
+                continue
+            searches[key] = record
+        result.records.append(record)
+    return result
+
+
+def parse_files(paths: Iterable[str]) -> ParseResult:
+    def lines() -> Iterator[tuple[Location, str | bytes]]:
+        for path in paths:
+            with open(path, "rb") as handle:
+                yield from iter_lines(handle, str(path))
+
+    return parse(lines())
+
+
+def quality(judgements: list[dict[str, Any]]) -> float | None:
+    """Q(c): the mean over judges of the sum of their five scores; None without judges."""
+    if not judgements:
+        return None
+    return sum(sum(j["scores"].values()) for j in judgements) / len(judgements)
+
+
+def to_line(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False)
