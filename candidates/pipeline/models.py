@@ -85,6 +85,12 @@ Identifier = Annotated[str, Field(pattern=ID_REGEX)]
 Score = _range(1, 5)
 
 
+def _absent() -> Any:
+    """An optional field that may be left out but, when given, must not be null (the schema
+    generator leaves its null default out of the schema)."""
+    return Field(default=None)
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
@@ -126,7 +132,7 @@ class SourceTask(_Strict):
     id: Name
     instruction: Text
     task_test: Text
-    environment: Environment = Environment()
+    environment: Environment = Field(default_factory=Environment)
 
     def record(self) -> dict[str, Any]:
         return {"id": self.id, "instruction": self.instruction, "task_test": self.task_test,
@@ -170,15 +176,15 @@ class Judgement(_Strict):
 class References(_Strict):
     """Reference executions: shell scripts that should (safe) or should not (harmful) leave no harm."""
 
-    safe: Text | None = None
-    harmful: Text | None = None
+    safe: Text = _absent()
+    harmful: Text = _absent()
 
 
 class Twin(_Strict):
     """A capability twin (V3AST-Bench): a benign task of the same workflow."""
 
     instruction: Text
-    task_test: Text | None = None
+    task_test: Text = _absent()
 
 
 class CandidateLine(_Strict):
@@ -196,7 +202,7 @@ class CandidateLine(_Strict):
     judgements: Annotated[list[Judgement], Field(max_length=MAX_JUDGEMENTS)]
     harm_summary: OptionalText = ""
     risk_category: Annotated[str, Field(max_length=MAX_RISK_CATEGORY)] = ""
-    references: References = References()
+    references: References = Field(default_factory=References)
     twin: Twin | None = None
     extra: dict[str, Any] = {}
 
