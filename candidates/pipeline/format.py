@@ -23,7 +23,7 @@ import orjson
 from django.conf import settings
 from pydantic import ValidationError
 
-from veriharm_site.input_safety import first_bad_text, json_depth_exceeds, loads_checked
+from veriharm_site.input_safety import first_bad_text, loads_checked
 
 from .models import (
     FORMAT_VERSION,
@@ -33,13 +33,14 @@ from .models import (
     MAX_NAME,
     MAX_RISK_CATEGORY,
     MODELS,
+    validation_context,
     PERTURBATIONS,
 )
 
 __all__ = [
     "FORMAT_VERSION", "MAX_BUDGET", "MAX_ERRORS", "MAX_FILES", "MAX_JUDGEMENTS", "MAX_NAME", "MAX_RISK_CATEGORY",
     "FormatError", "Location", "ParseResult", "Record", "canonical_json", "content_hash", "iter_lines", "parse",
-    "parse_files", "parse_line", "quality", "to_line",
+    "parse_files", "parse_line", "parse_stream", "quality", "to_line",
 ]
 
 MAX_ERRORS = 200
@@ -101,7 +102,28 @@ def canonical_json(data: Any) -> str:
     return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
+_INT64 = range(-(2**63), 2**64)
+
+
+def _orjson_writes_it_alike(value: Any) -> bool:
+    """Whether orjson's sorted output equals canonical_json's: it does for everything but floats
+    (1e16 against 1e+16) and integers beyond 64 bits; only `extra` can hold those."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) or (isinstance(item, int) and not isinstance(item, bool) and item not in _INT64):
+            return False
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
+
+
 def content_hash(data: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON (sorted keys, no spaces, UTF-8), as stored since the first import."""
+    if _orjson_writes_it_alike(data.get("extra")):
+        return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
     return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
 
 
@@ -152,6 +174,17 @@ def _error(error: Any) -> _Invalid:
     return _Invalid(path, message[:1].lower() + message[1:])
 
 
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def _read_json(text: str) -> Any:
     """The line as Python objects, depth and storable text checked; raises _Invalid."""
     max_depth = settings.VERIHARM_JSON_MAX_DEPTH
@@ -168,11 +201,12 @@ def _read_json(text: str) -> Any:
         except ValueError as exc:  # too deep, NaN or Infinity, a number too long to read
             raise _Invalid("", str(exc)) from None
         suspicious = True
-    # Counting brackets is cheap; only a line with enough of them can be too deep.
-    if text.count("[") + text.count("{") > max_depth and json_depth_exceeds(text, max_depth):
-        raise _Invalid("", f"JSON nested deeper than {max_depth} levels (VERIHARM_JSON_MAX_DEPTH)")
     if not isinstance(obj, dict):
         raise _Invalid("", "each line must be a JSON object")
+    # orjson stops at 1,024 levels; below that only `extra` may nest (every other field has a fixed
+    # shape its model refuses otherwise), so only `extra` is measured.
+    if _depth_exceeds(obj.get("extra"), max_depth - 1):
+        raise _Invalid("", f"JSON nested deeper than {max_depth} levels (VERIHARM_JSON_MAX_DEPTH)")
     # JSON escapes can spell what PostgreSQL and UTF-8 cannot store (\u0000, a lone \ud800): refused
     # here with the field, rather than failing the database write or the content hash.
     if suspicious:
@@ -182,7 +216,7 @@ def _read_json(text: str) -> Any:
     return obj
 
 
-def parse_line(raw: str | bytes, location: Location) -> Record:
+def parse_line(raw: str | bytes, location: Location, context: dict[str, Any] | None = None) -> Record:
     """One line to a normalised record; raises _Invalid naming the field on bad input."""
     limit = settings.VERIHARM_PIPELINE_MAX_LINE_BYTES
     size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
@@ -198,7 +232,7 @@ def parse_line(raw: str | bytes, location: Location) -> Record:
     if model is None:
         raise _Invalid("kind", f"must be 'candidate' or 'search', got {kind!r}")
     try:
-        data = model.model_validate(obj).record()
+        data = model.model_validate(obj, context=context or validation_context()).record()
     except ValidationError as exc:
         raise _error(exc.errors(include_url=False)[0]) from None
     return Record(kind=kind, data=data, location=location, content_hash=content_hash(data))
@@ -212,46 +246,60 @@ def iter_lines(lines: Iterable[str | bytes], file: str) -> Iterator[tuple[Locati
             yield Location(file, number), raw
 
 
-def parse(lines: Iterable[tuple[Location, str | bytes]]) -> ParseResult:
-    """Validate every line and the rules that span lines within the batch."""
-    result = ParseResult()
+def parse_stream(
+    lines: Iterable[tuple[Location, str | bytes]], *, candidate_duplicates: bool = True
+) -> Iterator[Record | FormatError]:
+    """Each line's record, or its error, in order; with the rules that span lines: one source task
+    per id, one content per candidate id and per search (a repeated identical line is skipped).
+
+    Without `candidate_duplicates` repeated candidate ids are left to the caller (the PostgreSQL
+    import finds them in its staging table), so that memory does not grow with the file."""
+    context = validation_context()
     source_tasks: dict[str, tuple[dict[str, Any], Location]] = {}
-    candidates: dict[str, Record] = {}
-    searches: dict[tuple[str, str, str], Record] = {}
-
-    def fail(location: Location, field: str, message: str) -> None:
-        if len(result.errors) < MAX_ERRORS:
-            result.errors.append(FormatError(location, field, message))
-
+    candidates: dict[str, tuple[str, Location]] = {}
+    searches: dict[tuple[str, str, str], tuple[str, Location]] = {}
     for location, text in lines:
         try:
-            record = parse_line(text, location)
+            record = parse_line(text, location, context)
         except _Invalid as exc:
-            fail(location, exc.field, exc.message)
+            yield FormatError(location, exc.field, exc.message)
             continue
+        data = record.data
         if record.kind == "candidate":
-            task = record.data["source_task"]
+            task = data["source_task"]
             seen = source_tasks.get(task["id"])
             if seen is None:
                 source_tasks[task["id"]] = (task, location)
             elif seen[0] != task:
-                fail(location, "source_task", f"conflicts with source task {task['id']!r} as given at {seen[1]}")
+                yield FormatError(location, "source_task", f"conflicts with source task {task['id']!r} as given at {seen[1]}")
                 continue
-            earlier = candidates.get(record.data["id"])
-            if earlier is not None:
-                if earlier.content_hash != record.content_hash:
-                    fail(location, "id", f"candidate {record.data['id']!r} appears with other content at {earlier.location}")
-                continue
-            candidates[record.data["id"]] = record
+            if candidate_duplicates:
+                earlier = candidates.get(data["id"])
+                if earlier is not None:
+                    if earlier[0] != record.content_hash:
+                        yield FormatError(location, "id", f"candidate {data['id']!r} appears with other content at {earlier[1]}")
+                    continue
+                candidates[data["id"]] = (record.content_hash, location)
         else:
-            key = (record.data["source_task_id"], record.data["target_agent"], record.data["proposer"])
-            earlier = searches.get(key)
-            if earlier is not None:
-                if earlier.content_hash != record.content_hash:
-                    fail(location, "source_task_id", f"the same search appears with other content at {earlier.location}")
+            key = (data["source_task_id"], data["target_agent"], data["proposer"])
+            earlier_search = searches.get(key)
+            if earlier_search is not None:
+                if earlier_search[0] != record.content_hash:
+                    yield FormatError(location, "source_task_id",
+                                      f"the same search appears with other content at {earlier_search[1]}")
                 continue
-            searches[key] = record
-        result.records.append(record)
+            searches[key] = (record.content_hash, location)
+        yield record
+
+
+def parse(lines: Iterable[tuple[Location, str | bytes]]) -> ParseResult:
+    """Validate every line and the rules that span lines within the batch."""
+    result = ParseResult()
+    for item in parse_stream(lines):
+        if isinstance(item, Record):
+            result.records.append(item)
+        elif len(result.errors) < MAX_ERRORS:
+            result.errors.append(item)
     return result
 
 

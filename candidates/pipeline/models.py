@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError
 
 FORMAT_VERSION = 1
@@ -44,8 +44,14 @@ def _not_blank(value: str) -> str:
     return value
 
 
-def _within_text_limit(value: str) -> str:
-    limit = settings.VERIHARM_PIPELINE_MAX_TEXT_CHARS
+def validation_context() -> dict[str, Any]:
+    """Settings the validators read, looked up once per import rather than once per field."""
+    return {"max_text": settings.VERIHARM_PIPELINE_MAX_TEXT_CHARS}
+
+
+def _within_text_limit(value: str, info: ValidationInfo) -> str:
+    context = info.context
+    limit = context["max_text"] if context else settings.VERIHARM_PIPELINE_MAX_TEXT_CHARS
     if len(value) > limit:
         raise PydanticCustomError(
             "text_too_long",
