@@ -33,6 +33,8 @@ from .models import (
     MAX_NAME,
     MAX_RISK_CATEGORY,
     MODELS,
+    CandidateLine,
+    SearchLine,
     validation_context,
     PERTURBATIONS,
 )
@@ -40,7 +42,7 @@ from .models import (
 __all__ = [
     "FORMAT_VERSION", "MAX_BUDGET", "MAX_ERRORS", "MAX_FILES", "MAX_JUDGEMENTS", "MAX_NAME", "MAX_RISK_CATEGORY",
     "FormatError", "Location", "ParseResult", "Record", "canonical_json", "content_hash", "iter_lines", "parse",
-    "parse_files", "parse_line", "parse_stream", "quality", "to_line",
+    "normalise_candidate", "normalise_search", "parse_files", "parse_line", "parse_stream", "quality", "to_line",
 ]
 
 MAX_ERRORS = 200
@@ -214,6 +216,22 @@ def _read_json(text: str) -> Any:
         if bad:
             raise _Invalid(*bad)
     return obj
+
+
+def _normalised(model: type[CandidateLine] | type[SearchLine], obj: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return model.model_validate(obj, context=validation_context()).record()
+    except ValidationError as exc:
+        raise _error(exc.errors(include_url=False)[0]) from None
+
+
+def normalise_candidate(obj: dict[str, Any]) -> dict[str, Any]:
+    """A candidate line's normalised record (optional fields filled in); raises on an invalid one."""
+    return _normalised(CandidateLine, obj)
+
+
+def normalise_search(obj: dict[str, Any]) -> dict[str, Any]:
+    return _normalised(SearchLine, obj)
 
 
 def parse_line(raw: str | bytes, location: Location, context: dict[str, Any] | None = None) -> Record:
