@@ -12,9 +12,9 @@ from veriharm_site.api_errors import API_ERRORS, K_PARAMETER, Refusal, query_int
 from veriharm_site.permissions import api_any_permission, api_permission
 
 from . import import_jobs, selectors, services
-from .pipeline.schema import pipeline_schema
 from .flags import candidate_flags
 from .models import Candidate, ImportJob
+from .pipeline.schema import pipeline_schema
 from .serializers import (
     CandidateDetailSerializer,
     CandidateListSerializer,

@@ -10,7 +10,15 @@ from django.db import connection, transaction
 from . import pipeline_format as fmt
 from .bulk import insert_rows, update_column
 from .diffing import AddedWords, search_text
-from .models import SCORE_KEYS, Candidate, Judgement, Revision, Search, SearchAttempt, SourceTask
+from .models import (
+    SCORE_KEYS,
+    Candidate,
+    Judgement,
+    Revision,
+    Search,
+    SearchAttempt,
+    SourceTask,
+)
 
 CHUNK = 2000
 ANALYZE_AFTER = 5000

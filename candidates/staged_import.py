@@ -258,8 +258,8 @@ def _insert_new(cursor: Any) -> None:
 
 def _replace(cursor: Any, to_replace: list[tuple[int, int]], stream: _Stream) -> None:
     """Stored candidates this import replaces, one by one through the revision history."""
-    from .services import _judgements, _revision_for_replacement
     from .bulk import insert_rows
+    from .services import _judgements, _revision_for_replacement
 
     if not to_replace:
         return
@@ -301,7 +301,12 @@ def staged_import(
     """Import a stream of records (or the errors of lines that are none), all or nothing.
 
     Returns an ImportSummary; raises ImportRefused naming every bad line."""
-    from .services import ImportRefused, ImportSummary, _import_searches, _refresh_statistics
+    from .services import (
+        ImportRefused,
+        ImportSummary,
+        _import_searches,
+        _refresh_statistics,
+    )
 
     summary = ImportSummary()
     stream = _Stream()

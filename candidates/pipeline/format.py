@@ -33,16 +33,35 @@ from .models import (
     MAX_NAME,
     MAX_RISK_CATEGORY,
     MODELS,
+    PERTURBATIONS,
     CandidateLine,
     SearchLine,
     validation_context,
-    PERTURBATIONS,
 )
 
 __all__ = [
-    "FORMAT_VERSION", "MAX_BUDGET", "MAX_ERRORS", "MAX_FILES", "MAX_JUDGEMENTS", "MAX_NAME", "MAX_RISK_CATEGORY",
-    "FormatError", "Location", "ParseResult", "Record", "canonical_json", "content_hash", "iter_lines", "parse",
-    "normalise_candidate", "normalise_search", "parse_files", "parse_line", "parse_stream", "quality", "to_line",
+    "FORMAT_VERSION",
+    "MAX_BUDGET",
+    "MAX_ERRORS",
+    "MAX_FILES",
+    "MAX_JUDGEMENTS",
+    "MAX_NAME",
+    "MAX_RISK_CATEGORY",
+    "FormatError",
+    "Location",
+    "ParseResult",
+    "Record",
+    "canonical_json",
+    "content_hash",
+    "iter_lines",
+    "normalise_candidate",
+    "normalise_search",
+    "parse",
+    "parse_files",
+    "parse_line",
+    "parse_stream",
+    "quality",
+    "to_line",
 ]
 
 MAX_ERRORS = 200
@@ -218,7 +237,7 @@ def _read_json(text: str) -> Any:
     return obj
 
 
-def _normalised(model: type[CandidateLine] | type[SearchLine], obj: dict[str, Any]) -> dict[str, Any]:
+def _normalised(model: type[CandidateLine | SearchLine], obj: dict[str, Any]) -> dict[str, Any]:
     try:
         return model.model_validate(obj, context=validation_context()).record()
     except ValidationError as exc:

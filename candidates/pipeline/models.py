@@ -14,7 +14,15 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationInfo,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 FORMAT_VERSION = 1
@@ -308,4 +316,4 @@ class SearchLine(_Strict):
 
 Line = Annotated[CandidateLine | SearchLine, Field(discriminator="kind")]
 LINE = TypeAdapter(Line)
-MODELS: dict[str, type[CandidateLine] | type[SearchLine]] = {"candidate": CandidateLine, "search": SearchLine}
+MODELS: dict[str, type[CandidateLine | SearchLine]] = {"candidate": CandidateLine, "search": SearchLine}

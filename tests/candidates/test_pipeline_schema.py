@@ -3,7 +3,6 @@ an independent validator (jsonschema) on the spec's examples and on invalid line
 from __future__ import annotations
 
 import copy
-import io
 import json
 
 import pytest
