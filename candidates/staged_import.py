@@ -20,16 +20,21 @@ same per-row revision service as before.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
+from psycopg.copy import QueuedLibpqWriter
 from django.db import connection, transaction
 
 from . import pipeline_format as fmt
 from .diffing import AddedWords, search_text
 from .models import SCORE_KEYS, Candidate, Judgement, SourceTask
 
+logger = logging.getLogger(__name__)
 Progress = Callable[[int], None]
 PROGRESS_EVERY = 2000
 STAGE = "_import_stage"
@@ -94,7 +99,9 @@ class _Stream:
 def _stage(cursor: Any, items: Iterable[fmt.Record | fmt.FormatError], stream: _Stream, progress: Progress | None) -> None:
     added = AddedWords()
     pending = 0
-    with cursor.copy(f"COPY {STAGE} FROM STDIN") as copy:
+    # A writer thread sends the rows, so validating the next lines goes on while PostgreSQL reads
+    # (its queue is bounded: memory stays bounded too).
+    with cursor.copy(f"COPY {STAGE} FROM STDIN", writer=QueuedLibpqWriter(cursor)) as copy:
         for ordinal, item in enumerate(items):
             if isinstance(item, fmt.FormatError):
                 stream.error(ordinal, item)
@@ -295,6 +302,24 @@ def _shift_ranks(cursor: Any) -> None:
                    "WHERE r.stored_id = c.id AND c.rank IS DISTINCT FROM r.rank")
 
 
+class _Phases:
+    """Seconds per phase, logged at the end (benchmarks/import_bench.py --profile prints them)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
+
+    def log(self) -> None:
+        logger.info("import phases: %s", ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.seconds.items()))
+
+
 def staged_import(
     items: Iterable[fmt.Record | fmt.FormatError], *, replace: bool = False, progress: Progress | None = None
 ) -> Any:
@@ -310,30 +335,42 @@ def staged_import(
 
     summary = ImportSummary()
     stream = _Stream()
+    phase = _Phases()
     with transaction.atomic(), connection.cursor() as django_cursor:
         cursor = django_cursor.cursor  # psycopg's own, for COPY
         cursor.execute("SET LOCAL work_mem = '64MB'")
         _create_tables(cursor)
-        _stage(cursor, items, stream, progress)
-        cursor.execute(f"CREATE TEMP TABLE {KEYS} AS SELECT ord, file_no, line, external_id, content_hash, quality "
-                       f"FROM {STAGE}")
-        errors = stream.errors + _duplicates(cursor, stream)
-        if errors:
-            raise ImportRefused([error for _, error in sorted(errors, key=lambda e: e[0])][: fmt.MAX_ERRORS])
-        summary.source_tasks_created, task_errors = _source_tasks(cursor, stream, replace)
-        if task_errors:
-            raise ImportRefused(task_errors)
-        to_replace, summary.unchanged, conflicts = _stored_matches(cursor, stream, replace)
+        with phase("validate+stage"):
+            _stage(cursor, items, stream, progress)
+        with phase("checks"):
+            cursor.execute(f"CREATE TEMP TABLE {KEYS} AS SELECT ord, file_no, line, external_id, content_hash, quality "
+                           f"FROM {STAGE}")
+            errors = stream.errors + _duplicates(cursor, stream)
+            if errors:
+                raise ImportRefused([error for _, error in sorted(errors, key=lambda e: e[0])][: fmt.MAX_ERRORS])
+            summary.source_tasks_created, task_errors = _source_tasks(cursor, stream, replace)
+            if task_errors:
+                raise ImportRefused(task_errors)
+            to_replace, summary.unchanged, conflicts = _stored_matches(cursor, stream, replace)
         if not conflicts:
-            summary.created = _rank(cursor, to_replace)
-            _insert_new(cursor)
-            _replace(cursor, to_replace, stream)
-            summary.replaced = len(to_replace)
-            _shift_ranks(cursor)
-        _import_searches(stream.searches, {}, replace, conflicts, summary, progress)
+            with phase("rank"):
+                summary.created = _rank(cursor, to_replace)
+            with phase("insert"):
+                _insert_new(cursor)
+            with phase("replace+shift"):
+                _replace(cursor, to_replace, stream)
+                summary.replaced = len(to_replace)
+                _shift_ranks(cursor)
+        with phase("searches"):
+            _import_searches(stream.searches, {}, replace, conflicts, summary, progress)
         if conflicts:
             raise ImportRefused(conflicts)
         _drop_tables(cursor)
         if summary.created + summary.replaced + summary.searches_created >= 5000:
-            _refresh_statistics()
+            with phase("analyze"):
+                _refresh_statistics()
+        body_done = time.perf_counter()
+    # Outermost atomic block: the commit runs the deferred foreign key checks of every new row.
+    phase.seconds["commit"] = time.perf_counter() - body_done
+    phase.log()
     return summary
