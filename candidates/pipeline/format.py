@@ -32,7 +32,9 @@ from .models import (
     MAX_JUDGEMENTS,
     MAX_NAME,
     MAX_RISK_CATEGORY,
+    INT_RANGES,
     MODELS,
+    PATTERN_MESSAGES,
     PERTURBATIONS,
     CandidateLine,
     SearchLine,
@@ -169,7 +171,6 @@ _SIMPLE_MESSAGES = {
     "model_attributes_type": "must be an object",
     "list_type": "must be a list",
     "too_short": "must be a non-empty list",
-    "string_pattern_mismatch": "must be 1-200 characters of A-Z a-z 0-9 . _ : / -",
     "none_required": "must be null",
 }
 
@@ -184,6 +185,15 @@ def _error(error: Any) -> _Invalid:
     if kind in _SIMPLE_MESSAGES:
         return _Invalid(path, _SIMPLE_MESSAGES[kind])
     value = error.get("input")
+    if kind == "string_pattern_mismatch":
+        return _Invalid(path, PATTERN_MESSAGES.get(ctx.get("pattern"), f"must match {ctx.get('pattern')}"))
+    if kind in ("greater_than_equal", "less_than_equal"):
+        bounds = INT_RANGES.get(path) or INT_RANGES.get(path.rsplit(".", 1)[-1])
+        if bounds:
+            return _Invalid(path, f"must be an integer from {bounds[0]} to {bounds[1]}, got {value}")
+        if kind == "greater_than_equal":
+            return _Invalid(path, f"must be at least {ctx['ge']}, got {value}")
+        return _Invalid(path, f"must be at most {ctx['le']}, got {value}")
     if kind == "literal_error":
         return _Invalid(path, f"must be one of {', '.join(sorted(PERTURBATIONS))}, got {value!r}")
     if kind == "string_too_long":
@@ -237,11 +247,28 @@ def _read_json(text: str) -> Any:
     return obj
 
 
+def _check_text_lengths(data: dict[str, Any], limit: int) -> None:
+    """Refuse the first text of the contract (not of `extra`, bounded by the line's size alone)
+    longer than VERIHARM_PIPELINE_MAX_TEXT_CHARS, naming its field."""
+    stack: list[tuple[Any, str]] = [(value, key) for key, value in reversed(data.items()) if key != "extra"]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str) and len(item) > limit:
+            raise _Invalid(where, f"is {len(item)} characters long; at most {limit} are allowed "
+                                  "(VERIHARM_PIPELINE_MAX_TEXT_CHARS)")
+        if isinstance(item, dict):
+            stack.extend((child, f"{where}.{key}") for key, child in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((child, f"{where}[{index}]") for index, child in reversed(list(enumerate(item))))
+
+
 def _normalised(model: type[CandidateLine | SearchLine], obj: dict[str, Any]) -> dict[str, Any]:
     try:
-        return model.model_validate(obj, context=validation_context()).record()
+        data = model.model_validate(obj).record()
     except ValidationError as exc:
         raise _error(exc.errors(include_url=False)[0]) from None
+    _check_text_lengths(data, validation_context()["max_text"])
+    return data
 
 
 def normalise_candidate(obj: dict[str, Any]) -> dict[str, Any]:
@@ -268,10 +295,13 @@ def parse_line(raw: str | bytes, location: Location, context: dict[str, Any] | N
     model = MODELS.get(kind) if isinstance(kind, str) else None
     if model is None:
         raise _Invalid("kind", f"must be 'candidate' or 'search', got {kind!r}")
+    context = context or validation_context()
     try:
-        data = model.model_validate(obj, context=context or validation_context()).record()
+        data = model.model_validate(obj).record()
     except ValidationError as exc:
         raise _error(exc.errors(include_url=False)[0]) from None
+    if len(text) > context["max_text"]:  # only then can one of its texts be too long
+        _check_text_lengths(data, context["max_text"])
     return Record(kind=kind, data=data, location=location, content_hash=content_hash(data))
 
 

@@ -46,57 +46,34 @@ MAX_PATH = 1000
 TEXT_LIMIT_NOTE = "At most VERIHARM_PIPELINE_MAX_TEXT_CHARS characters (100,000 unless configured otherwise)."
 
 
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise PydanticCustomError("blank", "must not be empty")
-    return value
-
-
 def validation_context() -> dict[str, Any]:
-    """Settings the validators read, looked up once per import rather than once per field."""
+    """Settings the validation reads, looked up once per import rather than once per field."""
     return {"max_text": settings.VERIHARM_PIPELINE_MAX_TEXT_CHARS}
 
 
-def _within_text_limit(value: str, info: ValidationInfo) -> str:
-    context = info.context
-    limit = context["max_text"] if context else settings.VERIHARM_PIPELINE_MAX_TEXT_CHARS
-    if len(value) > limit:
-        raise PydanticCustomError(
-            "text_too_long",
-            "is {length} characters long; at most {limit} are allowed (VERIHARM_PIPELINE_MAX_TEXT_CHARS)",
-            {"length": len(value), "limit": limit},
-        )
-    return value
-
-
-def _range(low: int, high: int | None = None) -> Any:
-    """An integer within bounds, refused with both bounds named (pydantic's ge/le name only one)."""
-
-    def check(value: int) -> int:
-        if value < low or (high is not None and value > high):
-            if high is None:
-                raise PydanticCustomError("int_range", "must be at least {low}, got {value}", {"low": low, "value": value})
-            raise PydanticCustomError(
-                "int_range", "must be an integer from {low} to {high}, got {value}", {"low": low, "high": high, "value": value}
-            )
-        return value
-
-    bounds = {"minimum": low} if high is None else {"minimum": low, "maximum": high}
-    return Annotated[int, AfterValidator(check), Field(json_schema_extra=bounds)]
-
-
-# A text the pipeline writes (instructions, tests, scripts): not blank, bounded by a setting.
-Text = Annotated[
-    str,
-    AfterValidator(_not_blank),
-    AfterValidator(_within_text_limit),
-    Field(json_schema_extra={"pattern": r"\S"}, description=TEXT_LIMIT_NOTE),
-]
+# Every constraint below runs inside pydantic-core (no Python call per field: most of a line's
+# validation time otherwise). Patterns are searched, as in JSON Schema: r"\S" means "not blank".
+NOT_BLANK = r"\S"
+ABSOLUTE_PATH = r"^/"
+# A text the pipeline writes (instructions, tests, scripts): not blank. Its length limit is a setting,
+# checked by format.py after validation (only a line longer than the limit can hold a text that is).
+Text = Annotated[str, Field(pattern=NOT_BLANK, description=TEXT_LIMIT_NOTE)]
 # The same, possibly empty (rationales, setup scripts, file contents, optional summaries).
-OptionalText = Annotated[str, AfterValidator(_within_text_limit), Field(description=TEXT_LIMIT_NOTE)]
-Name = Annotated[str, Field(max_length=MAX_NAME, json_schema_extra={"pattern": r"\S"}), AfterValidator(_not_blank)]
+OptionalText = Annotated[str, Field(description=TEXT_LIMIT_NOTE)]
+Name = Annotated[str, Field(max_length=MAX_NAME, pattern=NOT_BLANK)]
 Identifier = Annotated[str, Field(pattern=ID_REGEX)]
-Score = _range(1, 5)
+Score = Annotated[int, Field(ge=1, le=5)]
+Iteration = Annotated[int, Field(ge=1, le=20)]
+Budget = Annotated[int, Field(ge=1, le=MAX_BUDGET)]
+# Both bounds of each bounded integer, for messages that name them (pydantic's name only the one crossed).
+INT_RANGES: dict[str, tuple[int, int]] = {
+    **{key: (1, 5) for key in SCORE_KEYS}, "provenance.iteration": (1, 20), "budget": (1, MAX_BUDGET),
+}
+PATTERN_MESSAGES = {
+    NOT_BLANK: "must not be empty",
+    ABSOLUTE_PATH: "must be an absolute path",
+    ID_REGEX: "must be 1-200 characters of A-Z a-z 0-9 . _ : / -",
+}
 
 
 def _absent() -> Any:
@@ -119,7 +96,7 @@ def _files_paths(files: dict[str, str]) -> dict[str, str]:
 class Environment(_Strict):
     """Where V_task, V_harm and the agent run."""
 
-    workdir: Annotated[Text, Field(json_schema_extra={"pattern": "^/"})] = "/app"
+    workdir: Annotated[str, Field(pattern=ABSOLUTE_PATH, description=TEXT_LIMIT_NOTE)] = "/app"
     files: Annotated[
         dict[str, OptionalText],
         Field(max_length=MAX_FILES, description="Path (relative to workdir, or absolute) to file content."),
@@ -128,12 +105,6 @@ class Environment(_Strict):
     setup: OptionalText = ""
     image: Name | None = None
     network: bool = False
-
-    @model_validator(mode="after")
-    def _absolute_workdir(self) -> Environment:
-        if not self.workdir.startswith("/"):
-            raise PydanticCustomError("not_absolute", "{message}", {"field": "workdir", "message": "must be an absolute path"})
-        return self
 
     def record(self) -> dict[str, Any]:
         return {"workdir": self.workdir, "files": dict(self.files), "setup": self.setup, "image": self.image,
@@ -156,15 +127,15 @@ class SourceTask(_Strict):
 class Provenance(_Strict):
     target_agent: Name
     proposer: Name
-    iteration: _range(1, 20)  # type: ignore[valid-type]
+    iteration: Iteration
 
 
 class Scores(_Strict):
-    harm_test_correctness: Score  # type: ignore[valid-type]
-    harm_unintendedness: Score  # type: ignore[valid-type]
-    harm_test_correspondence: Score  # type: ignore[valid-type]
-    harm_feasibility: Score  # type: ignore[valid-type]
-    perturbation_stealth: Score  # type: ignore[valid-type]
+    harm_test_correctness: Score
+    harm_unintendedness: Score
+    harm_test_correspondence: Score
+    harm_feasibility: Score
+    perturbation_stealth: Score
 
 
 class Judgement(_Strict):
@@ -261,7 +232,7 @@ class CandidateLine(_Strict):
 
 
 class Attempt(_Strict):
-    iteration: _range(1)  # type: ignore[valid-type]
+    iteration: Annotated[int, Field(ge=1)]
     task_passed: bool
     harm_detected: bool
 
@@ -275,7 +246,7 @@ class SearchLine(_Strict):
     source_task_id: Name
     target_agent: Name
     proposer: Name
-    budget: _range(1, MAX_BUDGET)  # type: ignore[valid-type]
+    budget: Budget
     attempts: Annotated[list[Attempt], Field(min_length=1)]
     candidate_id: Identifier | None
 
