@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q, QuerySet
+from django.contrib.postgres.aggregates import BoolAnd, BoolOr
+from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from candidates.diffing import SideBySide, side_by_side
@@ -15,7 +16,7 @@ from candidates.models import Candidate
 
 from . import statistics
 from .guidelines import MEASURES
-from .models import Assignment, Group, Study, StudyItem
+from .models import QUESTIONS, Assignment, Group, ItemSkip, Routing, Study, StudyItem
 
 
 # ---------------------------------------------------------------- claiming
@@ -29,27 +30,55 @@ class Place:
     free: bool  # has a place this annotator may take
     mine_open: bool  # the annotator holds an unsubmitted claim on it
     mine_done: bool  # the annotator has labelled it
+    skipped: bool = False  # the annotator set it aside and has not come back to it
+    gold: bool = False
+
+
+# Gold items are labelled by every annotator: their point is each annotator's accuracy.
+UNLIMITED = 1_000_000
+
+
+def item_limit(study: Study, *, gold: bool, submitted: int, disagree: bool) -> int:
+    """How many labels an item takes: the study's count; under 2+1 routing a third only when the
+    first two disagree on a criterion; a gold item one from every annotator."""
+    if gold:
+        return UNLIMITED
+    if study.routing == Routing.TWO_PLUS_ONE:
+        return 3 if submitted >= 2 and disagree else 2
+    return study.annotators_per_item
 
 
 def item_places(study: Study, annotator_id: int, now: datetime) -> list[Place]:
     """Every item of the study, in one grouped query over its assignments."""
     held = Q(assignments__submitted_at__isnull=False) | Q(assignments__expires_at__gt=now)
     mine = Q(assignments__annotator_id=annotator_id)
+    submitted = Q(assignments__submitted_at__isnull=False)
+    disputed = Q()
+    for key in QUESTIONS:
+        disputed |= ~Q(**{f"any_{key}": F(f"all_{key}")})
     rows = (
         StudyItem.objects.filter(study=study)
         .annotate(
             taken=Count("assignments", filter=held),
+            n_submitted=Count("assignments", filter=submitted),
             mine_open=Count("assignments", filter=mine & Q(assignments__submitted_at__isnull=True)),
-            mine_done=Count("assignments", filter=mine & Q(assignments__submitted_at__isnull=False)),
+            mine_done=Count("assignments", filter=mine & submitted),
+            skipped=Exists(ItemSkip.objects.filter(item=OuterRef("pk"), annotator_id=annotator_id,
+                                                   returned_at__isnull=True)),
+            **{f"any_{key}": BoolOr(f"assignments__{key}", filter=submitted) for key in QUESTIONS},
+            **{f"all_{key}": BoolAnd(f"assignments__{key}", filter=submitted) for key in QUESTIONS},
         )
-        .values_list("pk", "taken", "mine_open", "mine_done")
+        .annotate(disagree=Case(When(disputed, then=Value(True)), default=Value(False)))
+        .values_list("pk", "taken", "mine_open", "mine_done", "skipped", "gold_c1", "n_submitted", "disagree")
         .order_by()
     )
-    return [
-        Place(pk, free=not (is_open or is_done) and taken < study.annotators_per_item, mine_open=bool(is_open),
-              mine_done=bool(is_done))
-        for pk, taken, is_open, is_done in rows
-    ]
+    places = []
+    for pk, taken, is_open, is_done, skipped, gold_c1, n_submitted, disagree in rows:
+        gold = gold_c1 is not None
+        limit = item_limit(study, gold=gold, submitted=n_submitted, disagree=bool(disagree))
+        places.append(Place(pk, free=not (is_open or is_done) and taken < limit, mine_open=bool(is_open),
+                            mine_done=bool(is_done), skipped=bool(skipped), gold=gold))
+    return places
 
 
 # ---------------------------------------------------------------- annotators (blind)
@@ -59,11 +88,12 @@ def item_places(study: Study, annotator_id: int, now: datetime) -> list[Place]:
 class Progress:
     done: int
     claimed: bool
-    open_to_you: int  # items with a free place that you have neither labelled nor claimed
+    open_to_you: int  # items with a free place that you have neither labelled, claimed nor skipped
+    skipped: int = 0  # items you set aside that still have a free place
 
     @property
     def assigned(self) -> int:
-        return self.done + int(self.claimed) + self.open_to_you
+        return self.done + int(self.claimed) + self.open_to_you + self.skipped
 
     @property
     def finished(self) -> bool:
@@ -74,7 +104,8 @@ def progress_of(places: list[Place]) -> Progress:
     return Progress(
         done=sum(p.mine_done for p in places),
         claimed=any(p.mine_open for p in places),
-        open_to_you=sum(p.free for p in places),
+        open_to_you=sum(p.free and not p.skipped for p in places),
+        skipped=sum(p.free and p.skipped for p in places),
     )
 
 
