@@ -33,7 +33,7 @@ from .models import (
     StudyMember,
     StudyStatus,
 )
-from .selectors import item_limit, item_places
+from .selectors import Answers, item_limit, item_places
 
 # A label's own time is what the page measured; without it, the time since the claim, capped so
 # that a claim left open overnight does not count as work.
@@ -444,13 +444,6 @@ def study_guidelines_set(study: Study, *, guidelines: str, gold_rate: float) -> 
         locked.guidelines, locked.gold_rate = guidelines.strip(), gold_rate
         locked.save(update_fields=["guidelines", "gold_rate"])
     return locked
-
-
-@dataclass(frozen=True)
-class Answers:
-    c1: bool
-    c2: bool
-    c3: bool
 
 
 def item_gold_set(item: StudyItem, answers: Answers | None) -> StudyItem:
