@@ -58,9 +58,9 @@ class StudyForm(forms.Form):
         min_value=1, max_value=MAX_CLAIM_TIMEOUT_MINUTES, initial=30, label="Claim timeout (minutes)",
         help_text="An item claimed but not labelled within this time goes back to the pool.",
     )
-    routing = forms.ChoiceField(choices=Routing.choices, initial=Routing.FIXED,
+    routing = forms.ChoiceField(choices=Routing.choices, initial=Routing.FIXED, required=False,
                                 help_text="2+1 needs 2 annotators per item and at least three in the study.")
-    gold_rate = forms.FloatField(min_value=0, max_value=1, initial=0, label="Gold share",
+    gold_rate = forms.FloatField(min_value=0, max_value=1, initial=0, label="Gold share", required=False,
                                  help_text="The share of each annotator's items drawn from gold items (0 to 1).")
     guidelines = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}),
                                  help_text="With worked examples; shown to annotators before their first item.")
@@ -82,7 +82,7 @@ class StudyForm(forms.Form):
             name=data["name"], description=data["description"], seed=data["seed"], top_k=data["top_k"],
             per_group=data["per_group"], stratify_by=data["stratify_by"] or "",
             annotators_per_item=data["annotators_per_item"], claim_timeout_minutes=data["claim_timeout_minutes"],
-            routing=data["routing"], gold_rate=data["gold_rate"], guidelines=data["guidelines"],
+            routing=data["routing"] or Routing.FIXED, gold_rate=data["gold_rate"] or 0.0, guidelines=data["guidelines"],
         )
 
 
