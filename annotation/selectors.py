@@ -359,6 +359,11 @@ class ItemRow:
         return self.group == Group.TOP
 
     @property
+    def median_seconds(self) -> float | None:
+        """The median active time the annotators spent on this item."""
+        return pystats.median([label.seconds_spent for label in self.labels]) if self.labels else None
+
+    @property
     def first_two(self) -> list[LabelRow]:
         """The first two labels by submission time: under 2+1 routing, the round every item gets."""
         return sorted(self.labels, key=lambda label: label.submitted_at)[:2]
