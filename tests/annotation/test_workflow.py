@@ -148,3 +148,24 @@ def test_curators_set_the_guidelines_and_the_gold_share(pool, annotators, make_s
     assert (study.guidelines, study.gold_rate) == ("Worked example.", 0.2)
     client.force_login(annotators[0])
     assert client.get(f"/annotation/studies/{study.pk}/guidelines/").status_code == 403
+
+
+def test_skip_and_come_back_through_the_api(pool, annotators, make_study):
+    from rest_framework.test import APIClient
+
+    study = make_study(annotators, per_group=2)
+    annotator = annotators[0]
+    api = APIClient()
+    api.force_authenticate(annotator)
+    item = api.post(f"/api/annotation/my/studies/{study.pk}/next/").json()["item"]
+    url = f"/api/annotation/my/studies/{study.pk}/items/{item['token']}/skip/"
+
+    refused = api.post(url, {"unclear": True, "reason": ""}, format="json")
+    assert refused.status_code == 400 and "reason" in refused.json()["errors"][0]["message"]
+    assert Assignment.objects.filter(item__token=item["token"], annotator=annotator).exists()
+
+    progress = api.post(url, {"unclear": True, "reason": "Which file?"}, format="json").json()
+    assert progress["skipped"] == 1 and progress["open_to_you"] == 3
+    assert not Assignment.objects.filter(item__token=item["token"], annotator=annotator).exists()
+    back = api.post(f"/api/annotation/my/studies/{study.pk}/next/?skipped=1").json()["item"]
+    assert back["token"] == item["token"]
