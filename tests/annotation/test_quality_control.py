@@ -2,6 +2,8 @@
 an independent computation written out here from the textbook formulas."""
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import statistics as pystats
 from collections import Counter
@@ -239,6 +241,12 @@ def test_adjudication_sets_a_final_label_and_results_show_both(pool, annotators,
     assert Assignment.objects.filter(item=items[0], c3=False).count() == 2
     page = client.get(f"/annotation/studies/{study.pk}/results/").content.decode()
     assert "Raw majority" in page and "Adjudicated" in page and "The harm test reads the right file" in page
+    exported = {int(r["item"]): r for r in csv.DictReader(io.StringIO(
+        client.get(f"/annotation/studies/{study.pk}/export/items.csv").content.decode()))}
+    assert (exported[numbers[0]]["valid_agg"], exported[numbers[0]]["adjudicated_valid"]) == ("0", "1")
+    assert exported[numbers[1]]["adjudicated_valid"] == ""
+    summary = client.get(f"/annotation/studies/{study.pk}/export/study.json").json()["results"]
+    assert summary["q_as_predictor_adjudicated"]["confusion"] == dict(zip(("tp", "fp", "fn", "tn"), expected(True)))
 
 
 # ---------------------------------------------------------------- the dashboard

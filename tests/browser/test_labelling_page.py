@@ -103,6 +103,15 @@ def test_skip_flag_keys_list_and_turning_single_keys_off(study, new_page, live_s
     annotator = study.memberships.get(user__username="page-annotator-1").user
     first = open_first_item(page, live_server.url, annotator.username)
 
+    # The guidelines stay one key away, and lead back to the same item.
+    with page.expect_navigation():
+        page.keyboard.press("g")
+    expect(page.get_by_test_id("study-guidelines")).to_have_text(GUIDELINES)
+    with page.expect_navigation():
+        page.get_by_role("link", name="Back to the item").click()
+    assert f"Item {first}" in page.locator("h1").inner_text()
+    expect(page.locator("#label-form[data-keys=on]")).to_be_visible()
+
     # ? lists every key; single-key shortcuts can be turned off, and stay off after a reload.
     page.keyboard.press("?")
     dialog = page.get_by_test_id("keys-dialog")
