@@ -135,3 +135,7 @@ class AnswersForm(forms.Form):
 
 class AdjudicationForm(AnswersForm):
     reason = forms.CharField(max_length=MAX_REASON, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class PreferencesForm(forms.Form):
+    single_key_shortcuts = forms.ChoiceField(choices=[("on", "on"), ("off", "off")])

@@ -274,3 +274,15 @@ class Adjudication(models.Model):
     @property
     def valid(self) -> bool:
         return self.c1 and self.c2 and self.c3
+
+
+class LabellingPreferences(models.Model):
+    """How one person likes the labelling page, kept with them rather than with a browser."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
+                                related_name="labelling_preferences")
+    # WCAG 2.1.4: single-character shortcuts can be turned off (speech input types letters).
+    single_key_shortcuts = models.BooleanField(default=True)
+
+    class Meta:
+        verbose_name_plural = "labelling preferences"

@@ -16,7 +16,18 @@ from candidates.models import Candidate
 
 from . import statistics
 from .guidelines import MEASURES
-from .models import QUESTIONS, Adjudication, Assignment, Group, ItemSkip, Routing, Study, StudyItem, StudyMember
+from .models import (
+    QUESTIONS,
+    Adjudication,
+    Assignment,
+    Group,
+    ItemSkip,
+    LabellingPreferences,
+    Routing,
+    Study,
+    StudyItem,
+    StudyMember,
+)
 
 
 # ---------------------------------------------------------------- claiming
@@ -188,6 +199,11 @@ def blind_item_for(own: Assignment) -> BlindItem:
         diff=side_by_side(candidate.source_task.instruction, candidate.instruction),
         own=own,
     )
+
+
+def single_key_shortcuts_on(user: AbstractBaseUser) -> bool:
+    """Whether the user's single-key shortcuts are on (the default until they turn them off)."""
+    return not LabellingPreferences.objects.filter(user=user, single_key_shortcuts=False).exists()
 
 
 def guidelines_due(study_id: int, user: AbstractBaseUser) -> bool:

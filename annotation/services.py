@@ -26,6 +26,7 @@ from .models import (
     Group,
     ItemSkip,
     LabelChange,
+    LabellingPreferences,
     Routing,
     StratifyBy,
     Study,
@@ -550,3 +551,9 @@ def _label_save(study_id: int, token: str, annotator: AbstractBaseUser, label: L
     assignment.updated_at = now
     assignment.save()
     return assignment
+
+
+def preferences_set(user: AbstractBaseUser, *, single_key_shortcuts: bool) -> LabellingPreferences:
+    preferences, _ = LabellingPreferences.objects.update_or_create(
+        user=user, defaults={"single_key_shortcuts": single_key_shortcuts})
+    return preferences

@@ -7,6 +7,7 @@ app_name = "annotation"
 urlpatterns = [
     # Annotators: their studies, then one blind item at a time.
     path("", views.AnnotatorHomeView.as_view(), name="home"),
+    path("preferences/", views.PreferencesView.as_view(), name="preferences"),
     path("s/<int:study_id>/next/", views.ClaimNextView.as_view(), name="next"),
     path("s/<int:study_id>/skipped/", views.ClaimNextView.as_view(skipped=True), name="next-skipped"),
     path("s/<int:study_id>/guidelines/", views.GuidelinesView.as_view(), name="guidelines"),

@@ -12,7 +12,16 @@ from candidates import diffing, highlight
 from veriharm_site.permissions import RoleRequiredMixin
 
 from . import charts, exports, line_diff, selectors, services
-from .forms import AdjudicationForm, AnswersForm, GuidelinesForm, LabelForm, MembersForm, SkipForm, StudyForm
+from .forms import (
+    AdjudicationForm,
+    AnswersForm,
+    GuidelinesForm,
+    LabelForm,
+    MembersForm,
+    PreferencesForm,
+    SkipForm,
+    StudyForm,
+)
 from .guidelines import CRITERIA, MEASURES
 from .models import Assignment, Study
 
@@ -89,6 +98,21 @@ class GuidelinesView(RoleRequiredMixin, View):
         return _go_to_next(request, study_id)
 
 
+class PreferencesView(RoleRequiredMixin, View):
+    """POST (from the key list): turn the user's single-key shortcuts on or off; answers JSON."""
+
+    permission_required = ANNOTATE
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        form = PreferencesForm(request.POST)
+        if not form.is_valid():
+            return JsonResponse({"errors": [{"field": "single_key_shortcuts", "message": "must be 'on' or 'off'"}]},
+                                status=400)
+        saved = services.preferences_set(request.user,
+                                         single_key_shortcuts=form.cleaned_data["single_key_shortcuts"] == "on")
+        return JsonResponse({"single_key_shortcuts": saved.single_key_shortcuts})
+
+
 class SkipView(RoleRequiredMixin, View):
     """POST: set the claimed item aside (optionally flagged as unclear, with a reason) and go on."""
 
@@ -146,6 +170,7 @@ class ItemView(RoleRequiredMixin, View):
                 "revising": own.submitted,
                 "aligned": line_diff.aligned_diff(item.source_instruction, item.instruction),
                 "neighbours": selectors.own_label_neighbours(item.study, request.user, item.number),
+                "single_keys": selectors.single_key_shortcuts_on(request.user),
             },
             status=status,
         )

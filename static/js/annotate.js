@@ -2,8 +2,8 @@
 // Y / N answer the highlighted question and move on; 1-3 pick a question (arrows still scroll);
 // Enter submits once all three are answered; C goes to the comment, Esc leaves it; J / K move
 // between the changes of the task, U switches the diff view, S skips, F flags, G opens the
-// guidelines, ? lists the keys. Single-key shortcuts can be turned off (WCAG 2.1.4), remembered
-// per user in this browser. Active time (page visible, someone at it) is sent with the label.
+// guidelines, ? lists the keys. Single-key shortcuts can be turned off (WCAG 2.1.4), saved with
+// the user's account. Active time (page visible, someone at it) is sent with the label.
 (function () {
   "use strict";
   const form = document.getElementById("label-form");
@@ -49,22 +49,31 @@
     return activeMs / 1000;
   }
 
-  // Single-key shortcuts, on unless this user turned them off in this browser.
-  const layout = document.querySelector(".annotate-layout");
-  const keysKey = "veriharm.single-key-shortcuts." + (layout ? layout.dataset.user : "");
+  // Single-key shortcuts, on unless this user turned them off; the choice is saved with their
+  // account, so it follows them to any browser.
   const keysToggle = document.getElementById("keys-enabled");
+  const preferences = document.getElementById("preferences-form");
   const dialog = document.getElementById("keys-dialog");
   function keysOn() {
-    try { return window.localStorage.getItem(keysKey) !== "off"; } catch (e) { return true; }
+    return form.dataset.singleKeys !== "off";
   }
   function showKeysState() {
-    form.dataset.singleKeys = keysOn() ? "on" : "off";
     if (keysToggle) keysToggle.checked = keysOn();
   }
-  if (keysToggle) {
+  if (keysToggle && preferences) {
     keysToggle.addEventListener("change", function () {
-      try { window.localStorage.setItem(keysKey, keysToggle.checked ? "on" : "off"); } catch (e) { /* private mode */ }
-      showKeysState();
+      const wanted = keysToggle.checked ? "on" : "off";
+      preferences.elements.single_key_shortcuts.value = wanted;
+      form.dataset.singleKeys = wanted;
+      fetch(preferences.action, { method: "POST", body: new FormData(preferences), credentials: "same-origin" })
+        .then(function (response) {
+          if (!response.ok) throw new Error(String(response.status));
+          say("Single-key shortcuts " + wanted + ".");
+          preferences.dataset.saved = wanted;
+        })
+        .catch(function () {
+          say("Could not save the shortcut setting; it applies to this page only.");
+        });
     });
   }
   function showKeys() {

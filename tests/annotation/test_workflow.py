@@ -169,3 +169,22 @@ def test_skip_and_come_back_through_the_api(pool, annotators, make_study):
     assert not Assignment.objects.filter(item__token=item["token"], annotator=annotator).exists()
     back = api.post(f"/api/annotation/my/studies/{study.pk}/next/?skipped=1").json()["item"]
     assert back["token"] == item["token"]
+
+
+def test_single_key_shortcuts_are_a_preference_of_the_user(pool, annotators, make_study, client, curator):
+    study = make_study(annotators, per_group=2)
+    annotator = annotators[0]
+    claim = services.item_claim_next(study.pk, annotator)
+    client.force_login(annotator)
+    page = f"/annotation/s/{study.pk}/i/{claim.item.token}/"
+    assert 'data-single-keys="on"' in client.get(page).content.decode()
+
+    refused = client.post("/annotation/preferences/", {"single_key_shortcuts": "maybe"})
+    assert refused.status_code == 400 and refused.json()["errors"][0]["field"] == "single_key_shortcuts"
+    assert 'data-single-keys="on"' in client.get(page).content.decode()
+
+    assert client.post("/annotation/preferences/", {"single_key_shortcuts": "off"}).json() == {
+        "single_key_shortcuts": False}
+    assert 'data-single-keys="off"' in client.get(page).content.decode()
+    client.force_login(curator)
+    assert client.post("/annotation/preferences/", {"single_key_shortcuts": "on"}).status_code == 403

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from annotation import services
-from annotation.models import Assignment, ItemSkip
+from annotation.models import Assignment, ItemSkip, LabellingPreferences
 from candidates.models import Candidate, SourceTask
 from tests.annotation.conftest import import_pool
 from tests.browser.conftest import login
@@ -119,6 +119,8 @@ def test_skip_flag_keys_list_and_turning_single_keys_off(study, new_page, live_s
     for key in ("Y", "N", "J", "K", "U", "S", "F", "G", "?"):
         expect(dialog.locator("dt kbd", has_text=re.compile(f"^{re.escape(key)}$"))).to_have_count(1)
     page.get_by_test_id("keys-enabled").uncheck()
+    expect(page.locator("#preferences-form[data-saved=off]")).to_be_attached()
+    assert LabellingPreferences.objects.get(user=annotator).single_key_shortcuts is False
     page.keyboard.press("Escape")
     expect(dialog).to_be_hidden()
     page.reload()
@@ -130,6 +132,7 @@ def test_skip_flag_keys_list_and_turning_single_keys_off(study, new_page, live_s
     page.get_by_test_id("show-keys").click()
     expect(page.get_by_test_id("keys-enabled")).not_to_be_checked()
     page.get_by_test_id("keys-enabled").check()
+    expect(page.locator("#preferences-form[data-saved=on]")).to_be_attached()
     page.keyboard.press("Escape")
 
     # Skip: the place goes back to the pool and the next item comes up.
