@@ -394,7 +394,10 @@ class ItemRow:
         return sum(1 for label in self.labels if label.value(measure))
 
     def majority(self, measure: str) -> bool | None:
-        return statistics.majority([label.value(measure) for label in self.labels], self.required)
+        # A gold item has a label from every annotator, more than the study's count: the majority
+        # is then of all its labels.
+        return statistics.majority([label.value(measure) for label in self.labels],
+                                   max(self.required, len(self.labels)))
 
     @property
     def valid_agg(self) -> bool | None:

@@ -150,6 +150,9 @@ def test_gold_items_go_to_every_annotator_and_measure_their_accuracy(pool, annot
     # Mixed in at a rate of one in two: every annotator met the gold item among their first two.
     assert all(gold_item.number in first for first in firsts)
     assert Assignment.objects.filter(item=gold_item, submitted_at__isnull=False).count() == 3
+    # The gold item's majority is over its three labels (two say not valid), not over the study's count of one.
+    gold_row = next(r for r in selectors.study_item_rows(study) if r.number == gold_item.number)
+    assert gold_row.valid_agg is False and gold_row.majority("c1") is True
     # Ordinary items still take one label each.
     assert all(len(row.labels) == 1 for row in selectors.study_item_rows(study) if row.number != gold_item.number)
 
