@@ -81,6 +81,8 @@
   }
   const keysButton = document.getElementById("show-keys");
   if (keysButton) keysButton.addEventListener("click", showKeys);
+  const closeKeys = document.getElementById("close-keys");
+  if (closeKeys) closeKeys.addEventListener("click", function () { dialog.close(); });
 
   // The changes of the task: the first row of each run of changed rows, in the view shown.
   const diff = document.getElementById("diff");
@@ -118,7 +120,19 @@
   if (jumpButton) jumpButton.addEventListener("click", function () { jump(1); });
   if (viewButton) viewButton.addEventListener("click", toggleView);
   const skipForm = document.getElementById("skip-form");
+  const skipButton = document.getElementById("skip-button");
   const flag = document.getElementById("flag");
+  const flagReason = document.getElementById("flag-reason");
+  if (skipForm) {
+    skipForm.addEventListener("submit", function (event) {
+      // A flag needs its reason; a plain skip does not.
+      if (event.submitter && event.submitter.name === "unclear" && !flagReason.value.trim()) {
+        event.preventDefault();
+        say("Say what is unclear before flagging the item.");
+        flagReason.focus();
+      }
+    });
+  }
   const guidelines = document.getElementById("guidelines-link");
 
   function answerOf(fieldset) {
@@ -218,7 +232,7 @@
       case "j": case "J": jump(1); break;
       case "k": case "K": jump(-1); break;
       case "u": case "U": toggleView(); break;
-      case "s": case "S": if (!skipForm) return; skipForm.requestSubmit(); break;
+      case "s": case "S": if (!skipForm) return; skipForm.requestSubmit(skipButton); break;
       case "f": case "F":
         if (!flag) return;
         flag.open = true;

@@ -146,9 +146,12 @@ def test_skip_flag_keys_list_and_turning_single_keys_off(study, new_page, live_s
     # Flag: a reason is asked for and kept for curators.
     page.keyboard.press("f")
     expect(page.locator("#flag-reason")).to_be_focused()
+    page.locator("#flag-button").click()  # without a reason: refused on the page
+    expect(page.locator("#key-status")).to_have_text("Say what is unclear before flagging the item.")
+    assert not ItemSkip.objects.filter(item__number=second, item__study=study, annotator=annotator).exists()
     page.keyboard.type("The harm test names a file the task never mentions.")
     with page.expect_navigation():
-        page.locator("#flag-form button[type=submit]").click()
+        page.locator("#flag-button").click()
     flagged = ItemSkip.objects.get(item__number=second, item__study=study, annotator=annotator)
     assert flagged.unclear and flagged.reason == "The harm test names a file the task never mentions."
     assert f"Item {second}" not in page.locator("h1").inner_text()
