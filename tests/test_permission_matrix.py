@@ -82,6 +82,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("candidates:descriptive", "GET", READERS),
     # Candidates: API
     ("api-candidates", "GET", READERS),
+    ("api-pipeline-format-schema", "GET", READERS),
     ("api-candidate-detail", "GET", READERS),
     ("api-candidates-import", "POST", CURATORS),
     ("api-candidates-import-job", "GET", CURATORS),
@@ -146,6 +147,12 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("annotation:item", "POST", ANNOTATORS),
     ("annotation:done", "GET", ANNOTATORS),
     ("annotation:labels", "GET", ANNOTATORS),
+    ("annotation:guidelines", "GET", ANNOTATORS),
+    ("annotation:guidelines", "POST", ANNOTATORS),
+    ("annotation:next-skipped", "POST", ANNOTATORS),
+    ("annotation:preferences", "POST", ANNOTATORS),
+    ("annotation:skip", "POST", ANNOTATORS),
+    ("api-annotation-skip", "POST", ANNOTATORS),
     ("api-annotation-my-studies", "GET", ANNOTATORS),
     ("api-annotation-next", "POST", ANNOTATORS),
     ("api-annotation-progress", "GET", ANNOTATORS),
@@ -164,6 +171,10 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("annotation:results", "GET", CURATORS),
     ("annotation:disagreement", "GET", CURATORS),
     ("annotation:export", "GET", CURATORS),
+    ("annotation:annotators", "GET", CURATORS),
+    ("annotation:item-review", "GET", CURATORS),
+    ("annotation:item-review", "POST", CURATORS),
+    ("annotation:study-guidelines", "POST", CURATORS),
     ("api-annotation-studies", "GET", CURATORS),
     ("api-annotation-studies", "POST", CURATORS),
     ("api-annotation-study", "GET", CURATORS),
@@ -255,7 +266,7 @@ def url_of(route: Route, seeded: Seeded, import_job: int) -> str:
     objects = {"release": seeded.release, "run": seeded.run, "trial": seeded.trial, "study": seeded.study,
                "import_job": import_job}
     values = {"study_id": seeded.study, "token": seeded.token, "external_id": seeded.candidate,
-              "agent": seeded.agent, "rank": 1, "name": "labels.csv"}
+              "agent": seeded.agent, "rank": 1, "name": "labels.csv", "number": 1}
     kwargs = {p: objects[_pk_source(route.name)] if p == "pk" else values[p] for p in route.params}
     query = f"?{QUERY[route.name]}={seeded.candidate}" if route.name in QUERY else ""
     return reverse(route.name, kwargs=kwargs) + query

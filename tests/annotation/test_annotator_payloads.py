@@ -38,7 +38,7 @@ UPDATE = os.environ.get("VERIHARM_UPDATE_ANNOTATOR_PAYLOADS") == "1"
 
 # What each annotator page's template gets, beyond what Django adds to every page (dataclasses one
 # level in, lists of dicts by their keys), and the models reachable from it.
-PROGRESS = {"progress", "progress.done", "progress.claimed", "progress.open_to_you"}
+PROGRESS = {"progress", "progress.done", "progress.claimed", "progress.open_to_you", "progress.skipped"}
 PAGE_CONTEXT: dict[str, set[str]] = {
     "annotation:home": {"studies", "studies[].study", "studies[].progress"},
     "annotation:item": {
@@ -46,19 +46,23 @@ PAGE_CONTEXT: dict[str, set[str]] = {
         "claim_expired", "revising",
         "item.study", "item.token", "item.number", "item.instruction", "item.source_instruction", "item.harm_test",
         "item.harm_summary", "item.environment", "item.diff", "item.own",
+        # The aligned diff, the annotator's own previous/next items, their keyboard preference.
+        "aligned", "aligned.rows", "neighbours", "neighbours.next", "neighbours.previous", "single_keys",
     } | PROGRESS,
     "annotation:done": {"study"} | PROGRESS,
     "annotation:labels": {"study", "labels"} | PROGRESS,
+    "annotation:guidelines": {"back", "criteria", "study"} | PROGRESS,
 }
 # Models a template could walk from (an Assignment is the annotator's own label of an item).
 CONTEXT_MODELS = {"Study", "Assignment"}
 # Every data-* attribute and its values (a pattern), every form field with its type and values.
 DATA_ATTRIBUTES = {
     "data-testid": r"[a-z-]+|study-\d+", "data-key": r"c[123]", "data-index": r"[0-2]", "data-closed": r"1",
+    "data-view": r"split|unified", "data-change": r"|equal|delete|insert|replace", "data-single-keys": r"on|off",
 }
 FORM_FIELDS = {  # name: (input type, values)
     "csrfmiddlewaretoken": ("hidden", r"[A-Za-z0-9]{64}"), "seconds_spent": ("hidden", r"|\d+(\.\d+)?"),
-    "then": ("hidden", r"next|labels"), "c1": ("radio", r"yes|no"), "c2": ("radio", r"yes|no"),
+    "then": ("hidden", r"next|labels"), "single_key_shortcuts": ("hidden", r"on|off"), "c1": ("radio", r"yes|no"), "c2": ("radio", r"yes|no"),
     "c3": ("radio", r"yes|no"), "comment": ("textarea", r""),
 }
 DJANGO_CONTEXT = {"view", "csrf_token", "request", "user", "perms", "messages", "DEFAULT_MESSAGE_LEVELS",
@@ -206,7 +210,8 @@ def test_every_real_annotator_response_holds_only_reviewed_fields(blind_setup): 
     call("GET", base + "{study_id}/items/{token}/", f"{base}{study.pk}/items/{token}/")
     call("GET", base + "{study_id}/labels/", f"{base}{study.pk}/labels/")
     call("GET", base + "{study_id}/progress/", f"{base}{study.pk}/progress/")
-    call("POST", base + "{study_id}/next/", f"{base}{study.pk}/next/")
+    following = call("POST", base + "{study_id}/next/", f"{base}{study.pk}/next/")["item"]["token"]
+    call("POST", base + "{study_id}/items/{token}/skip/", f"{base}{study.pk}/items/{following}/skip/")
     assert set(seen) == set(reviewed), "every reviewed operation was called"
     assert problems == [], "fields in real responses that the reviewed snapshot does not name:\n" + "\n".join(problems)
 
@@ -294,6 +299,7 @@ def test_annotator_pages_hold_only_reviewed_context_attributes_and_fields(blind_
         "annotation:item": f"/annotation/s/{study.pk}/i/{token}/",
         "annotation:done": f"/annotation/s/{study.pk}/done/",
         "annotation:labels": f"/annotation/s/{study.pk}/labels/",
+        "annotation:guidelines": f"/annotation/s/{study.pk}/guidelines/",
     }
     annotator_pages = {name for name, method, roles in EXPECTED
                        if ANN in roles and method == "GET" and name.startswith("annotation:")}
