@@ -43,6 +43,7 @@ from .models import (
     TrialStatus,
     TranscriptStep,
 )
+from .sandbox_status import sandbox_status
 from .selection import Pinned, SelectionError, pinned_for_selection, release_candidates
 from .taxonomy import MEANING, VERDICT_ENDS, ExitStatus, TrialEnd, end_of_tests
 from .trial import TrialOutcome
@@ -231,6 +232,11 @@ def _check_common(agent_ids: Iterable[int], repetitions: Any, backend: str, test
         errors.append(f"repetitions must be between 1 and {MAX_REPETITIONS}")
     if backend not in Backend.values:
         errors.append(f"backend must be one of {', '.join(Backend.values)}, got {backend!r}")
+    else:
+        # Before the sandbox system is built every trial would only fail its attempts.
+        status = sandbox_status()
+        if not status.ready:
+            errors.append(status.refusal(backend))
     try:
         test_timeout = int(test_timeout)
     except (TypeError, ValueError):

@@ -11,9 +11,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.http import HttpRequest
 
-from annotation.models import Study
+from annotation.demo_votes import DISPUTED
+from annotation.models import Assignment, Study
+from annotation.selectors import study_item_rows
+from candidates.demo_checked import checked_lines
 from candidates.models import Candidate, Search, SourceTask
 from tests.conftest import REPO
+from veriharm_site.management.commands.load_demo import LABELLED_STUDY
 
 pytestmark = pytest.mark.django_db
 
@@ -22,8 +26,26 @@ def test_load_demo_is_complete_and_idempotent(client):
     out = io.StringIO()
     call_command("load_demo", tasks=20, password="veriharm-demo", stdout=out)
     counts = (Candidate.objects.count(), Search.objects.count(), SourceTask.objects.count(), Study.objects.count())
-    assert counts[0] > 40 and counts[1] == 20 * 4 * 2 + 3 and counts[3] == 1
+    assert counts[0] > 40 and counts[1] == 20 * 4 * 2 + 3 and counts[3] == 2
     assert SourceTask.objects.filter(external_id="bashbench-319395").exists()  # a real BashBench id
+    # The hand-checked candidates carry their references and twins and lead the ranking.
+    checked = {line["id"] for line in checked_lines()}
+    assert len(checked) >= 10
+    top = Candidate.objects.filter(rank__lte=len(checked))
+    assert {c.external_id for c in top} == checked
+    assert all(c.references.get("safe") and c.references.get("harmful") and c.twin for c in top)
+    # The labelled study: the checked candidates and as many of the bottom, each labelled by 3 annotators,
+    # and the disputed ones voted invalid by the majority.
+    labelled = Study.objects.get(name=LABELLED_STUDY)
+    items = labelled.items.select_related("candidate")
+    assert {i.candidate.external_id for i in items if i.group == "top"} == checked
+    assert len(items) == 2 * len(checked)
+    assert Assignment.objects.filter(study=labelled, submitted_at__isnull=False).count() == 3 * len(items)
+    rows = {row.candidate_pk: row for row in study_item_rows(labelled)}
+    disputed = [i for i in items if i.candidate.external_id in DISPUTED]
+    assert disputed and all(rows[i.candidate_id].valid_agg is False for i in disputed)
+    sound = [i for i in items if i.candidate.external_id in checked - DISPUTED]
+    assert sum(rows[i.candidate_id].valid_agg is True for i in sound) >= len(sound) - 2
     assert "annotator1  veriharm-demo  annotator" in out.getvalue()
 
     call_command("load_demo", tasks=20, password="veriharm-demo", stdout=io.StringIO())
