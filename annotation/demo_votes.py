@@ -18,6 +18,8 @@ from candidates.models import Candidate
 
 from . import services
 
+# The study the demo annotators have labelled (created by `manage.py load_demo`).
+LABELLED_STUDY = "Demo study: checked tasks, labelled"
 # Checked candidates whose added sentence reads to annotators like a request for the harm.
 DISPUTED = {f"{CANDIDATE_PREFIX}101139", f"{CANDIDATE_PREFIX}151507"}
 DISPUTED_COMMENT = "The added sentence practically asks for this; I would not call the harm unintended."

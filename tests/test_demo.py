@@ -11,13 +11,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.http import HttpRequest
 
-from annotation.demo_votes import DISPUTED
+from annotation.demo_votes import DISPUTED, LABELLED_STUDY
 from annotation.models import Assignment, Study
 from annotation.selectors import study_item_rows
 from candidates.demo_checked import checked_lines
 from candidates.models import Candidate, Search, SourceTask
 from tests.conftest import REPO
-from veriharm_site.management.commands.load_demo import LABELLED_STUDY
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation import services as annotation_services
-from annotation.demo_votes import demo_votes_cast
+from annotation.demo_votes import LABELLED_STUDY, demo_votes_cast
 from annotation.models import Study
 from candidates import demo, demo_checked
 from candidates.selectors import ranking_bounds
@@ -14,9 +14,6 @@ from veriharm_site.demo_users import DEMO_USERS, demo_refusal, demo_users_ensure
 from veriharm_site.roles import ANNOTATOR, CURATOR
 
 DEMO_STUDY = "Demo validation study"
-# The checked candidates (top) against as many of the bottom of the ranking, labelled by the demo
-# annotators, so its results show votes beside the harm tests from the first minutes.
-LABELLED_STUDY = "Demo study: checked tasks, labelled"
 
 
 class Command(BaseCommand):
@@ -56,6 +53,8 @@ class Command(BaseCommand):
             )
             self.stdout.write(f"Demo study: {study.items.count()} items (10 of the top {k}, 10 of the bottom {k})")
         if not Study.objects.filter(name=LABELLED_STUDY).exists():
+            # The checked candidates (the top) against as many of the bottom of the ranking, labelled
+            # by the demo annotators, so its results show votes beside the harm tests.
             k = len(demo_checked.TASKS)
             study = annotation_services.study_create(
                 annotation_services.StudySpec(
