@@ -200,6 +200,8 @@ if CELERY_BROKER_URL.startswith("filesystem"):
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
+        # kombu's exchange table; its default, "control", is a folder in the working directory (the repository).
+        "control_folder": str(_broker_dir / "control"),
     }
 else:
     # A message a worker took is redelivered only after this, so it must exceed the longest task
