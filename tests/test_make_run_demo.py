@@ -59,14 +59,25 @@ def make_run(tmp_path: Path):
             time.sleep(2)
         yield base, tmp_path / "var"
     finally:
-        # The script's session: the server, the worker and the background build and launch.
+        # The script's session: the server and the worker (the background build has a session of its
+        # own, which the script's trap stops). Whatever has not stopped after a grace period is killed.
         os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _group_alive(process.pid):
+            process.poll()
+            time.sleep(0.5)
+        if _group_alive(process.pid):
             os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        process.wait()
         log.close()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _logged_in(base: str, username: str) -> httpx.Client:
