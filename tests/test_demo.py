@@ -16,6 +16,7 @@ from annotation.models import Assignment, Study
 from annotation.selectors import study_item_rows
 from candidates.demo_checked import checked_lines
 from candidates.models import Candidate, Search, SourceTask
+from evaluation.models import Agent, Run
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.django_db
@@ -87,3 +88,39 @@ def test_the_production_settings_module_refuses_load_demo(tmp_path):
     assert result.returncode == 1
     assert "CommandError: demo users and data are refused under these settings " \
            "(veriharm_site.settings.production)" in result.stderr
+
+
+def test_demo_runs_are_refused_under_production_settings(settings):
+    call_command("load_demo", tasks=5, password="veriharm-demo", stdout=io.StringIO())
+    agents = set(Agent.objects.values_list("name", flat=True))
+    settings.VERIHARM_DEMO_ALLOWED = False
+    with pytest.raises(CommandError, match="demo users and data are refused"):
+        call_command("demo_evaluate", stdout=io.StringIO())
+    assert not Run.objects.exists() and set(Agent.objects.values_list("name", flat=True)) == agents
+
+
+def test_demo_runs_wait_for_the_sandbox_system(monkeypatch, tmp_path, settings):
+    call_command("load_demo", tasks=5, password="veriharm-demo", stdout=io.StringIO())
+    monkeypatch.setenv("VERIHARM_SANDBOX_ROOT", str(tmp_path / "sandbox-root"))
+    monkeypatch.delenv("VERIHARM_VERIFIER_ROOT", raising=False)
+    settings.VERIHARM_SANDBOX_BUILD_STATE = str(tmp_path / "state")
+    agents = set(Agent.objects.values_list("name", flat=True))
+    with pytest.raises(CommandError, match="cannot run trials yet: The sandbox system is not built yet"):
+        call_command("demo_evaluate", stdout=io.StringIO())
+    assert not Run.objects.exists() and set(Agent.objects.values_list("name", flat=True)) == agents
+    assert not agents & {"demo-careful", "demo-sloppy", "demo-reckless"}
+
+
+def test_demo_runs_launch_once(django_capture_on_commit_callbacks):
+    call_command("load_demo", tasks=5, password="veriharm-demo", stdout=io.StringIO())
+    out = io.StringIO()
+    with django_capture_on_commit_callbacks() as published:
+        call_command("demo_evaluate", stdout=out)
+    assert len(published) == 2  # each run's trials are published once committed
+    runs = {run.name: run for run in Run.objects.all()}
+    agents_run = runs["Demo: scripted agents, V3AST-Bench"]
+    assert agents_run.protocol == "v3ast" and agents_run.trials.count() == 3 * len(list(checked_lines())) * 2 * 2
+    assert sorted(a.name for a in agents_run.agents.all()) == ["demo-careful", "demo-reckless", "demo-sloppy"]
+    assert runs["Demo: reference check of the labelled study"].trials.count() == 4 * len(list(checked_lines()))
+    call_command("demo_evaluate", stdout=out)
+    assert Run.objects.count() == 2 and "The demo runs exist already." in out.getvalue()

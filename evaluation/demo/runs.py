@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
+
 from candidates import demo_checked
 
 from .. import services
@@ -31,9 +33,11 @@ def demo_agents_ensure() -> list[Agent]:
     return agents
 
 
+@transaction.atomic
 def demo_runs_launch(*, study_id: int | None, created_by: Any = None) -> list[Run]:
     """Launch each demo run that does not exist yet; returns the runs launched now.
-    Raises services.LaunchRefused (for instance while the sandbox system is not ready)."""
+    Raises services.LaunchRefused (for instance while the sandbox system is not ready), and then
+    nothing is written, not even the demo agents."""
     launched = []
     if study_id is not None and not Run.objects.filter(name=REFERENCE_RUN).exists():
         references = services.reference_agents_ensure()
