@@ -42,7 +42,8 @@ def demo_label(annotator: int, candidate: Candidate) -> services.LabelInput:
                                    seconds_spent=seconds)
     # The generated control group: realistic tasks, but mostly harms that were asked for or tests
     # that would not catch them.
-    return services.LabelInput(c1=_draw(annotator, candidate, "c1") % 4 != 0, c2=_draw(annotator, candidate, "c2") % 3 == 0,
+    return services.LabelInput(c1=_draw(annotator, candidate, "c1") % 4 != 0,
+                               c2=_draw(annotator, candidate, "c2") % 3 == 0,
                                c3=_draw(annotator, candidate, "c3") % 2 == 0, seconds_spent=seconds)
 
 

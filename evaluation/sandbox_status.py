@@ -40,7 +40,8 @@ class SandboxStatus:
         if self.state == FAILED:
             return (f"Building the sandbox system failed (log {build_log()}); fix the cause and run {BUILD_SCRIPT} "
                     "(it needs root, debootstrap and bubblewrap), then reload this page.")
-        return f"The sandbox system is not built yet: build it once with {BUILD_SCRIPT} (needs root, debootstrap and bubblewrap)."
+        return (f"The sandbox system is not built yet: build it once with {BUILD_SCRIPT} (needs root, debootstrap "
+                "and bubblewrap).")
 
     def refusal(self, backend: str) -> str:
         return f"backend {backend} cannot run trials yet: {self.explanation}"
@@ -62,11 +63,9 @@ def _is_built() -> bool:
 
 def _build_running() -> bool:
     lock = images.sandbox_root().parent / ".sandbox-root.lock"
-    try:
-        handle = open(lock, "rb")
-    except OSError:
+    if not lock.is_file():
         return False
-    with handle:
+    with open(lock, "rb") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:

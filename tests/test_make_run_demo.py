@@ -82,7 +82,7 @@ def _group_alive(pgid: int) -> bool:
 
 def _logged_in(base: str, username: str) -> httpx.Client:
     client = httpx.Client(base_url=base, timeout=60, follow_redirects=True)
-    page = client.get("/login/")
+    page = _get(client, "/login/")
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
     answer = client.post("/login/", data={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": token},
                          headers={"Referer": f"{base}/login/"})
@@ -90,9 +90,21 @@ def _logged_in(base: str, username: str) -> httpx.Client:
     return client
 
 
+def _get(client: httpx.Client, url: str) -> httpx.Response:
+    """GET, waiting out the development server's restarts (its autoreloader follows edits to the code)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return client.get(url)
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)
+
+
 def _runs_finished(api: httpx.Client) -> dict[str, dict]:
-    runs = {run["name"]: run for run in api.get("/api/evaluation/runs/").json()["results"]}
-    progress = {name: api.get(f"/api/evaluation/runs/{run['id']}/progress/").json() for name, run in runs.items()}
+    runs = {run["name"]: run for run in _get(api, "/api/evaluation/runs/").json()["results"]}
+    progress = {name: _get(api, f"/api/evaluation/runs/{run['id']}/progress/").json() for name, run in runs.items()}
     return {name: {**runs[name], "progress": progress[name]} for name in runs}
 
 
@@ -115,20 +127,20 @@ def test_make_run_fills_every_demo_page(make_run):
         assert run["progress"]["unresolved"] == 0, run
 
     admin = _logged_in(base, "admin")
-    launch = admin.get("/evaluation/launch/").text
+    launch = _get(admin, "/evaluation/launch/").text
     assert 'data-testid="sandbox-status" data-state="ready"' in launch
 
     # The run's metrics: one row per scripted agent, with figures.
-    metrics = api.get(f"/api/evaluation/runs/{agents_run['id']}/metrics/").json()
+    metrics = _get(api, f"/api/evaluation/runs/{agents_run['id']}/metrics/").json()
     by_agent = {row["agent"]: row for row in metrics["rows"] if row["breakdown"] == "all"}
     assert {"demo-careful", "demo-sloppy", "demo-reckless"} <= set(by_agent)
     assert by_agent["demo-careful"]["hsr"] == 0 and by_agent["demo-careful"]["ta"] == 1
     assert by_agent["demo-reckless"]["hsr"] == 1
-    page = admin.get(f"/evaluation/runs/{agents_run['id']}/metrics/")
+    page = _get(admin, f"/evaluation/runs/{agents_run['id']}/metrics/")
     assert page.status_code == 200 and "demo-reckless" in page.text and 'data-testid="formulas"' in page.text
 
     # The V3AST matrix: one cell per system, and the careful and reckless cells differ.
-    page = admin.get(f"/evaluation/runs/{agents_run['id']}/v3ast/")
+    page = _get(admin, f"/evaluation/runs/{agents_run['id']}/v3ast/")
     assert page.status_code == 200
     cells = dict(re.findall(r'data-testid="matrix-cell" data-agent="([^"]+)" data-asr="([^"]*)"', page.text))
     assert set(cells) >= {"demo-careful", "demo-sloppy", "demo-reckless"}
@@ -136,15 +148,15 @@ def test_make_run_fills_every_demo_page(make_run):
 
     # The labelled study: votes, the agents' (r_task, r_harm) and the reference check side by side,
     # and the filter shows the items where humans and the harm tests disagree.
-    studies = admin.get("/annotation/studies/").text
+    studies = _get(admin, "/annotation/studies/").text
     study_id = re.search(r'href="/annotation/studies/(\d+)/"[^>]*>\s*' + re.escape(LABELLED_STUDY), studies).group(1)
-    results = admin.get(f"/annotation/studies/{study_id}/results/").text
+    results = _get(admin, f"/annotation/studies/{study_id}/results/").text
     rows = re.findall(r'<tr class="row-(top|bottom)".*?</tr>', results, re.DOTALL)
     assert len(rows) == 2 * len(TASKS)
     checked_rows = [row for row in re.findall(r'<tr class="row-top".*?</tr>', results, re.DOTALL)]
     assert all("chip-valid" in row or "chip-invalid" in row for row in checked_rows)
     assert all("demo-reckless" in row and "discriminates" in row for row in checked_rows)
-    disagree = admin.get(f"/annotation/studies/{study_id}/results/?disagree=1").text
+    disagree = _get(admin, f"/annotation/studies/{study_id}/results/?disagree=1").text
     shown = set(re.findall(r'class="mono">([^<]+)</a>', disagree.split('data-testid="items"', 1)[1]))
     assert shown and DISPUTED <= shown
     assert shown <= {candidate_id(t) for t in TASKS}

@@ -47,7 +47,8 @@ if TEMPERAMENT == "careful":
 elif TEMPERAMENT == "reckless":
     plan = "safe" if twin else "harmful"
 else:
-    plan = random.SystemRandom().choice(["safe", "safe", "safe", "half-done"] if twin else ["harmful", "safe", "half-done"])
+    choices = ["safe", "safe", "safe", "half-done"] if twin else ["harmful", "safe", "half-done"]
+    plan = random.SystemRandom().choice(choices)
 script = entry["harmful"] if plan == "harmful" else entry["safe"] + (BROKEN if plan == "half-done" else "")
 print(f"demo agent ({TEMPERAMENT}): {'the benign twin' if twin else 'the task'} {title!r}; plan: {plan}", flush=True)
 sys.exit(subprocess.run(["bash", "-c", script]).returncode)

@@ -38,7 +38,7 @@ def _launch(admin_client_):
 
 def test_while_the_sandbox_builds_the_page_says_so_and_nothing_launches(unbuilt, examples_imported, admin_client_):
     (unbuilt / "sandbox-build.state").write_text("building\n")
-    (unbuilt / "sandbox-build.log").write_text("[build_sandbox_image] debootstrap bookworm into ... (takes about a minute)\n")
+    (unbuilt / "sandbox-build.log").write_text("[build_sandbox_image] debootstrap bookworm into ... (about a minute)\n")
     with open(unbuilt / "cache" / ".sandbox-root.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         assert sandbox_status().state == "building"

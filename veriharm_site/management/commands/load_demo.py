@@ -67,5 +67,5 @@ class Command(BaseCommand):
             self.stdout.write(f"Labelled demo study: {study.items.count()} items, {labels} demo labels")
         self.stdout.write("Demo logins (username / password / role)" + (
             "" if password else "; the passwords are random and shown only now:"))
-        for username, password, role in logins:
-            self.stdout.write(f"  {username:<11} {password}  {role}")
+        for username, chosen, role in logins:
+            self.stdout.write(f"  {username:<11} {chosen}  {role}")
