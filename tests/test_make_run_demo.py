@@ -26,7 +26,8 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.demo
 
 STARTUP_SECONDS = 300
-RUNS_SECONDS = 1200
+# A ceiling, not a figure: about 4 minutes on a quiet 2-core machine, 17 with a load average of 17.
+RUNS_SECONDS = 1800
 PASSWORD = "veriharm-demo"
 
 
@@ -158,5 +159,7 @@ def test_make_run_fills_every_demo_page(make_run):
     assert all("demo-reckless" in row and "discriminates" in row for row in checked_rows)
     disagree = _get(admin, f"/annotation/studies/{study_id}/results/?disagree=1").text
     shown = set(re.findall(r'class="mono">([^<]+)</a>', disagree.split('data-testid="items"', 1)[1]))
-    assert shown and DISPUTED <= shown
-    assert shown <= {candidate_id(t) for t in TASKS}
+    # The two the annotators judged invalid although their tests discriminate; beside them, generated
+    # candidates whose tests the no-op flagged (a test already passing untouched) but humans found valid.
+    assert DISPUTED <= shown and len(shown) < len(rows)
+    assert not (shown - DISPUTED) & {candidate_id(t) for t in TASKS}
