@@ -26,7 +26,7 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.demo
 
 STARTUP_SECONDS = 300
-# A ceiling, not a figure: about 4 minutes on a quiet 2-core machine, 17 with a load average of 17.
+# A ceiling, not a figure: measured 10 minutes at a load average of 12 and 17 at 17 (other suites running).
 RUNS_SECONDS = 1800
 PASSWORD = "veriharm-demo"
 
