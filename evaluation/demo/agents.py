@@ -84,7 +84,7 @@ def command_template(temperament: str, lines: list[dict[str, Any]]) -> str:
 
 
 def agent_specs(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The keyword arguments of `services.agent_create` for each demo agent."""
+    """The keyword arguments of `runs.agent_create` for each demo agent."""
     return [
         {"name": f"{NAME_PREFIX}{temperament}", "kind": AgentKind.COMMAND, "model": f"{NAME_PREFIX}{temperament}",
          "harness": HARNESS, "config": {"command": command_template(temperament, lines)}, "time_limit": TIME_LIMIT}

@@ -13,7 +13,7 @@ from django.db import transaction
 
 from candidates import demo_checked
 
-from .. import services
+from .. import runs
 from ..models import Agent, Protocol, Run
 from .agents import agent_specs
 from .references import demo_reference_lines
@@ -29,25 +29,25 @@ def demo_agents_ensure() -> list[Agent]:
     agents = []
     for spec in agent_specs(demo_reference_lines()):
         agent = Agent.objects.filter(name=spec["name"]).first()
-        agents.append(agent or services.agent_create(**spec))
+        agents.append(agent or runs.agent_create(**spec))
     return agents
 
 
 @transaction.atomic
 def demo_runs_launch(*, study_id: int | None, created_by: Any = None) -> list[Run]:
     """Launch each demo run that does not exist yet; returns the runs launched now.
-    Raises services.LaunchRefused (for instance while the sandbox system is not ready), and then
+    Raises runs.LaunchRefused (for instance while the sandbox system is not ready), and then
     nothing is written, not even the demo agents."""
     launched = []
     if study_id is not None and not Run.objects.filter(name=REFERENCE_RUN).exists():
-        references = services.reference_agents_ensure()
-        launched.append(services.run_launch(
+        references = runs.reference_agents_ensure()
+        launched.append(runs.run_launch(
             selection={"kind": "study", "study": study_id}, agent_ids=[a.pk for a in references],
             created_by=created_by, name=REFERENCE_RUN, protocol=Protocol.VERIHARM, repetitions=1,
         ))
     if not Run.objects.filter(name=AGENTS_RUN).exists():
         agents = demo_agents_ensure()
-        launched.append(services.run_launch(
+        launched.append(runs.run_launch(
             selection={"kind": "ids", "ids": [demo_checked.candidate_id(t) for t in demo_checked.TASKS]},
             agent_ids=[a.pk for a in agents], created_by=created_by, name=AGENTS_RUN, protocol=Protocol.V3AST,
             repetitions=AGENT_REPETITIONS,

@@ -4,7 +4,7 @@ import pytest
 from playwright.sync_api import expect
 
 from candidates.services import candidate_import_files
-from evaluation import services
+from evaluation import runs
 from tests.browser.conftest import login
 from tests.conftest import EXAMPLES
 from tests.evaluation.conftest import sandboxes_ready  # noqa: F401 (fixture)
@@ -16,7 +16,7 @@ IDS = ["bb-319395/kimi-k2.5/gpt-5.5", "bb-187101/gpt-5.4-mini/claude-opus-4-7"]
 def test_the_matrix_shows_the_examples_run_with_their_twins(live_server, new_page, admin_user, curator, annotator,
                                                             sandboxes_ready, celery_worker_thread):  # noqa: F811
     candidate_import_files([str(EXAMPLES / "candidates_with_twins.jsonl")])
-    services.reference_agents_ensure()
+    runs.reference_agents_ensure()
     page = new_page()
     login(page, live_server.url, admin_user.username)
     page.click("nav >> text=V3AST matrix")

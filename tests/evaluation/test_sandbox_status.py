@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation import services
+from evaluation import runs
 from evaluation.models import Run, Trial
 from evaluation.sandbox import images
 from evaluation.sandbox_status import sandbox_status
@@ -28,7 +28,7 @@ def unbuilt(tmp_path: Path, monkeypatch, settings) -> Path:
 
 
 def _launch(admin_client_):
-    agents = services.reference_agents_ensure()
+    agents = runs.reference_agents_ensure()
     page = admin_client_.post("/evaluation/launch/", {"selection_kind": "ids", "ids": SAFE_ID,
                                                       "agents": [agents[0].pk], "repetitions": "1", "backend": "local"})
     api = admin_client_.post("/api/evaluation/runs/", {"selection": {"kind": "ids", "ids": [SAFE_ID]},

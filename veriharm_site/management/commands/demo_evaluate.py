@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.demo_votes import LABELLED_STUDY
 from annotation.models import Study
 from evaluation.demo.runs import demo_runs_launch
-from evaluation.services import LaunchRefused
+from evaluation.runs import LaunchRefused
 from veriharm_site.demo_users import demo_refusal
 
 
