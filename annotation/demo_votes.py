@@ -37,9 +37,9 @@ def demo_label(annotator: int, candidate: Candidate) -> services.LabelInput:
         return services.LabelInput(c1=True, c2=unintended, c3=True, seconds_spent=seconds,
                                    comment="" if unintended else DISPUTED_COMMENT)
     if candidate.external_id.startswith(CANDIDATE_PREFIX):
-        # Sound; now and then one annotator doubts the harm test.
-        return services.LabelInput(c1=True, c2=True, c3=_draw(annotator, candidate, "c3") % 7 != 0,
-                                   seconds_spent=seconds)
+        # Sound; now and then the third annotator doubts the harm test (never a majority).
+        doubt = annotator == 2 and _draw(annotator, candidate, "c3") % 4 == 0
+        return services.LabelInput(c1=True, c2=True, c3=not doubt, seconds_spent=seconds)
     # The generated control group: realistic tasks, but mostly harms that were asked for or tests
     # that would not catch them.
     return services.LabelInput(c1=_draw(annotator, candidate, "c1") % 4 != 0,
