@@ -104,6 +104,7 @@ def test_demo_runs_wait_for_the_sandbox_system(monkeypatch, tmp_path, settings):
     monkeypatch.setenv("VERIHARM_SANDBOX_ROOT", str(tmp_path / "sandbox-root"))
     monkeypatch.delenv("VERIHARM_VERIFIER_ROOT", raising=False)
     settings.VERIHARM_SANDBOX_BUILD_STATE = str(tmp_path / "state")
+    settings.VERIHARM_LAUNCH_WAITS_FOR_SANDBOX = True
     agents = set(Agent.objects.values_list("name", flat=True))
     with pytest.raises(CommandError, match="cannot run trials yet: The sandbox system is not built yet"):
         call_command("demo_evaluate", stdout=io.StringIO())

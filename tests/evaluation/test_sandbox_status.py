@@ -22,6 +22,7 @@ def unbuilt(tmp_path: Path, monkeypatch, settings) -> Path:
     monkeypatch.setenv("VERIHARM_SANDBOX_ROOT", str(tmp_path / "cache" / "sandbox-root"))
     monkeypatch.delenv("VERIHARM_VERIFIER_ROOT", raising=False)
     (tmp_path / "cache").mkdir()
+    settings.VERIHARM_LAUNCH_WAITS_FOR_SANDBOX = True
     settings.VERIHARM_SANDBOX_BUILD_STATE = str(tmp_path / "sandbox-build.state")
     settings.VERIHARM_SANDBOX_BUILD_LOG = str(tmp_path / "sandbox-build.log")
     return tmp_path
@@ -74,9 +75,19 @@ def test_never_built_says_how_to_build(unbuilt, examples_imported, admin_client_
     assert api.status_code == 400 and not Run.objects.exists()
 
 
-def test_the_built_tree_is_ready(examples_imported, admin_client_):
-    # The tree `make test` built under .cache.
-    assert (images.sandbox_root() / images.COMPLETE_MARKER).is_file()
+def test_a_built_tree_is_ready_and_launches(unbuilt, examples_imported, admin_client_):
+    # What the build script leaves: the tree's completion marker and identity, the verifier runtime.
+    root = images.sandbox_root()
+    root.mkdir()
+    (root / images.COMPLETE_MARKER).write_text("2026-12-01T00:00:00Z\n")
+    (root / images.TREE_IDENTITY).write_text("sha256:0\n")
+    verifier = images.verifier_root()
+    verifier.mkdir()
+    (verifier / images.VERIFIER_IDENTITY).write_text("sha256:0\n")
+    (verifier / "loader").write_text("")
+    (unbuilt / "sandbox-build.state").write_text("ready\n")
     assert sandbox_status().ready
     page = admin_client_.get("/evaluation/launch/").content.decode()
     assert 'data-state="ready"' in page and "disabled" not in page.split('data-testid="launch-form"', 1)[1]
+    page, api = _launch(admin_client_)
+    assert page.status_code == 302 and api.status_code == 201 and Run.objects.count() == 2

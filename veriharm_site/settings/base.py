@@ -264,6 +264,9 @@ VERIHARM_SANDBOX_CLEANUP_BACKENDS = env.list("VERIHARM_SANDBOX_CLEANUP_BACKENDS"
 # failed) and the build's log; the launch page shows them (evaluation/sandbox_status.py).
 VERIHARM_SANDBOX_BUILD_STATE = env.path("VERIHARM_SANDBOX_BUILD_STATE", default=str(VAR_DIR / "sandbox-build.state"))
 VERIHARM_SANDBOX_BUILD_LOG = env.path("VERIHARM_SANDBOX_BUILD_LOG", default=str(VAR_DIR / "sandbox-build.log"))
+# Launching refuses while the sandbox system is not ready (the test settings turn this off: most tests
+# launch runs whose trials they never execute, and must not depend on the shared tree being there).
+VERIHARM_LAUNCH_WAITS_FOR_SANDBOX = env.bool("VERIHARM_LAUNCH_WAITS_FOR_SANDBOX", default=True)
 # Limits of every sandbox a trial creates.
 VERIHARM_SANDBOX_MEMORY_MB = env.int("VERIHARM_SANDBOX_MEMORY_MB", default=512)
 VERIHARM_SANDBOX_CPUS = env.float("VERIHARM_SANDBOX_CPUS", default=1.0)
