@@ -18,6 +18,7 @@ from . import exports, selectors, services
 from .forms import annotator_users, random_seed
 from .models import Assignment, Study
 from .serializers import (
+    SkipInputSerializer,
     AnnotatorStudySerializer,
     BlindItemSerializer,
     ItemRowSerializer,
@@ -71,10 +72,12 @@ class NextItemApi(APIView):
 
     permission_classes = [Annotators]
 
-    @extend_schema(request=None, responses=NextItemSerializer)
+    @extend_schema(request=None, responses=NextItemSerializer, parameters=[
+        OpenApiParameter("skipped", bool, description="Come back to the items you skipped instead")])
     def post(self, request: Request, study_id: int) -> Response:
+        skipped = request.query_params.get("skipped") in ("1", "true", "yes")
         try:
-            assignment = services.item_claim_next(study_id, request.user)
+            assignment = services.item_claim_next(study_id, request.user, skipped=skipped)
         except services.AnnotationError as error:
             return _refusal(error)
         study = assignment.study if assignment else _own_study(request, study_id)
@@ -112,6 +115,23 @@ class LabelApi(APIView):
         return Response(SavedLabelSerializer({"label": saved, "progress": progress}).data)
 
     post = put
+
+
+class SkipApi(APIView):
+    """Set your claimed item aside (optionally flagged as unclear, with a reason): its place goes back
+    to the pool; ask for `next/?skipped=1` to come back to your skipped items."""
+
+    permission_classes = [Annotators]
+
+    @extend_schema(request=SkipInputSerializer, responses={200: ProgressSerializer})
+    def post(self, request: Request, study_id: int, token: str) -> Response:
+        payload = SkipInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        try:
+            skip = services.item_skip(study_id, token, request.user, **payload.validated_data)
+        except services.AnnotationError as error:
+            return _refusal(error)
+        return Response(ProgressSerializer(selectors.annotator_progress(skip.study, request.user)).data)
 
 
 class MyLabelsApi(APIView):

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from .models import StratifyBy
 from django.conf import settings
 
-from .services import MAX_SECONDS_SPENT, MAX_ANNOTATORS_PER_ITEM, MAX_CLAIM_TIMEOUT_MINUTES, MAX_COMMENT, MAX_GROUP_SIZE, MAX_NAME
+from .services import MAX_SECONDS_SPENT, MAX_ANNOTATORS_PER_ITEM, MAX_CLAIM_TIMEOUT_MINUTES, MAX_COMMENT, MAX_GROUP_SIZE, MAX_NAME, MAX_REASON
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -15,6 +15,7 @@ class ProgressSerializer(serializers.Serializer):
     assigned = serializers.IntegerField()
     claimed = serializers.BooleanField()
     open_to_you = serializers.IntegerField()
+    skipped = serializers.IntegerField(help_text="Items you set aside that still need a label")
     finished = serializers.BooleanField()
 
 
@@ -85,6 +86,11 @@ class LabelInputSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_COMMENT)
     seconds_spent = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=MAX_SECONDS_SPENT,
                                            default=None)
+
+
+class SkipInputSerializer(serializers.Serializer):
+    unclear = serializers.BooleanField(default=False, help_text="Flag the item as unclear (needs a reason)")
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_REASON)
 
 
 class SubmittedLabelSerializer(serializers.Serializer):

@@ -9,11 +9,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from veriharm_site.api_errors import API_ERRORS, K_PARAMETER, Refusal, query_int
-from veriharm_site.permissions import api_permission
+from veriharm_site.permissions import api_any_permission, api_permission
 
 from . import import_jobs, selectors, services
 from .flags import candidate_flags
 from .models import Candidate, ImportJob
+from .pipeline.schema import pipeline_schema
 from .serializers import (
     CandidateDetailSerializer,
     CandidateListSerializer,
@@ -139,3 +140,14 @@ class ExportApi(APIView):
         return response
 
 
+
+
+class PipelineFormatSchemaApi(APIView):
+    """The pipeline format's JSON Schema (draft 2020-12), generated from the models the import validates with:
+    one line of a pipeline file, either kind. Rules beyond the schema are in its description."""
+
+    permission_classes = [api_any_permission("candidates.import_pipeline", "candidates.view_ranking")]
+
+    @extend_schema(responses={(200, "application/schema+json"): OpenApiTypes.OBJECT}, operation_id="pipeline_format_schema")
+    def get(self, request: Request) -> Response:
+        return Response(pipeline_schema(), content_type="application/schema+json")
