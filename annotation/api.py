@@ -36,16 +36,6 @@ Annotators = api_permission("annotation.annotate")
 Curators = api_permission("annotation.manage_studies")
 
 
-def _refusal(error: services.AnnotationError) -> Response:
-    codes = {
-        services.NotAMember: status.HTTP_404_NOT_FOUND,
-        services.NotYourItem: status.HTTP_404_NOT_FOUND,
-        services.StudyClosed: status.HTTP_409_CONFLICT,
-        services.ClaimLost: status.HTTP_409_CONFLICT,
-    }
-    return refusal(str(error), code=codes.get(type(error), status.HTTP_400_BAD_REQUEST))
-
-
 # ---------------------------------------------------------------- annotators
 
 
@@ -73,10 +63,7 @@ class NextItemApi(APIView):
 
     @extend_schema(request=None, responses=NextItemSerializer)
     def post(self, request: Request, study_id: int) -> Response:
-        try:
-            assignment = services.item_claim_next(study_id, request.user)
-        except services.AnnotationError as error:
-            return _refusal(error)
+        assignment = services.item_claim_next(study_id, request.user)
         study = assignment.study if assignment else _own_study(request, study_id)
         item = selectors.blind_item_for(assignment) if assignment else None
         progress = selectors.annotator_progress(study, request.user)
@@ -104,10 +91,7 @@ class LabelApi(APIView):
     def put(self, request: Request, study_id: int, token: str) -> Response:
         payload = LabelInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        try:
-            saved = services.label_submit(study_id, token, request.user, services.LabelInput(**payload.validated_data))
-        except services.AnnotationError as error:
-            return _refusal(error)
+        saved = services.label_submit(study_id, token, request.user, services.LabelInput(**payload.validated_data))
         progress = selectors.annotator_progress(saved.study, request.user)
         return Response(SavedLabelSerializer({"label": saved, "progress": progress}).data)
 
@@ -170,10 +154,7 @@ class StudiesApi(APIView):
                 return refusal(f"unknown users: {', '.join(unknown)}", field="annotators")
         data.setdefault("seed", random_seed())
         data.setdefault("top_k", settings.VERIHARM_TOP_K)
-        try:
-            study = services.study_create(services.StudySpec(**data), annotators=users, created_by=request.user)
-        except services.StudyRefused as refused:
-            return refusal(list(refused.errors.items()))
+        study = services.study_create(services.StudySpec(**data), annotators=users, created_by=request.user)
         return Response(_detail(study), status=status.HTTP_201_CREATED)
 
 
