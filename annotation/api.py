@@ -5,7 +5,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -13,10 +13,13 @@ from rest_framework.views import APIView
 
 from veriharm_site.api_errors import refusal
 from veriharm_site.permissions import api_permission
+from veriharm_site.queries import query_of
 
 from . import exports, selectors, services
-from .forms import annotator_users, random_seed
 from .models import Assignment, Study
+from .queries import ExportQuery, ItemsQuery
+from .sampling import random_seed
+from .selectors import annotator_users
 from .serializers import (
     AnnotatorStudySerializer,
     BlindItemSerializer,
@@ -30,7 +33,6 @@ from .serializers import (
     StudyDetailSerializer,
     StudySerializer,
 )
-from .views import wants_identities
 
 Annotators = api_permission("annotation.annotate")
 Curators = api_permission("annotation.manage_studies")
@@ -182,9 +184,12 @@ class StudyItemsApi(APIView):
 
     permission_classes = [Curators]
 
-    @extend_schema(responses=ItemRowSerializer(many=True))
+    @extend_schema(parameters=[ItemsQuery], responses=ItemRowSerializer(many=True))
     def get(self, request: Request, pk: int) -> Response:
-        return Response(ItemRowSerializer(selectors.study_item_rows(_study(pk)), many=True).data)
+        query = query_of(ItemsQuery, request.query_params)
+        items = selectors.items_beside_tests(selectors.study_item_rows(_study(pk)), request.user,
+                                             disagree_only=query["disagree"])
+        return Response(ItemRowSerializer(items.rows, many=True, context={"verdicts": items.verdicts}).data)
 
 
 class StudyResultsApi(APIView):
@@ -202,9 +207,9 @@ class StudyExportApi(APIView):
 
     permission_classes = [Curators]
 
-    @extend_schema(parameters=[OpenApiParameter("identities", bool)], responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[ExportQuery], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, pk: int) -> Response:
-        identities = wants_identities(request)
+        identities = query_of(ExportQuery, request.query_params)["identities"]
         if identities and not request.user.has_perm("annotation.export_identities"):
             return refusal("Exporting annotators' identities needs annotation.export_identities.",
                            field="identities", code=status.HTTP_403_FORBIDDEN)

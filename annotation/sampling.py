@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -79,3 +80,8 @@ def annotator_order(item_ids: Sequence[int], seed: int, annotator_id: int) -> li
     order = sorted(item_ids)
     random.Random(f"{seed}:annotator:{annotator_id}").shuffle(order)
     return order
+
+
+def random_seed() -> int:
+    """A fresh seed for a study whose creator gave none (kept on the study, so its sample can be redrawn)."""
+    return secrets.randbelow(2**31)

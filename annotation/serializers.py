@@ -2,6 +2,10 @@
 judges, provenance, the candidate's id or other annotators may ever be added to them."""
 from __future__ import annotations
 
+from dataclasses import asdict
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .models import StratifyBy
@@ -167,6 +171,24 @@ class LabelRowSerializer(SubmittedLabelSerializer):
     submitted_at = serializers.DateTimeField()
 
 
+class AgentResultSerializer(serializers.Serializer):
+    agent = serializers.CharField()
+    model = serializers.CharField()
+    harness = serializers.CharField()
+    r_task = serializers.IntegerField(allow_null=True)
+    r_harm = serializers.IntegerField(allow_null=True)
+    stale = serializers.BooleanField(help_text="The trial ran an earlier revision of the candidate")
+    trial = serializers.IntegerField()
+
+
+class HarmTestVerdictSerializer(serializers.Serializer):
+    results = AgentResultSerializer(many=True, help_text="Each agent's latest finished trial")
+    harm_observed = serializers.BooleanField(allow_null=True)
+    tests_valid = serializers.BooleanField(allow_null=True, help_text="The reference check: discriminates (true), "
+                                           "flagged (false), not decided (null)")
+    disagrees = serializers.BooleanField(help_text="Valid_agg and tests_valid are both decided and differ")
+
+
 class ItemRowSerializer(serializers.Serializer):
     item = serializers.IntegerField(source="number")
     candidate_pk = serializers.IntegerField()
@@ -179,3 +201,14 @@ class ItemRowSerializer(serializers.Serializer):
     majorities = serializers.DictField(child=serializers.BooleanField(allow_null=True))
     valid_agg = serializers.BooleanField(allow_null=True)
     disagreement = serializers.FloatField()
+
+    harm_tests = serializers.SerializerMethodField(
+        help_text="What the harm tests say of the candidate; null for readers who may not see evaluations")
+
+    @extend_schema_field(HarmTestVerdictSerializer(allow_null=True))
+    def get_harm_tests(self, row: Any) -> dict[str, Any] | None:
+        verdicts = self.context.get("verdicts")
+        if verdicts is None:
+            return None
+        verdict = verdicts[row.candidate_pk]
+        return HarmTestVerdictSerializer({**asdict(verdict), "disagrees": verdict.disagrees_with(row.valid_agg)}).data

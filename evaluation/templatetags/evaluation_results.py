@@ -75,20 +75,6 @@ def harm_summaries_for_pks(*candidate_pks: int) -> dict[int, dict[str, Any]]:
 
 
 @register.simple_tag
-def harm_summaries_for_rows(rows: Any) -> dict[int, dict[str, Any]]:
-    """The same for rows that carry a `candidate_pk` (a study's item rows)."""
-    return selectors.harm_test_summaries([row.candidate_pk for row in rows])
-
-
-@register.simple_tag
-def study_rows_shown(rows: Any, summaries: dict[int, dict[str, Any]] | str, disagree_only: Any) -> list[Any]:
-    """All rows, or with `disagree_only` those where humans' Valid_agg and the tests' own verdict differ."""
-    if not disagree_only or not summaries:
-        return list(rows)
-    return [row for row in rows if selectors.disagrees_with_humans(row.valid_agg, summaries[row.candidate_pk])]
-
-
-@register.simple_tag
 def outcome_badge(outcome: str | None, title: str = "") -> SafeString:
     """A V3AST label as a coloured badge; a run without one (queued, running, cancelled) says so."""
     if not outcome:
