@@ -4,7 +4,6 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.http import Http404
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -21,6 +20,8 @@ from .queries import ExportQuery, ItemsQuery
 from .sampling import random_seed
 from .selectors import annotator_users
 from .serializers import (
+    ResultsSummarySerializer,
+    StudyExportSerializer,
     AnnotatorStudySerializer,
     BlindItemSerializer,
     ItemRowSerializer,
@@ -197,7 +198,7 @@ class StudyResultsApi(APIView):
 
     permission_classes = [Curators]
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=ResultsSummarySerializer)
     def get(self, request: Request, pk: int) -> Response:
         return Response(exports.results_summary(selectors.study_results(_study(pk))))
 
@@ -207,7 +208,7 @@ class StudyExportApi(APIView):
 
     permission_classes = [Curators]
 
-    @extend_schema(parameters=[ExportQuery], responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[ExportQuery], responses=StudyExportSerializer)
     def get(self, request: Request, pk: int) -> Response:
         identities = query_of(ExportQuery, request.query_params)["identities"]
         if identities and not request.user.has_perm("annotation.export_identities"):

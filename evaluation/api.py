@@ -11,6 +11,7 @@ from veriharm_site.permissions import api_permission
 from . import exports, rescoring, runs, selectors
 from .models import Agent, Run, Trial
 from .serializers import (
+    RunMetricsSerializer,
     AgentSerializer,
     CandidateRerunSerializer,
     LatestResultSerializer,
@@ -112,7 +113,7 @@ class RunMetricsApi(APIView):
 
     permission_classes = [VIEW]
 
-    @extend_schema(responses=inline_serializer("RunMetrics", {"rows": serializers.ListField(child=serializers.DictField())}))
+    @extend_schema(responses=RunMetricsSerializer)
     def get(self, request: Request, pk: int) -> Response:
         return Response(exports.metrics_document(generics.get_object_or_404(Run, pk=pk)))
 

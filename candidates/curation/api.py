@@ -26,6 +26,9 @@ from . import review, revisions
 from ..releases import services as releases
 from .selectors import descriptive_cells, search_funnel, search_rows
 from .serializers import (
+    DescriptiveSerializer,
+    ReviewQueueSerializer,
+    SearchReportSerializer,
     BundleImportRequestSerializer,
     DecisionRequestSerializer,
     DecisionSerializer,
@@ -152,7 +155,7 @@ class ReviewQueueApi(APIView):
 
     permission_classes = [api_permission(CURATE)]
 
-    @extend_schema(parameters=[GroupSizeQuery], responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[GroupSizeQuery], responses=ReviewQueueSerializer)
     def get(self, request: Request) -> Response:
         queue = review.review_queue(query_of(GroupSizeQuery, request.query_params)["k"])
         return Response(
@@ -311,7 +314,7 @@ class SearchReportApi(APIView):
 
     permission_classes = [api_permission(READ)]
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=SearchReportSerializer)
     def get(self, request: Request) -> Response:
         report = search_report(search_rows())
         return Response(
@@ -332,7 +335,7 @@ class DescriptiveApi(APIView):
 
     permission_classes = [api_permission(READ)]
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=DescriptiveSerializer)
     def get(self, request: Request) -> Response:
         table = breakdown(descriptive_cells(), Perturbation.values)
 
