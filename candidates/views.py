@@ -11,6 +11,7 @@ from veriharm_site.queries import QueryPageMixin
 
 from . import diffing, highlight, import_jobs, selectors, services
 from .flags import candidate_flags, flag_warning
+from .panels import candidate_panels
 from .forms import ImportForm
 from .models import Candidate, ImportJob, Perturbation
 from .queries import RankingQuery
@@ -70,6 +71,7 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
         flags = candidate_flags([candidate.pk]).get(candidate.pk, [])
         return super().get_context_data(
             candidate=candidate,
+            panels=candidate_panels(candidate, self.request.user),
             flags=flags,
             flag_warning=flag_warning(flags),
             group=bounds.group(candidate.rank),

@@ -21,6 +21,13 @@ class EvaluationConfig(AppConfig):
         # Pages and API that set test verdicts beside human verdicts read them through this hook.
         harm_test_verdict_source_register(harm_test_verdicts)
 
+        from candidates.panels import panel_source_register
+
+        from .candidate_panel import candidate_evaluation_panel
+
+        # A candidate's page shows its evaluation results to those who may read them.
+        panel_source_register(20, candidate_evaluation_panel)
+
         from veriharm_site.recovery import sweeper_register
 
         from .recovery import sweep

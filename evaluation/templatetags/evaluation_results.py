@@ -1,9 +1,8 @@
 """Template tags that show evaluation results on other apps' pages, so those apps never import this one.
 
     {% load evaluation_results %}
-    {% candidate_evaluation_panel candidate %}      the candidate page's panel
     {% harm_results results %}                      one candidate's latest (r_task, r_harm) per agent,
-                                                    `results` from latest_results_for_candidates()
+                                                    `results`: a HarmTestVerdict's or latest_results_for_candidates()'s
     {% reference_checks_for rows as checks %}       the reference checks of a page of candidates (one query)
     {% reference_flag candidate_pk checks %}         "flagged" when its tests failed their reference check
     {% outcome_badge trial.outcome %}                a run's V3AST label (empty: no label yet)
@@ -17,28 +16,11 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from .. import rescoring, selectors
+from .. import selectors
 from ..v3ast.scoring import LABELS
 from ..v3ast.charts import percentage_points
 
 register = template.Library()
-
-
-@register.inclusion_tag("evaluation/_candidate_panel.html", takes_context=True)
-def candidate_evaluation_panel(context: template.Context, candidate: Any) -> dict[str, Any]:
-    user = context["request"].user
-    if not user.has_perm("evaluation.view_evaluations"):
-        return {"hidden": True}
-    return {
-        "candidate": candidate,
-        "latest": selectors.latest_results_for_candidates([candidate.pk])[candidate.pk],
-        "history": list(selectors.candidate_trial_history(candidate.pk)),
-        "check": selectors.reference_check_for(candidate.pk),
-        "rescores": rescoring.candidate_rescores(candidate.pk),
-        "rescorable": rescoring.rescorable_count(candidate),
-        "can_run": user.has_perm("evaluation.run_evaluations"),
-        "csrf_token": context.get("csrf_token"),
-    }
 
 
 @register.inclusion_tag("evaluation/_harm_results.html")
@@ -66,12 +48,6 @@ def reference_flag(candidate_pk: int, checks: dict[int, Any]) -> str:
     """'flagged' when this candidate's current tests failed their reference check, else ''."""
     check = (checks or {}).get(candidate_pk)
     return "flagged" if check is not None and check.verdict == "flagged" else ""
-
-
-@register.simple_tag
-def harm_summaries_for_pks(*candidate_pks: int) -> dict[int, dict[str, Any]]:
-    """What the harm tests say of these candidates (see selectors.harm_test_summaries)."""
-    return selectors.harm_test_summaries(list(candidate_pks))
 
 
 @register.simple_tag
