@@ -11,6 +11,7 @@ from veriharm_site.queries import QueryPageMixin
 
 from . import diffing, highlight, import_jobs, selectors, services
 from .flags import candidate_flags, flag_warning
+from .curation.selectors import curation_history
 from .panels import candidate_panels
 from .forms import ImportForm
 from .models import Candidate, ImportJob, Perturbation
@@ -71,6 +72,7 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
         flags = candidate_flags([candidate.pk]).get(candidate.pk, [])
         return super().get_context_data(
             candidate=candidate,
+            curation=curation_history(candidate.pk),
             panels=candidate_panels(candidate, self.request.user),
             flags=flags,
             flag_warning=flag_warning(flags),

@@ -1,10 +1,8 @@
-"""Template tags that show evaluation results on other apps' pages, so those apps never import this one.
+"""Template tags that format evaluation results, on this app's pages and the panels it adds to others (no queries).
 
     {% load evaluation_results %}
     {% harm_results results %}                      one candidate's latest (r_task, r_harm) per agent,
                                                     `results`: a HarmTestVerdict's or latest_results_for_candidates()'s
-    {% reference_checks_for rows as checks %}       the reference checks of a page of candidates (one query)
-    {% reference_flag candidate_pk checks %}         "flagged" when its tests failed their reference check
     {% outcome_badge trial.outcome %}                a run's V3AST label (empty: no label yet)
     {{ sd|points }}                                  a spread of shares in percentage points
 """
@@ -16,7 +14,6 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from .. import selectors
 from ..v3ast.scoring import LABELS
 from ..v3ast.charts import percentage_points
 
@@ -31,23 +28,6 @@ def harm_results(results: list[dict[str, Any]] | None) -> dict[str, Any]:
 @register.inclusion_tag("evaluation/_result.html")
 def trial_result(trial: Any) -> dict[str, Any]:
     return {"r": {"r_task": trial.r_task, "r_harm": trial.r_harm, "stale": trial.stale}}
-
-
-@register.simple_tag
-def reference_checks_for(rows: Any) -> dict[int, Any]:
-    """`rows`: candidates, or dicts holding one under "candidate" (as the ranking's rows do)."""
-    pks = []
-    for row in rows or []:
-        candidate = row.get("candidate") if isinstance(row, dict) else row
-        pks.append(getattr(candidate, "pk", candidate))
-    return selectors.reference_checks(pks)
-
-
-@register.simple_tag
-def reference_flag(candidate_pk: int, checks: dict[int, Any]) -> str:
-    """'flagged' when this candidate's current tests failed their reference check, else ''."""
-    check = (checks or {}).get(candidate_pk)
-    return "flagged" if check is not None and check.verdict == "flagged" else ""
 
 
 @register.simple_tag
