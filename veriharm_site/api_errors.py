@@ -18,7 +18,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, inline_serializer
+from drf_spectacular.utils import inline_serializer
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
@@ -114,24 +114,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 # --------------------------------------------------------------------------------------------- query parameters
 
-MAX_INT32 = 2**31 - 1
-K_PARAMETER = OpenApiParameter("k", {"type": "integer", "minimum": 1, "maximum": MAX_INT32},
-                               description="Group size K (default VERIHARM_TOP_K)")
-
-
-def query_int(request: Any, name: str, *, low: int = 0, high: int = MAX_INT32) -> int | None:
-    """An integer query parameter, None when absent or empty; anything else is refused naming it
-    (a typo such as ?k=abc used to be ignored silently, showing another K than the one asked for)."""
-    raw = request.query_params.get(name, "") if hasattr(request, "query_params") else request.GET.get(name, "")
-    if raw.strip() == "":
-        return None
-    value = raw.strip()
-    if not (value.isascii() and value.lstrip("-").isdecimal() and len(value) <= 12):
-        raise Refusal(f"must be a whole number from {low} to {high}, got {raw[:40]!r}", field=name)
-    number = int(value)
-    if not low <= number <= high:
-        raise Refusal(f"must be a whole number from {low} to {high}, got {number}", field=name)
-    return number
+MAX_INT32 = 2**31 - 1  # query parameters are parsed by serializers: veriharm_site.queries
 
 
 # --------------------------------------------------------------------------------------------- schema
