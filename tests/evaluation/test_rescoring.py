@@ -147,9 +147,11 @@ def test_an_archive_is_kept_when_the_connection_drops_after_its_record_committed
     # An archive stored by an attempt whose record never landed, next to it.
     store = final_states.storage()
     stray = store.save(f"{run.pk}/trial-{trial.pk}.tar.gz", io.BytesIO(b"never recorded"))
-    assert final_states.prune_unreferenced() == 0 and store.exists(stray)  # too young to judge
+    final_states.prune_unreferenced()
+    assert store.exists(stray) and store.exists(kept.archive.name)  # too young to judge
     later = timezone.now() + timedelta(hours=7)
-    assert final_states.prune_unreferenced(now=later) == 1
+    # At least the stray: the store may also hold archives of earlier tests whose rows are gone.
+    assert final_states.prune_unreferenced(now=later) >= 1
     assert not store.exists(stray) and store.exists(kept.archive.name)
     with final_states.local_copy(kept) as archive:
         assert final_states.file_sha256(archive) == kept.sha256
