@@ -26,9 +26,9 @@ test: install
 	scripts/build_sandbox_image.sh
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(PYTEST_ARGS)
 
-## Without the browser and sandbox preparation (for quick runs while developing).
+## Without the browser tests, the `make run` demo test and the sandbox preparation (quick runs while developing).
 test-fast: install
-	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest -m "not browser" $(PYTEST_ARGS)
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest -m "not browser and not demo" $(PYTEST_ARGS)
 
 ## Build the container deployment on this machine and use it end to end, then tear it down
 ## (docs/deployment.md; a few minutes the first time, about two once the images are cached).

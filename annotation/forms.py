@@ -1,14 +1,12 @@
 from __future__ import annotations
 
-import secrets
-
 from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
-from django.db.models import Q, QuerySet
 
 from .models import Routing, StratifyBy
+from .sampling import random_seed
+from .selectors import annotator_users
 from .services import (
     MAX_CLAIM_TIMEOUT_MINUTES,
     MAX_COMMENT,
@@ -21,27 +19,6 @@ from .services import (
 )
 
 YES_NO = [("yes", "Yes"), ("no", "No")]
-
-
-def _holders(app_label: str, codename: str) -> Q:
-    perm = Permission.objects.filter(content_type__app_label=app_label, codename=codename).first()
-    return Q(groups__permissions=perm) | Q(user_permissions=perm) | Q(is_superuser=True)
-
-
-def annotator_users() -> QuerySet:
-    """Active users who may annotate blind: they hold annotation.annotate and cannot see the ranking."""
-    User = get_user_model()
-    sighted = User.objects.filter(_holders("candidates", "view_ranking")).values("pk")
-    return (
-        User.objects.filter(is_active=True).filter(_holders("annotation", "annotate"))
-        .exclude(pk__in=sighted)
-        .distinct()
-        .order_by("username")
-    )
-
-
-def random_seed() -> int:
-    return secrets.randbelow(2**31)
 
 
 class StudyForm(forms.Form):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -96,3 +97,8 @@ def mix_gold(order: Sequence[int], gold: set[int], rate: float) -> list[int]:
         else:
             mixed.append(regular.pop(0))
     return mixed
+
+
+def random_seed() -> int:
+    """A fresh seed for a study whose creator gave none (kept on the study, so its sample can be redrawn)."""
+    return secrets.randbelow(2**31)

@@ -6,12 +6,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, Permission
 from django.contrib.postgres.aggregates import BoolAnd, BoolOr
 from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from candidates.diffing import SideBySide, side_by_side
+from candidates.harm_test_verdicts import HarmTestVerdict, harm_test_verdicts_for
 from candidates.models import Candidate
 
 from . import statistics
@@ -651,3 +653,41 @@ def annotator_quality(study: Study, rows: list[ItemRow] | None = None) -> list[A
             kappas=sorted(kappas, key=lambda k: k.pseudonym),
         ))
     return result
+
+
+def _holders(app_label: str, codename: str) -> Q:
+    perm = Permission.objects.filter(content_type__app_label=app_label, codename=codename).first()
+    return Q(groups__permissions=perm) | Q(user_permissions=perm) | Q(is_superuser=True)
+
+
+def annotator_users() -> QuerySet:
+    """Active users who may annotate blind: they hold annotation.annotate and cannot see the ranking."""
+    User = get_user_model()
+    sighted = User.objects.filter(_holders("candidates", "view_ranking")).values("pk")
+    return (
+        User.objects.filter(is_active=True).filter(_holders("annotation", "annotate"))
+        .exclude(pk__in=sighted)
+        .distinct()
+        .order_by("username")
+    )
+
+
+@dataclass(frozen=True)
+class ItemsBesideTests:
+    """A study's item rows for one reader, with each candidate's harm-test verdict beside the human
+    one when the reader may see evaluation results (`verdicts` None otherwise)."""
+
+    rows: list[ItemRow]
+    verdicts: dict[int, HarmTestVerdict] | None
+    disagree_only: bool  # only the rows where humans and harm tests disagree
+    total: int
+
+
+def items_beside_tests(rows: list[ItemRow], user: Any, *, disagree_only: bool = False) -> ItemsBesideTests:
+    """The page's and the API's item rows; `disagree_only` keeps the rows whose Valid_agg differs from
+    the tests' own verdict (a reader who may not see the tests gets every row)."""
+    verdicts = harm_test_verdicts_for(user, [row.candidate_pk for row in rows])
+    if verdicts is None:
+        return ItemsBesideTests(rows=rows, verdicts=None, disagree_only=False, total=len(rows))
+    shown = [row for row in rows if verdicts[row.candidate_pk].disagrees_with(row.valid_agg)] if disagree_only else rows
+    return ItemsBesideTests(rows=shown, verdicts=verdicts, disagree_only=disagree_only, total=len(rows))

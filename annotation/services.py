@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from candidates.models import Candidate
 from candidates.selectors import candidate_group_ids, ranking_bounds
+from veriharm_site.refusals import Refused
 
 from . import sampling
 from .models import (
@@ -55,24 +56,27 @@ def _locked(rows: Manager | QuerySet, *, skip_locked: bool = False) -> QuerySet:
     return rows.select_for_update(no_key=True, of=("self",), skip_locked=skip_locked)
 
 
-class AnnotationError(Exception):
+class AnnotationError(Refused):
     """A refused request; the message says what is wrong and nothing was changed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("", message)
 
 
 class NotAMember(AnnotationError):
-    pass
+    status_code = 404  # a study you are not in is one you cannot see
 
 
 class StudyClosed(AnnotationError):
-    pass
+    status_code = 409
 
 
 class ClaimLost(AnnotationError):
-    pass
+    status_code = 409
 
 
 class NotYourItem(AnnotationError):
-    pass
+    status_code = 404
 
 
 @dataclass
@@ -81,6 +85,9 @@ class StudyRefused(AnnotationError):
 
     def __str__(self) -> str:
         return "; ".join(f"{name}: {message}" for name, message in self.errors.items())
+
+    def error_pairs(self) -> list[tuple[str, str]]:
+        return list(self.errors.items())
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from django.views.generic import TemplateView
 
 from candidates import diffing, highlight
 from veriharm_site.permissions import RoleRequiredMixin
+from veriharm_site.queries import QueryPageMixin
 
 from . import charts, exports, line_diff, selectors, services
 from .forms import (
@@ -24,6 +25,7 @@ from .forms import (
 )
 from .guidelines import CRITERIA, MEASURES
 from .models import Assignment, Study
+from .queries import ExportQuery, ItemsQuery
 
 ANNOTATE = "annotation.annotate"
 MANAGE = "annotation.manage_studies"
@@ -411,12 +413,13 @@ class MembersAddView(RoleRequiredMixin, View):
         return redirect("annotation:study", pk)
 
 
-class ResultsView(RoleRequiredMixin, TemplateView):
-    """Per-item labels and majorities, agreement and Figure 3. Templates extending this page can
-    fill `beside_votes` (per item row) and `beside_votes_header` with data joined on candidate_pk."""
+class ResultsView(RoleRequiredMixin, QueryPageMixin, TemplateView):
+    """Per-item labels and majorities beside the harm tests' verdicts (`?disagree=1`: only where
+    they disagree, as in the items API), agreement and Figure 3."""
 
     permission_required = MANAGE
     template_name = "annotation/results.html"
+    query_serializer = ItemsQuery
 
     def get_context_data(self, **kwargs):
         study = _curator_study(kwargs["pk"])
@@ -425,6 +428,7 @@ class ResultsView(RoleRequiredMixin, TemplateView):
         return super().get_context_data(
             study=study,
             results=results,
+            items=selectors.items_beside_tests(results.rows, self.request.user, disagree_only=self.query["disagree"]),
             measures=MEASURES,
             confusion_svg=charts.confusion_matrix_svg(p),
             metrics_svg=charts.metric_bars_svg(p),
@@ -450,18 +454,18 @@ class DisagreementView(RoleRequiredMixin, TemplateView):
 EXPORTS = {"labels.csv", "items.csv", "study.json"}
 
 
-def wants_identities(request: HttpRequest) -> bool:
-    return request.GET.get("identities") in ("1", "true", "yes")
-
-
-class ExportView(RoleRequiredMixin, View):
+class ExportView(RoleRequiredMixin, QueryPageMixin, View):
     permission_required = MANAGE
+    query_serializer = ExportQuery
 
     def get(self, request: HttpRequest, pk: int, name: str) -> HttpResponse:
         if name not in EXPORTS:
             raise Http404(f"No export {name!r}; there are {', '.join(sorted(EXPORTS))}.")
         study = _curator_study(pk)
-        identities = wants_identities(request)
+        refused = self._refused_query(request)
+        if refused is not None:
+            return refused
+        identities = self.query["identities"]
         if identities and not request.user.has_perm("annotation.export_identities"):
             return HttpResponseForbidden("Exporting annotators' identities needs annotation.export_identities.")
         filename = f"study-{study.pk}-{name}"

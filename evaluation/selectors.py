@@ -14,6 +14,7 @@ from django.utils import timezone
 from . import metrics, taxonomy
 from .models import Agent, ModelCall, ReferenceCheck, ReferenceVerdict, Run, Trial, TrialKind, TrialStatus, TranscriptStep
 from .taxonomy import TrialEnd
+from candidates.harm_test_verdicts import AgentResult, HarmTestVerdict
 
 
 def runs_list() -> QuerySet[Run]:
@@ -409,3 +410,17 @@ def with_model_usage(trials: QuerySet[Trial]) -> QuerySet[Trial]:
         retries_n=Sum("model_calls__retries"),
         unpriced_n=Count("model_calls", filter=Q(model_calls__cost_usd__isnull=True)),
     )
+
+
+def harm_test_verdicts(candidate_ids: list[int]) -> dict[int, HarmTestVerdict]:
+    """harm_test_summaries as read models, for `candidates.harm_test_verdicts` (registered in ready())."""
+    return {
+        pk: HarmTestVerdict(
+            results=tuple(AgentResult(agent=r["agent"], model=r["model"], harness=r["harness"], r_task=r["r_task"],
+                                      r_harm=r["r_harm"], stale=r["stale"], trial=r["trial"])
+                          for r in summary["results"]),
+            harm_observed=summary["harm_observed"],
+            tests_valid=summary["tests_valid"],
+        )
+        for pk, summary in harm_test_summaries(candidate_ids).items()
+    }

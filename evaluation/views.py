@@ -17,6 +17,7 @@ from . import exports, metrics, presentation, rescoring, runs, selectors
 from .forms import LaunchForm
 from .selection import selection_in_words
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
+from .sandbox_status import sandbox_status
 from .taxonomy import MEANING
 
 PAGE_SIZE = 50
@@ -43,13 +44,16 @@ class RunLaunchView(RoleRequiredMixin, View):
             initial["protocol"] = self.request.GET["protocol"]
         return LaunchForm(data, initial=initial, default_backend=settings.VERIHARM_SANDBOX_BACKEND)
 
+    def _render(self, request: HttpRequest, context: dict, status: int = 200) -> HttpResponse:
+        return render(request, self.template_name, {**context, "sandbox": sandbox_status()}, status=status)
+
     def get(self, request: HttpRequest) -> HttpResponse:
-        return render(request, self.template_name, {"form": self._form()})
+        return self._render(request, {"form": self._form()})
 
     def post(self, request: HttpRequest) -> HttpResponse:
         form = self._form(request.POST)
         if not form.is_valid():
-            return render(request, self.template_name, {"form": form}, status=400)
+            return self._render(request, {"form": form}, status=400)
         data = form.cleaned_data
         try:
             run = runs.run_launch(
@@ -64,7 +68,7 @@ class RunLaunchView(RoleRequiredMixin, View):
                 budget_usd=data.get("budget_usd"),
             )
         except runs.LaunchRefused as refused:
-            return render(request, self.template_name, {"form": form, "errors": refused.errors}, status=400)
+            return self._render(request, {"form": form, "errors": refused.errors}, status=400)
         messages.success(request, f"Launched {run}: {run.trials.count()} trials queued.")
         return redirect("evaluation:run", pk=run.pk)
 

@@ -58,8 +58,8 @@ def test_the_matrix_shows_the_examples_run_with_their_twins(live_server, new_pag
     expect(page.locator("[data-testid=by-source]")).to_contain_text("direct")
     page.click(f"[data-testid=system-tasks] >> text={IDS[1]}")
 
-    runs = page.locator("[data-testid=task-run]")
-    expect(runs).to_have_count(16)
+    task_runs = page.locator("[data-testid=task-run]")
+    expect(task_runs).to_have_count(16)
     first = page.locator("[data-testid=task-system][data-agent=reference-harmful] [data-testid=task-run]").first
     expect(first.locator("summary")).to_contain_text("COMPROMISED")
     first.locator("summary").click()

@@ -205,6 +205,8 @@ if CELERY_BROKER_URL.startswith("filesystem"):
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
+        # kombu's exchange table; its default, "control", is a folder in the working directory (the repository).
+        "control_folder": str(_broker_dir / "control"),
     }
 else:
     # A message a worker took is redelivered only after this, so it must exceed the longest task
@@ -263,6 +265,13 @@ VERIHARM_SANDBOX_BACKEND = env.str("VERIHARM_SANDBOX_BACKEND", default="local")
 # The backends whose orphans (sandboxes of dead workers on this host) the recovery sweep removes.
 VERIHARM_SANDBOX_CLEANUP_BACKENDS = env.list("VERIHARM_SANDBOX_CLEANUP_BACKENDS",
                                              default=[VERIHARM_SANDBOX_BACKEND])
+# Where `make run` records its background build of the sandbox system (state: building, ready or
+# failed) and the build's log; the launch page shows them (evaluation/sandbox_status.py).
+VERIHARM_SANDBOX_BUILD_STATE = env.path("VERIHARM_SANDBOX_BUILD_STATE", default=str(VAR_DIR / "sandbox-build.state"))
+VERIHARM_SANDBOX_BUILD_LOG = env.path("VERIHARM_SANDBOX_BUILD_LOG", default=str(VAR_DIR / "sandbox-build.log"))
+# Launching refuses while the sandbox system is not ready (the test settings turn this off: most tests
+# launch runs whose trials they never execute, and must not depend on the shared tree being there).
+VERIHARM_LAUNCH_WAITS_FOR_SANDBOX = env.bool("VERIHARM_LAUNCH_WAITS_FOR_SANDBOX", default=True)
 # Limits of every sandbox a trial creates.
 VERIHARM_SANDBOX_MEMORY_MB = env.int("VERIHARM_SANDBOX_MEMORY_MB", default=512)
 VERIHARM_SANDBOX_CPUS = env.float("VERIHARM_SANDBOX_CPUS", default=1.0)
