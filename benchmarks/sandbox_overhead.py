@@ -93,7 +93,7 @@ def main() -> None:
         ratio = trial / host
         parallel_rate = throughput(backend, max(args.trials, args.parallel * 3), args.parallel)
         goal = GOALS.get(name)
-        print(f"{name:8} {trial:9.2f} {host:14.2f} {ratio:7.2f} {('< %.0f' % goal) if goal else '':>6} "
+        print(f"{name:8} {trial:9.2f} {host:14.2f} {ratio:7.2f} {f"< {goal:.0f}" if goal else '':>6} "
               f"{60 / trial:11.1f} {parallel_rate:15.1f}")
         if goal and ratio >= goal:
             failed.append(f"{name}: ratio {ratio:.2f} is not under {goal:.0f}")
