@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
+# A demo database made before the project's own user model (accounts.User) cannot be migrated;
+# it holds only demo data, so it is set aside under var/ (not deleted) and made anew, saying so.
+$PY manage.py demo_database_check --recreate
 $PY manage.py migrate --noinput -v0
 # The README's table of demo logins holds with this one password; without it each gets a random one.
 $PY manage.py load_demo --password veriharm-demo
