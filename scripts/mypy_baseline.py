@@ -5,6 +5,7 @@ the output over the baseline's overrides in pyproject.toml; afterwards the list 
 
     .venv/bin/python scripts/mypy_baseline.py   # runs mypy with the baseline's overrides left out
 """
+
 from __future__ import annotations
 
 import re
@@ -26,7 +27,7 @@ def config_without_baseline() -> str:
         return text
     # The baseline runs from its comment to the next table that is not one of its overrides.
     rest = re.search(r"^\[(?!\[tool\.mypy\.overrides\]\])", tail, flags=re.MULTILINE)
-    return head + ("\n" + tail[rest.start():] if rest else "\n")
+    return head + ("\n" + tail[rest.start() :] if rest else "\n")
 
 
 def main() -> int:
