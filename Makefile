@@ -25,8 +25,8 @@ install: $(STAMP)
 run: install
 	scripts/run_local.sh
 
-## The whole suite against PostgreSQL and Redis at their usual local addresses.
-## Lint first (a minute at most), then the suite with coverage of the apps.
+## Lint first (stops at any finding), then the whole suite against PostgreSQL and Redis at their
+## usual local addresses, with coverage of the apps.
 test: install lint
 	scripts/system_packages.sh
 	scripts/start_docker.sh
