@@ -199,17 +199,17 @@ def _attempt(claim: services.Claim, backend_factory: Callable[[str], object]) ->
 
 
 def _record(claim: services.Claim, trial: Trial, outcome, identity: str, archive: Path | None) -> bool:
-    """Record the outcome with the kept final state; the stored archive goes again if recording lost."""
+    """Record the outcome with the kept final state; the stored archive goes again if recording lost.
+
+    When recording raises, the commit may still have landed (the connection can drop while the
+    server commits), so the archive stays: `final_states.prune_unreferenced` removes it later
+    if no record points to it.
+    """
     kept = None
     if archive is not None and outcome.final_state is not None:
         name = final_states.store(trial.run_id, trial.pk, archive)
         kept = services.KeptState(name, outcome.final_state.sha256, outcome.final_state.size)
-    try:
-        recorded = services.trial_record(claim, outcome, system_identity=identity, kept=kept)
-    except BaseException:
-        if kept is not None:
-            final_states.delete(kept.name)
-        raise
+    recorded = services.trial_record(claim, outcome, system_identity=identity, kept=kept)
     if not recorded and kept is not None:
         final_states.delete(kept.name)
     return recorded

@@ -80,6 +80,32 @@ def local_copy(state: FinalState) -> Iterator[Path]:
         target.unlink(missing_ok=True)
 
 
+def prune_unreferenced(now=None) -> int:
+    """Delete stored archives that no FinalState points to and that are older than
+    VERIHARM_FINAL_STATE_ORPHAN_HOURS. Returns how many.
+
+    A worker that loses the database while recording cannot tell whether its commit landed, so it
+    leaves the archive it stored; this is where an archive that was never recorded goes.
+    """
+    now = now or timezone.now()
+    cutoff = now - timedelta(hours=settings.VERIHARM_FINAL_STATE_ORPHAN_HOURS)
+    store = storage()
+    try:
+        directories, _ = store.listdir("")
+    except FileNotFoundError:
+        return 0
+    deleted = 0
+    for directory in directories:
+        _, files = store.listdir(directory)
+        names = [f"{directory}/{file}" for file in files]
+        recorded = set(FinalState.objects.filter(archive__in=names).values_list("archive", flat=True))
+        for name in names:
+            if name not in recorded and store.get_modified_time(name) < cutoff:
+                store.delete(name)
+                deleted += 1
+    return deleted
+
+
 def prune_expired(now=None, limit: int = 500) -> int:
     """Delete the archives whose retention ended; the rows stay, marked pruned. Returns how many."""
     now = now or timezone.now()

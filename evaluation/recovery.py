@@ -14,6 +14,7 @@ delivery ends as "finished" or "busy".
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -101,8 +102,28 @@ def orphans_remove() -> int:
     return removed
 
 
+_ARCHIVE_SWEEP_SECONDS = 60 * 60
+_last_archive_sweep: float | None = None
+
+
+def unrecorded_archives_remove() -> int:
+    """At most hourly per worker: listing the archive store is too slow for every sweep."""
+    global _last_archive_sweep
+    now = time.monotonic()
+    if _last_archive_sweep is not None and now - _last_archive_sweep < _ARCHIVE_SWEEP_SECONDS:
+        return 0
+    _last_archive_sweep = now
+    from .final_states import prune_unreferenced
+
+    removed = prune_unreferenced()
+    if removed:
+        logger.warning("recovery: removed %d final-state archive(s) no trial recorded", removed)
+    return removed
+
+
 def sweep() -> SweepReport:
     report = trials_republish()
     # After the lock's transaction has ended: removing containers can take seconds.
     report.orphans_removed = orphans_remove()
+    unrecorded_archives_remove()
     return report

@@ -120,3 +120,36 @@ def test_a_final_state_over_its_cap_is_not_kept_and_the_trial_says_so(examples_i
     trial = Trial.objects.get(pk=trial.pk)
     assert trial.final_state_note.startswith("not kept:") and "over the 10 bytes cap" in trial.final_state_note
     assert not hasattr(trial, "final_state") or trial.final_state is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_archive_is_kept_when_the_connection_drops_after_its_record_committed(examples_imported, monkeypatch):
+    """The worker cannot tell a lost commit from a landed one: the archive stays, and only the
+    sweep of unrecorded archives removes the ones no record points to, once they are old."""
+    from django.db import InterfaceError
+
+    agent = services.reference_agents_ensure()[0]
+    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    trial = Trial.objects.get(run=run)
+    real_record = services.trial_record
+
+    def committed_then_dropped(*args, **kwargs):
+        real_record(*args, **kwargs)
+        raise InterfaceError("connection already closed")
+
+    monkeypatch.setattr(services, "trial_record", committed_then_dropped)
+    backend = FakeBackend(lambda sandbox, command: ok())
+    with pytest.raises(execution.AttemptInterrupted):
+        execution.trial_execute(trial.pk, backend_factory=lambda name: backend)
+    kept = FinalState.objects.get(trial=trial)
+    assert final_states.storage().exists(kept.archive.name)
+
+    # An archive stored by an attempt whose record never landed, next to it.
+    store = final_states.storage()
+    stray = store.save(f"{run.pk}/trial-{trial.pk}.tar.gz", io.BytesIO(b"never recorded"))
+    assert final_states.prune_unreferenced() == 0 and store.exists(stray)  # too young to judge
+    later = timezone.now() + timedelta(hours=7)
+    assert final_states.prune_unreferenced(now=later) == 1
+    assert not store.exists(stray) and store.exists(kept.archive.name)
+    with final_states.local_copy(kept) as archive:
+        assert final_states.file_sha256(archive) == kept.sha256

@@ -283,6 +283,9 @@ VERIHARM_AGENT_MAX_TIME_LIMIT = env.int("VERIHARM_AGENT_MAX_TIME_LIMIT", default
 VERIHARM_FINAL_STATE_DIR = env.path("VERIHARM_FINAL_STATE_DIR", default=str(VAR_DIR / "final-states"))
 VERIHARM_FINAL_STATE_MAX_MB = env.int("VERIHARM_FINAL_STATE_MAX_MB", default=64)
 VERIHARM_FINAL_STATE_RETENTION_DAYS = env.int("VERIHARM_FINAL_STATE_RETENTION_DAYS", default=90)
+# An archive no record points to (its worker lost the database while recording, not knowing whether
+# the commit landed) is deleted once it is this old; the recording takes seconds, so hours are safe.
+VERIHARM_FINAL_STATE_ORPHAN_HOURS = env.int("VERIHARM_FINAL_STATE_ORPHAN_HOURS", default=6)
 # The model gateway between agents and their model endpoints (evaluation/gateway): defaults for
 # agents whose configuration sets no limits of its own. Concurrency and requests per minute hold
 # per endpoint and per worker process (0 requests per minute: no rate limit). Upstream 429 and 5xx

@@ -3,14 +3,18 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from evaluation.final_states import prune_expired
+from evaluation.final_states import prune_expired, prune_unreferenced
 
 
 class Command(BaseCommand):
-    help = "Delete the archives of kept final states whose retention has ended; their records stay."
+    help = ("Delete the archives of kept final states whose retention has ended (their records stay), "
+            "and archives no trial recorded.")
 
     def handle(self, *args, **options) -> None:
         total = 0
         while pruned := prune_expired():
             total += pruned
         self.stdout.write(f"Deleted {total} expired final state(s).")
+        orphans = prune_unreferenced()
+        self.stdout.write(f"Deleted {orphans} archive(s) no trial recorded (older than "
+                          f"VERIHARM_FINAL_STATE_ORPHAN_HOURS).")
