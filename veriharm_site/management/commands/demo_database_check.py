@@ -1,4 +1,6 @@
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from veriharm_site.demo_database import demo_database_set_aside, demo_database_stale
 
@@ -9,14 +11,14 @@ class Command(BaseCommand):
         "(SQLite under var/) whose migration history predates accounts.User so that migrate makes a new one."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--recreate",
             action="store_true",
             help="move a stale demo database aside (never deleted) instead of failing",
         )
 
-    def handle(self, *args, recreate: bool = False, **options) -> None:
+    def handle(self, *args: Any, recreate: bool = False, **options: Any) -> None:
         stale = demo_database_stale()
         if stale is None:
             return
