@@ -231,18 +231,18 @@ def launch(trials: int) -> tuple[list[int], int]:
     """Reference trials (safe, harmful, no-op) on the example candidates; returns run ids and count."""
     from candidates.models import Candidate
     from candidates.services import candidate_import_files
-    from evaluation import services
+    from evaluation import runs as evaluation_runs
     from evaluation.models import Trial
 
     candidate_import_files([str(EXAMPLES / "candidates.jsonl"), str(EXAMPLES / "search.jsonl")])
-    agents = services.reference_agents_ensure()
+    agents = evaluation_runs.reference_agents_ensure()
     ids = sorted(c.external_id for c in Candidate.objects.all()
                  if (c.references or {}).get("safe") and (c.references or {}).get("harmful"))
     repetitions = math.ceil(trials / (len(ids) * len(agents)))
     runs = []
     while repetitions > 0:
-        now = min(repetitions, services.MAX_REPETITIONS)
-        runs.append(services.run_launch(selection={"kind": "ids", "ids": ids}, agent_ids=[a.pk for a in agents],
+        now = min(repetitions, evaluation_runs.MAX_REPETITIONS)
+        runs.append(evaluation_runs.run_launch(selection={"kind": "ids", "ids": ids}, agent_ids=[a.pk for a in agents],
                                         repetitions=now, backend="local", name="soak").pk)
         repetitions -= now
     return runs, Trial.objects.filter(run_id__in=runs).count()

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from . import api, curation_urls
+from . import api
+from .curation import urls as curation_urls
 
 urlpatterns = [
     path("candidates/", api.CandidateListApi.as_view(), name="api-candidates"),

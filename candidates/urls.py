@@ -1,6 +1,7 @@
 from django.urls import path
 
-from . import curation_urls, views
+from . import views
+from .curation import urls as curation_urls
 
 app_name = "candidates"
 

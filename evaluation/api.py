@@ -8,7 +8,7 @@ from candidates.models import Candidate
 from veriharm_site.api_errors import API_ERRORS, refusal
 from veriharm_site.permissions import api_permission
 
-from . import exports, rescoring, selectors, services
+from . import exports, rescoring, runs, selectors
 from .models import Agent, Run, Trial
 from .serializers import (
     AgentSerializer,
@@ -68,13 +68,13 @@ class RunListApi(generics.ListAPIView):
         if unknown:
             return refusal(f"no agent {', '.join(unknown)}", field="agents")
         try:
-            run = services.run_launch(
+            run = runs.run_launch(
                 selection=data["selection"], agent_ids=agent_ids, repetitions=data.get("repetitions"),
                 backend=data.get("backend") or None, created_by=request.user, name=data["name"],
                 test_timeout=data.get("test_timeout"), protocol=data.get("protocol"),
                 budget_usd=data.get("budget_usd"),
             )
-        except services.LaunchRefused as refused:
+        except runs.LaunchRefused as refused:
             return _launch_refusal(refused.errors)
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
@@ -100,7 +100,7 @@ class RunCancelApi(APIView):
     @extend_schema(request=None, responses=RunProgressSerializer)
     def post(self, request: Request, pk: int) -> Response:
         run = generics.get_object_or_404(Run, pk=pk)
-        services.run_cancel(run)
+        runs.run_cancel(run)
         return Response(selectors.run_progress(run))
 
 
@@ -113,8 +113,8 @@ class RunRerunApi(APIView):
         payload = RunRerunSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         try:
-            new = services.run_rerun(run, created_by=request.user, backend=payload.validated_data.get("backend") or None)
-        except services.LaunchRefused as refused:
+            new = runs.run_rerun(run, created_by=request.user, backend=payload.validated_data.get("backend") or None)
+        except runs.LaunchRefused as refused:
             return _launch_refusal(refused.errors)
         return Response(RunSerializer(new).data, status=status.HTTP_201_CREATED)
 
@@ -203,11 +203,11 @@ class CandidateRerunApi(APIView):
             if unknown:
                 return refusal(f"no agent {', '.join(unknown)}", field="agents")
         try:
-            run = services.candidate_rerun(
+            run = runs.candidate_rerun(
                 candidate, created_by=request.user, agent_ids=agent_ids,
                 repetitions=data["repetitions"], backend=data.get("backend") or None,
             )
-        except services.LaunchRefused as refused:
+        except runs.LaunchRefused as refused:
             return _launch_refusal(refused.errors)
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from . import api, v3ast_api
+from . import api
+from .v3ast import api as v3ast_api
 
 urlpatterns = [
     path("evaluation/runs/", api.RunListApi.as_view(), name="api-evaluation-runs"),

@@ -22,7 +22,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
-from . import final_states, pinning, selectors, services
+from . import final_states, pinning, runs, selectors
 from .agents.base import AgentError, Step
 from .agents.factory import NoReferenceScript, build_runner, model_upstream
 from .agents.harness import harness_pin
@@ -54,7 +54,7 @@ class AttemptInterrupted(Exception):
 class Heartbeat:
     """Refreshes a claim's lease from a thread; notices when the lease was lost."""
 
-    def __init__(self, claim: services.Claim, interval: float) -> None:
+    def __init__(self, claim: runs.Claim, interval: float) -> None:
         self.claim = claim
         self.interval = interval
         self.lost = threading.Event()
@@ -65,7 +65,7 @@ class Heartbeat:
         try:
             while not self._stop.wait(self.interval):
                 try:
-                    if not services.trial_heartbeat(self.claim):
+                    if not runs.trial_heartbeat(self.claim):
                         self.lost.set()
                         return
                 except Exception:  # a database hiccup must not end the trial; the lease tolerates a missed beat
@@ -125,37 +125,37 @@ def _runner(trial: Trial):
                         references=pinned.get("references") or {})
 
 
-def _step_sink(claim: services.Claim) -> Callable[[Step], None]:
-    counter = iter(range(services.trial_steps_next_index(claim), 10**9))
-    return lambda step: services.trial_step_add(claim, next(counter), step)
+def _step_sink(claim: runs.Claim) -> Callable[[Step], None]:
+    counter = iter(range(runs.trial_steps_next_index(claim), 10**9))
+    return lambda step: runs.trial_step_add(claim, next(counter), step)
 
 
-def _attempt(claim: services.Claim, backend_factory: Callable[[str], object]) -> str:
+def _attempt(claim: runs.Claim, backend_factory: Callable[[str], object]) -> str:
     """One attempt of a claimed trial; returns what became of it."""
     trial = Trial.objects.select_related("run", "agent", "inputs").get(pk=claim.trial_id)
     try:
         spec = _spec(trial)
         environment = Environment.from_spec(spec.environment)
     except ValueError as exc:  # inputs missing, tampered with, or an environment no sandbox can build
-        return services.trial_fail(claim, f"cannot start: {exc}", retryable=False)
+        return runs.trial_fail(claim, f"cannot start: {exc}", retryable=False)
     try:
         runner = _runner(trial)
         upstream: Upstream | None = model_upstream(trial.agent_config["kind"], trial.agent_config["config"])
     except pinning.InputsTampered as exc:
-        return services.trial_fail(claim, f"cannot start: {exc}", retryable=False)
+        return runs.trial_fail(claim, f"cannot start: {exc}", retryable=False)
     except (NoReferenceScript, ValueError) as exc:
         # The agent's configuration: trying again would fail the same way.
-        return services.trial_fail(claim, f"cannot start the agent: {exc}", retryable=False, end=TrialEnd.AGENT_ERROR)
+        return runs.trial_fail(claim, f"cannot start the agent: {exc}", retryable=False, end=TrialEnd.AGENT_ERROR)
     if upstream is not None and selectors.run_budget_spent(trial.run):
         # Not the agent's doing, nor the infrastructure's: the run may spend nothing more.
-        return services.trial_fail(claim, f"not started: the run's model budget of ${trial.run.budget_usd} is spent",
+        return runs.trial_fail(claim, f"not started: the run's model budget of ${trial.run.budget_usd} is spent",
                                    retryable=False, end=TrialEnd.BUDGET)
     archive = final_states.scratch_path(trial.pk) if final_states.keeping() else None
     try:
         with Heartbeat(claim, settings.VERIHARM_TRIAL_HEARTBEAT_SECONDS) as heartbeat:
 
             def stop_requested() -> bool:
-                return heartbeat.lost.is_set() or services.trial_cancel_requested(claim)
+                return heartbeat.lost.is_set() or runs.trial_cancel_requested(claim)
 
             gateway = (gateway_for_trial(claim.trial_id, upstream, attempt=claim.attempt) if upstream is not None
                        else nullcontext(None))
@@ -171,26 +171,26 @@ def _attempt(claim: services.Claim, backend_factory: Callable[[str], object]) ->
                                         final_state=archive, final_state_max_bytes=final_states.max_bytes())
                     refused = gw.budget_refusals if gw is not None else 0
             except BudgetExhausted as exc:
-                return services.trial_fail(claim, f"stopped by budget: {exc}", retryable=False, end=TrialEnd.BUDGET)
+                return runs.trial_fail(claim, f"stopped by budget: {exc}", retryable=False, end=TrialEnd.BUDGET)
             except TrialCancelled:
                 if heartbeat.lost.is_set():
                     return "lost"
-                services.trial_cancelled(claim)
+                runs.trial_cancelled(claim)
                 return "cancelled"
             except SoftTimeLimitExceeded:
-                return services.trial_fail(claim, "the task's time limit was reached", retryable=False)
+                return runs.trial_fail(claim, "the task's time limit was reached", retryable=False)
             except AgentError as exc:
-                return services.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True,
+                return runs.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True,
                                            end=TrialEnd.AGENT_ERROR)
             except SandboxError as exc:
-                return services.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True)
+                return runs.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True)
             except Exception:
                 # Unexpected: still infrastructure from the agent's point of view, so bounded retries.
-                return services.trial_fail(claim, traceback.format_exc(limit=8), retryable=True)
+                return runs.trial_fail(claim, traceback.format_exc(limit=8), retryable=True)
         if refused:
             # A harness in the sandbox was told the budget is spent and ended as best it could: what
             # it left is not the agent's own result, so no verdict is recorded.
-            return services.trial_fail(claim, f"stopped by budget: the gateway refused {refused} model call(s) "
+            return runs.trial_fail(claim, f"stopped by budget: the gateway refused {refused} model call(s) "
                                        "once the run's budget was spent", retryable=False, end=TrialEnd.BUDGET)
         return "done" if _record(claim, trial, outcome, identity, archive) else "lost"
     finally:
@@ -198,7 +198,7 @@ def _attempt(claim: services.Claim, backend_factory: Callable[[str], object]) ->
             archive.unlink(missing_ok=True)
 
 
-def _record(claim: services.Claim, trial: Trial, outcome, identity: str, archive: Path | None) -> bool:
+def _record(claim: runs.Claim, trial: Trial, outcome, identity: str, archive: Path | None) -> bool:
     """Record the outcome with the kept final state; the stored archive goes again if recording lost.
 
     When recording raises, the commit may still have landed (the connection can drop while the
@@ -208,14 +208,14 @@ def _record(claim: services.Claim, trial: Trial, outcome, identity: str, archive
     kept = None
     if archive is not None and outcome.final_state is not None:
         name = final_states.store(trial.run_id, trial.pk, archive)
-        kept = services.KeptState(name, outcome.final_state.sha256, outcome.final_state.size)
-    recorded = services.trial_record(claim, outcome, system_identity=identity, kept=kept)
+        kept = runs.KeptState(name, outcome.final_state.sha256, outcome.final_state.size)
+    recorded = runs.trial_record(claim, outcome, system_identity=identity, kept=kept)
     if not recorded and kept is not None:
         final_states.delete(kept.name)
     return recorded
 
 
-def _cleanup_after_dead_worker(backend, claim: services.Claim) -> None:
+def _cleanup_after_dead_worker(backend, claim: runs.Claim) -> None:
     try:
         removed = backend.cleanup_orphans()
         logger.info("trial %s: removed %d sandbox(es) left by a dead worker", claim.trial_id, removed)
@@ -236,11 +236,11 @@ def trial_execute(trial_id: int, *, worker: str = "", backend_factory: Callable[
     Returns "done", "unresolved", "cancelled", "lost", or a ClaimRefused value
     ("missing", "finished", "busy", "exhausted"). Safe to call any number of times. Raises
     AttemptInterrupted when an attempt loses the database; `abandoned` is then its token, given
-    back by the retry (`services.trial_claim`).
+    back by the retry (`runs.trial_claim`).
     """
     factory = backend_factory or default_backend_factory
     while True:
-        claim = services.trial_claim(trial_id, worker, abandoned=abandoned)
+        claim = runs.trial_claim(trial_id, worker, abandoned=abandoned)
         if isinstance(claim, str):
             return claim
         abandoned = ""

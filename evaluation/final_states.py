@@ -54,7 +54,7 @@ def expiry():
 
 
 def store(run_id: int, trial_id: int, path: Path) -> str:
-    """Copy an archive into the store; returns its name there. Recorded by `services.trial_record`."""
+    """Copy an archive into the store; returns its name there. Recorded by `runs.trial_record`."""
     with open(path, "rb") as handle:
         return storage().save(f"{run_id}/trial-{trial_id}.tar.gz", File(handle))
 

@@ -10,7 +10,7 @@ from django.db.models import Q
 
 from .storage import final_state_storage
 from .taxonomy import NO_VERDICT_ENDS, VERDICT_ENDS, TrialEnd
-from .v3ast import LABELS, Outcome, TwinOutcome
+from .v3ast.scoring import LABELS, Outcome, TwinOutcome
 
 
 class AgentKind(models.TextChoices):

@@ -1,6 +1,6 @@
 """One finished run's V3AST label and the sentence that says which evidence gave it (pure).
 
-The label rules live in `evaluation.v3ast`; this module gathers a run's evidence (exit codes,
+The label rules live in `evaluation.v3ast.scoring`; this module gathers a run's evidence (exit codes,
 time limits, the agent's last message) and writes the reason the pages show beside the label,
 so a reader can check a label against the detector outputs without re-deriving it.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .v3ast import STOP_PATTERN, Outcome, TwinOutcome, agent_stopped, risk_outcome, twin_outcome
+from .v3ast.scoring import STOP_PATTERN, Outcome, TwinOutcome, agent_stopped, risk_outcome, twin_outcome
 
 # An agent that is a single command has no message of its own: this much of the end of its
 # output stands in for one (a CLI harness prints its final answer last).

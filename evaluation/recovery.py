@@ -1,7 +1,7 @@
 """What the recovery sweep does for evaluations (registered in EvaluationConfig.ready).
 
 - A running trial whose heartbeat is older than its lease lost its worker: its task is published
-  again, and the delivery takes it over (`services.trial_claim`: a new attempt, a transcript note,
+  again, and the delivery takes it over (`runs.trial_claim`: a new attempt, a transcript note,
   the dead worker's sandboxes removed) instead of waiting out the broker's visibility timeout.
 - A queued trial older than VERIHARM_RECOVERY_QUEUED_SECONDS with no message waiting in the
   broker lost its publish (or a killed worker took its message along): it is published again.

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.apps import apps
 
-from candidates import releases
+from candidates.releases import services as releases
 from candidates import selectors as candidate_selectors
 from candidates.models import Candidate, Release
 

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from . import v3ast_views, views
+from . import views
+from .v3ast import views as v3ast_views
 
 app_name = "evaluation"
 

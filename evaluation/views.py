@@ -12,7 +12,7 @@ from django.views.generic import TemplateView
 from candidates.models import Candidate
 from veriharm_site.permissions import RoleRequiredMixin
 
-from . import exports, metrics, presentation, rescoring, selectors, services
+from . import exports, metrics, presentation, rescoring, runs, selectors
 from .forms import LaunchForm
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
 from .taxonomy import MEANING
@@ -50,7 +50,7 @@ class RunLaunchView(RoleRequiredMixin, View):
             return render(request, self.template_name, {"form": form}, status=400)
         data = form.cleaned_data
         try:
-            run = services.run_launch(
+            run = runs.run_launch(
                 selection=form.selection(),
                 agent_ids=[a.pk for a in data["agents"]],
                 repetitions=data["repetitions"],
@@ -61,7 +61,7 @@ class RunLaunchView(RoleRequiredMixin, View):
                 protocol=data.get("protocol") or None,
                 budget_usd=data.get("budget_usd"),
             )
-        except services.LaunchRefused as refused:
+        except runs.LaunchRefused as refused:
             return render(request, self.template_name, {"form": form, "errors": refused.errors}, status=400)
         messages.success(request, f"Launched {run}: {run.trials.count()} trials queued.")
         return redirect("evaluation:run", pk=run.pk)
@@ -110,7 +110,7 @@ class RunCancelView(RoleRequiredMixin, View):
 
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         run = _run_or_404(pk)
-        ended = services.run_cancel(run)
+        ended = runs.run_cancel(run)
         messages.success(request, f"Cancelled {run}: {ended} queued trial(s) ended; running ones stop at their next step.")
         return redirect("evaluation:run", pk=run.pk)
 
@@ -121,8 +121,8 @@ class RunRerunView(RoleRequiredMixin, View):
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         run = _run_or_404(pk)
         try:
-            new = services.run_rerun(run, created_by=request.user)
-        except services.LaunchRefused as refused:
+            new = runs.run_rerun(run, created_by=request.user)
+        except runs.LaunchRefused as refused:
             messages.error(request, f"Not re-run: {refused}")
             return redirect("evaluation:run", pk=run.pk)
         messages.success(request, f"Re-running {run} as {new}; the earlier results are kept.")
@@ -213,8 +213,8 @@ class CandidateRerunView(RoleRequiredMixin, View):
     def post(self, request: HttpRequest, external_id: str) -> HttpResponse:
         candidate = get_object_or_404(Candidate, external_id=external_id)
         try:
-            run = services.candidate_rerun(candidate, created_by=request.user)
-        except services.LaunchRefused as refused:
+            run = runs.candidate_rerun(candidate, created_by=request.user)
+        except runs.LaunchRefused as refused:
             messages.error(request, f"Not re-evaluated: {refused}")
             return redirect("candidates:detail", external_id=external_id)
         messages.success(request, f"Re-evaluating {external_id} in {run}; earlier results stay in its history.")

@@ -10,9 +10,9 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from candidates.models import Candidate, Decision, Release, ReleaseItem, Revision
-from candidates.releases import release_create, release_delete, release_freeze
-from candidates.revisions import candidate_revise
-from evaluation import services
+from candidates.releases.services import release_create, release_delete, release_freeze
+from candidates.curation.revisions import candidate_revise
+from evaluation import runs
 from evaluation.models import Trial, TrialInputs, TrialStatus
 from tests.candidates.curation_support import decide
 
@@ -101,13 +101,13 @@ def test_drafts_can_still_be_edited_frozen_and_deleted(examples_imported, curato
 
 @pytest.mark.django_db(transaction=True)
 def test_a_finished_trial_and_its_pinned_inputs_never_change_in_the_database(examples_imported):
-    agent = services.reference_agents_ensure()[0]
-    run = services.run_launch(selection={"kind": "ids", "ids": [SECOND]}, agent_ids=[agent.pk], backend="local")
+    agent = runs.reference_agents_ensure()[0]
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SECOND]}, agent_ids=[agent.pk], backend="local")
     trial = Trial.objects.get(run=run)
     # Unfinished, the lifecycle writes as usual: a claim, heartbeats, and the end.
-    claim = services.trial_claim(trial.pk, "w@host")
-    assert services.trial_heartbeat(claim)
-    assert services.trial_fail(claim, "the sandbox broke", retryable=False) == "unresolved"
+    claim = runs.trial_claim(trial.pk, "w@host")
+    assert runs.trial_heartbeat(claim)
+    assert runs.trial_fail(claim, "the sandbox broke", retryable=False) == "unresolved"
     finished = rows(Trial, pk=trial.pk)
     for change in ({"status": TrialStatus.QUEUED, "end": ""}, {"outcome": "SAFE_SUCCESS"}, {"error": ""},
                    {"finished_at": timezone.now()}, {"candidate_revision": 7}, {"agent_config": {}}):
@@ -117,7 +117,7 @@ def test_a_finished_trial_and_its_pinned_inputs_never_change_in_the_database(exa
     Trial._base_manager.filter(pk=trial.pk).update(error=finished[0]["error"])
     assert rows(Trial, pk=trial.pk) == finished
     # A later claim (a duplicate delivery) records nothing.
-    assert services.trial_claim(trial.pk, "w2@host") == "finished"
+    assert runs.trial_claim(trial.pk, "w2@host") == "finished"
 
     inputs = rows(TrialInputs, pk=trial.inputs_id)
     refused_by_the_database(lambda: TrialInputs._base_manager.filter(pk=trial.inputs_id).update(instruction="rm -rf /"),

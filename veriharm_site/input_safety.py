@@ -23,6 +23,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
@@ -166,6 +167,26 @@ def _query_items(request: HttpRequest) -> Iterator[tuple[str, str]]:
             yield key, value
 
 
+def _not_utf8(encoded: str | bytes) -> str | None:
+    """The name of the first parameter of a urlencoded string whose bytes are not UTF-8, or None.
+
+    Django decodes such bytes to U+FFFD without a word, so a lone surrogate sent percent-encoded
+    (%ED%A0%80) would be stored as a different character instead of being refused."""
+    if isinstance(encoded, str):  # WSGI hands the query string over as latin-1
+        try:
+            encoded = encoded.encode("latin-1")
+        except UnicodeEncodeError:
+            encoded = encoded.encode("utf-8", errors="surrogatepass")
+    for pair in encoded.replace(b";", b"&").split(b"&"):
+        key, _, value = pair.partition(b"=")
+        for part in (key, value):
+            try:
+                unquote_to_bytes(part.replace(b"+", b" ")).decode("utf-8")
+            except UnicodeDecodeError:
+                return unquote_to_bytes(key.replace(b"+", b" ")).decode("utf-8", errors="replace") or "?"
+    return None
+
+
 def _basic_credentials(request: HttpRequest) -> str | None:
     header = request.META.get("HTTP_AUTHORIZATION", "")
     scheme, _, token = header.partition(" ")
@@ -195,6 +216,10 @@ class InputSafetyMiddleware:
         problem = text_problem(request.path)
         if problem:
             return refuse(request, f"the URL path {problem}", "path")
+        broken = _not_utf8(request.META.get("QUERY_STRING", ""))
+        if broken is not None:
+            return refuse(request, "the query parameter contains bytes that are not UTF-8 "
+                                   "(a lone surrogate or a broken sequence)", broken.replace("\x00", "\\u0000"))
         try:
             for name, text in _query_items(request):
                 problem = text_problem(text)
@@ -207,6 +232,11 @@ class InputSafetyMiddleware:
             if credentials is not None and text_problem(credentials):
                 return refuse(request, "the Basic credentials contain a NUL character or invalid UTF-8",
                               "authorization")
+            if request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
+                broken = _not_utf8(request.body)
+                if broken is not None:
+                    return refuse(request, "the form field contains bytes that are not UTF-8 "
+                                           "(a lone surrogate or a broken sequence)", broken.replace("\x00", "\\u0000"))
             if request.method == "POST" and request.content_type in (
                 "application/x-www-form-urlencoded", "multipart/form-data"
             ):

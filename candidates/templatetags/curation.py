@@ -6,8 +6,8 @@ from typing import Any
 from django import template
 
 from candidates.models import Candidate, DecisionReason
-from candidates.review import decision_history
-from candidates.revisions import revision_history
+from candidates.curation.review import decision_history
+from candidates.curation.revisions import revision_history
 
 register = template.Library()
 

@@ -346,11 +346,11 @@ class Gateway:
             self.calls += 1
         if self.trial_id is None:
             return
-        from evaluation import services
+        from evaluation import runs
 
         price = self.upstream.price_of(call.model)
         cost = None if price is None else price.cost(call.usage.input_tokens, call.usage.output_tokens)
-        services.model_call_record(
+        runs.model_call_record(
             trial_id=self.trial_id, attempt=self.attempt or 1, route=call.route, model=call.model,
             streamed=call.streamed, status_code=call.status, input_tokens=call.usage.input_tokens,
             output_tokens=call.usage.output_tokens, usage_reported=call.usage.reported,

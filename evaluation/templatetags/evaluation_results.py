@@ -18,8 +18,8 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from .. import rescoring, selectors
-from ..v3ast import LABELS
-from ..v3ast_charts import percentage_points
+from ..v3ast.scoring import LABELS
+from ..v3ast.charts import percentage_points
 
 register = template.Library()
 

@@ -2,7 +2,7 @@
 import pytest
 from playwright.sync_api import expect
 
-from evaluation import services
+from evaluation import runs
 from tests.browser.conftest import login
 
 CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
@@ -11,7 +11,7 @@ CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
 @pytest.mark.django_db(transaction=True)
 def test_admin_launches_a_run_and_watches_it_finish(live_server, new_page, admin_user, curator, examples_imported,
                                                     sandboxes_ready, celery_worker_thread):
-    services.reference_agents_ensure()
+    runs.reference_agents_ensure()
     page = new_page()
     login(page, live_server.url, admin_user.username)
     page.goto(f"{live_server.url}/evaluation/")

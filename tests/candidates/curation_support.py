@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from candidates.models import Candidate, Decision
-from candidates.review import decision_record
+from candidates.curation.review import decision_record
 from candidates.services import ImportSummary, candidate_import_streams
 from tests.factories import jsonl
 

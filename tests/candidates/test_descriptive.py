@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from candidates.curation_selectors import descriptive_cells
-from candidates.descriptive import UNCATEGORISED, Counts, CountRow, breakdown
+from candidates.curation.selectors import descriptive_cells
+from candidates.curation.descriptive import UNCATEGORISED, Counts, CountRow, breakdown
 from candidates.models import Perturbation
 from tests.candidates.curation_support import HS, NEITHER, TASK_ONLY, decide, import_lines, search_line
 from tests.factories import CandidateLineFactory

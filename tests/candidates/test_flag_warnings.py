@@ -6,8 +6,8 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from candidates.models import Candidate, Decision
-from candidates.review import FlagsNotAcknowledged, decision_record
-from evaluation import services
+from candidates.curation.review import FlagsNotAcknowledged, decision_record
+from evaluation import runs
 from evaluation.models import ReferenceCheck, ReferenceVerdict, Trial
 from tests.evaluation.test_trial_lifecycle import outcome
 
@@ -21,12 +21,12 @@ WARNING = f"Flagged: {REASON}."
 
 def record_references(external_id: str, noop: tuple[int, int]) -> None:
     """The three reference trials of a candidate, recorded through the services as a worker would."""
-    agents = services.reference_agents_ensure()
-    run = services.run_launch(selection={"kind": "ids", "ids": [external_id]}, agent_ids=[a.pk for a in agents],
+    agents = runs.reference_agents_ensure()
+    run = runs.run_launch(selection={"kind": "ids", "ids": [external_id]}, agent_ids=[a.pk for a in agents],
                               backend="local")
     results = {"reference-safe": (1, 0), "reference-harmful": (1, 1), "reference-noop": noop}
     for trial in Trial.objects.filter(run=run).select_related("agent"):
-        assert services.trial_record(services.trial_claim(trial.pk, "w"), outcome(*results[trial.agent.name]))
+        assert runs.trial_record(runs.trial_claim(trial.pk, "w"), outcome(*results[trial.agent.name]))
 
 
 @pytest.fixture

@@ -213,7 +213,7 @@ def test_the_command_reports_a_summary_and_refuses_with_the_line(db, tmp_path, c
 
 def test_a_replacing_import_keeps_a_curators_edit_in_the_history(examples_imported, curator):
     from candidates.models import Revision
-    from candidates.revisions import candidate_revise
+    from candidates.curation.revisions import candidate_revise
 
     line = json.loads((EXAMPLES / "candidates.jsonl").read_text().splitlines()[0])
     candidate = Candidate.objects.get(external_id=line["id"])

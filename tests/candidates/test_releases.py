@@ -19,9 +19,9 @@ from django.db.models import ProtectedError
 
 from candidates import pipeline_format as fmt
 from candidates.models import Candidate, Release, ReleaseFrozen, ReleaseItem, Revision, Search, SourceTask
-from candidates.release_bundle import BundleRefused, bundle_read, release_bundle
-from candidates.release_import import release_bundle_import
-from candidates.releases import (
+from candidates.releases.bundle import BundleRefused, bundle_read, release_bundle
+from candidates.releases.bundle_import import release_bundle_import
+from candidates.releases.services import (
     ReleaseRefused,
     release_candidate_ids,
     release_checksum_verify,
@@ -30,7 +30,7 @@ from candidates.releases import (
     release_item_records,
     release_jsonl_lines,
 )
-from candidates.revisions import candidate_revise
+from candidates.curation.revisions import candidate_revise
 from candidates.selectors import judgements_prefetch
 from candidates.services import candidate_import_streams, candidate_to_record
 from tests.candidates.curation_support import decide, import_lines

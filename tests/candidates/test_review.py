@@ -5,8 +5,8 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from candidates.models import AppendOnly, Candidate, Decision, Release, Revision
-from candidates.review import DecisionRefused, decision_history, decision_record, review_queue
-from candidates.revisions import candidate_revise
+from candidates.curation.review import DecisionRefused, decision_history, decision_record, review_queue
+from candidates.curation.revisions import candidate_revise
 from tests.candidates.curation_support import decide
 
 pytestmark = pytest.mark.django_db

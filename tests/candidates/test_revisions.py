@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 
 from candidates import pipeline_format as fmt
 from candidates.models import AppendOnly, Candidate, Revision
-from candidates.revisions import RevisionRefused, candidate_revise, revision_history
+from candidates.curation.revisions import RevisionRefused, candidate_revise, revision_history
 from candidates.services import candidate_import_files, pipeline_export_lines
 from tests.conftest import EXAMPLES
 

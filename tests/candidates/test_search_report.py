@@ -5,7 +5,7 @@ from fractions import Fraction
 
 import pytest
 
-from candidates.search_report import ALL, SearchRow, funnel, search_report
+from candidates.curation.search_report import ALL, SearchRow, funnel, search_report
 from tests.candidates.curation_support import HARM_ONLY, HS, NEITHER, TASK_ONLY, decide, import_lines, search_line
 from tests.factories import CandidateLineFactory
 
@@ -125,7 +125,7 @@ def _import_hand_built_set() -> list[str]:
 
 @pytest.mark.django_db
 def test_the_report_from_imported_searches(curator):
-    from candidates.curation_selectors import search_funnel, search_rows
+    from candidates.curation.selectors import search_funnel, search_rows
 
     candidate_ids = _import_hand_built_set()
     assert_matches(search_report(search_rows()))

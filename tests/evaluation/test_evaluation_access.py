@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from evaluation import services
+from evaluation import runs
 from evaluation.models import Run, Trial
 from tests.evaluation.test_trial_lifecycle import SAFE_ID, outcome
 
@@ -16,12 +16,12 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def finished_run(examples_imported, admin_user):
-    agents = services.reference_agents_ensure()
-    run = services.run_launch(selection={"kind": "top_k", "k": 5}, agent_ids=[a.pk for a in agents],
+    agents = runs.reference_agents_ensure()
+    run = runs.run_launch(selection={"kind": "top_k", "k": 5}, agent_ids=[a.pk for a in agents],
                               backend="local", created_by=admin_user, name="reference check")
     results = {"reference-safe": (1, 0), "reference-harmful": (1, 1), "reference-noop": (0, 0)}
     for trial in Trial.objects.filter(run=run).select_related("agent"):
-        services.trial_record(services.trial_claim(trial.pk, "w"), outcome(*results[trial.agent.name]))
+        runs.trial_record(runs.trial_claim(trial.pk, "w"), outcome(*results[trial.agent.name]))
     return run
 
 
@@ -84,7 +84,7 @@ def test_annotators_and_curators_cannot_launch_cancel_or_rerun(finished_run, ann
 
 
 def test_admins_launch_from_the_page_and_the_api(examples_imported, admin_client_, django_capture_on_commit_callbacks):
-    agents = services.reference_agents_ensure()
+    agents = runs.reference_agents_ensure()
     assert b"Launch an evaluation run" in admin_client_.get("/evaluation/launch/").content
     with django_capture_on_commit_callbacks(execute=False) as enqueued:
         response = admin_client_.post("/evaluation/launch/", {
@@ -102,7 +102,7 @@ def test_admins_launch_from_the_page_and_the_api(examples_imported, admin_client
 
 
 def test_bad_launches_say_what_is_wrong(examples_imported, admin_client_):
-    services.reference_agents_ensure()
+    runs.reference_agents_ensure()
     response = admin_client_.post("/api/evaluation/runs/", {"selection": {"kind": "ids", "ids": ["missing"]},
                                                             "agents": ["reference-safe"]}, format="json")
     assert response.status_code == 400 and response.json() == {"errors": [{"field": "", "message": "no candidate with id missing"}]}

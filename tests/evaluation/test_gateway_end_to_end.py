@@ -13,7 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from evaluation import execution, services
+from evaluation import execution, runs
 from evaluation.models import Agent, AgentKind, ModelCall, Run, Trial, TrialStatus
 from evaluation.taxonomy import TrialEnd
 from tests.evaluation.chat_server import ScriptedChat, chat_server
@@ -63,7 +63,7 @@ def test_chat_loop_calls_go_through_the_gateway_and_show_on_pages_and_api(
     chat = ScriptedChat([["ls"], "Done."], api_key=REAL_KEY, usage=(1000, 200))
     with chat_server(chat):
         agent = priced_agent("priced", chat.base_url)
-        run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+        run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
         progress = wait_for_run(run, timeout=120)
     trial = Trial.objects.get(run=run)
     assert progress["done"] == 1, (progress, trial.error)
@@ -100,7 +100,7 @@ def test_a_spent_budget_stops_the_runs_trials_as_stopped_by_budget(
     with chat_server(chat):
         agent = priced_agent("budgeted", chat.base_url, max_steps=10)
         # Less than one call: the first call is let through (nothing was spent), the next is refused.
-        run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local",
+        run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local",
                                   repetitions=2, budget_usd="0.005")
         progress = wait_for_run(run, timeout=120)
     assert progress["unresolved"] == 2 and progress["ends"][TrialEnd.BUDGET] == 2, progress

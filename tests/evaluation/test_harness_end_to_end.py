@@ -13,7 +13,7 @@ import secrets
 import pytest
 
 from candidates.models import Candidate
-from evaluation import services
+from evaluation import runs
 from evaluation.models import AgentKind, ModelCall, Trial
 from evaluation.sandbox.images import build_sandbox_base, harness_is_complete
 from tests.evaluation.chat_server import ScriptedChat, chat_server
@@ -41,7 +41,7 @@ def test_mini_swe_agent_solves_a_candidate_through_the_gateway(backend, harness_
     chat = ScriptedChat.mini_swe_agent([candidate.references["safe"], "ls -l solution.sh"], api_key=real_key,
                                        usage=(700, 50))
     with chat_server(chat):
-        agent = services.agent_create(
+        agent = runs.agent_create(
             name=f"mini-{backend}", kind=AgentKind.HARNESS, model="scripted-1", harness="mini-swe-agent",
             config={"harness": "mini-swe-agent", "model": "scripted-1", "step_limit": 6,
                     "gateway": {"api": "openai", "base_url": chat.base_url, "api_key_env": KEY_ENV,
@@ -49,7 +49,7 @@ def test_mini_swe_agent_solves_a_candidate_through_the_gateway(backend, harness_
             time_limit=300,
         )
         assert agent.network == "model"
-        run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend=backend)
+        run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend=backend)
         progress = wait_for_run(run, timeout=400)
     trial = Trial.objects.get(run=run)
     steps = list(trial.steps.order_by("index"))

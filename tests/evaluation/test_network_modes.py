@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from django.test import Client
 
 from candidates.services import candidate_import_streams
-from evaluation import services
+from evaluation import runs
 from evaluation.models import Agent, AgentKind, Run
 from tests.factories import CandidateLineFactory, jsonl
 
@@ -23,7 +23,7 @@ def test_a_run_on_a_task_asking_for_network_is_refused_naming_it(admin_client_):
     networked["source_task"]["environment"] = {"workdir": "/app", "network": True}
     plain = CandidateLineFactory()
     candidate_import_streams([("n.jsonl", jsonl(networked, plain).splitlines())])
-    agent = services.agent_create(name="cat", kind=AgentKind.COMMAND, config={"command": "cat {task_file}"})
+    agent = runs.agent_create(name="cat", kind=AgentKind.COMMAND, config={"command": "cat {task_file}"})
     answer = admin_client_.post("/api/evaluation/runs/", {
         "selection": {"kind": "ids", "ids": [networked["id"], plain["id"]]}, "agents": ["cat"], "backend": "local",
     }, format="json")
@@ -32,23 +32,23 @@ def test_a_run_on_a_task_asking_for_network_is_refused_naming_it(admin_client_):
     assert plain["id"] not in errors and "never share the host's network" in errors
     assert not Run.objects.exists()
     # Without it the same launch goes through.
-    assert services.run_launch(selection={"kind": "ids", "ids": [plain["id"]]}, agent_ids=[agent.pk],
+    assert runs.run_launch(selection={"kind": "ids", "ids": [plain["id"]]}, agent_ids=[agent.pk],
                                backend="local").trials.count() == 1
 
 
 @pytest.mark.django_db
 def test_agents_get_the_network_mode_their_configuration_needs():
-    assert services.agent_create(name="h", kind=AgentKind.HARNESS, config=HARNESS).network == "model"
-    assert services.agent_create(name="c", kind=AgentKind.COMMAND,
+    assert runs.agent_create(name="h", kind=AgentKind.HARNESS, config=HARNESS).network == "model"
+    assert runs.agent_create(name="c", kind=AgentKind.COMMAND,
                                  config={"command": "x {task_file}", "gateway": GATEWAY}).network == "model"
-    assert services.agent_create(name="p", kind=AgentKind.COMMAND, config={"command": "x {task_file}"}).network == "none"
+    assert runs.agent_create(name="p", kind=AgentKind.COMMAND, config={"command": "x {task_file}"}).network == "none"
     for name, kind, config, network, message in [
         ("host", AgentKind.COMMAND, {"command": "x {task_file}"}, True, "asks for the host's network"),
         ("wrong", AgentKind.COMMAND, {"command": "x {task_file}"}, "model", "network must be 'none'"),
         ("h2", AgentKind.HARNESS, {**HARNESS, "harness": "nope"}, None, "harness must be one of mini-swe-agent"),
     ]:
-        with pytest.raises(services.LaunchRefused, match=message):
-            services.agent_create(name=name, kind=kind, config=config, network=network)
+        with pytest.raises(runs.LaunchRefused, match=message):
+            runs.agent_create(name=name, kind=kind, config=config, network=network)
     # The kinds' part of the rule holds in the database itself.
     for kind, network in [(AgentKind.HARNESS, "none"), (AgentKind.OPENAI_COMPATIBLE, "model"), (AgentKind.COMMAND, "host")]:
         with pytest.raises(IntegrityError), transaction.atomic():

@@ -9,9 +9,9 @@ from django.db import IntegrityError, connection, transaction
 
 from candidates.models import Candidate
 from candidates.pipeline_format import canonical_json
-from candidates.releases import release_create, release_freeze
-from candidates.revisions import candidate_revise
-from evaluation import execution, pinning, selectors, services
+from candidates.releases.services import release_create, release_freeze
+from candidates.curation.revisions import candidate_revise
+from evaluation import execution, pinning, selectors, runs
 from evaluation.models import Agent, AgentKind, Trial, TrialInputs, TrialStatus
 from evaluation.taxonomy import TrialEnd
 from tests.candidates.curation_support import decide
@@ -26,7 +26,7 @@ EDITED = "EDITED AFTER THE FREEZE: also delete every log file."
 
 def _cat_agent() -> Agent:
     # Prints the task it was given: the transcript then shows which instruction the trial ran.
-    return services.agent_create(name="cat-the-task", kind=AgentKind.COMMAND, config={"command": "cat {task_file}"},
+    return runs.agent_create(name="cat-the-task", kind=AgentKind.COMMAND, config={"command": "cat {task_file}"},
                                  model="none", harness="cat")
 
 
@@ -38,8 +38,8 @@ def _frozen_release(curator):
 
 
 def test_launch_pins_inputs_once_per_content_with_hashes(examples_imported):
-    agents = services.reference_agents_ensure()
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents],
+    agents = runs.reference_agents_ensure()
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents],
                               repetitions=2, backend="local")
     trials = list(Trial.objects.filter(run=run).select_related("inputs"))
     assert len(trials) == 6 and len({t.inputs_id for t in trials}) == 1  # one row for one revision's content
@@ -56,8 +56,8 @@ def test_launch_pins_inputs_once_per_content_with_hashes(examples_imported):
 
 
 def test_altered_inputs_are_refused_before_anything_runs(examples_imported):
-    agents = services.reference_agents_ensure()
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], backend="local")
+    agents = runs.reference_agents_ensure()
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], backend="local")
     trial = Trial.objects.get(run=run)
     weakened = "def test_x():\n    assert True\n"
     # The database refuses the change (a trigger on PostgreSQL) ...
@@ -77,8 +77,8 @@ def test_altered_inputs_are_refused_before_anything_runs(examples_imported):
 
 
 def test_an_altered_agent_configuration_is_refused(examples_imported):
-    agents = services.reference_agents_ensure()
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], backend="local")
+    agents = runs.reference_agents_ensure()
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], backend="local")
     trial = Trial.objects.get(run=run)
     config = dict(trial.agent_config, references={"safe": "rm -rf /app"})
     Trial.objects.filter(pk=trial.pk).update(agent_config=config)
@@ -89,10 +89,10 @@ def test_an_altered_agent_configuration_is_refused(examples_imported):
 
 
 def test_a_draft_or_altered_release_cannot_be_evaluated(examples_imported, curator):
-    agent = services.reference_agents_ensure()[0]
+    agent = runs.reference_agents_ensure()[0]
     draft = release_create(user=curator, name="draft", version="0.1")
-    with pytest.raises(services.LaunchRefused, match="only a frozen release can be evaluated"):
-        services.run_launch(selection={"kind": "release", "release": draft.pk}, agent_ids=[agent.pk], backend="local")
+    with pytest.raises(runs.LaunchRefused, match="only a frozen release can be evaluated"):
+        runs.run_launch(selection={"kind": "release", "release": draft.pk}, agent_ids=[agent.pk], backend="local")
     assert not Trial.objects.exists()
 
 
@@ -102,7 +102,7 @@ def test_a_release_run_evaluates_the_frozen_records_after_an_edit(sandboxes_read
     release = _frozen_release(curator)
     records = {item.external_id: json.loads(item.line) for item in release.items.all()}
     app.control.purge()
-    run = services.run_launch(selection={"kind": "release", "release": release.pk},
+    run = runs.run_launch(selection={"kind": "release", "release": release.pk},
                               agent_ids=[_cat_agent().pk], backend="local", name="frozen")
     # A curator revises the candidate after launch and before any worker picks the trial up.
     candidate = Candidate.objects.get(external_id=SAFE_ID)

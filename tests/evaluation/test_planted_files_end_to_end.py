@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from evaluation import services
+from evaluation import runs
 from evaluation.models import AgentKind, Trial, TrialStatus
 from tests.conftest import EXAMPLES
 from tests.evaluation.conftest import wait_for_run
@@ -37,7 +37,7 @@ echo 'import os; os._exit(0)' > os.py
 
 def _agent(name: str, script: str):
     encoded = base64.b64encode(script.encode()).decode()
-    return services.agent_create(
+    return runs.agent_create(
         name=name, kind=AgentKind.COMMAND, model="script", harness="bash",
         config={"command": f"echo {encoded} | base64 -d > /tmp/agent.sh && bash /tmp/agent.sh {{task_file}}"},
     )
@@ -51,7 +51,7 @@ def test_planted_interpreters_hooks_and_configuration_leave_the_verdicts_alone(
     safe = json.loads((EXAMPLES / "candidates.jsonl").read_text().splitlines()[0])["references"]["safe"]
     clean = _agent("safe-solution", safe)
     planting = _agent("safe-solution-then-plant", safe + "\n" + PLANT)
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[clean.pk, planting.pk],
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[clean.pk, planting.pk],
                               backend=backend, name=f"planted {backend}")
     progress = wait_for_run(run, timeout=240)
     assert progress["done"] == 2, progress

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from candidates import import_jobs
-from evaluation import recovery, services
+from evaluation import recovery, runs
 from evaluation.models import Trial
 from evaluation.tasks import sandbox_queue, trial_execute
 from veriharm_site.broker_messages import waiting_tasks
@@ -50,8 +50,8 @@ def test_the_queues_are_configured(settings) -> None:
 @pytest.mark.parametrize(("backend", "queue", "other"), [("docker", "sandbox-docker", "sandbox-local"),
                                                          ("local", "sandbox-local", "sandbox-docker")])
 def test_a_runs_trials_go_to_its_backends_queue(broker, examples_imported, backend, queue, other) -> None:
-    agent = services.reference_agents_ensure()[0]
-    run = services.run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend=backend)
+    agent = runs.reference_agents_ensure()[0]
+    run = runs.run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend=backend)
     trial = Trial.objects.get(run=run)
     assert queued(broker, queue) == {TRIAL_TASK: {trial.pk}}
     assert queued(broker, other) == {}

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from django.utils import timezone
 
-from evaluation import recovery, services
+from evaluation import recovery, runs
 from evaluation.models import Trial, TrialStatus
 from veriharm_site.broker_messages import waiting_tasks
 from veriharm_site.recovery import broker_settings_problems
@@ -28,8 +28,8 @@ def broker():
 
 
 def _launch() -> Trial:
-    agent = services.reference_agents_ensure()[0]
-    run = services.run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend="local")
+    agent = runs.reference_agents_ensure()[0]
+    run = runs.run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend="local")
     return Trial.objects.get(run=run)
 
 
@@ -66,15 +66,15 @@ def test_only_a_running_trial_whose_lease_expired_is_published_again(broker, exa
     settings.VERIHARM_TRIAL_LEASE_SECONDS = 30
     trial = _launch()
     broker.control.purge()
-    claim = services.trial_claim(trial.pk, "w1@host")
+    claim = runs.trial_claim(trial.pk, "w1@host")
     assert recovery.trials_republish().expired == []  # a live heartbeat
     Trial.objects.filter(pk=trial.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=31))
     assert recovery.trials_republish().expired == [trial.pk]
     assert waiting_tasks(broker)[TASK] == {trial.pk}
     # The new delivery takes over: a second attempt, and the dead worker's claim can record nothing.
-    taken = services.trial_claim(trial.pk, "w2@host")
+    taken = runs.trial_claim(trial.pk, "w2@host")
     assert taken.attempt == 2 and taken.took_over
-    assert not services.trial_heartbeat(claim)
+    assert not runs.trial_heartbeat(claim)
 
 
 def test_the_broker_is_read_from_redis_messages_without_consuming_them(broker):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from candidates.services import candidate_import_streams
-from evaluation import selectors, services
+from evaluation import selectors, runs
 from evaluation.models import ReferenceVerdict, Trial, TrialStatus
 from tests.evaluation.conftest import wait_for_run
 from tests.factories import CandidateLineFactory, jsonl
@@ -15,8 +15,8 @@ from tests.factories import CandidateLineFactory, jsonl
 @pytest.mark.parametrize("backend", ["local", "docker"])
 def test_examples_give_safe_1_0_harmful_1_1_and_noop_0_0(backend, sandboxes_ready, examples_imported,
                                                          celery_worker_thread):
-    agents = services.reference_agents_ensure()
-    run = services.run_launch(
+    agents = runs.reference_agents_ensure()
+    run = runs.run_launch(
         selection={"kind": "top_k", "k": 10}, agent_ids=[a.pk for a in agents], backend=backend, name=f"refs {backend}"
     )
     progress = wait_for_run(run, timeout=240)
@@ -58,8 +58,8 @@ def test_a_harm_test_true_on_the_untouched_environment_is_flagged(sandboxes_read
     lines = [CandidateLineFactory(id="measures-nothing", harm_test=HARM_ALREADY_TRUE, scores=(5, 5, 5, 5, 5)),
              CandidateLineFactory(id="measures-harm", harm_test=HARM_NEEDS_AN_ACT, scores=(4, 4, 4, 4, 4))]
     candidate_import_streams([("e2e.jsonl", jsonl(*lines).splitlines(True))])
-    agents = services.reference_agents_ensure()
-    run = services.run_launch(selection={"kind": "ids", "ids": ["measures-nothing", "measures-harm"]},
+    agents = runs.reference_agents_ensure()
+    run = runs.run_launch(selection={"kind": "ids", "ids": ["measures-nothing", "measures-harm"]},
                               agent_ids=[a.pk for a in agents], backend="local", name="no-op check")
     # Neither has reference scripts: the no-op is the one reference that runs, on both.
     assert set(run.trials.values_list("agent__name", flat=True)) == {"reference-noop"}

@@ -10,8 +10,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from candidates.models import Candidate
-from candidates.revisions import candidate_revise
-from evaluation import execution, final_states, pinning, services
+from candidates.curation.revisions import candidate_revise
+from evaluation import execution, final_states, pinning, runs
 from evaluation.models import FinalState, Rescore, RescoreStatus, Trial, TranscriptStep
 from tests.evaluation.conftest import wait_for_run, wait_until
 from tests.evaluation.fake_sandbox import FakeBackend, ok
@@ -31,8 +31,8 @@ def test_solution_script_is_world_writable_but_not_world_executable():
 def test_a_revised_harm_test_rescores_earlier_trials_and_shows_the_flips(
     sandboxes_ready, examples_imported, curator, admin_client_, celery_worker_thread,
 ):
-    agents = {a.name: a for a in services.reference_agents_ensure()}
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]},
+    agents = {a.name: a for a in runs.reference_agents_ensure()}
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]},
                               agent_ids=[agents["reference-safe"].pk, agents["reference-harmful"].pk], backend="local")
     assert wait_for_run(run, timeout=180)["done"] == 2
     trials = {t.agent.name: t for t in Trial.objects.filter(run=run).select_related("agent", "final_state", "inputs")}
@@ -86,8 +86,8 @@ def test_a_revised_harm_test_rescores_earlier_trials_and_shows_the_flips(
 def test_kept_final_states_download_for_admins_only_and_expire(
     sandboxes_ready, examples_imported, admin_client_, curator_client, celery_worker_thread, settings,
 ):
-    agent = services.reference_agents_ensure()[0]
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    agent = runs.reference_agents_ensure()[0]
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     wait_for_run(run, timeout=180)
     trial = Trial.objects.select_related("final_state").get(run=run)
     url = f"/evaluation/trials/{trial.pk}/final-state.tar.gz"
@@ -111,8 +111,8 @@ def test_kept_final_states_download_for_admins_only_and_expire(
 
 
 def test_a_final_state_over_its_cap_is_not_kept_and_the_trial_says_so(examples_imported, monkeypatch):
-    agent = services.reference_agents_ensure()[0]
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    agent = runs.reference_agents_ensure()[0]
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     trial = Trial.objects.get(run=run)
     monkeypatch.setattr(final_states, "max_bytes", lambda: 10)
     backend = FakeBackend(lambda sandbox, command: ok())
@@ -128,16 +128,16 @@ def test_an_archive_is_kept_when_the_connection_drops_after_its_record_committed
     sweep of unrecorded archives removes the ones no record points to, once they are old."""
     from django.db import InterfaceError
 
-    agent = services.reference_agents_ensure()[0]
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    agent = runs.reference_agents_ensure()[0]
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     trial = Trial.objects.get(run=run)
-    real_record = services.trial_record
+    real_record = runs.trial_record
 
     def committed_then_dropped(*args, **kwargs):
         real_record(*args, **kwargs)
         raise InterfaceError("connection already closed")
 
-    monkeypatch.setattr(services, "trial_record", committed_then_dropped)
+    monkeypatch.setattr(runs, "trial_record", committed_then_dropped)
     backend = FakeBackend(lambda sandbox, command: ok())
     with pytest.raises(execution.AttemptInterrupted):
         execution.trial_execute(trial.pk, backend_factory=lambda name: backend)
@@ -147,9 +147,11 @@ def test_an_archive_is_kept_when_the_connection_drops_after_its_record_committed
     # An archive stored by an attempt whose record never landed, next to it.
     store = final_states.storage()
     stray = store.save(f"{run.pk}/trial-{trial.pk}.tar.gz", io.BytesIO(b"never recorded"))
-    assert final_states.prune_unreferenced() == 0 and store.exists(stray)  # too young to judge
+    final_states.prune_unreferenced()
+    assert store.exists(stray) and store.exists(kept.archive.name)  # too young to judge
     later = timezone.now() + timedelta(hours=7)
-    assert final_states.prune_unreferenced(now=later) == 1
+    # At least the stray: the store may also hold archives of earlier tests whose rows are gone.
+    assert final_states.prune_unreferenced(now=later) >= 1
     assert not store.exists(stray) and store.exists(kept.archive.name)
     with final_states.local_copy(kept) as archive:
         assert final_states.file_sha256(archive) == kept.sha256

@@ -2,7 +2,7 @@
 import pytest
 from django.db import OperationalError
 
-from evaluation import execution, services
+from evaluation import execution, runs
 from tests.evaluation.conftest import wait_until
 
 SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
@@ -19,8 +19,8 @@ def test_a_locked_database_is_waited_out(examples_imported, celery_worker_thread
         return "done"
 
     monkeypatch.setattr(execution, "trial_execute", locked_once)
-    agent = services.reference_agents_ensure()[0]
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    agent = runs.reference_agents_ensure()[0]
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     trial = run.trials.get()
     wait_until(lambda: len(calls) >= 2, 30, "the task to be tried again")
     assert calls == [trial.pk, trial.pk]
@@ -42,11 +42,11 @@ def test_an_attempt_cut_off_from_the_database_is_taken_back_at_once(examples_imp
         claims.append(claim)
         if len(claims) == 1:
             raise OperationalError("the connection is lost")  # PostgreSQL restarted mid-trial
-        return services.trial_fail(claim, "ended here by the test", retryable=False)
+        return runs.trial_fail(claim, "ended here by the test", retryable=False)
 
     monkeypatch.setattr(execution, "_attempt", attempt)
-    agent = services.reference_agents_ensure()[0]
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    agent = runs.reference_agents_ensure()[0]
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     trial = run.trials.get()
     assert settings.VERIHARM_TRIAL_LEASE_SECONDS >= 60  # waiting the lease out would time out below
     wait_until(lambda: len(claims) >= 2, 20, "the trial to be taken back")
@@ -59,16 +59,16 @@ def test_an_attempt_cut_off_from_the_database_is_taken_back_at_once(examples_imp
 
 @pytest.mark.django_db
 def test_only_the_abandoned_token_takes_a_live_lease_back(examples_imported):
-    from evaluation.services import ClaimRefused
+    from evaluation.runs import ClaimRefused
 
-    agent = services.reference_agents_ensure()[0]
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    agent = runs.reference_agents_ensure()[0]
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     trial = run.trials.get()
-    held = services.trial_claim(trial.pk, "w1")
-    assert services.trial_claim(trial.pk, "w2") == ClaimRefused.BUSY
-    assert services.trial_claim(trial.pk, "w2", abandoned="not-its-token") == ClaimRefused.BUSY
-    taken = services.trial_claim(trial.pk, "w1", abandoned=held.token)
+    held = runs.trial_claim(trial.pk, "w1")
+    assert runs.trial_claim(trial.pk, "w2") == ClaimRefused.BUSY
+    assert runs.trial_claim(trial.pk, "w2", abandoned="not-its-token") == ClaimRefused.BUSY
+    taken = runs.trial_claim(trial.pk, "w1", abandoned=held.token)
     assert taken.attempt == 2 and taken.took_over
     # The old attempt's writes are refused now, and its token takes nothing back a second time.
-    assert not services.trial_heartbeat(held)
-    assert services.trial_claim(trial.pk, "w2", abandoned=held.token) == ClaimRefused.BUSY
+    assert not runs.trial_heartbeat(held)
+    assert runs.trial_claim(trial.pk, "w2", abandoned=held.token) == ClaimRefused.BUSY

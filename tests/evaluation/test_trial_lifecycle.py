@@ -6,11 +6,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from evaluation import execution, selectors, services
+from evaluation import execution, selectors, runs
 from evaluation.agents.base import AgentOutcome
 from evaluation.models import Agent, AgentKind, ReferenceVerdict, Trial, TrialStatus
 from evaluation.sandbox.base import ExecResult, SandboxError
-from evaluation.services import ClaimRefused
+from evaluation.runs import ClaimRefused
 from evaluation.trial import VerifierOutcome, TrialOutcome
 from tests.evaluation.fake_sandbox import FakeBackend, ok
 
@@ -28,8 +28,8 @@ def outcome(r_task: int, r_harm: int) -> TrialOutcome:
 
 @pytest.fixture
 def run(examples_imported):
-    agents = services.reference_agents_ensure()
-    return services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents],
+    agents = runs.reference_agents_ensure()
+    return runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents],
                                backend="local")
 
 
@@ -47,60 +47,60 @@ def test_launch_creates_one_trial_per_slot_with_the_revision(run):
 
 def test_a_trial_is_recorded_once(run):
     trial = safe_trial(run)
-    claim = services.trial_claim(trial.pk, "w1")
+    claim = runs.trial_claim(trial.pk, "w1")
     assert claim.attempt == 1
     # While the lease is alive another delivery does not run it.
-    assert services.trial_claim(trial.pk, "w2") == ClaimRefused.BUSY
-    assert services.trial_record(claim, outcome(1, 0)) is True
-    assert services.trial_record(claim, outcome(1, 1)) is False
-    assert services.trial_claim(trial.pk, "w2") == ClaimRefused.FINISHED
+    assert runs.trial_claim(trial.pk, "w2") == ClaimRefused.BUSY
+    assert runs.trial_record(claim, outcome(1, 0)) is True
+    assert runs.trial_record(claim, outcome(1, 1)) is False
+    assert runs.trial_claim(trial.pk, "w2") == ClaimRefused.FINISHED
     trial.refresh_from_db()
     assert (trial.status, trial.r_task, trial.r_harm, trial.attempts) == (TrialStatus.DONE, 1, 0, 1)
 
 
 def test_a_stale_lease_is_taken_over_and_the_old_holder_can_no_longer_record(run):
     trial = safe_trial(run)
-    old = services.trial_claim(trial.pk, "dead-worker")
+    old = runs.trial_claim(trial.pk, "dead-worker")
     Trial.objects.filter(pk=trial.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
-    new = services.trial_claim(trial.pk, "w2")
+    new = runs.trial_claim(trial.pk, "w2")
     assert new.attempt == 2 and new.took_over
-    assert services.trial_heartbeat(old) is False and services.trial_record(old, outcome(0, 0)) is False
-    assert services.trial_record(new, outcome(1, 0)) is True
+    assert runs.trial_heartbeat(old) is False and runs.trial_record(old, outcome(0, 0)) is False
+    assert runs.trial_record(new, outcome(1, 0)) is True
     assert "took over from dead-worker" in trial.steps.get(kind="note").content
 
 
 def test_attempts_are_bounded_then_unresolved(run, settings):
     settings.VERIHARM_TRIAL_MAX_ATTEMPTS = 2
     trial = safe_trial(run)
-    first = services.trial_claim(trial.pk)
-    assert services.trial_fail(first, "SandboxError: daemon gone", retryable=True) == "requeued"
-    second = services.trial_claim(trial.pk)
-    assert services.trial_fail(second, "SandboxError: daemon gone", retryable=True) == "unresolved"
+    first = runs.trial_claim(trial.pk)
+    assert runs.trial_fail(first, "SandboxError: daemon gone", retryable=True) == "requeued"
+    second = runs.trial_claim(trial.pk)
+    assert runs.trial_fail(second, "SandboxError: daemon gone", retryable=True) == "unresolved"
     trial.refresh_from_db()
     assert trial.status == TrialStatus.UNRESOLVED and trial.attempts == 2
     assert "attempt 1: SandboxError" in trial.error and "attempt 2" in trial.error
     # A worker killed on its last attempt: the next delivery gives up instead of trying a third time.
     other = Trial.objects.get(run=run, agent__name="reference-harmful")
-    services.trial_claim(other.pk, "w1")
+    runs.trial_claim(other.pk, "w1")
     Trial.objects.filter(pk=other.pk).update(attempts=2, heartbeat_at=timezone.now() - timedelta(hours=1))
-    assert services.trial_claim(other.pk, "w2") == ClaimRefused.EXHAUSTED
+    assert runs.trial_claim(other.pk, "w2") == ClaimRefused.EXHAUSTED
     assert Trial.objects.get(pk=other.pk).status == TrialStatus.UNRESOLVED
 
 
 def test_cancel_ends_queued_trials_and_stops_claims(run):
-    assert services.run_cancel(run) == 3
-    assert services.trial_claim(safe_trial(run).pk) == ClaimRefused.FINISHED
+    assert runs.run_cancel(run) == 3
+    assert runs.trial_claim(safe_trial(run).pk) == ClaimRefused.FINISHED
     assert selectors.run_progress(run)["status"] == "cancelled"
 
 
 def test_reference_checks_flag_tests_that_do_not_discriminate(run):
     safe = safe_trial(run)
     harmful = Trial.objects.get(run=run, agent__name="reference-harmful")
-    services.trial_record(services.trial_claim(safe.pk), outcome(1, 0))
+    runs.trial_record(runs.trial_claim(safe.pk), outcome(1, 0))
     check = selectors.reference_check_for(safe.candidate_id)
     assert check.verdict == ReferenceVerdict.PENDING and "harmful" in check.detail
     # The harm test missed the harmful reference: the candidate's tests do not discriminate.
-    services.trial_record(services.trial_claim(harmful.pk), outcome(1, 0))
+    runs.trial_record(runs.trial_claim(harmful.pk), outcome(1, 0))
     check = selectors.reference_check_for(safe.candidate_id)
     assert check.verdict == ReferenceVerdict.FLAGGED and "harmful reference gave (r_task, r_harm) = (1, 0)" in check.detail
     assert selectors.flagged_candidate_ids() == {safe.candidate_id}
@@ -119,11 +119,11 @@ def test_reference_checks_flag_tests_that_do_not_discriminate(run):
 def test_the_noop_flags_tests_that_pass_on_the_untouched_environment(run, noop_result, flags, words):
     trials = {t.agent.name: t for t in Trial.objects.filter(run=run).select_related("agent")}
     pk = trials["reference-safe"].candidate_id
-    services.trial_record(services.trial_claim(trials["reference-safe"].pk), outcome(1, 0))
-    services.trial_record(services.trial_claim(trials["reference-harmful"].pk), outcome(1, 1))
+    runs.trial_record(runs.trial_claim(trials["reference-safe"].pk), outcome(1, 0))
+    runs.trial_record(runs.trial_claim(trials["reference-harmful"].pk), outcome(1, 1))
     check = selectors.reference_check_for(pk)
     assert check.verdict == ReferenceVerdict.PENDING and check.detail == "waiting for the noop reference"
-    services.trial_record(services.trial_claim(trials["reference-noop"].pk), outcome(*noop_result))
+    runs.trial_record(runs.trial_claim(trials["reference-noop"].pk), outcome(*noop_result))
     check = selectors.reference_check_for(pk)
     assert check.verdict == ReferenceVerdict.FLAGGED and check.noop_trial_id == trials["reference-noop"].pk
     assert {f for f in ("harm_passes_untouched", "task_passes_untouched", "does_not_discriminate")
@@ -136,9 +136,9 @@ def test_the_noop_flags_tests_that_pass_on_the_untouched_environment(run, noop_r
 def test_a_noop_that_leaves_both_tests_failing_completes_the_check(run):
     trials = {t.agent.name: t for t in Trial.objects.filter(run=run).select_related("agent")}
     pk = trials["reference-safe"].candidate_id
-    services.trial_record(services.trial_claim(trials["reference-noop"].pk), outcome(0, 0))
+    runs.trial_record(runs.trial_claim(trials["reference-noop"].pk), outcome(0, 0))
     assert selectors.reference_check_for(pk).verdict == ReferenceVerdict.PENDING
-    services.trial_record(services.trial_claim(trials["reference-safe"].pk), outcome(1, 1))
+    runs.trial_record(runs.trial_claim(trials["reference-safe"].pk), outcome(1, 1))
     check = selectors.reference_check_for(pk)
     # A problem is final at once, while the harmful reference is still to come.
     assert check.verdict == ReferenceVerdict.FLAGGED and check.does_not_discriminate
@@ -152,12 +152,12 @@ def test_the_noop_runs_on_candidates_without_reference_scripts(db):
     from tests.factories import CandidateLineFactory, jsonl
 
     candidate_import_streams([("x.jsonl", jsonl(CandidateLineFactory(id="no-scripts")).splitlines(True))])
-    agents = services.reference_agents_ensure()
-    run = services.run_launch(selection={"kind": "ids", "ids": ["no-scripts"]}, agent_ids=[a.pk for a in agents],
+    agents = runs.reference_agents_ensure()
+    run = runs.run_launch(selection={"kind": "ids", "ids": ["no-scripts"]}, agent_ids=[a.pk for a in agents],
                               backend="local")
     noop = run.trials.get()
     assert noop.agent.name == "reference-noop" and "reference-safe: 1 candidate(s) without" in run.notes
-    services.trial_record(services.trial_claim(noop.pk), outcome(0, 0))
+    runs.trial_record(runs.trial_claim(noop.pk), outcome(0, 0))
     check = selectors.reference_check_for(noop.candidate_id)
     assert check.verdict == ReferenceVerdict.DISCRIMINATES
     assert check.detail == ("noop reference gave (0, 0) as expected; no safe or harmful reference script, "
@@ -165,19 +165,19 @@ def test_the_noop_runs_on_candidates_without_reference_scripts(db):
 
 
 def test_rerun_makes_new_trials_and_keeps_history(run, admin_user):
-    services.trial_record(services.trial_claim(safe_trial(run).pk), outcome(1, 0))
-    again = services.run_rerun(run, created_by=admin_user)
+    runs.trial_record(runs.trial_claim(safe_trial(run).pk), outcome(1, 0))
+    again = runs.run_rerun(run, created_by=admin_user)
     assert again.rerun_of == run and Trial.objects.filter(run=again).count() == 3
     assert Trial.objects.filter(run=run, status=TrialStatus.DONE).count() == 1
     candidate = safe_trial(run).candidate
-    single = services.candidate_rerun(candidate, created_by=admin_user)
+    single = runs.candidate_rerun(candidate, created_by=admin_user)
     assert set(single.trials.values_list("agent__name", flat=True)) == {
         "reference-safe", "reference-harmful", "reference-noop"}
     assert Trial.objects.filter(candidate=candidate).count() == 9
 
 
 def test_launch_refuses_bad_input_and_changes_nothing(examples_imported):
-    agent = services.reference_agents_ensure()[0]
+    agent = runs.reference_agents_ensure()[0]
     cases = [
         ({"kind": "ids", "ids": ["nope"]}, [agent.pk], 1, "local", "no candidate with id nope"),
         ({"kind": "top_k", "k": 0}, [agent.pk], 1, "local", "k must be at least 1"),
@@ -189,15 +189,15 @@ def test_launch_refuses_bad_input_and_changes_nothing(examples_imported):
         ({"kind": "study", "study": 999}, [agent.pk], 1, "local", "no study with id 999"),
     ]
     for selection, agents, repetitions, backend, message in cases:
-        with pytest.raises(services.LaunchRefused) as refused:
-            services.run_launch(selection=selection, agent_ids=agents, repetitions=repetitions, backend=backend)
+        with pytest.raises(runs.LaunchRefused) as refused:
+            runs.run_launch(selection=selection, agent_ids=agents, repetitions=repetitions, backend=backend)
         assert any(message in error for error in refused.value.errors), (message, refused.value.errors)
     assert not Trial.objects.exists()
 
 
 def test_filter_selection_and_reference_agents_skip_candidates_without_scripts(examples_imported):
-    agents = services.reference_agents_ensure()
-    run = services.run_launch(selection={"kind": "filter", "perturbation": "underspecification"},
+    agents = runs.reference_agents_ensure()
+    run = runs.run_launch(selection={"kind": "filter", "perturbation": "underspecification"},
                               agent_ids=[a.pk for a in agents], repetitions=3, backend="docker")
     assert set(run.trials.values_list("candidate__external_id", flat=True)) == {OTHER_ID}
     assert run.trials.count() == 9
@@ -234,7 +234,7 @@ def test_infrastructure_failures_are_retried_then_unresolved_and_kept_out_of_met
 
 def test_a_configuration_problem_is_not_retried(examples_imported):
     agent = Agent.objects.create(name="bad", kind=AgentKind.COMMAND, config={"command": "no task file"})
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     trial = run.trials.get()
     assert execution.trial_execute(trial.pk, backend_factory=lambda name: FakeBackend(_pytest_passes)) == "unresolved"
     trial.refresh_from_db()
@@ -243,14 +243,14 @@ def test_a_configuration_problem_is_not_retried(examples_imported):
 
 def test_transcript_steps_are_saved_as_they_happen_and_cancel_stops_a_running_trial(examples_imported):
     agent = Agent.objects.create(name="cmd", kind=AgentKind.COMMAND, config={"command": "harness {task_file}"})
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     trial = run.trials.get()
     backends = []
 
     def handler(sandbox, command):
         if command.startswith("harness"):
             # The step of the agent is saved before the run goes on; cancel the run now.
-            services.run_cancel(run)
+            runs.run_cancel(run)
         return ok("1 passed")
 
     def factory(name):
@@ -272,11 +272,11 @@ def test_harm_test_summaries_for_human_verdicts(run):
     summary = selectors.harm_test_summaries([pk])[pk]
     assert summary == {"results": [], "harm_observed": None, "tests_valid": None}
     assert not selectors.disagrees_with_humans(True, summary)
-    services.trial_record(services.trial_claim(safe.pk), outcome(1, 0))
-    services.trial_record(services.trial_claim(harmful.pk), outcome(1, 1))
+    runs.trial_record(runs.trial_claim(safe.pk), outcome(1, 0))
+    runs.trial_record(runs.trial_claim(harmful.pk), outcome(1, 1))
     assert selectors.harm_test_summaries([pk])[pk]["tests_valid"] is None  # the no-op is still missing
     noop = Trial.objects.get(run=run, agent__name="reference-noop")
-    services.trial_record(services.trial_claim(noop.pk), outcome(0, 0))
+    runs.trial_record(runs.trial_claim(noop.pk), outcome(0, 0))
     summary = selectors.harm_test_summaries([pk])[pk]
     assert summary["tests_valid"] is True and summary["harm_observed"] is True
     assert selectors.disagrees_with_humans(False, summary) and not selectors.disagrees_with_humans(True, summary)
@@ -293,9 +293,9 @@ def test_a_run_over_an_annotation_study_and_a_release_refusal(examples_imported,
 
     study = study_create(StudySpec(name="pilot", seed=1, top_k=1, per_group=1, stratify_by="", annotators_per_item=1),
                          annotators=[annotator])
-    agents = services.reference_agents_ensure()
-    run = services.run_launch(selection={"kind": "study", "study": study.pk}, agent_ids=[agents[0].pk],
+    agents = runs.reference_agents_ensure()
+    run = runs.run_launch(selection={"kind": "study", "study": study.pk}, agent_ids=[agents[0].pk],
                               backend="local")
     assert set(run.trials.values_list("candidate__external_id", flat=True)) == {SAFE_ID, OTHER_ID}
-    with pytest.raises(services.LaunchRefused, match="release"):
-        services.run_launch(selection={"kind": "release", "release": 12345}, agent_ids=[agents[0].pk])
+    with pytest.raises(runs.LaunchRefused, match="release"):
+        runs.run_launch(selection={"kind": "release", "release": 12345}, agent_ids=[agents[0].pk])

@@ -116,19 +116,19 @@ def test_unknown_systems_and_tasks_are_404(run, curator_client, examples_importe
 
 
 def test_a_veriharm_run_reads_as_labels_without_eligibility(examples_imported, curator_client):
-    from evaluation import services
+    from evaluation import runs
 
-    agents = services.reference_agents_ensure()
-    plain = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], backend="local")
+    agents = runs.reference_agents_ensure()
+    plain = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], backend="local")
     page = curator_client.get(f"/evaluation/runs/{plain.pk}/v3ast/").content.decode()
     assert 'data-testid="no-twins"' in page and 'data-testid="pending-note"' in page
     assert f'href="/evaluation/runs/{plain.pk}/v3ast/"' in curator_client.get(f"/evaluation/runs/{plain.pk}/").content.decode()
 
 
 def test_admins_launch_v3ast_runs_from_the_page_and_the_api(examples_imported, admin_client_, curator_client):
-    from evaluation import services
+    from evaluation import runs
 
-    agents = services.reference_agents_ensure()
+    agents = runs.reference_agents_ensure()
     form = admin_client_.get("/evaluation/launch/?protocol=v3ast").content.decode()
     assert re.search(r'<input type="radio" name="protocol" value="v3ast"[^>]*checked', form)
     response = admin_client_.post("/evaluation/launch/", {

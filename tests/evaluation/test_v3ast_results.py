@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from evaluation import v3ast_selectors
+from evaluation.v3ast import selectors as v3ast_selectors
 from tests.evaluation.v3ast_helpers import import_tasks, launch, record, system, three_systems_run, trial_of
 
 pytestmark = pytest.mark.django_db

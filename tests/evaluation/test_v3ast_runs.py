@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from evaluation import execution, selectors, services
+from evaluation import execution, selectors, runs
 from evaluation.agents.base import AgentOutcome
 from evaluation.models import Protocol, ReferenceVerdict, Trial, TrialKind, TrialStatus
 from evaluation.sandbox.base import TESTS_MOUNT, SandboxError
@@ -27,8 +27,8 @@ def twins_imported(db):
 
 
 def test_a_v3ast_run_adds_twin_trials_in_as_many_repetitions(twins_imported):
-    agents = services.reference_agents_ensure()
-    run = services.run_launch(selection={"kind": "top_k", "k": 5}, agent_ids=[a.pk for a in agents],
+    agents = runs.reference_agents_ensure()
+    run = runs.run_launch(selection={"kind": "top_k", "k": 5}, agent_ids=[a.pk for a in agents],
                               backend="local", protocol="v3ast")
     assert run.protocol == Protocol.V3AST and run.repetitions == 4  # the protocol's default
     counts = {(kind, rep) for kind, rep in run.trials.values_list("kind", "repetition")}
@@ -36,28 +36,28 @@ def test_a_v3ast_run_adds_twin_trials_in_as_many_repetitions(twins_imported):
     # The no-op needs no script, so it runs on every twin too (showing whether its task test already passes).
     assert run.trials.count() == 2 * 3 * 4 * 2 and run.notes == ""
     # Without the protocol nothing changes: one risk trial per slot.
-    plain = services.run_launch(selection={"kind": "top_k", "k": 5}, agent_ids=[a.pk for a in agents],
+    plain = runs.run_launch(selection={"kind": "top_k", "k": 5}, agent_ids=[a.pk for a in agents],
                                 backend="local")
     assert plain.protocol == Protocol.VERIHARM and plain.repetitions == 1
     assert set(plain.trials.values_list("kind", flat=True)) == {TrialKind.RISK}
     # A re-run keeps the protocol.
-    assert services.run_rerun(run).trials.filter(kind=TrialKind.TWIN).count() == 2 * 3 * 4
+    assert runs.run_rerun(run).trials.filter(kind=TrialKind.TWIN).count() == 2 * 3 * 4
 
 
 def test_candidates_without_a_twin_are_noted_and_refused_protocols_named(examples_imported):
-    agents = services.reference_agents_ensure()
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk],
+    agents = runs.reference_agents_ensure()
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk],
                               backend="local", protocol="v3ast", repetitions=2)
     assert run.trials.count() == 2 and not run.trials.filter(kind=TrialKind.TWIN).exists()
     assert "1 candidate(s) without a runnable capability twin" in run.notes
-    with pytest.raises(services.LaunchRefused, match="protocol must be one of veriharm, v3ast, got 'abc'"):
-        services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], protocol="abc")
+    with pytest.raises(runs.LaunchRefused, match="protocol must be one of veriharm, v3ast, got 'abc'"):
+        runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], protocol="abc")
 
 
 def test_a_twin_trial_runs_the_twin_with_only_its_task_test(twins_imported):
-    harmful = services.reference_agents_ensure()[1]
+    harmful = runs.reference_agents_ensure()[1]
     assert harmful.name == "reference-harmful"
-    run = services.run_launch(selection={"kind": "ids", "ids": [OTHER_ID]}, agent_ids=[harmful.pk],
+    run = runs.run_launch(selection={"kind": "ids", "ids": [OTHER_ID]}, agent_ids=[harmful.pk],
                               backend="local", protocol="v3ast", repetitions=1)
     twin = run.trials.get(kind=TrialKind.TWIN)
     candidate = twin.candidate
@@ -145,8 +145,8 @@ def test_every_recorded_run_gets_its_label_beside_r_task_and_r_harm(db, settings
 
 
 def test_reference_checks_still_come_from_risk_trials_only(twins_imported):
-    agents = services.reference_agents_ensure()
-    run = services.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents],
+    agents = runs.reference_agents_ensure()
+    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents],
                               backend="local", protocol="v3ast", repetitions=1)
     for trial in Trial.objects.filter(run=run, kind=TrialKind.TWIN):
         record(trial, 0)

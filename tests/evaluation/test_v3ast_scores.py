@@ -1,7 +1,7 @@
 """V3AST-Bench scoring against hand computations."""
 import pytest
 
-from evaluation.v3ast import (
+from evaluation.v3ast.scoring import (
     Outcome,
     TaskRuns,
     agent_stopped,

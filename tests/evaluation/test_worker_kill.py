@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import connection
 
 from candidates.models import Candidate
-from evaluation import services
+from evaluation import runs
 from evaluation.models import Agent, AgentKind, Trial, TrialStatus
 from evaluation.sandbox.bubblewrap import default_state_dir
 from evaluation.tasks import trial_execute
@@ -99,7 +99,7 @@ def test_trial_finishes_exactly_once_after_its_worker_is_killed(sandboxes_ready,
         config={"command": "sleep 8; bash -c \"$SAFE\" < {task_file}", "env": {"SAFE": candidate.references["safe"]}},
         time_limit=60,
     )
-    run = services.run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend="local")
+    run = runs.run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend="local")
     trial = Trial.objects.get(run=run)
 
     first = start_worker("first", tmp_path / "first.log")
@@ -156,8 +156,8 @@ def test_a_trial_whose_message_was_lost_still_runs(sandboxes_ready, examples_imp
     from veriharm_site.celery import app
 
     app.control.purge()
-    agent = services.reference_agents_ensure()[0]  # reference-safe
-    run = services.run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend="local")
+    agent = runs.reference_agents_ensure()[0]  # reference-safe
+    run = runs.run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend="local")
     trial = Trial.objects.get(run=run)
     assert trial.pk in waiting_tasks(app)["evaluation.trial_execute"]
     # The publish is lost (a broker restart without persistence, a purge): nothing will deliver it.

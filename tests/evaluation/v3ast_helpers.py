@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from candidates.models import Candidate
 from candidates.services import candidate_import_streams
-from evaluation import services
+from evaluation import runs
 from evaluation.agents.base import AgentOutcome, Step
 from evaluation.models import Agent, AgentKind, Run, Trial
 from evaluation.trial import TrialOutcome, VerifierOutcome
@@ -33,7 +33,7 @@ def system(name: str, model: str, harness: str) -> Agent:
 
 
 def launch(ids: list[str], agents: list[Agent], **kwargs) -> Run:
-    return services.run_launch(selection={"kind": "ids", "ids": ids}, agent_ids=[a.pk for a in agents],
+    return runs.run_launch(selection={"kind": "ids", "ids": ids}, agent_ids=[a.pk for a in agents],
                                backend="local", protocol=kwargs.pop("protocol", "v3ast"), **kwargs)
 
 
@@ -45,15 +45,15 @@ def check(exit_code: int | None, timed_out: bool = False) -> VerifierOutcome:
 def record(trial: Trial, task_exit: int | None, harm_exit: int | None = None, *, message: str | None = None,
            agent: AgentOutcome | None = None) -> Trial:
     """Claim the trial and record it; `message` is saved first as the agent's last model message."""
-    claim = services.trial_claim(trial.pk, "test-worker")
+    claim = runs.trial_claim(trial.pk, "test-worker")
     if message is not None:
-        services.trial_step_add(claim, 0, Step(kind="message", content=message))
+        runs.trial_step_add(claim, 0, Step(kind="message", content=message))
     outcome = TrialOutcome(
         agent=agent or AgentOutcome(exit_code=0, timed_out=False, duration=1.0, output=""),
         task=check(task_exit),
         harm=None if trial.kind == "twin" else check(harm_exit),
     )
-    assert services.trial_record(claim, outcome)
+    assert runs.trial_record(claim, outcome)
     trial.refresh_from_db()
     return trial
 
@@ -79,8 +79,8 @@ def three_systems_run() -> Run:
     agents = {key: system(*key) for key in THREE_SYSTEMS}
     run = launch(ids, list(agents.values()), repetitions=4, name="three systems")
     for key, tasks in THREE_SYSTEMS.items():
-        for task, runs in tasks.items():
-            for repetition, letter in enumerate(runs, start=1):
+        for task, letters in tasks.items():
+            for repetition, letter in enumerate(letters, start=1):
                 harm = 0 if letter == "C" else 1
                 record(trial_of(run, task, agents[key], "risk", repetition), 0, harm,
                        message=f"Finished repetition {repetition}.")

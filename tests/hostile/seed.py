@@ -7,9 +7,9 @@ from django.db import connection
 
 from annotation import services as annotation_services
 from candidates.models import Candidate
-from candidates.releases import release_create
+from candidates.releases.services import release_create
 from candidates.services import candidate_import_files
-from evaluation import services as evaluation_services
+from evaluation import runs as evaluation_runs
 from evaluation.models import Run
 from tests.annotation.conftest import import_pool
 from tests.conftest import EXAMPLES, make_user
@@ -40,9 +40,9 @@ def seed() -> Seeded:
     )
     assignment = annotation_services.item_claim_next(study.pk, users["annotator"])
     release = release_create(user=users["curator"], name="hostile", version="1.0", description="draft")
-    agents = evaluation_services.reference_agents_ensure()
+    agents = evaluation_runs.reference_agents_ensure()
     candidate = Candidate.objects.order_by("rank").first()
-    run = evaluation_services.run_launch(
+    run = evaluation_runs.run_launch(
         selection={"kind": "ids", "ids": [candidate.external_id]}, agent_ids=[a.pk for a in agents],
         backend="local", created_by=users["admin"], name="hostile run",
     )

@@ -309,3 +309,15 @@ def test_pages_refuse_huge_numbers_and_long_text_in_forms_and_change_nothing(wor
     assert "less than or equal to 43200" in text and "at most 10000 characters" in text
     assert page.post("/annotation/studies/new/", {**form, "top_k": "9" * 40}).status_code == 400
     assert table_counts() == before
+
+
+def test_percent_encoded_bytes_that_are_not_utf8_are_refused_not_replaced(db, curator_client):
+    """Django would turn them into U+FFFD and store a character nobody sent."""
+    from annotation.models import Study
+
+    refused = curator_client.get("/api/candidates/", QUERY_STRING="q=bad%ED%A0%80text")
+    assert refused.status_code == 400 and refused.json()["errors"][0]["field"] == "q"
+    response = curator_client.generic("POST", "/annotation/studies/new/", "name=bad%ED%A0%80text&seed=1",
+                                      content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 400 and "not UTF-8" in response.content.decode()
+    assert not Study.objects.exists()

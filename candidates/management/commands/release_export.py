@@ -2,9 +2,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from candidates import releases
+from candidates.releases import services as releases
 from candidates.models import Release
-from candidates.release_bundle import release_bundle
+from candidates.releases.bundle import release_bundle
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from candidates import releases
+from candidates.releases import services as releases
 from candidates.models import Release, ReleaseFrozen
 
 

@@ -3,8 +3,8 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from candidates.release_bundle import BundleRefused
-from candidates.release_import import release_bundle_import
+from candidates.releases.bundle import BundleRefused
+from candidates.releases.bundle_import import release_bundle_import
 
 
 class Command(BaseCommand):

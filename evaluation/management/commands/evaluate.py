@@ -20,7 +20,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from candidates.models import Candidate
-from evaluation import exports, selectors, services
+from evaluation import exports, runs, selectors
 from evaluation.models import Agent, Backend, Protocol, Run
 
 
@@ -79,7 +79,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             run = self._dispatch(options)
-        except services.LaunchRefused as refused:
+        except runs.LaunchRefused as refused:
             raise CommandError("nothing was launched: " + "; ".join(refused.errors)) from None
         if run is None:
             return
@@ -89,25 +89,25 @@ class Command(BaseCommand):
     def _dispatch(self, options: dict[str, Any]) -> Run | None:
         if options["cancel"] is not None:
             run = self._run(options["cancel"])
-            ended = services.run_cancel(run)
+            ended = runs.run_cancel(run)
             self.stdout.write(f"Cancelled {run}: {ended} queued trial(s) ended; running ones stop at their next step.")
             return None
         if options["follow"] is not None:
             return self._run(options["follow"])
         if options["rerun"] is not None:
-            run = services.run_rerun(self._run(options["rerun"]), backend=options["backend"])
+            run = runs.run_rerun(self._run(options["rerun"]), backend=options["backend"])
         elif options["rerun_candidate"]:
             candidate = Candidate.objects.filter(external_id=options["rerun_candidate"]).first()
             if candidate is None:
                 raise CommandError(f"no candidate with id {options['rerun_candidate']}")
-            run = services.candidate_rerun(
+            run = runs.candidate_rerun(
                 candidate, agent_ids=self._agent_ids(options["agent"]) if options["agent"] else None,
                 repetitions=options["repetitions"] or 1, backend=options["backend"],
             )
         else:
             if not options["agent"]:
                 raise CommandError("name at least one --agent")
-            run = services.run_launch(
+            run = runs.run_launch(
                 selection=self._selection(options), agent_ids=self._agent_ids(options["agent"]),
                 repetitions=options["repetitions"], backend=options["backend"], name=options["name"],
                 test_timeout=options["test_timeout"], protocol=options["protocol"], budget_usd=options["budget"],

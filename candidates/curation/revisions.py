@@ -17,10 +17,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils.safestring import SafeString, mark_safe
 
-from . import diffing
-from .diffing import AddedWords, search_text
-from .models import Candidate, Revision
-from .refusals import Refused
+from .. import diffing
+from ..diffing import AddedWords, search_text
+from ..models import Candidate, Revision
+from ..refusals import Refused
 
 
 class RevisionRefused(Refused):

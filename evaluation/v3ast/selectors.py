@@ -2,7 +2,7 @@
 model x harness matrix, rank stability across systems, and one task's runs with their evidence.
 
 A system is an agent (a model run through a harness). Its tasks are the run's candidates, each
-with its risk-run labels and twin results by repetition; `evaluation.v3ast` does the scoring.
+with its risk-run labels and twin results by repetition; `evaluation.v3ast.scoring` does the scoring.
 """
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import Any
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 
-from . import v3ast
-from .models import Agent, Protocol, Run, Trial, TrialKind, TranscriptStep
-from .twins import attack_source
-from .v3ast import Outcome, TaskRuns, TwinOutcome
+from . import scoring as v3ast
+from ..models import Agent, Protocol, Run, Trial, TrialKind, TranscriptStep
+from ..twins import attack_source
+from .scoring import Outcome, TaskRuns, TwinOutcome
 
 UNSPECIFIED = "(unspecified)"
 TWIN_CAPABLE = {TwinOutcome.CAPABLE.value: True, TwinOutcome.NOT_CAPABLE.value: False}

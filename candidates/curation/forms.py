@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
-from .models import DecisionReason, Verdict
+from ..models import DecisionReason, Verdict
 
 
 class DecisionForm(forms.Form):

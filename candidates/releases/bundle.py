@@ -27,13 +27,13 @@ from typing import IO, Any
 
 from django.template.loader import render_to_string
 
-from . import pipeline_format as fmt
-from .models import Release
-from .releases import jsonl_bytes, lines_in_id_order
+from .. import pipeline_format as fmt
+from ..models import Release
+from .services import jsonl_bytes, lines_in_id_order
 
 FORMAT = "veriharm-release-bundle"
 FORMAT_VERSION = 1
-RUNNER = Path(__file__).resolve().parent / "bundle" / "run_instance.py"
+RUNNER = Path(__file__).resolve().parent / "runner" / "run_instance.py"
 MANIFEST = "manifest.json"
 RELEASE_JSONL = "release.jsonl"
 MAX_ARCHIVE_BYTES = 512 * 1024 * 1024  # unpacked; a release of a few hundred instances is far smaller

@@ -6,10 +6,10 @@ from collections import defaultdict
 from django.db.models import Count
 
 from .descriptive import CountRow, Counts
-from .models import Candidate, Search, SearchAttempt
+from ..models import Candidate, Search, SearchAttempt
 from .review import approved_candidates
 from .search_report import FunnelStage, SearchRow, funnel
-from .selectors import ranking_bounds
+from ..selectors import ranking_bounds
 
 
 def search_rows() -> list[SearchRow]:

@@ -7,12 +7,12 @@ from typing import IO
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from . import pipeline_format as fmt
-from .models import Candidate, Release
-from .release_bundle import RELEASE_JSONL, BundleContent, BundleRefused, bundle_read
-from .releases import ReleaseRefused, candidate_snapshot, release_adopt
-from .selectors import judgements_prefetch
-from .services import ImportRefused, candidate_import, candidate_to_record
+from .. import pipeline_format as fmt
+from ..models import Candidate, Release
+from .bundle import RELEASE_JSONL, BundleContent, BundleRefused, bundle_read
+from .services import ReleaseRefused, candidate_snapshot, release_adopt
+from ..selectors import judgements_prefetch
+from ..services import ImportRefused, candidate_import, candidate_to_record
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from rest_framework.views import APIView
 
 from veriharm_site.permissions import api_permission
 
-from . import v3ast_selectors as selectors
-from .models import Run
+from . import selectors
+from ..models import Run
 
 VIEW = api_permission("evaluation.view_evaluations")
 SHARE = {"allow_null": True, "min_value": 0.0, "max_value": 1.0}

@@ -1,7 +1,7 @@
 from django.conf import settings
 from rest_framework import serializers
 
-from .models import Decision, DecisionReason, Release, ReleaseItem, Revision, Verdict
+from ..models import Decision, DecisionReason, Release, ReleaseItem, Revision, Verdict
 
 
 class DecisionSerializer(serializers.ModelSerializer):

@@ -14,16 +14,17 @@ from django.views.generic import TemplateView
 
 from veriharm_site.permissions import RoleRequiredMixin
 
-from . import releases, review, revisions
-from .charts import BarSpec, Chart, count_label, nice_ceiling, stacked_bars
-from .curation_forms import BundleImportForm, DecisionForm, ReleaseDescriptionForm, ReleaseForm, RevisionForm
-from .curation_selectors import descriptive_cells, search_funnel, search_rows
+from . import review, revisions
+from ..releases import services as releases
+from ..charts import BarSpec, Chart, count_label, nice_ceiling, stacked_bars
+from .forms import BundleImportForm, DecisionForm, ReleaseDescriptionForm, ReleaseForm, RevisionForm
+from .selectors import descriptive_cells, search_funnel, search_rows
 from .descriptive import breakdown
-from .models import Candidate, Perturbation, Release, ReleaseFrozen, Verdict
-from .release_bundle import BundleRefused, release_bundle
-from .release_import import release_bundle_import
+from ..models import Candidate, Perturbation, Release, ReleaseFrozen, Verdict
+from ..releases.bundle import BundleRefused, release_bundle
+from ..releases.bundle_import import release_bundle_import
 from .search_report import ALL, FunnelStage, SearchReport, search_report
-from .views import CandidateDetailView
+from ..views import CandidateDetailView
 
 
 def _k(request: HttpRequest) -> int | None:

@@ -24,8 +24,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, QuerySet
 from django.utils import timezone
 
-from . import pipeline_format as fmt
-from .models import (
+from .. import pipeline_format as fmt
+from ..models import (
     RELEASE_NAME_PATTERN,
     RELEASE_VERSION_PATTERN,
     Candidate,
@@ -33,10 +33,10 @@ from .models import (
     ReleaseFrozen,
     ReleaseItem,
 )
-from .refusals import Refused
-from .review import approved_candidates
-from .selectors import judgements_prefetch
-from .services import candidate_to_record
+from ..refusals import Refused
+from ..curation.review import approved_candidates
+from ..selectors import judgements_prefetch
+from ..services import candidate_to_record
 
 
 class ReleaseRefused(Refused):

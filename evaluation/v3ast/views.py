@@ -11,11 +11,11 @@ from django.views.generic import TemplateView
 from candidates.models import Candidate
 from veriharm_site.permissions import RoleRequiredMixin
 
-from . import v3ast_selectors as selectors
-from .models import Protocol, Run
-from .twins import attack_source
-from .v3ast import STOP_RULE, SystemScores
-from .v3ast_charts import asr_at_n_chart, heat, legend, percent, percentage_points
+from . import selectors
+from ..models import Protocol, Run
+from ..twins import attack_source
+from .scoring import STOP_RULE, SystemScores
+from .charts import asr_at_n_chart, heat, legend, percent, percentage_points
 
 
 def _results(pk: int) -> selectors.RunResults:

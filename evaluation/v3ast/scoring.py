@@ -26,7 +26,7 @@ from collections.abc import Callable
 from itertools import combinations
 from math import comb
 
-from .taxonomy import verdict_of
+from ..taxonomy import verdict_of
 
 
 class Outcome(StrEnum):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from veriharm_site.templatetags.veriharm import percent
 
-from .v3ast import SystemScores
+from .scoring import SystemScores
 
 # The heat map's ends: a pale green for no compromise, the app's warning red for all compromised.
 # One hue ramp in lightness reads in grey too; every cell also prints its number.

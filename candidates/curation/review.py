@@ -13,10 +13,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F, OuterRef, QuerySet, Subquery
 
-from .flags import candidate_flags, flag_warning
-from .models import APPROVE_REASONS, REJECT_REASONS, Candidate, Decision, DecisionReason, Verdict
-from .refusals import Refused
-from .selectors import ranking_bounds
+from ..flags import candidate_flags, flag_warning
+from ..models import APPROVE_REASONS, REJECT_REASONS, Candidate, Decision, DecisionReason, Verdict
+from ..refusals import Refused
+from ..selectors import ranking_bounds
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ from rest_framework.views import APIView
 from veriharm_site.api_errors import API_ERRORS, K_PARAMETER, query_int, refusal
 from veriharm_site.permissions import api_permission
 
-from . import releases, review, revisions
-from .curation_selectors import descriptive_cells, search_funnel, search_rows
-from .curation_serializers import (
+from . import review, revisions
+from ..releases import services as releases
+from .selectors import descriptive_cells, search_funnel, search_rows
+from .serializers import (
     BundleImportRequestSerializer,
     DecisionRequestSerializer,
     DecisionSerializer,
@@ -35,10 +36,10 @@ from .curation_serializers import (
     RevisionSerializer,
 )
 from .descriptive import breakdown
-from .models import Candidate, Decision, Perturbation, Release, ReleaseFrozen, Revision
-from .refusals import Refused
-from .release_bundle import BundleRefused, release_bundle
-from .release_import import release_bundle_import
+from ..models import Candidate, Decision, Perturbation, Release, ReleaseFrozen, Revision
+from ..refusals import Refused
+from ..releases.bundle import BundleRefused, release_bundle
+from ..releases.bundle_import import release_bundle_import
 from .search_report import search_report
 
 READ = "candidates.view_ranking"

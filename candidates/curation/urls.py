@@ -5,8 +5,8 @@ would be ambiguous with the candidate routes.
 """
 from django.urls import path
 
-from . import curation_api as api
-from . import curation_views as views
+from . import api
+from . import views
 
 urlpatterns = [
     path("review/", views.ReviewQueueView.as_view(), name="review-queue"),

@@ -1,0 +1,273 @@
+"""Each trial's lifecycle as seen from a worker: claim, heartbeat, transcript, record or fail.
+
+A trial moves queued -> running -> done | unresolved | cancelled. A worker holds
+a trial through a lease: `trial_claim` hands out a fresh token, and every later
+write (`trial_record`, `trial_fail`, `trial_cancelled`) is a conditional UPDATE
+on that token, so a second delivery of the same task, or a worker that lost
+its lease, can never record a second outcome.
+"""
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from .. import final_states, outcomes
+from ..agents.base import Step
+from ..models import FINISHED_STATUSES, AgentKind, FinalState, ModelCall, Run, Trial, TrialKind, TrialStatus, TranscriptStep
+from ..taxonomy import MEANING, VERDICT_ENDS, ExitStatus, TrialEnd, end_of_tests
+from ..trial import TrialOutcome
+from .reference_checks import reference_check_update
+
+
+@dataclass(frozen=True)
+class Claim:
+    trial_id: int
+    token: str
+    attempt: int
+    # The previous holder's lease had expired (its worker died): its sandboxes may be left over.
+    took_over: bool = False
+
+
+class ClaimRefused:
+    """Why a delivery of a trial's task does not run it."""
+
+    MISSING = "missing"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+    BUSY = "busy"  # another worker holds a live lease
+    EXHAUSTED = "exhausted"  # the attempt budget is spent: recorded unresolved
+
+
+def _lease_expired_before(now) -> Any:
+    return now - timedelta(seconds=settings.VERIHARM_TRIAL_LEASE_SECONDS)
+
+
+def trial_claim(trial_id: int, worker: str = "", *, abandoned: str = "") -> Claim | str:
+    """Take a trial for this worker, or say why not (a ClaimRefused value).
+
+    `abandoned` is the lease token of an attempt that ended without releasing its lease (it lost
+    the database mid-trial): while the trial still holds that very token, nobody else has taken
+    it over and nobody heartbeats it any more, so it is taken back at once instead of waiting for
+    the lease to expire."""
+    with transaction.atomic():
+        trial = Trial.objects.select_for_update().filter(pk=trial_id).first()
+        if trial is None:
+            return ClaimRefused.MISSING
+        if trial.status in FINISHED_STATUSES:
+            return ClaimRefused.FINISHED
+        now = timezone.now()
+        if Run.objects.filter(pk=trial.run_id, cancelled_at__isnull=False).exists():
+            trial.status = TrialStatus.CANCELLED
+            trial.end = TrialEnd.CANCELLED
+            trial.finished_at = now
+            trial.lease_token = ""
+            trial.save(update_fields=["status", "end", "finished_at", "lease_token"])
+            return ClaimRefused.CANCELLED
+        took_over = ""
+        taken_back = bool(abandoned) and trial.status == TrialStatus.RUNNING and trial.lease_token == abandoned
+        if trial.status == TrialStatus.RUNNING:
+            if not taken_back and trial.heartbeat_at and trial.heartbeat_at > _lease_expired_before(now):
+                return ClaimRefused.BUSY
+            took_over = trial.worker or "an unknown worker"
+        if trial.attempts >= settings.VERIHARM_TRIAL_MAX_ATTEMPTS:
+            trial.status = TrialStatus.UNRESOLVED
+            trial.end = TrialEnd.INFRASTRUCTURE
+            trial.finished_at = now
+            trial.lease_token = ""
+            reason = f"worker {took_over} stopped answering" if took_over else "infrastructure failures"
+            trial.error = (trial.error + "\n" if trial.error else "") + (
+                f"gave up after {trial.attempts} attempt(s): {reason}"
+            )
+            _label_unresolved(trial)
+            trial.save(update_fields=["status", "end", "finished_at", "lease_token", "error", "outcome",
+                                      "outcome_reason"])
+            return ClaimRefused.EXHAUSTED
+        trial.attempts += 1
+        trial.status = TrialStatus.RUNNING
+        trial.lease_token = secrets.token_hex(16)
+        trial.worker = worker[:200]
+        trial.started_at = trial.started_at or now
+        trial.heartbeat_at = now
+        # candidate_revision stays as launched: the trial runs its pinned inputs, whatever was edited since.
+        trial.save(update_fields=["attempts", "status", "lease_token", "worker", "started_at", "heartbeat_at"])
+        if took_over:
+            why = ("whose attempt lost its database connection" if taken_back else "whose lease had expired")
+            TranscriptStep.objects.create(
+                trial=trial, attempt=trial.attempts, index=0, kind=TranscriptStep.Kind.NOTE,
+                content=f"attempt {trial.attempts} took over from {took_over}, {why}",
+            )
+        return Claim(trial_id=trial.pk, token=trial.lease_token, attempt=trial.attempts, took_over=bool(took_over))
+
+
+def _held(claim: Claim):
+    return Trial.objects.filter(pk=claim.trial_id, status=TrialStatus.RUNNING, lease_token=claim.token)
+
+
+def trial_heartbeat(claim: Claim) -> bool:
+    """Extend the lease; False means it was lost (taken over or the trial ended elsewhere)."""
+    return _held(claim).update(heartbeat_at=timezone.now()) == 1
+
+
+def trial_cancel_requested(claim: Claim) -> bool:
+    return Run.objects.filter(trials__pk=claim.trial_id, cancelled_at__isnull=False).exists()
+
+
+def trial_step_add(claim: Claim, index: int, step: Step) -> None:
+    """Save one transcript step at once, in its own statement, so a crash keeps it."""
+    TranscriptStep.objects.create(
+        trial_id=claim.trial_id, attempt=claim.attempt, index=index, kind=step.kind,
+        content=step.content.replace("\x00", ""), command=step.command.replace("\x00", ""),
+        exit_code=step.exit_code, timed_out=step.timed_out, duration=step.duration,
+    )
+
+
+def _run_fields(outcome: TrialOutcome) -> dict[str, Any]:
+    """agent_*, task_* and harm_* columns: exit code, time limit hit, duration, output tail.
+    A twin trial ran no harm test: its harm columns keep their empty defaults."""
+    fields: dict[str, Any] = {"agent_hit_step_limit": outcome.agent.hit_step_limit}
+    for prefix, part in (("agent", outcome.agent), ("task", outcome.task), ("harm", outcome.harm)):
+        if part is not None:
+            fields.update({f"{prefix}_exit_code": part.exit_code, f"{prefix}_timed_out": part.timed_out,
+                           f"{prefix}_duration": part.duration, f"{prefix}_output": part.output})
+    return fields
+
+
+def _label(claim: Claim, kind: str, outcome: TrialOutcome, end: str) -> outcomes.Label:
+    task = outcomes.Check(outcome.task.exit_code, outcome.task.timed_out)
+    harm = None if outcome.harm is None else outcomes.Check(outcome.harm.exit_code, outcome.harm.timed_out)
+    if end not in VERDICT_ENDS:
+        # The rule both readings share: a trial without both verdicts is not scored, in either.
+        described = [task.describe("V_task")] + ([] if harm is None else [harm.describe("V_harm")])
+        return outcomes.Label(outcomes.Outcome.UNRESOLVED.value, f"{', '.join(described)}: {MEANING[end]}")
+    if kind == TrialKind.TWIN:
+        return outcomes.label_twin(task)
+    assert harm is not None, "a risk trial always runs its harm test"
+    # How the agent ended is read from this attempt's transcript: its last model message, if any.
+    final_message = (
+        TranscriptStep.objects.filter(trial_id=claim.trial_id, attempt=claim.attempt, kind=TranscriptStep.Kind.MESSAGE)
+        .order_by("-index").values_list("content", flat=True).first()
+    )
+    agent = outcomes.AgentEnd(
+        exit_code=outcome.agent.exit_code, timed_out=outcome.agent.timed_out,
+        hit_step_limit=outcome.agent.hit_step_limit,
+        last_message=outcomes.last_message(final_message, outcome.agent.output),
+    )
+    return outcomes.label_risk(task, harm, agent)
+
+
+def _label_unresolved(trial: Trial) -> None:
+    label = outcomes.label_unresolved(trial.error)
+    trial.outcome, trial.outcome_reason = label.outcome, label.reason
+
+
+def trial_end(outcome: TrialOutcome) -> str:
+    """Which end of the taxonomy a completed protocol run is (`evaluation.taxonomy`)."""
+    harm = None if outcome.harm is None else ExitStatus(outcome.harm.exit_code, outcome.harm.timed_out)
+    return end_of_tests(agent_timed_out=outcome.agent.timed_out,
+                        task=ExitStatus(outcome.task.exit_code, outcome.task.timed_out), harm=harm)
+
+
+@dataclass(frozen=True)
+class KeptState:
+    """An archive of the final state already in the final-state store, to be recorded with the trial."""
+
+    name: str
+    sha256: str
+    size: int
+
+
+def trial_record(claim: Claim, outcome: TrialOutcome, *, system_identity: str = "",
+                 kept: KeptState | None = None) -> bool:
+    """Record the outcome, its end and its V3AST label once; False when this worker no longer
+    holds the trial (the caller then drops what it kept)."""
+    end = trial_end(outcome)
+    verdict = end in VERDICT_ENDS
+    with transaction.atomic():
+        kind = _held(claim).values_list("kind", flat=True).first()
+        if kind is None:
+            return False
+        label = _label(claim, kind, outcome, end)
+        updated = _held(claim).update(
+            status=TrialStatus.DONE if verdict else TrialStatus.UNRESOLVED,
+            end=end,
+            r_task=outcome.r_task if verdict else None,
+            r_harm=outcome.r_harm if verdict else None,
+            outcome=label.outcome,
+            outcome_reason=label.reason,
+            **_run_fields(outcome),
+            system_identity=system_identity,
+            final_state_note=outcome.final_state_note,
+            lease_token="",
+            finished_at=timezone.now(),
+        )
+        if updated != 1:
+            return False
+        trial = Trial.objects.select_related("agent").get(pk=claim.trial_id)
+        if kept is not None:
+            FinalState.objects.create(
+                trial=trial, archive=kept.name, sha256=kept.sha256, size=kept.size,
+                expires_at=final_states.expiry(),
+            )
+        if verdict and trial.agent.kind == AgentKind.REFERENCE and trial.kind == TrialKind.RISK:
+            reference_check_update(trial.candidate_id, trial.candidate_revision)
+        return True
+
+
+def trial_fail(claim: Claim, error: str, *, retryable: bool, end: str = TrialEnd.INFRASTRUCTURE) -> str:
+    """An attempt failed before a verdict: queue it again, or give up with `end` (agent error or
+    infrastructure failure). Returns "requeued", "unresolved" or "lost" (this worker no longer
+    held the trial).
+    """
+    with transaction.atomic():
+        trial = _held(claim).select_for_update().first()
+        if trial is None:
+            return "lost"
+        error = f"attempt {claim.attempt}: {error}".replace("\x00", "")
+        trial.error = (trial.error + "\n" if trial.error else "") + error
+        trial.lease_token = ""
+        trial.heartbeat_at = None
+        if retryable and trial.attempts < settings.VERIHARM_TRIAL_MAX_ATTEMPTS:
+            trial.status = TrialStatus.QUEUED
+            trial.save(update_fields=["error", "lease_token", "heartbeat_at", "status"])
+            return "requeued"
+        trial.status = TrialStatus.UNRESOLVED
+        trial.end = end
+        trial.finished_at = timezone.now()
+        _label_unresolved(trial)
+        trial.save(update_fields=["error", "lease_token", "heartbeat_at", "status", "end", "finished_at", "outcome",
+                                  "outcome_reason"])
+        return "unresolved"
+
+
+def trial_cancelled(claim: Claim) -> bool:
+    return _held(claim).update(status=TrialStatus.CANCELLED, end=TrialEnd.CANCELLED, lease_token="",
+                               finished_at=timezone.now()) == 1
+
+
+def model_call_record(*, trial_id: int, attempt: int, route: str, model: str, streamed: bool, status_code: int,
+                      input_tokens: int, output_tokens: int, usage_reported: bool, latency: float, retries: int,
+                      cost_usd: Decimal | None, error: str = "") -> ModelCall:
+    """Record one model call the gateway passed on, once its answer has ended.
+
+    Its own statement, committed at once (the gateway calls it outside any transaction): the next
+    budget check of any trial of the run counts it."""
+    return ModelCall.objects.create(
+        trial_id=trial_id, attempt=attempt, route=route, model=model[:200], streamed=streamed,
+        status_code=status_code, input_tokens=input_tokens, output_tokens=output_tokens,
+        usage_reported=usage_reported, latency=max(latency, 0.0), retries=retries,
+        cost_usd=None if cost_usd is None else cost_usd.quantize(Decimal("0.00000001")),
+        error=error.replace("\x00", "")[:2000],
+    )
+
+
+def trial_steps_next_index(claim: Claim) -> int:
+    last = TranscriptStep.objects.filter(trial_id=claim.trial_id, attempt=claim.attempt).aggregate(n=Max("index"))
+    return 0 if last["n"] is None else last["n"] + 1
