@@ -163,7 +163,7 @@ def document_refusals(result: dict[str, Any], generator: Any, request: Any, publ
 
 
 def _api_or(default: Any, code: int, message: str):
-    """Django's error views for pages; the API's error shape for paths under /api/ (a URL that names
+    """Django's error views for pages (the site's 403/404/500 templates); the API's error shape for paths under /api/ (a URL that names
     no endpoint, or an id the converter refuses, is refused like any other bad input)."""
 
     def view(request: Any, exception: Exception | None = None, **kwargs: Any) -> Any:
@@ -183,6 +183,8 @@ def _handlers() -> dict[str, Any]:
         "handler400": _api_or(defaults.bad_request, 400, "Bad request."),
         "handler403": _api_or(defaults.permission_denied, 403, "You do not have permission to do this."),
         "handler404": _api_or(defaults.page_not_found, 404, "No endpoint or object at this URL."),
+        # Pages get templates/500.html, rendered without a request (nothing that failed is touched again).
+        "handler500": _api_or(defaults.server_error, 500, "The server failed to answer; the failure was logged."),
     }
 
 

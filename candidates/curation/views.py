@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
+from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin
 
 from . import review, revisions
@@ -254,7 +255,16 @@ class _ReleaseAction(RoleRequiredMixin, View):
         return redirect("candidates:release", pk)
 
 
-class ReleaseFreezeView(_ReleaseAction):
+class ReleaseFreezeView(ConfirmStepMixin, _ReleaseAction):
+    def confirmation(self, request: HttpRequest, pk: int) -> Confirmation:
+        release = _release_or_404(pk)
+        return Confirmation(
+            title=f"Freeze {release.label}?",
+            message="Freezing takes every approved candidate at its current revision. A frozen release can never "
+                    "change or be deleted; a later edit of a candidate makes a new revision the release does not see.",
+            action=f"Freeze {release.label}", back_url=reverse("candidates:release", args=[release.pk]),
+        )
+
     def act(self, request: HttpRequest, release: Release) -> HttpResponse:
         frozen = releases.release_freeze(release.pk, user=request.user)
         count = frozen.items.count()
@@ -272,7 +282,16 @@ class ReleaseDescriptionView(_ReleaseAction):
         return redirect("candidates:release", release.pk)
 
 
-class ReleaseDeleteView(_ReleaseAction):
+class ReleaseDeleteView(ConfirmStepMixin, _ReleaseAction):
+    def confirmation(self, request: HttpRequest, pk: int) -> Confirmation:
+        release = _release_or_404(pk)
+        return Confirmation(
+            title=f"Delete the draft {release.label}?",
+            message="The draft, its description and its list of candidates are removed. The candidates themselves and "
+                    "their decisions stay.",
+            action="Delete the draft", back_url=reverse("candidates:release", args=[release.pk]),
+        )
+
     def act(self, request: HttpRequest, release: Release) -> HttpResponse:
         releases.release_delete(release.pk)
         messages.success(request, f"Deleted the draft {release.label}.")

@@ -15,7 +15,7 @@ from typing import Any
 
 from django import template
 from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from .. import rescoring, selectors
 from ..v3ast.scoring import LABELS
@@ -92,7 +92,8 @@ def study_rows_shown(rows: Any, summaries: dict[int, dict[str, Any]] | str, disa
 def outcome_badge(outcome: str | None, title: str = "") -> SafeString:
     """A V3AST label as a coloured badge; a run without one (queued, running, cancelled) says so."""
     if not outcome:
-        return format_html('<span class="label label-pending" data-outcome="">no label yet</span>')
+        # format_html insists on arguments (Django 6): a fixed fragment is simply safe.
+        return mark_safe('<span class="label label-pending" data-outcome="">no label yet</span>')
     value = str(outcome)
     return format_html('<span class="label label-{}" data-outcome="{}" title="{}">{}</span>', value, value, title,
                        LABELS.get(value, value))

@@ -1,5 +1,6 @@
 """Results of a labelled study: majorities, agreement, Figure 3, disagreement, exports, the evaluation hook."""
 import csv
+import re
 import io
 
 import krippendorff
@@ -49,6 +50,9 @@ def test_the_papers_configuration_end_to_end(paper_study, curator_client):
     for figure in ("88.0%", "84.0%", "91.3%", "Valid in the top group: 84.0%; in the bottom group: 8.0%"):
         assert figure in page
     assert page.count("<svg") >= 4
+    # Each panel of the figure carries its own letter.
+    captions = re.findall(r"<figcaption>\((\w)\)", page)
+    assert captions == ["a", "b", "c"]
 
 
 def test_agreement_equals_the_libraries_on_the_same_labels(paper_study):

@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "axes",
     "veriharm_site",
     "veriharm_site.accounts",
@@ -177,6 +178,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Swagger UI's scripts, styles and icon from drf-spectacular-sidecar's static files, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # Every operation documents its refusals in the one error shape (veriharm_site/api_errors.py).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -267,6 +272,11 @@ VERIHARM_SANDBOX_MEMORY_MB = env.int("VERIHARM_SANDBOX_MEMORY_MB", default=512)
 VERIHARM_SANDBOX_CPUS = env.float("VERIHARM_SANDBOX_CPUS", default=1.0)
 VERIHARM_SANDBOX_PIDS = env.int("VERIHARM_SANDBOX_PIDS", default=256)
 VERIHARM_SANDBOX_DISK_MB = env.int("VERIHARM_SANDBOX_DISK_MB", default=256)
+# Warm pools (evaluation/sandbox/pool.py): each worker process keeps this many trials' worth of
+# sandboxes built ahead of time (an agent sandbox and two test-phase copies each; never reused),
+# for at most POOL_ENVIRONMENTS distinct environments. 0 builds every sandbox when it is needed.
+VERIHARM_SANDBOX_POOL_SIZE = env.int("VERIHARM_SANDBOX_POOL_SIZE", default=1)
+VERIHARM_SANDBOX_POOL_ENVIRONMENTS = env.int("VERIHARM_SANDBOX_POOL_ENVIRONMENTS", default=4)
 # Seconds each of V_task and V_harm may run.
 VERIHARM_TEST_TIMEOUT = env.int("VERIHARM_TEST_TIMEOUT", default=120)
 # Infrastructure failures (not agent outcomes) are retried this many times in all, then unresolved.
