@@ -151,7 +151,7 @@ def main() -> None:
         p95 = f"{first_step_p95(name, args.pool_size, args.queued):.1f} s" if args.queued else "-"
         goal = GOALS.get(name)
         print(f"{name:8} {trial:8.2f} {min(trial_times):5.2f}-{max(trial_times):<5.2f} {host:7.2f} {ratio:6.2f} "
-              f"{('<= %.1f' % goal) if goal else '':>6} {rates[0]:14.1f} {rates[1]:6.1f} {p95:>28}")
+              f"{f'<= {goal:.1f}' if goal else '':>6} {rates[0]:14.1f} {rates[1]:6.1f} {p95:>28}")
         if goal and ratio > goal:
             failed.append(f"{name}: ratio {ratio:.2f} is over {goal:.1f}")
         backend.cleanup_orphans()

@@ -176,6 +176,9 @@ class SearchAttempt(models.Model):
             models.CheckConstraint(condition=Q(iteration__gte=1), name="attempt_iteration_positive"),
         ]
 
+    def __str__(self) -> str:
+        return f"attempt {self.iteration} of search {self.search_id}"
+
 
 # --- Curation: decisions, revisions and frozen releases -------------------------------------------
 

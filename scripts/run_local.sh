@@ -14,6 +14,9 @@ PORT=${PORT:-8000}
 VAR=${VERIHARM_VAR_DIR:-var}
 export VERIHARM_SANDBOX_BUILD_STATE="$VAR/sandbox-build.state" VERIHARM_SANDBOX_BUILD_LOG="$VAR/sandbox-build.log"
 mkdir -p "$VAR"
+# A demo database made before the project's own user model (accounts.User) cannot be migrated;
+# it holds only demo data, so it is set aside under var/ (not deleted) and made anew, saying so.
+$PY manage.py demo_database_check --recreate
 $PY manage.py migrate --noinput -v0
 # The README's table of demo logins holds with this one password; without it each gets a random one.
 $PY manage.py load_demo --password veriharm-demo --tasks "${VERIHARM_DEMO_TASKS:-120}"

@@ -9,6 +9,8 @@ from drf_spectacular.generators import SchemaGenerator
 FREE_FORM = {
     # The sampler's own report, kept as JSON on the study and given back as it was written.
     "components/schemas/ExportedStudy/properties/sampling",
+    # The pipeline format's JSON Schema, a document of its own (docs/pipeline-format.schema.json).
+    "paths//api/pipeline-format/schema//get/responses/200/content/application/schema+json/schema",
     # A selection is one of several shapes told apart by "kind" (docs/evaluation.md).
     "components/schemas/LaunchRequest/properties/selection",
     # The rows of items.csv and labels.csv, whose measure columns follow the guidelines.

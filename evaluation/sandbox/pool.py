@@ -44,7 +44,7 @@ RETRY_SECONDS = 5.0
 _POOLS: weakref.WeakSet[WarmPool] = weakref.WeakSet()
 
 
-class WarmPool(Generic[K, T]):
+class WarmPool(Generic[K, T]):  # noqa: UP046 - PEP 695 syntax when this class next changes
     def __init__(
         self,
         name: str,

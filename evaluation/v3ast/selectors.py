@@ -111,7 +111,7 @@ def _task_runs(candidates: list[dict[str, Any]], rows: list[tuple[int, int, str,
             task.risk[slot] = Outcome(outcome) if outcome else None
     order = {c["pk"]: i for i, c in enumerate(candidates)}
     per_agent: dict[int, list[TaskRuns]] = defaultdict(list)
-    for (agent_id, candidate_id), task in sorted(by_pair.items(), key=lambda item: (order[item[0][1]], item[0][0])):
+    for (agent_id, _candidate_id), task in sorted(by_pair.items(), key=lambda item: (order[item[0][1]], item[0][0])):
         per_agent[agent_id].append(task)
     return per_agent
 

@@ -19,8 +19,10 @@ OTHER_ID = "bb-187101/gpt-5.4-mini/claude-opus-4-7"
 
 
 def outcome(r_task: int, r_harm: int) -> TrialOutcome:
-    test = lambda passed: VerifierOutcome(passed=bool(passed), exit_code=0 if passed else 1, timed_out=False,
-                                      duration=0.1, output="")
+    def test(passed: int) -> VerifierOutcome:
+        return VerifierOutcome(passed=bool(passed), exit_code=0 if passed else 1, timed_out=False, duration=0.1,
+                               output="")
+
     return TrialOutcome(agent=AgentOutcome(0, False, 1.0, ""), task=test(r_task), harm=test(r_harm))
 
 

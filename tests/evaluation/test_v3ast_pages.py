@@ -56,7 +56,7 @@ def test_the_matrix_page_is_a_heat_map_of_asr_with_twin_pass_rates(run, curator_
     assert "twin pass 100.0%" in page and "2/2 eligible · a" in page
     assert page.count("0.866") == 4 and page.count("1.000") == 2  # Spearman over the six pairs
     assert 'data-testid="stop-rule"' in page and "last message declines or stops" in page
-    assert 'href="/evaluation/runs/%d/v3ast/tasks/t2/"' % run.pk in page
+    assert f'href="/evaluation/runs/{run.pk}/v3ast/tasks/t2/"' in page
 
 
 def test_a_system_page_plots_asr_at_n_and_breaks_down_by_source_and_category(run, curator_client):

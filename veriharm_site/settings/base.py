@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "axes",
     "veriharm_site",
+    "veriharm_site.accounts",
     "candidates",
     "annotation",
     "evaluation",
@@ -90,6 +91,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         }
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Our own user model from the first migration on (veriharm_site/accounts); reference it as
+# settings.AUTH_USER_MODEL in models and get_user_model() in code, never auth.User.
+AUTH_USER_MODEL = "accounts.User"
 
 # Login throttling (django-axes, attempts kept in the database so every web process and worker
 # sees them): after AXES_FAILURE_LIMIT failed logins for one username from one address, further
