@@ -38,6 +38,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 ## Apply ruff's safe fixes and its formatting to the whole tree.
 format: install
