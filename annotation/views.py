@@ -12,7 +12,7 @@ from candidates import diffing, highlight
 from veriharm_site.permissions import RoleRequiredMixin
 from veriharm_site.queries import QueryPageMixin
 
-from . import charts, exports, line_diff, selectors, services
+from . import exports, figures, line_diff, selectors, services
 from .forms import (
     AdjudicationForm,
     AnswersForm,
@@ -430,10 +430,10 @@ class ResultsView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             results=results,
             items=selectors.items_beside_tests(results.rows, self.request.user, disagree_only=self.query["disagree"]),
             measures=MEASURES,
-            confusion_svg=charts.confusion_matrix_svg(p),
-            metrics_svg=charts.metric_bars_svg(p),
-            groups_svg=charts.validity_by_group_svg(p),
-            agreement_svg=charts.agreement_svg(
+            confusion_chart=figures.confusion_matrix(p),
+            metrics_chart=figures.prediction_metrics(p),
+            groups_chart=figures.validity_by_group(p),
+            agreement_chart=figures.agreement(
                 [(a.title, a.agreement.fleiss.value, a.agreement.alpha.value) for a in results.agreement]
             ),
             **kwargs,

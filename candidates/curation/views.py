@@ -18,7 +18,7 @@ from veriharm_site.queries import QueryPageMixin
 
 from . import review, revisions
 from ..releases import services as releases
-from ..charts import BarSpec, Chart, count_label, nice_ceiling, stacked_bars
+from veriharm_site.charts import BarSpec, Chart, count_label, nice_ceiling, stacked_bars
 from .forms import BundleImportForm, DecisionForm, ReleaseDescriptionForm, ReleaseForm, RevisionForm
 from .selectors import descriptive_cells, search_funnel, search_rows
 from .descriptive import breakdown

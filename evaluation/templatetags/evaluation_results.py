@@ -15,7 +15,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from ..v3ast.scoring import LABELS
-from ..v3ast.charts import percentage_points
+from veriharm_site.charts import percentage_points
 
 register = template.Library()
 

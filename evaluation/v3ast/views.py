@@ -15,7 +15,8 @@ from . import selectors
 from ..models import Protocol, Run
 from ..twins import attack_source
 from .scoring import STOP_RULE, SystemScores
-from .charts import asr_at_n_chart, heat, legend, percent, percentage_points
+from veriharm_site.charts import heat, legend, percentage_points, shares_line
+from veriharm_site.templatetags.veriharm import percent
 
 
 def _results(pk: int) -> selectors.RunResults:
@@ -96,7 +97,7 @@ class V3astSystemView(RoleRequiredMixin, TemplateView):
             raise Http404("This agent is not part of the run.")
         return super().get_context_data(
             system=system,
-            chart=asr_at_n_chart(system.scores),
+            chart=shares_line(system.scores.asr_at_n, system.scores.asr_at_n_sd),
             asr_rows=asr_at_n_rows(system.scores),
             by_source=_breakdown_rows(system.by_source),
             by_category=_breakdown_rows(system.by_category),
