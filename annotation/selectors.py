@@ -31,25 +31,31 @@ class Place:
     mine_done: bool  # the annotator has labelled it
 
 
-def item_places(study: Study, annotator_id: int, now: datetime) -> list[Place]:
-    """Every item of the study, in one grouped query over its assignments."""
+def _places_by_study(studies: list[Study], annotator_id: int, now: datetime) -> dict[int, list[Place]]:
+    """Every item of these studies, in one grouped query over their assignments."""
     held = Q(assignments__submitted_at__isnull=False) | Q(assignments__expires_at__gt=now)
     mine = Q(assignments__annotator_id=annotator_id)
     rows = (
-        StudyItem.objects.filter(study=study)
+        StudyItem.objects.filter(study__in=[s.pk for s in studies])
         .annotate(
             taken=Count("assignments", filter=held),
             mine_open=Count("assignments", filter=mine & Q(assignments__submitted_at__isnull=True)),
             mine_done=Count("assignments", filter=mine & Q(assignments__submitted_at__isnull=False)),
         )
-        .values_list("pk", "taken", "mine_open", "mine_done")
+        .values_list("study_id", "pk", "taken", "mine_open", "mine_done")
         .order_by()
     )
-    return [
-        Place(pk, free=not (is_open or is_done) and taken < study.annotators_per_item, mine_open=bool(is_open),
-              mine_done=bool(is_done))
-        for pk, taken, is_open, is_done in rows
-    ]
+    per_item = {s.pk: s.annotators_per_item for s in studies}
+    places: dict[int, list[Place]] = {s.pk: [] for s in studies}
+    for study_id, pk, taken, is_open, is_done in rows:
+        places[study_id].append(Place(pk, free=not (is_open or is_done) and taken < per_item[study_id],
+                                      mine_open=bool(is_open), mine_done=bool(is_done)))
+    return places
+
+
+def item_places(study: Study, annotator_id: int, now: datetime) -> list[Place]:
+    """Every item of the study, in one grouped query over its assignments."""
+    return _places_by_study([study], annotator_id, now)[study.pk]
 
 
 # ---------------------------------------------------------------- annotators (blind)
@@ -90,9 +96,9 @@ class StudyProgress:
 
 def annotator_studies(user: AbstractBaseUser) -> list[StudyProgress]:
     """The user's studies, open ones first, with their progress in each."""
-    studies = Study.objects.filter(memberships__user=user).order_by("status", "-created_at")
-    now = timezone.now()
-    return [StudyProgress(study, annotator_progress(study, user, now)) for study in studies]
+    studies = list(Study.objects.filter(memberships__user=user).order_by("status", "-created_at"))
+    places = _places_by_study(studies, user.pk, timezone.now())
+    return [StudyProgress(study, progress_of(places[study.pk])) for study in studies]
 
 
 def annotator_study(study_id: int, user: AbstractBaseUser) -> Study:
