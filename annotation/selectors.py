@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from candidates.diffing import SideBySide, side_by_side
@@ -15,7 +16,7 @@ from candidates.models import Candidate
 
 from . import statistics
 from .guidelines import MEASURES
-from .models import Assignment, Group, Study, StudyItem
+from .models import Assignment, Group, Study, StudyItem, StudyMember
 
 
 # ---------------------------------------------------------------- claiming
@@ -179,11 +180,18 @@ def annotator_labels(study: Study, user: AbstractBaseUser) -> QuerySet[Assignmen
 # ---------------------------------------------------------------- curators
 
 
+def _count_per_study(rows: QuerySet) -> Coalesce:
+    """The number of `rows` of the outer study, as a correlated subquery: three counts joined in one
+    grouped query would multiply items by labels by members before counting them apart."""
+    counted = rows.filter(study=OuterRef("pk")).order_by().values("study").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
 def study_summaries() -> QuerySet[Study]:
     return Study.objects.annotate(
-        n_items=Count("items", distinct=True),
-        n_labels=Count("assignments", filter=Q(assignments__submitted_at__isnull=False), distinct=True),
-        n_members=Count("memberships", distinct=True),
+        n_items=_count_per_study(StudyItem.objects.all()),
+        n_labels=_count_per_study(Assignment.objects.filter(submitted_at__isnull=False)),
+        n_members=_count_per_study(StudyMember.objects.all()),
     ).select_related("created_by")
 
 
