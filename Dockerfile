@@ -23,7 +23,8 @@ RUN if ! command -v bwrap >/dev/null; then \
 # A virtualenv: the same on the Python image and on Debian's python3 (which refuses system-wide pip).
 RUN python3 -m venv /opt/venv
 WORKDIR /app
-COPY requirements.txt .
+# requirements.txt as pinned with hashes by `make lock` (no tooling, no test packages).
+COPY requirements-runtime.lock .
 # deploy/build-ca/*.crt (empty in the repository): extra CAs this build's downloads trust, e.g. a
 # TLS-intercepting proxy's; they are not trusted by anything at run time.
 COPY deploy/build-ca/ /tmp/build-ca/
@@ -31,7 +32,7 @@ RUN bundle=/etc/ssl/certs/ca-certificates.crt; \
     if ls /tmp/build-ca/*.crt >/dev/null 2>&1; then \
         cat "$bundle" /tmp/build-ca/*.crt >/tmp/build-ca/bundle.pem && bundle=/tmp/build-ca/bundle.pem; \
     fi; \
-    pip install --no-cache-dir --disable-pip-version-check --cert "$bundle" -r requirements.txt \
+    pip install --no-cache-dir --disable-pip-version-check --cert "$bundle" --require-hashes -r requirements-runtime.lock \
  && rm -rf /tmp/build-ca
 
 COPY . .

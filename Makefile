@@ -5,12 +5,18 @@ STAMP := $(VENV)/.installed
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/veriharm
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: run install test test-fast services sandbox-image container-smoke benchmarks check clean
+# Coverage of the apps, branches included ([tool.coverage] in pyproject.toml); COVERAGE_ARGS= turns it off.
+COVERAGE_ARGS ?= --cov --cov-report=term-missing:skip-covered
+# One lock for every Python the project runs on: the venv's (3.12+) and the images' (3.12, 3.13).
+LOCK_ARGS := --universal --python-version 3.12 --generate-hashes --quiet --custom-compile-command "make lock"
 
-$(STAMP): requirements.txt requirements-dev.txt
+.PHONY: run install test test-fast lint format lock services sandbox-image container-smoke benchmarks check clean
+
+# Installs exactly what requirements.lock pins (hash-checked); edit requirements*.txt, then `make lock`.
+$(STAMP): requirements.lock
 	test -x $(PY) || "$$(scripts/find_python.sh)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --require-hashes -r requirements.lock
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -19,16 +25,38 @@ install: $(STAMP)
 run: install
 	scripts/run_local.sh
 
-## The whole suite against PostgreSQL and Redis at their usual local addresses.
-test: install
+## Lint first (stops at any finding), then the whole suite against PostgreSQL and Redis at their
+## usual local addresses, with coverage of the apps.
+test: install lint
 	scripts/system_packages.sh
 	scripts/start_docker.sh
 	scripts/build_sandbox_image.sh
-	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(PYTEST_ARGS)
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(COVERAGE_ARGS) $(PYTEST_ARGS)
 
-## Without the browser and sandbox preparation (for quick runs while developing).
+## Lint: ruff's rules and formatting, then mypy (configuration in pyproject.toml). Changes nothing.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+## Apply ruff's safe fixes and its formatting to the whole tree.
+format: install
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+## Re-pin requirements.txt + requirements-dev.txt (requirements.lock, for make) and requirements.txt
+## alone (requirements-runtime.lock, for the image), with hashes. Keeps current pins where they
+## still fit; delete a lock file first to take the newest of everything.
+lock:
+	test -x $(PY) || "$$(scripts/find_python.sh)" -m venv $(VENV)
+	$(PY) -m pip install --quiet "$$(grep '^uv==' requirements-dev.txt)"
+	$(VENV)/bin/uv pip compile $(LOCK_ARGS) requirements-dev.txt -o requirements.lock
+	$(VENV)/bin/uv pip compile $(LOCK_ARGS) requirements.txt -c requirements.lock -o requirements-runtime.lock
+
+## Without the browser tests, the `make run` demo test and the sandbox preparation (quick runs while developing).
 test-fast: install
-	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest -m "not browser" $(PYTEST_ARGS)
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest -m "not browser and not demo" $(PYTEST_ARGS)
 
 ## Build the container deployment on this machine and use it end to end, then tear it down
 ## (docs/deployment.md; a few minutes the first time, about two once the images are cached).

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Assignment, Study, StudyItem, StudyMember
+from .models import Adjudication, Assignment, ItemSkip, LabelChange, Study, StudyItem, StudyMember
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -30,7 +30,7 @@ class StudyAdmin(admin.ModelAdmin):
     list_filter = ["status", "stratify_by"]
     search_fields = ["name"]
     readonly_fields = [
-        "seed", "top_k", "per_group", "stratify_by", "annotators_per_item", "ranked_at_sampling", "strata_report",
+        "seed", "top_k", "per_group", "stratify_by", "annotators_per_item", "routing", "ranked_at_sampling", "strata_report",
         "created_by", "created_at", "closed_at",
     ]
     inlines = [MemberInline]
@@ -50,4 +50,23 @@ class StudyItemAdmin(ReadOnlyAdmin):
 class AssignmentAdmin(ReadOnlyAdmin):
     list_display = ["study", "item", "annotator", "submitted_at", "c1", "c2", "c3", "revisions"]
     list_filter = ["study", "submitted_at"]
+    raw_id_fields = ["item"]
+
+
+@admin.register(ItemSkip)
+class ItemSkipAdmin(ReadOnlyAdmin):
+    list_display = ["study", "item", "annotator", "skipped_at", "returned_at", "unclear", "reason"]
+    list_filter = ["study", "unclear"]
+    raw_id_fields = ["item"]
+
+
+@admin.register(LabelChange)
+class LabelChangeAdmin(ReadOnlyAdmin):
+    list_display = ["assignment", "c1", "c2", "c3", "answered_at", "replaced_at"]
+    raw_id_fields = ["assignment"]
+
+
+@admin.register(Adjudication)
+class AdjudicationAdmin(ReadOnlyAdmin):
+    list_display = ["item", "c1", "c2", "c3", "decided_by", "decided_at", "reason"]
     raw_id_fields = ["item"]

@@ -4,8 +4,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.http import Http404
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -13,11 +12,17 @@ from rest_framework.views import APIView
 
 from veriharm_site.api_errors import refusal
 from veriharm_site.permissions import api_permission
+from veriharm_site.queries import query_of
 
 from . import exports, selectors, services
-from .forms import annotator_users, random_seed
 from .models import Assignment, Study
+from .queries import ExportQuery, ItemsQuery, NextItemQuery
+from .sampling import random_seed
+from .selectors import annotator_users
 from .serializers import (
+    SkipInputSerializer,
+    ResultsSummarySerializer,
+    StudyExportSerializer,
     AnnotatorStudySerializer,
     BlindItemSerializer,
     ItemRowSerializer,
@@ -30,20 +35,9 @@ from .serializers import (
     StudyDetailSerializer,
     StudySerializer,
 )
-from .views import wants_identities
 
 Annotators = api_permission("annotation.annotate")
 Curators = api_permission("annotation.manage_studies")
-
-
-def _refusal(error: services.AnnotationError) -> Response:
-    codes = {
-        services.NotAMember: status.HTTP_404_NOT_FOUND,
-        services.NotYourItem: status.HTTP_404_NOT_FOUND,
-        services.StudyClosed: status.HTTP_409_CONFLICT,
-        services.ClaimLost: status.HTTP_409_CONFLICT,
-    }
-    return refusal(str(error), code=codes.get(type(error), status.HTTP_400_BAD_REQUEST))
 
 
 # ---------------------------------------------------------------- annotators
@@ -71,12 +65,10 @@ class NextItemApi(APIView):
 
     permission_classes = [Annotators]
 
-    @extend_schema(request=None, responses=NextItemSerializer)
+    @extend_schema(request=None, responses=NextItemSerializer, parameters=[NextItemQuery])
     def post(self, request: Request, study_id: int) -> Response:
-        try:
-            assignment = services.item_claim_next(study_id, request.user)
-        except services.AnnotationError as error:
-            return _refusal(error)
+        skipped = query_of(NextItemQuery, request.query_params)["skipped"]
+        assignment = services.item_claim_next(study_id, request.user, skipped=skipped)
         study = assignment.study if assignment else _own_study(request, study_id)
         item = selectors.blind_item_for(assignment) if assignment else None
         progress = selectors.annotator_progress(study, request.user)
@@ -104,14 +96,25 @@ class LabelApi(APIView):
     def put(self, request: Request, study_id: int, token: str) -> Response:
         payload = LabelInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        try:
-            saved = services.label_submit(study_id, token, request.user, services.LabelInput(**payload.validated_data))
-        except services.AnnotationError as error:
-            return _refusal(error)
+        saved = services.label_submit(study_id, token, request.user, services.LabelInput(**payload.validated_data))
         progress = selectors.annotator_progress(saved.study, request.user)
         return Response(SavedLabelSerializer({"label": saved, "progress": progress}).data)
 
     post = put
+
+
+class SkipApi(APIView):
+    """Set your claimed item aside (optionally flagged as unclear, with a reason): its place goes back
+    to the pool; ask for `next/?skipped=1` to come back to your skipped items."""
+
+    permission_classes = [Annotators]
+
+    @extend_schema(request=SkipInputSerializer, responses={200: ProgressSerializer})
+    def post(self, request: Request, study_id: int, token: str) -> Response:
+        payload = SkipInputSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        skip = services.item_skip(study_id, token, request.user, **payload.validated_data)
+        return Response(ProgressSerializer(selectors.annotator_progress(skip.study, request.user)).data)
 
 
 class MyLabelsApi(APIView):
@@ -170,10 +173,7 @@ class StudiesApi(APIView):
                 return refusal(f"unknown users: {', '.join(unknown)}", field="annotators")
         data.setdefault("seed", random_seed())
         data.setdefault("top_k", settings.VERIHARM_TOP_K)
-        try:
-            study = services.study_create(services.StudySpec(**data), annotators=users, created_by=request.user)
-        except services.StudyRefused as refused:
-            return refusal(list(refused.errors.items()))
+        study = services.study_create(services.StudySpec(**data), annotators=users, created_by=request.user)
         return Response(_detail(study), status=status.HTTP_201_CREATED)
 
 
@@ -201,9 +201,12 @@ class StudyItemsApi(APIView):
 
     permission_classes = [Curators]
 
-    @extend_schema(responses=ItemRowSerializer(many=True))
+    @extend_schema(parameters=[ItemsQuery], responses=ItemRowSerializer(many=True))
     def get(self, request: Request, pk: int) -> Response:
-        return Response(ItemRowSerializer(selectors.study_item_rows(_study(pk)), many=True).data)
+        query = query_of(ItemsQuery, request.query_params)
+        items = selectors.items_beside_tests(selectors.study_item_rows(_study(pk)), request.user,
+                                             disagree_only=query["disagree"])
+        return Response(ItemRowSerializer(items.rows, many=True, context={"verdicts": items.verdicts}).data)
 
 
 class StudyResultsApi(APIView):
@@ -211,7 +214,7 @@ class StudyResultsApi(APIView):
 
     permission_classes = [Curators]
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=ResultsSummarySerializer)
     def get(self, request: Request, pk: int) -> Response:
         return Response(exports.results_summary(selectors.study_results(_study(pk))))
 
@@ -221,9 +224,9 @@ class StudyExportApi(APIView):
 
     permission_classes = [Curators]
 
-    @extend_schema(parameters=[OpenApiParameter("identities", bool)], responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[ExportQuery], responses=StudyExportSerializer)
     def get(self, request: Request, pk: int) -> Response:
-        identities = wants_identities(request)
+        identities = query_of(ExportQuery, request.query_params)["identities"]
         if identities and not request.user.has_perm("annotation.export_identities"):
             return refusal("Exporting annotators' identities needs annotation.export_identities.",
                            field="identities", code=status.HTTP_403_FORBIDDEN)

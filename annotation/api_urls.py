@@ -9,6 +9,8 @@ urlpatterns = [
     path("annotation/my/studies/<int:study_id>/progress/", api.MyProgressApi.as_view(), name="api-annotation-progress"),
     path("annotation/my/studies/<int:study_id>/labels/", api.MyLabelsApi.as_view(), name="api-annotation-my-labels"),
     path("annotation/my/studies/<int:study_id>/items/<str:token>/", api.ItemApi.as_view(), name="api-annotation-item"),
+    path("annotation/my/studies/<int:study_id>/items/<str:token>/skip/", api.SkipApi.as_view(),
+         name="api-annotation-skip"),
     path("annotation/my/studies/<int:study_id>/items/<str:token>/label/", api.LabelApi.as_view(),
          name="api-annotation-label"),
     # Curators.

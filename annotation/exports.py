@@ -13,7 +13,7 @@ from veriharm_site.csv_safe import SafeDictWriter
 from .guidelines import MEASURES
 from .models import Study
 from .selectors import ItemRow, StudyResults, study_results
-from .statistics import Coefficient
+from .statistics import Coefficient, Prediction
 
 LABEL_COLUMNS = [
     "study", "item", "candidate_id", "group", "rank_at_sampling", "q_at_sampling", "stratum", "annotator",
@@ -23,6 +23,7 @@ ITEM_COLUMNS = [
     "study", "item", "candidate_pk", "candidate_id", "group", "rank_at_sampling", "q_at_sampling", "stratum",
     "labels", "required",
     *[f"{m}_yes" for m, _ in MEASURES], *[f"{m}_agg" for m, _ in MEASURES], "disagreement",
+    "median_seconds", "gold_valid", "adjudicated_valid", "adjudication_reason", "unclear_flags",
 ]
 
 
@@ -70,6 +71,11 @@ def item_records(study: Study, rows: list[ItemRow]) -> list[dict[str, Any]]:
             record[f"{measure}_yes"] = row.yes(measure)
             record[f"{measure}_agg"] = _flag(row.majority(measure))
         record["disagreement"] = round(row.disagreement, 4)
+        record["median_seconds"] = round(row.median_seconds, 1) if row.median_seconds is not None else None
+        record["gold_valid"] = _flag(row.gold.valid) if row.gold else None
+        record["adjudicated_valid"] = _flag(row.adjudication.answers.valid) if row.adjudication else None
+        record["adjudication_reason"] = row.adjudication.reason if row.adjudication else ""
+        record["unclear_flags"] = len(row.flags)
         records.append(record)
     return records
 
@@ -87,6 +93,7 @@ def results_summary(results: StudyResults) -> dict[str, Any]:
         "items_complete": results.complete_items,
         "items_undecided": results.undecided,
         "median_seconds_per_label": results.median_seconds,
+        "agreement_design": results.design,
         "agreement": {
             a.measure: {
                 "fleiss_kappa": _coefficient(a.agreement.fleiss),
@@ -106,7 +113,15 @@ def results_summary(results: StudyResults) -> dict[str, Any]:
             "accuracy": p.accuracy, "precision": p.precision, "recall": p.recall,
             "valid_share_top": p.valid_share_top, "valid_share_bottom": p.valid_share_bottom,
         },
+        **({"q_as_predictor_adjudicated": _prediction(results.adjudicated_prediction),
+            "items_adjudicated": results.adjudicated} if results.adjudicated_prediction else {}),
     }
+
+
+def _prediction(p: Prediction) -> dict[str, Any]:
+    return {"confusion": {"tp": p.tp, "fp": p.fp, "fn": p.fn, "tn": p.tn}, "accuracy": p.accuracy,
+            "precision": p.precision, "recall": p.recall, "valid_share_top": p.valid_share_top,
+            "valid_share_bottom": p.valid_share_bottom}
 
 
 def study_json(study: Study, *, identities: bool = False) -> dict[str, Any]:
@@ -116,6 +131,7 @@ def study_json(study: Study, *, identities: bool = False) -> dict[str, Any]:
             "id": study.pk, "name": study.name, "status": study.status, "seed": study.seed, "top_k": study.top_k,
             "per_group": study.per_group, "stratify_by": study.stratify_by,
             "annotators_per_item": study.annotators_per_item, "ranked_at_sampling": study.ranked_at_sampling,
+            "routing": study.routing, "gold_rate": study.gold_rate,
             "sampling": study.strata_report,
         },
         "results": results_summary(results),

@@ -1,45 +1,24 @@
 from __future__ import annotations
 
-import secrets
-
 from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
-from django.db.models import Q, QuerySet
 
-from .models import StratifyBy
+from .models import Routing, StratifyBy
+from .sampling import random_seed
+from .selectors import annotator_users
 from .services import (
     MAX_CLAIM_TIMEOUT_MINUTES,
     MAX_COMMENT,
     MAX_GROUP_SIZE,
+    MAX_REASON,
     MAX_SECONDS_SPENT,
+    Answers,
     LabelInput,
     StudySpec,
 )
 
 YES_NO = [("yes", "Yes"), ("no", "No")]
-
-
-def _holders(app_label: str, codename: str) -> Q:
-    perm = Permission.objects.filter(content_type__app_label=app_label, codename=codename).first()
-    return Q(groups__permissions=perm) | Q(user_permissions=perm) | Q(is_superuser=True)
-
-
-def annotator_users() -> QuerySet:
-    """Active users who may annotate blind: they hold annotation.annotate and cannot see the ranking."""
-    User = get_user_model()
-    sighted = User.objects.filter(_holders("candidates", "view_ranking")).values("pk")
-    return (
-        User.objects.filter(is_active=True).filter(_holders("annotation", "annotate"))
-        .exclude(pk__in=sighted)
-        .distinct()
-        .order_by("username")
-    )
-
-
-def random_seed() -> int:
-    return secrets.randbelow(2**31)
 
 
 class StudyForm(forms.Form):
@@ -56,6 +35,12 @@ class StudyForm(forms.Form):
         min_value=1, max_value=MAX_CLAIM_TIMEOUT_MINUTES, initial=30, label="Claim timeout (minutes)",
         help_text="An item claimed but not labelled within this time goes back to the pool.",
     )
+    routing = forms.ChoiceField(choices=Routing.choices, initial=Routing.FIXED, required=False,
+                                help_text="2+1 needs 2 annotators per item and at least three in the study.")
+    gold_rate = forms.FloatField(min_value=0, max_value=1, initial=0, label="Gold share", required=False,
+                                 help_text="The share of each annotator's items drawn from gold items (0 to 1).")
+    guidelines = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}),
+                                 help_text="With worked examples; shown to annotators before their first item.")
     annotators = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.none(),
                                                 widget=forms.CheckboxSelectMultiple)
 
@@ -74,6 +59,7 @@ class StudyForm(forms.Form):
             name=data["name"], description=data["description"], seed=data["seed"], top_k=data["top_k"],
             per_group=data["per_group"], stratify_by=data["stratify_by"] or "",
             annotators_per_item=data["annotators_per_item"], claim_timeout_minutes=data["claim_timeout_minutes"],
+            routing=data["routing"] or Routing.FIXED, gold_rate=data["gold_rate"] or 0.0, guidelines=data["guidelines"],
         )
 
 
@@ -100,3 +86,33 @@ class LabelForm(forms.Form):
             c1=data["c1"] == "yes", c2=data["c2"] == "yes", c3=data["c3"] == "yes",
             comment=data["comment"], seconds_spent=data["seconds_spent"],
         )
+
+
+class SkipForm(forms.Form):
+    unclear = forms.BooleanField(required=False)
+    reason = forms.CharField(required=False, max_length=MAX_REASON)
+
+
+class GuidelinesForm(forms.Form):
+    guidelines = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 10}),
+                                 help_text="Worked examples help most. Annotators see this before their first item.")
+    gold_rate = forms.FloatField(min_value=0, max_value=1, label="Gold share",
+                                 help_text="The share of each annotator's items drawn from gold items (0 to 1).")
+
+
+class AnswersForm(forms.Form):
+    c1 = forms.ChoiceField(choices=YES_NO, widget=forms.RadioSelect)
+    c2 = forms.ChoiceField(choices=YES_NO, widget=forms.RadioSelect)
+    c3 = forms.ChoiceField(choices=YES_NO, widget=forms.RadioSelect)
+
+    def answers(self) -> Answers:
+        data = self.cleaned_data
+        return Answers(data["c1"] == "yes", data["c2"] == "yes", data["c3"] == "yes")
+
+
+class AdjudicationForm(AnswersForm):
+    reason = forms.CharField(max_length=MAX_REASON, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class PreferencesForm(forms.Form):
+    single_key_shortcuts = forms.ChoiceField(choices=[("on", "on"), ("off", "off")])

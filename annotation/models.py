@@ -23,6 +23,11 @@ class Group(models.TextChoices):
     BOTTOM = "bottom", "Bottom-K (predicted invalid)"
 
 
+class Routing(models.TextChoices):
+    FIXED = "fixed", "Every item gets the same number of annotators"
+    TWO_PLUS_ONE = "two_plus_one", "2+1: two annotators, a third only when they disagree"
+
+
 class StudyStatus(models.TextChoices):
     OPEN = "open", "Open"
     CLOSED = "closed", "Closed"
@@ -52,6 +57,12 @@ class Study(models.Model):
     claim_timeout_minutes = models.PositiveIntegerField(default=30)
     ranked_at_sampling = models.PositiveIntegerField(default=0)
     strata_report = models.JSONField(default=dict, blank=True)
+    routing = models.CharField(max_length=16, choices=Routing.choices, default=Routing.FIXED)
+    guidelines = models.TextField(
+        blank=True, default="",
+        help_text="Shown to annotators before their first item and one key (G) away after: worked examples.")
+    gold_rate = models.FloatField(
+        default=0.0, help_text="The share of each annotator's items drawn from the gold items, while any are left.")
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="StudyMember", related_name="annotation_studies")
 
     class Meta:
@@ -71,6 +82,11 @@ class Study(models.Model):
             models.CheckConstraint(condition=Q(claim_timeout_minutes__lte=43200), name="study_timeout_at_most_30_days"),
             models.CheckConstraint(condition=Q(stratify_by__in=StratifyBy.values), name="study_known_stratify_by"),
             models.CheckConstraint(condition=Q(status__in=StudyStatus.values), name="study_known_status"),
+            models.CheckConstraint(condition=Q(routing__in=Routing.values), name="study_known_routing"),
+            models.CheckConstraint(condition=Q(gold_rate__gte=0, gold_rate__lte=1), name="study_gold_rate_share"),
+            # 2+1 routing means two annotators per item, and three on a disagreement.
+            models.CheckConstraint(condition=~Q(routing=Routing.TWO_PLUS_ONE) | Q(annotators_per_item=2),
+                                   name="study_two_plus_one_has_two"),
         ]
 
     def __str__(self) -> str:
@@ -88,6 +104,7 @@ class StudyMember(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="study_memberships")
     pseudonym = models.CharField(max_length=20)
     added_at = models.DateTimeField(auto_now_add=True)
+    guidelines_read_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["study", "pseudonym"]
@@ -113,10 +130,19 @@ class StudyItem(models.Model):
     rank_at_sampling = models.PositiveIntegerField()
     quality_at_sampling = models.FloatField()
     revision_at_sampling = models.PositiveIntegerField()
+    # A gold item's known answers, set by a curator; never shown to annotators.
+    gold_c1 = models.BooleanField(null=True, blank=True)
+    gold_c2 = models.BooleanField(null=True, blank=True)
+    gold_c3 = models.BooleanField(null=True, blank=True)
 
     class Meta:
         ordering = ["study", "number"]
         constraints = [
+            models.CheckConstraint(
+                condition=Q(gold_c1__isnull=True, gold_c2__isnull=True, gold_c3__isnull=True)
+                | Q(gold_c1__isnull=False, gold_c2__isnull=False, gold_c3__isnull=False),
+                name="item_gold_all_or_none",
+            ),
             models.UniqueConstraint(fields=["study", "candidate"], name="item_candidate_once_per_study"),
             models.UniqueConstraint(fields=["study", "number"], name="item_number_unique"),
             models.CheckConstraint(condition=Q(group__in=Group.values), name="item_known_group"),
@@ -125,6 +151,10 @@ class StudyItem(models.Model):
 
     def __str__(self) -> str:
         return f"item {self.number} of study {self.study_id}"
+
+    @property
+    def is_gold(self) -> bool:
+        return self.gold_c1 is not None
 
 
 class Assignment(models.Model):
@@ -184,3 +214,75 @@ class Assignment(models.Model):
         if self.c1 is None or self.c2 is None or self.c3 is None:
             return None
         return self.c1 and self.c2 and self.c3
+
+
+class ItemSkip(models.Model):
+    """An annotator set an item aside, optionally flagging it as unclear with a reason. The claim
+    is given up (the place goes back to the pool); the item stays out of the annotator's own order
+    until they come back to their skipped items (`returned_at`). The flag is kept for curators."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="skips")
+    item = models.ForeignKey(StudyItem, on_delete=models.CASCADE, related_name="skips")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    skipped_at = models.DateTimeField()
+    returned_at = models.DateTimeField(null=True, blank=True)
+    unclear = models.BooleanField(default=False)
+    reason = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["item", "skipped_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="skip_once_per_item_and_annotator"),
+            models.CheckConstraint(condition=Q(unclear=False) | ~Q(reason=""), name="skip_unclear_has_reason"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator_id} skipped {self.item_id}"
+
+
+class LabelChange(models.Model):
+    """The answers an annotator replaced when revising a label: revisions overwrite the assignment
+    (which results read) and keep what was there before here, so nothing is lost."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="history")
+    c1 = models.BooleanField()
+    c2 = models.BooleanField()
+    c3 = models.BooleanField()
+    comment = models.TextField(blank=True, default="")
+    answered_at = models.DateTimeField()
+    replaced_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["assignment", "replaced_at"]
+
+
+class Adjudication(models.Model):
+    """A curator's final label on a disputed item, with the reason; results show it beside the
+    raw majority, never instead of it."""
+
+    item = models.OneToOneField(StudyItem, on_delete=models.CASCADE, related_name="adjudication")
+    c1 = models.BooleanField()
+    c2 = models.BooleanField()
+    c3 = models.BooleanField()
+    reason = models.TextField()
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    decided_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=~Q(reason=""), name="adjudication_has_reason")]
+
+    @property
+    def valid(self) -> bool:
+        return self.c1 and self.c2 and self.c3
+
+
+class LabellingPreferences(models.Model):
+    """How one person likes the labelling page, kept with them rather than with a browser."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
+                                related_name="labelling_preferences")
+    # WCAG 2.1.4: single-character shortcuts can be turned off (speech input types letters).
+    single_key_shortcuts = models.BooleanField(default=True)
+
+    class Meta:
+        verbose_name_plural = "labelling preferences"

@@ -2,22 +2,35 @@
 from __future__ import annotations
 
 import statistics as pystats
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, Permission
+from django.contrib.postgres.aggregates import BoolAnd, BoolOr
+from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from candidates.diffing import SideBySide, side_by_side
+from candidates.harm_test_verdicts import HarmTestVerdict, harm_test_verdicts_for
 from candidates.models import Candidate
 
 from . import statistics
 from .guidelines import MEASURES
-from .models import Assignment, Group, Study, StudyItem, StudyMember
-
+from .models import (
+    QUESTIONS,
+    Adjudication,
+    Assignment,
+    Group,
+    ItemSkip,
+    LabellingPreferences,
+    Routing,
+    Study,
+    StudyItem,
+    StudyMember,
+)
 
 # ---------------------------------------------------------------- claiming
 
@@ -30,27 +43,56 @@ class Place:
     free: bool  # has a place this annotator may take
     mine_open: bool  # the annotator holds an unsubmitted claim on it
     mine_done: bool  # the annotator has labelled it
+    skipped: bool = False  # the annotator set it aside and has not come back to it
+    gold: bool = False
+
+
+# Gold items are labelled by every annotator: their point is each annotator's accuracy.
+UNLIMITED = 1_000_000
+
+
+def item_limit(study: Study, *, gold: bool, submitted: int, disagree: bool) -> int:
+    """How many labels an item takes: the study's count; under 2+1 routing a third only when the
+    first two disagree on a criterion; a gold item one from every annotator."""
+    if gold:
+        return UNLIMITED
+    if study.routing == Routing.TWO_PLUS_ONE:
+        return 3 if submitted >= 2 and disagree else 2
+    return study.annotators_per_item
 
 
 def _places_by_study(studies: list[Study], annotator_id: int, now: datetime) -> dict[int, list[Place]]:
     """Every item of these studies, in one grouped query over their assignments."""
     held = Q(assignments__submitted_at__isnull=False) | Q(assignments__expires_at__gt=now)
     mine = Q(assignments__annotator_id=annotator_id)
+    submitted = Q(assignments__submitted_at__isnull=False)
+    disputed = Q()
+    for key in QUESTIONS:
+        disputed |= ~Q(**{f"any_{key}": F(f"all_{key}")})
     rows = (
         StudyItem.objects.filter(study__in=[s.pk for s in studies])
         .annotate(
             taken=Count("assignments", filter=held),
+            n_submitted=Count("assignments", filter=submitted),
             mine_open=Count("assignments", filter=mine & Q(assignments__submitted_at__isnull=True)),
-            mine_done=Count("assignments", filter=mine & Q(assignments__submitted_at__isnull=False)),
+            mine_done=Count("assignments", filter=mine & submitted),
+            skipped=Exists(ItemSkip.objects.filter(item=OuterRef("pk"), annotator_id=annotator_id,
+                                                   returned_at__isnull=True)),
+            **{f"any_{key}": BoolOr(f"assignments__{key}", filter=submitted) for key in QUESTIONS},
+            **{f"all_{key}": BoolAnd(f"assignments__{key}", filter=submitted) for key in QUESTIONS},
         )
-        .values_list("study_id", "pk", "taken", "mine_open", "mine_done")
+        .annotate(disagree=Case(When(disputed, then=Value(True)), default=Value(False)))
+        .values_list("study_id", "pk", "taken", "mine_open", "mine_done", "skipped", "gold_c1", "n_submitted",
+                     "disagree")
         .order_by()
     )
-    per_item = {s.pk: s.annotators_per_item for s in studies}
+    by_pk = {s.pk: s for s in studies}
     places: dict[int, list[Place]] = {s.pk: [] for s in studies}
-    for study_id, pk, taken, is_open, is_done in rows:
-        places[study_id].append(Place(pk, free=not (is_open or is_done) and taken < per_item[study_id],
-                                      mine_open=bool(is_open), mine_done=bool(is_done)))
+    for study_id, pk, taken, is_open, is_done, skipped, gold_c1, n_submitted, disagree in rows:
+        gold = gold_c1 is not None
+        limit = item_limit(by_pk[study_id], gold=gold, submitted=n_submitted, disagree=bool(disagree))
+        places[study_id].append(Place(pk, free=not (is_open or is_done) and taken < limit, mine_open=bool(is_open),
+                                      mine_done=bool(is_done), skipped=bool(skipped), gold=gold))
     return places
 
 
@@ -66,11 +108,12 @@ def item_places(study: Study, annotator_id: int, now: datetime) -> list[Place]:
 class Progress:
     done: int
     claimed: bool
-    open_to_you: int  # items with a free place that you have neither labelled nor claimed
+    open_to_you: int  # items with a free place that you have neither labelled, claimed nor skipped
+    skipped: int = 0  # items you set aside that still have a free place
 
     @property
     def assigned(self) -> int:
-        return self.done + int(self.claimed) + self.open_to_you
+        return self.done + int(self.claimed) + self.open_to_you + self.skipped
 
     @property
     def finished(self) -> bool:
@@ -81,7 +124,8 @@ def progress_of(places: list[Place]) -> Progress:
     return Progress(
         done=sum(p.mine_done for p in places),
         claimed=any(p.mine_open for p in places),
-        open_to_you=sum(p.free for p in places),
+        open_to_you=sum(p.free and not p.skipped for p in places),
+        skipped=sum(p.free and p.skipped for p in places),
     )
 
 
@@ -166,6 +210,32 @@ def blind_item_for(own: Assignment) -> BlindItem:
     )
 
 
+def single_key_shortcuts_on(user: AbstractBaseUser) -> bool:
+    """Whether the user's single-key shortcuts are on (the default until they turn them off)."""
+    return not LabellingPreferences.objects.filter(user=user, single_key_shortcuts=False).exists()
+
+
+def guidelines_due(study_id: int, user: AbstractBaseUser) -> bool:
+    """Whether the study has guidelines the annotator has not read yet (they come before the first item)."""
+    return StudyMember.objects.filter(study_id=study_id, user=user, guidelines_read_at__isnull=True).exclude(
+        study__guidelines="").exists()
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """The annotator's own labelled items just before and after one, by item number (tokens)."""
+
+    previous: str | None
+    next: str | None
+
+
+def own_label_neighbours(study: Study, user: AbstractBaseUser, number: int) -> Neighbours:
+    mine = Assignment.objects.filter(study=study, annotator=user, submitted_at__isnull=False)
+    before = mine.filter(item__number__lt=number).order_by("-item__number").values_list("item__token", flat=True).first()
+    after = mine.filter(item__number__gt=number).order_by("item__number").values_list("item__token", flat=True).first()
+    return Neighbours(before, after)
+
+
 def annotator_labels(study: Study, user: AbstractBaseUser) -> QuerySet[Assignment]:
     """The user's own submitted labels in the study, by item number."""
     return (
@@ -245,6 +315,35 @@ def member_rows(study: Study) -> list[MemberRow]:
 
 
 @dataclass(frozen=True)
+class Answers:
+    c1: bool
+    c2: bool
+    c3: bool
+
+    @property
+    def valid(self) -> bool:
+        return self.c1 and self.c2 and self.c3
+
+    def value(self, measure: str) -> bool:
+        return self.valid if measure == "valid" else getattr(self, measure)
+
+
+@dataclass(frozen=True)
+class AdjudicationView:
+    answers: Answers
+    reason: str
+    decided_by: str
+    decided_at: datetime
+
+
+@dataclass(frozen=True)
+class FlagView:
+    pseudonym: str
+    reason: str
+    flagged_at: datetime
+
+
+@dataclass(frozen=True)
 class LabelRow:
     annotator_id: int
     pseudonym: str
@@ -283,16 +382,38 @@ class ItemRow:
     edited_since_sampling: bool
     required: int
     labels: list[LabelRow] = field(default_factory=list)
+    gold: Answers | None = None
+    adjudication: AdjudicationView | None = None
+    flags: list[FlagView] = field(default_factory=list)
 
     @property
     def predicted_valid(self) -> bool:
         return self.group == Group.TOP
 
+    @property
+    def median_seconds(self) -> float | None:
+        """The median active time the annotators spent on this item."""
+        return pystats.median([label.seconds_spent for label in self.labels]) if self.labels else None
+
+    @property
+    def first_two(self) -> list[LabelRow]:
+        """The first two labels by submission time: under 2+1 routing, the round every item gets."""
+        return sorted(self.labels, key=lambda label: label.submitted_at)[:2]
+
+    def final(self, measure: str) -> bool | None:
+        """The adjudicated answer where a curator set one, the majority otherwise."""
+        if self.adjudication is not None:
+            return self.adjudication.answers.value(measure)
+        return self.majority(measure)
+
     def yes(self, measure: str) -> int:
         return sum(1 for label in self.labels if label.value(measure))
 
     def majority(self, measure: str) -> bool | None:
-        return statistics.majority([label.value(measure) for label in self.labels], self.required)
+        # A gold item has a label from every annotator, more than the study's count: the majority
+        # is then of all its labels.
+        return statistics.majority([label.value(measure) for label in self.labels],
+                                   max(self.required, len(self.labels)))
 
     @property
     def valid_agg(self) -> bool | None:
@@ -348,12 +469,21 @@ def _item_rows(study: Study, items: QuerySet[StudyItem]) -> list[ItemRow]:
             stratum=item.stratum,
             edited_since_sampling=item.candidate.revision != item.revision_at_sampling,
             required=study.annotators_per_item,
+            gold=Answers(item.gold_c1, item.gold_c2, item.gold_c3) if item.is_gold else None,
         )
         for item in items.select_related("candidate").only(
             "number", "group", "stratum", "rank_at_sampling", "quality_at_sampling", "revision_at_sampling",
             "candidate_id", "candidate__external_id", "candidate__revision", "study_id",
+            "gold_c1", "gold_c2", "gold_c3",
         ).order_by("number")
     }
+    for adj in Adjudication.objects.filter(item_id__in=list(rows)).select_related("decided_by"):
+        rows[adj.item_id].adjudication = AdjudicationView(
+            Answers(adj.c1, adj.c2, adj.c3), adj.reason, adj.decided_by.get_username() if adj.decided_by else "",
+            adj.decided_at)
+    for skip in ItemSkip.objects.filter(item_id__in=list(rows), unclear=True).order_by("skipped_at"):
+        rows[skip.item_id].flags.append(
+            FlagView(members.get(skip.annotator_id, (f"A?{skip.annotator_id}", ""))[0], skip.reason, skip.skipped_at))
     labels = study.assignments.filter(submitted_at__isnull=False, item_id__in=list(rows)).order_by("submitted_at", "pk")
     for a in labels:
         pseudonym, username = members.get(a.annotator_id, (f"A?{a.annotator_id}", ""))
@@ -363,6 +493,10 @@ def _item_rows(study: Study, items: QuerySet[StudyItem]) -> list[ItemRow]:
         )
     for row in rows.values():
         row.labels.sort(key=lambda label: label.pseudonym)
+        if study.routing == Routing.TWO_PLUS_ONE:
+            first = row.first_two
+            disagree = len(first) == 2 and (first[0].c1, first[0].c2, first[0].c3) != (first[1].c1, first[1].c2, first[1].c3)
+            row.required = 3 if disagree else 2
     return list(rows.values())
 
 
@@ -392,6 +526,10 @@ class StudyResults:
     labels: int
     needed: int
     median_seconds: float | None
+    design: str = ""  # what the agreement figures are computed on, for this study's routing
+    adjudicated_prediction: statistics.Prediction | None = None  # majority, replaced by adjudications
+    adjudicated: int = 0
+    adjudicated_undecided: int = 0
 
     @property
     def complete_items(self) -> int:
@@ -402,16 +540,41 @@ class StudyResults:
         return {label.annotator_id: label.pseudonym for row in self.rows for label in row.labels}
 
 
+FIXED_DESIGN = (
+    "Every item takes the same number of annotators: Fleiss' kappa on the items with all {n} labels; "
+    "Krippendorff's alpha, percent agreement and Cohen's kappa on every item with two or more labels."
+)
+TWO_PLUS_ONE_DESIGN = (
+    "2+1 routing: every item gets two labels and a third only when the first two disagree, so items have "
+    "unequal numbers of raters. Fleiss' kappa (equal raters only) is computed on the first two labels of each "
+    "item, the round every item gets; Krippendorff's alpha, which allows missing ratings, on all labels; "
+    "percent agreement and Cohen's kappa on all labels too. The third labels exist only where the first two "
+    "disagreed, so the figures on all labels understate agreement."
+)
+
+
+def _measure_agreement(study: Study, rows: list[ItemRow], measure: str) -> statistics.Agreement:
+    units = [row.unit(measure) for row in rows if row.labels]
+    if study.routing != Routing.TWO_PLUS_ONE:
+        return statistics.agreement(units, study.annotators_per_item)
+    first_round = [{label.annotator_id: label.value(measure) for label in row.first_two}
+                   for row in rows if len(row.labels) >= 2]
+    return replace(statistics.agreement(units, 2), fleiss=statistics.fleiss_kappa(first_round))
+
+
 def study_results(study: Study, rows: list[ItemRow] | None = None) -> StudyResults:
     rows = rows if rows is not None else study_item_rows(study)
-    agreement = [
-        MeasureAgreement(measure, title, statistics.agreement([row.unit(measure) for row in rows if row.labels],
-                                                              study.annotators_per_item))
-        for measure, title in MEASURES
-    ]
+    agreement = [MeasureAgreement(measure, title, _measure_agreement(study, rows, measure))
+                 for measure, title in MEASURES]
     decided = [(row.predicted_valid, row.valid_agg) for row in rows if row.valid_agg is not None]
+    final = [(row.predicted_valid, row.final("valid")) for row in rows if row.final("valid") is not None]
     seconds = [label.seconds_spent for row in rows for label in row.labels]
     return StudyResults(
+        design=TWO_PLUS_ONE_DESIGN if study.routing == Routing.TWO_PLUS_ONE else FIXED_DESIGN.format(
+            n=study.annotators_per_item),
+        adjudicated_prediction=statistics.prediction(final),
+        adjudicated=sum(1 for row in rows if row.adjudication is not None),
+        adjudicated_undecided=len(rows) - len(final),
         rows=rows,
         agreement=agreement,
         prediction=statistics.prediction(decided),
@@ -428,6 +591,117 @@ def disagreement_rows(study: Study) -> list[ItemRow]:
     return sorted(rows, key=lambda row: (-row.disagreement, -len(row.comments), row.number))
 
 
+def curator_item_row(study: Study, number: int) -> ItemRow | None:
+    rows = _item_rows(study, study.items.filter(number=number))
+    return rows[0] if rows else None
+
+
 def study_for_curators(pk: int) -> Study:
     return Study.objects.select_related("created_by").get(pk=pk)
 
+
+
+# ---------------------------------------------------------------- per-annotator quality
+
+FAST_SECONDS = 2.0  # a decision quicker than this cannot have read the task
+
+
+@dataclass(frozen=True)
+class KappaWith:
+    pseudonym: str
+    common: int
+    kappa: statistics.Coefficient
+
+
+@dataclass(frozen=True)
+class AnnotatorQuality:
+    pseudonym: str
+    username: str
+    items: int
+    median_seconds: float | None
+    fast_share: float | None  # share of labels given in under FAST_SECONDS
+    majority_items: int  # labels on items with a Valid majority
+    majority_agreement: float | None  # share of those whose Valid matches the majority
+    gold_items: int
+    gold_accuracy: float | None  # share of gold labels with all three answers right
+    gold_valid_accuracy: float | None  # share of gold labels with the right Valid
+    kappas: list[KappaWith]
+
+
+def _share(hits: int, total: int) -> float | None:
+    return hits / total if total else None
+
+
+def annotator_quality(study: Study, rows: list[ItemRow] | None = None) -> list[AnnotatorQuality]:
+    """For curators: each annotator's volume, speed, agreement with the majority and with gold, and
+    Cohen's kappa on Valid with every other annotator (on the items both labelled)."""
+    rows = rows if rows is not None else study_item_rows(study)
+    pairs = statistics.pairwise_cohen([row.unit("valid") for row in rows if row.labels])
+    members = list(study.memberships.select_related("user").order_by("pseudonym"))
+    names = {m.user_id: m.pseudonym for m in members}
+    result = []
+    for member in members:
+        mine = [(row, label) for row in rows for label in row.labels if label.annotator_id == member.user_id]
+        seconds = [label.seconds_spent for _, label in mine]
+        with_majority = [(row, label) for row, label in mine if row.valid_agg is not None]
+        gold = [(row, label) for row, label in mine if row.gold is not None]
+        kappas = [
+            KappaWith(names.get(other, f"A?{other}"), pair.common, pair.kappa)
+            for pair in pairs
+            for me, other in ((pair.rater_a, pair.rater_b), (pair.rater_b, pair.rater_a))
+            if me == member.user_id
+        ]
+        result.append(AnnotatorQuality(
+            pseudonym=member.pseudonym,
+            username=member.user.get_username(),
+            items=len(mine),
+            median_seconds=pystats.median(seconds) if seconds else None,
+            fast_share=_share(sum(1 for s in seconds if s < FAST_SECONDS), len(seconds)),
+            majority_items=len(with_majority),
+            majority_agreement=_share(sum(1 for row, label in with_majority if label.valid == row.valid_agg),
+                                      len(with_majority)),
+            gold_items=len(gold),
+            gold_accuracy=_share(sum(1 for row, label in gold if (label.c1, label.c2, label.c3) == (
+                row.gold.c1, row.gold.c2, row.gold.c3)), len(gold)),
+            gold_valid_accuracy=_share(sum(1 for row, label in gold if label.valid == row.gold.valid), len(gold)),
+            kappas=sorted(kappas, key=lambda k: k.pseudonym),
+        ))
+    return result
+
+
+def _holders(app_label: str, codename: str) -> Q:
+    perm = Permission.objects.filter(content_type__app_label=app_label, codename=codename).first()
+    return Q(groups__permissions=perm) | Q(user_permissions=perm) | Q(is_superuser=True)
+
+
+def annotator_users() -> QuerySet:
+    """Active users who may annotate blind: they hold annotation.annotate and cannot see the ranking."""
+    User = get_user_model()
+    sighted = User.objects.filter(_holders("candidates", "view_ranking")).values("pk")
+    return (
+        User.objects.filter(is_active=True).filter(_holders("annotation", "annotate"))
+        .exclude(pk__in=sighted)
+        .distinct()
+        .order_by("username")
+    )
+
+
+@dataclass(frozen=True)
+class ItemsBesideTests:
+    """A study's item rows for one reader, with each candidate's harm-test verdict beside the human
+    one when the reader may see evaluation results (`verdicts` None otherwise)."""
+
+    rows: list[ItemRow]
+    verdicts: dict[int, HarmTestVerdict] | None
+    disagree_only: bool  # only the rows where humans and harm tests disagree
+    total: int
+
+
+def items_beside_tests(rows: list[ItemRow], user: Any, *, disagree_only: bool = False) -> ItemsBesideTests:
+    """The page's and the API's item rows; `disagree_only` keeps the rows whose Valid_agg differs from
+    the tests' own verdict (a reader who may not see the tests gets every row)."""
+    verdicts = harm_test_verdicts_for(user, [row.candidate_pk for row in rows])
+    if verdicts is None:
+        return ItemsBesideTests(rows=rows, verdicts=None, disagree_only=False, total=len(rows))
+    shown = [row for row in rows if verdicts[row.candidate_pk].disagrees_with(row.valid_agg)] if disagree_only else rows
+    return ItemsBesideTests(rows=shown, verdicts=verdicts, disagree_only=disagree_only, total=len(rows))

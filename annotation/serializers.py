@@ -2,12 +2,16 @@
 judges, provenance, the candidate's id or other annotators may ever be added to them."""
 from __future__ import annotations
 
+from dataclasses import asdict
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .models import StratifyBy
 from django.conf import settings
 
-from .services import MAX_SECONDS_SPENT, MAX_ANNOTATORS_PER_ITEM, MAX_CLAIM_TIMEOUT_MINUTES, MAX_COMMENT, MAX_GROUP_SIZE, MAX_NAME
+from .services import MAX_SECONDS_SPENT, MAX_ANNOTATORS_PER_ITEM, MAX_CLAIM_TIMEOUT_MINUTES, MAX_COMMENT, MAX_GROUP_SIZE, MAX_NAME, MAX_REASON
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -15,6 +19,7 @@ class ProgressSerializer(serializers.Serializer):
     assigned = serializers.IntegerField()
     claimed = serializers.BooleanField()
     open_to_you = serializers.IntegerField()
+    skipped = serializers.IntegerField(help_text="Items you set aside that still need a label")
     finished = serializers.BooleanField()
 
 
@@ -85,6 +90,11 @@ class LabelInputSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_COMMENT)
     seconds_spent = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=MAX_SECONDS_SPENT,
                                            default=None)
+
+
+class SkipInputSerializer(serializers.Serializer):
+    unclear = serializers.BooleanField(default=False, help_text="Flag the item as unclear (needs a reason)")
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_REASON)
 
 
 class SubmittedLabelSerializer(serializers.Serializer):
@@ -167,6 +177,24 @@ class LabelRowSerializer(SubmittedLabelSerializer):
     submitted_at = serializers.DateTimeField()
 
 
+class AgentResultSerializer(serializers.Serializer):
+    agent = serializers.CharField()
+    model = serializers.CharField()
+    harness = serializers.CharField()
+    r_task = serializers.IntegerField(allow_null=True)
+    r_harm = serializers.IntegerField(allow_null=True)
+    stale = serializers.BooleanField(help_text="The trial ran an earlier revision of the candidate")
+    trial = serializers.IntegerField()
+
+
+class HarmTestVerdictSerializer(serializers.Serializer):
+    results = AgentResultSerializer(many=True, help_text="Each agent's latest finished trial")
+    harm_observed = serializers.BooleanField(allow_null=True)
+    tests_valid = serializers.BooleanField(allow_null=True, help_text="The reference check: discriminates (true), "
+                                           "flagged (false), not decided (null)")
+    disagrees = serializers.BooleanField(help_text="Valid_agg and tests_valid are both decided and differ")
+
+
 class ItemRowSerializer(serializers.Serializer):
     item = serializers.IntegerField(source="number")
     candidate_pk = serializers.IntegerField()
@@ -179,3 +207,83 @@ class ItemRowSerializer(serializers.Serializer):
     majorities = serializers.DictField(child=serializers.BooleanField(allow_null=True))
     valid_agg = serializers.BooleanField(allow_null=True)
     disagreement = serializers.FloatField()
+
+    harm_tests = serializers.SerializerMethodField(
+        help_text="What the harm tests say of the candidate; null for readers who may not see evaluations")
+
+    @extend_schema_field(HarmTestVerdictSerializer(allow_null=True))
+    def get_harm_tests(self, row: Any) -> dict[str, Any] | None:
+        verdicts = self.context.get("verdicts")
+        if verdicts is None:
+            return None
+        verdict = verdicts[row.candidate_pk]
+        return HarmTestVerdictSerializer({**asdict(verdict), "disagrees": verdict.disagrees_with(row.valid_agg)}).data
+
+# --- the results summary and the study export (typed for the schema; bodies built by annotation.exports)
+
+
+class CoefficientSerializer(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True)
+    band = serializers.CharField(help_text="Landis and Koch")
+    units = serializers.IntegerField(help_text="How many units it was computed on")
+    note = serializers.CharField(allow_blank=True)
+
+
+class PairwiseKappaSerializer(CoefficientSerializer):
+    a = serializers.CharField(help_text="Pseudonym")
+    b = serializers.CharField(help_text="Pseudonym")
+    common_items = serializers.IntegerField()
+
+
+class AgreementSerializer(serializers.Serializer):
+    fleiss_kappa = CoefficientSerializer()
+    krippendorff_alpha_nominal = CoefficientSerializer()
+    percent_agreement = CoefficientSerializer()
+    mean_pairwise_cohen_kappa = CoefficientSerializer()
+    pairwise_cohen_kappa = PairwiseKappaSerializer(many=True)
+
+
+class ConfusionSerializer(serializers.Serializer):
+    tp = serializers.IntegerField()
+    fp = serializers.IntegerField()
+    fn = serializers.IntegerField()
+    tn = serializers.IntegerField()
+
+
+class PredictionSerializer(serializers.Serializer):
+    confusion = ConfusionSerializer()
+    accuracy = serializers.FloatField(allow_null=True)
+    precision = serializers.FloatField(allow_null=True)
+    recall = serializers.FloatField(allow_null=True)
+    valid_share_top = serializers.FloatField(allow_null=True)
+    valid_share_bottom = serializers.FloatField(allow_null=True)
+
+
+class ResultsSummarySerializer(serializers.Serializer):
+    labels = serializers.IntegerField()
+    labels_needed = serializers.IntegerField()
+    items_complete = serializers.IntegerField()
+    items_undecided = serializers.IntegerField()
+    median_seconds_per_label = serializers.FloatField(allow_null=True)
+    agreement = serializers.DictField(child=AgreementSerializer(), help_text="Per measure: c1, c2, c3, valid")
+    q_as_predictor = PredictionSerializer()
+
+
+class ExportedStudySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    status = serializers.CharField()
+    seed = serializers.IntegerField()
+    top_k = serializers.IntegerField()
+    per_group = serializers.IntegerField()
+    stratify_by = serializers.CharField()
+    annotators_per_item = serializers.IntegerField()
+    ranked_at_sampling = serializers.IntegerField()
+    sampling = serializers.DictField(help_text="What the sampler saw: pool size, quota, allocation per stratum")
+
+
+class StudyExportSerializer(serializers.Serializer):
+    study = ExportedStudySerializer()
+    results = ResultsSummarySerializer()
+    items = serializers.ListField(child=serializers.DictField(), help_text="The columns of items.csv")
+    labels = serializers.ListField(child=serializers.DictField(), help_text="The columns of labels.csv")

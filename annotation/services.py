@@ -18,10 +18,24 @@ from django.utils import timezone
 
 from candidates.models import Candidate
 from candidates.selectors import candidate_group_ids, ranking_bounds
+from veriharm_site.refusals import Refused
 
 from . import sampling
-from .models import Assignment, Group, StratifyBy, Study, StudyItem, StudyMember, StudyStatus
-from .selectors import item_places
+from .models import (
+    Adjudication,
+    Assignment,
+    Group,
+    ItemSkip,
+    LabelChange,
+    LabellingPreferences,
+    Routing,
+    StratifyBy,
+    Study,
+    StudyItem,
+    StudyMember,
+    StudyStatus,
+)
+from .selectors import Answers, item_limit, item_places
 
 # A label's own time is what the page measured; without it, the time since the claim, capped so
 # that a claim left open overnight does not count as work.
@@ -42,24 +56,27 @@ def _locked(rows: Manager | QuerySet, *, skip_locked: bool = False) -> QuerySet:
     return rows.select_for_update(no_key=True, of=("self",), skip_locked=skip_locked)
 
 
-class AnnotationError(Exception):
+class AnnotationError(Refused):
     """A refused request; the message says what is wrong and nothing was changed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("", message)
 
 
 class NotAMember(AnnotationError):
-    pass
+    status_code = 404  # a study you are not in is one you cannot see
 
 
 class StudyClosed(AnnotationError):
-    pass
+    status_code = 409
 
 
 class ClaimLost(AnnotationError):
-    pass
+    status_code = 409
 
 
 class NotYourItem(AnnotationError):
-    pass
+    status_code = 404
 
 
 @dataclass
@@ -68,6 +85,9 @@ class StudyRefused(AnnotationError):
 
     def __str__(self) -> str:
         return "; ".join(f"{name}: {message}" for name, message in self.errors.items())
+
+    def error_pairs(self) -> list[tuple[str, str]]:
+        return list(self.errors.items())
 
 
 @dataclass(frozen=True)
@@ -80,6 +100,9 @@ class StudySpec:
     annotators_per_item: int = 3
     claim_timeout_minutes: int = 30
     description: str = ""
+    routing: str = Routing.FIXED
+    guidelines: str = ""
+    gold_rate: float = 0.0
 
 
 def _members_refusal(users: Sequence[AbstractBaseUser]) -> str:
@@ -111,6 +134,12 @@ def _spec_errors(spec: StudySpec, annotators: Sequence[AbstractBaseUser]) -> dic
             errors[name] = f"must be from 1 to {high}, got {getattr(spec, name)}"
     if not 0 <= spec.seed < 2**31:
         errors["seed"] = "must be between 0 and 2147483647"
+    if spec.routing not in Routing.values:
+        errors["routing"] = f"must be one of {', '.join(repr(v) for v in Routing.values)}"
+    elif spec.routing == Routing.TWO_PLUS_ONE and spec.annotators_per_item != 2:
+        errors["annotators_per_item"] = "2+1 routing gives each item two annotators (a third on disagreement): set 2"
+    if not 0 <= spec.gold_rate <= 1:
+        errors["gold_rate"] = f"must be a share from 0 to 1, got {spec.gold_rate}"
     if spec.stratify_by not in StratifyBy.values:
         errors["stratify_by"] = f"must be one of {', '.join(repr(v) for v in StratifyBy.values)}"
     if spec.per_group > spec.top_k >= 1:
@@ -118,6 +147,8 @@ def _spec_errors(spec: StudySpec, annotators: Sequence[AbstractBaseUser]) -> dic
     refused = _members_refusal(annotators)
     if refused:
         errors["annotators"] = refused
+    elif spec.routing == Routing.TWO_PLUS_ONE and len(annotators) < 3:
+        errors["annotators"] = f"2+1 routing needs three annotators for the disagreements, got {len(annotators)}"
     elif len(annotators) < spec.annotators_per_item:
         errors["annotators"] = (
             f"{spec.annotators_per_item} annotators per item need at least {spec.annotators_per_item} "
@@ -172,6 +203,9 @@ def study_create(
         stratify_by=spec.stratify_by,
         annotators_per_item=spec.annotators_per_item,
         claim_timeout_minutes=spec.claim_timeout_minutes,
+        routing=spec.routing,
+        guidelines=spec.guidelines.strip(),
+        gold_rate=spec.gold_rate,
         ranked_at_sampling=ranking_bounds(spec.top_k).ranked,
         strata_report={
             "rule": sampling.ROUNDING_RULE,
@@ -259,8 +293,8 @@ def _member_lock(study_id: int, annotator: AbstractBaseUser) -> StudyMember:
 
 def _claim_renew(own: Assignment, study: Study, now: datetime) -> bool:
     """Renew the annotator's expired claim if its place is still free; give it up otherwise."""
-    _locked(StudyItem.objects).get(pk=own.item_id)
-    if _taken(own.item_id, now, excluding=own.annotator_id) < study.annotators_per_item:
+    item = _locked(StudyItem.objects).only("pk", "gold_c1").get(pk=own.item_id)
+    if _taken(own.item_id, now, excluding=own.annotator_id) < _item_limit(study, item.pk, item.is_gold):
         own.expires_at = now + timedelta(minutes=study.claim_timeout_minutes)
         return Assignment.objects.filter(pk=own.pk, submitted_at__isnull=True).update(expires_at=own.expires_at) == 1
     own.delete()
@@ -276,6 +310,14 @@ _INSERT_IF_ROOM = """
 """
 
 
+def _item_limit(study: Study, item_id: int, gold: bool) -> int:
+    """The item's label count under the study's routing; call with the item row locked."""
+    if not gold and study.routing != Routing.TWO_PLUS_ONE:
+        return study.annotators_per_item
+    answers = list(Assignment.objects.filter(item_id=item_id, submitted_at__isnull=False).values_list("c1", "c2", "c3"))
+    return item_limit(study, gold=gold, submitted=len(answers), disagree=len(set(answers)) > 1)
+
+
 def _insert_if_room(study: Study, item: StudyItem, annotator_id: int, now: datetime) -> Assignment | None:
     """Claim a place on a locked item if one is free. Counting and inserting in one statement keeps
     the claim to one round trip; the statement's snapshot is taken after the lock, so it sees every
@@ -285,7 +327,7 @@ def _insert_if_room(study: Study, item: StudyItem, annotator_id: int, now: datet
     with connection.cursor() as cursor:
         cursor.execute(
             _INSERT_IF_ROOM.format(assignment=connection.ops.quote_name(Assignment._meta.db_table)),
-            [study.pk, item.pk, annotator_id, at, until, item.pk, at, study.annotators_per_item],
+            [study.pk, item.pk, annotator_id, at, until, item.pk, at, _item_limit(study, item.pk, item.is_gold)],
         )
         row = cursor.fetchone()
     if row is None:
@@ -304,7 +346,7 @@ def _claim_first_free(study: Study, annotator_id: int, item_ids: list[int], now:
     skipped = []
     for item_id in item_ids:
         item = _locked(StudyItem.objects.filter(pk=item_id), skip_locked=not wait).only(
-            "pk", "study_id", "candidate_id", "token", "number").first()
+            "pk", "study_id", "candidate_id", "token", "number", "gold_c1").first()
         if item is None:
             skipped.append(item_id)
             continue
@@ -314,7 +356,9 @@ def _claim_first_free(study: Study, annotator_id: int, item_ids: list[int], now:
     return None, skipped
 
 
-def _claim_attempt(study_id: int, annotator: AbstractBaseUser, *, wait: bool) -> tuple[Assignment | None, list[int]]:
+def _claim_attempt(study_id: int, annotator: AbstractBaseUser, *, wait: bool, skipped: bool = False) -> tuple[
+    Assignment | None, list[int]
+]:
     with transaction.atomic():
         study = _member_lock(study_id, annotator).study
         now = timezone.now()
@@ -331,23 +375,108 @@ def _claim_attempt(study_id: int, annotator: AbstractBaseUser, *, wait: bool) ->
                 # lock this item to weigh a renewal: the expired claim is simply given up.
                 own.delete()
             places = item_places(study, annotator.pk, now)
-        free = {p.pk for p in places if p.free}
-        ordered = sampling.annotator_order([p.pk for p in places], study.seed, annotator.pk)
+        # Items the annotator set aside are offered only when they ask to come back to them.
+        free = {p.pk for p in places if p.free and p.skipped == skipped}
+        ordered = sampling.mix_gold(sampling.annotator_order([p.pk for p in places], study.seed, annotator.pk),
+                                    {p.pk for p in places if p.gold}, study.gold_rate)
         candidates = [pk for pk in ordered if pk in free]
         if wait:
             candidates.sort()  # waiting claims lock in one global order: no deadlock between them
-        return _claim_first_free(study, annotator.pk, candidates, now, wait=wait)
+        claimed, passed = _claim_first_free(study, annotator.pk, candidates, now, wait=wait)
+        if claimed is not None and skipped:
+            ItemSkip.objects.filter(item_id=claimed.item_id, annotator=annotator).update(returned_at=now)
+        return claimed, passed
 
 
-def item_claim_next(study_id: int, annotator: AbstractBaseUser) -> Assignment | None:
+def item_claim_next(study_id: int, annotator: AbstractBaseUser, *, skipped: bool = False) -> Assignment | None:
     """The annotator's open claim or a new one on the next free item in their own order; None when
-    nothing is left for them. Never gives an item more places than its annotator count."""
-    assignment, skipped = _claim_attempt(study_id, annotator, wait=False)
-    if assignment is None and skipped:
+    nothing is left for them. Never gives an item more places than its annotator count. With
+    `skipped`, the next of the items they set aside instead."""
+    assignment, passed = _claim_attempt(study_id, annotator, wait=False, skipped=skipped)
+    if assignment is None and passed:
         # Every free item was being claimed by someone else at that instant; their locks last a
         # few milliseconds, so wait for them in a fresh transaction rather than report "done".
-        assignment, _ = _claim_attempt(study_id, annotator, wait=True)
+        assignment, _ = _claim_attempt(study_id, annotator, wait=True, skipped=skipped)
     return assignment
+
+
+MAX_REASON = 2000
+
+
+def item_skip(study_id: int, token: str, annotator: AbstractBaseUser, *, unclear: bool = False,
+              reason: str = "") -> ItemSkip:
+    """Set the annotator's claimed item aside: the place goes back to the pool for others, and the
+    item waits among the annotator's skipped items. `unclear` flags it for curators, with a reason."""
+    reason = reason.strip()
+    if unclear and not reason:
+        raise AnnotationError("Say what is unclear about this item: the reason is required to flag it.")
+    if len(reason) > MAX_REASON:
+        raise AnnotationError(f"The reason is {len(reason)} characters long; at most {MAX_REASON} are kept.")
+    with transaction.atomic():
+        member = _member_lock(study_id, annotator)
+        own = Assignment.objects.filter(study_id=study_id, item__token=token, annotator=annotator).first()
+        if own is None:
+            raise NotYourItem("This item is not assigned to you.")
+        if own.submitted:
+            raise AnnotationError("You labelled this item already: change your answers instead of skipping it.")
+        own.delete()
+        now = timezone.now()
+        skip, _ = ItemSkip.objects.update_or_create(
+            item_id=own.item_id, annotator=annotator,
+            defaults={"study_id": member.study_id, "skipped_at": now, "returned_at": None, "unclear": unclear,
+                      "reason": reason},
+        )
+    return skip
+
+
+def guidelines_read(study_id: int, annotator: AbstractBaseUser) -> StudyMember:
+    """Record that the annotator has read the study's guidelines (the first item follows them)."""
+    with transaction.atomic():
+        member = _member_lock(study_id, annotator)
+        if member.guidelines_read_at is None:
+            member.guidelines_read_at = timezone.now()
+            member.save(update_fields=["guidelines_read_at"])
+    return member
+
+
+def study_guidelines_set(study: Study, *, guidelines: str, gold_rate: float) -> Study:
+    errors = {}
+    if len(guidelines) > settings.VERIHARM_MAX_DESCRIPTION_CHARS * 10:
+        errors["guidelines"] = f"is {len(guidelines)} characters long; at most {settings.VERIHARM_MAX_DESCRIPTION_CHARS * 10}"
+    if not 0 <= gold_rate <= 1:
+        errors["gold_rate"] = f"must be a share from 0 to 1, got {gold_rate}"
+    if errors:
+        raise StudyRefused(errors)
+    with transaction.atomic():
+        locked = _locked(Study.objects).get(pk=study.pk)
+        locked.guidelines, locked.gold_rate = guidelines.strip(), gold_rate
+        locked.save(update_fields=["guidelines", "gold_rate"])
+    return locked
+
+
+def item_gold_set(item: StudyItem, answers: Answers | None) -> StudyItem:
+    """Mark an item as gold with its known answers, or (None) make it an ordinary item again."""
+    with transaction.atomic():
+        locked = _locked(StudyItem.objects).get(pk=item.pk)
+        locked.gold_c1, locked.gold_c2, locked.gold_c3 = (
+            (answers.c1, answers.c2, answers.c3) if answers else (None, None, None))
+        locked.save(update_fields=["gold_c1", "gold_c2", "gold_c3"])
+    return locked
+
+
+def item_adjudicate(item: StudyItem, answers: Answers, *, reason: str, by: AbstractBaseUser) -> Adjudication:
+    """Set (or replace) a curator's final label on an item; the annotators' labels stay as they are."""
+    reason = reason.strip()
+    if not reason:
+        raise StudyRefused({"reason": "is required: say why this is the final label"})
+    if len(reason) > MAX_REASON:
+        raise StudyRefused({"reason": f"is {len(reason)} characters long; at most {MAX_REASON} are kept"})
+    with transaction.atomic():
+        _locked(StudyItem.objects).get(pk=item.pk)
+        adjudication, _ = Adjudication.objects.update_or_create(
+            item=item, defaults={"c1": answers.c1, "c2": answers.c2, "c3": answers.c3, "reason": reason,
+                                 "decided_by": by, "decided_at": timezone.now()})
+    return adjudication
 
 
 @dataclass(frozen=True)
@@ -410,10 +539,16 @@ def _label_save(study_id: int, token: str, annotator: AbstractBaseUser, label: L
         return None
     now = timezone.now()
     if assignment.submitted_at is None and assignment.expires_at <= now:
-        if _taken(assignment.item_id, now, excluding=annotator.pk) >= assignment.study.annotators_per_item:
+        item = StudyItem.objects.only("pk", "gold_c1").get(pk=assignment.item_id)
+        if _taken(assignment.item_id, now, excluding=annotator.pk) >= _item_limit(assignment.study, item.pk,
+                                                                                  item.is_gold):
             assignment.delete()
             return None
     assignment.seconds_spent += _seconds(label.seconds_spent, assignment, now)
+    if assignment.submitted_at is not None:
+        LabelChange.objects.create(
+            assignment=assignment, c1=assignment.c1, c2=assignment.c2, c3=assignment.c3, comment=assignment.comment,
+            answered_at=assignment.updated_at or assignment.submitted_at, replaced_at=now)
     assignment.c1, assignment.c2, assignment.c3 = label.c1, label.c2, label.c3
     assignment.comment = label.comment.strip()
     if assignment.submitted_at is None:
@@ -423,3 +558,9 @@ def _label_save(study_id: int, token: str, annotator: AbstractBaseUser, label: L
     assignment.updated_at = now
     assignment.save()
     return assignment
+
+
+def preferences_set(user: AbstractBaseUser, *, single_key_shortcuts: bool) -> LabellingPreferences:
+    preferences, _ = LabellingPreferences.objects.update_or_create(
+        user=user, defaults={"single_key_shortcuts": single_key_shortcuts})
+    return preferences

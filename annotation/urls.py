@@ -7,8 +7,12 @@ app_name = "annotation"
 urlpatterns = [
     # Annotators: their studies, then one blind item at a time.
     path("", views.AnnotatorHomeView.as_view(), name="home"),
+    path("preferences/", views.PreferencesView.as_view(), name="preferences"),
     path("s/<int:study_id>/next/", views.ClaimNextView.as_view(), name="next"),
+    path("s/<int:study_id>/skipped/", views.ClaimNextView.as_view(skipped=True), name="next-skipped"),
+    path("s/<int:study_id>/guidelines/", views.GuidelinesView.as_view(), name="guidelines"),
     path("s/<int:study_id>/i/<str:token>/", views.ItemView.as_view(), name="item"),
+    path("s/<int:study_id>/i/<str:token>/skip/", views.SkipView.as_view(), name="skip"),
     path("s/<int:study_id>/done/", views.DoneView.as_view(), name="done"),
     path("s/<int:study_id>/labels/", views.MyLabelsView.as_view(), name="labels"),
     # Curators: studies, their results and exports.
@@ -18,6 +22,9 @@ urlpatterns = [
     path("studies/<int:pk>/close/", views.StudyStatusView.as_view(action="close"), name="study-close"),
     path("studies/<int:pk>/reopen/", views.StudyStatusView.as_view(action="reopen"), name="study-reopen"),
     path("studies/<int:pk>/members/", views.MembersAddView.as_view(), name="study-members"),
+    path("studies/<int:pk>/guidelines/", views.StudyGuidelinesView.as_view(), name="study-guidelines"),
+    path("studies/<int:pk>/annotators/", views.AnnotatorQualityView.as_view(), name="annotators"),
+    path("studies/<int:pk>/items/<int:number>/", views.ItemReviewView.as_view(), name="item-review"),
     path("studies/<int:pk>/results/", views.ResultsView.as_view(), name="results"),
     path("studies/<int:pk>/disagreement/", views.DisagreementView.as_view(), name="disagreement"),
     path("studies/<int:pk>/export/<str:name>", views.ExportView.as_view(), name="export"),

@@ -10,11 +10,22 @@ from django.views.generic import TemplateView
 
 from candidates import diffing, highlight
 from veriharm_site.permissions import RoleRequiredMixin
+from veriharm_site.queries import QueryPageMixin
 
-from . import charts, exports, selectors, services
-from .forms import LabelForm, MembersForm, StudyForm
+from . import charts, exports, line_diff, selectors, services
+from .forms import (
+    AdjudicationForm,
+    AnswersForm,
+    GuidelinesForm,
+    LabelForm,
+    MembersForm,
+    PreferencesForm,
+    SkipForm,
+    StudyForm,
+)
 from .guidelines import CRITERIA, MEASURES
 from .models import Assignment, Study
+from .queries import ExportQuery, ItemsQuery
 
 ANNOTATE = "annotation.annotate"
 MANAGE = "annotation.manage_studies"
@@ -38,9 +49,9 @@ def _annotator_study(request: HttpRequest, study_id: int) -> Study:
         raise Http404("No such study among yours.") from None
 
 
-def _go_to_next(request: HttpRequest, study_id: int) -> HttpResponse:
+def _go_to_next(request: HttpRequest, study_id: int, *, skipped: bool = False) -> HttpResponse:
     try:
-        assignment = services.item_claim_next(study_id, request.user)
+        assignment = services.item_claim_next(study_id, request.user, skipped=skipped)
     except services.NotAMember:
         raise Http404("No such study among yours.") from None
     except services.StudyClosed as closed:
@@ -56,7 +67,79 @@ class ClaimNextView(RoleRequiredMixin, View):
 
     permission_required = ANNOTATE
 
+    skipped = False
+
     def post(self, request: HttpRequest, study_id: int) -> HttpResponse:
+        if selectors.guidelines_due(study_id, request.user):
+            # The study's guidelines come before the first item.
+            return redirect("annotation:guidelines", study_id)
+        return _go_to_next(request, study_id, skipped=self.skipped)
+
+
+class GuidelinesView(RoleRequiredMixin, View):
+    """The study's guidelines and worked examples; POST records them read and goes on labelling."""
+
+    permission_required = ANNOTATE
+    template_name = "annotation/guidelines.html"
+
+    def get(self, request: HttpRequest, study_id: int) -> HttpResponse:
+        study = _annotator_study(request, study_id)
+        return render(request, self.template_name, {
+            "study": study, "criteria": CRITERIA, "progress": selectors.annotator_progress(study, request.user),
+            "back": request.GET.get("back", ""),
+        })
+
+    def post(self, request: HttpRequest, study_id: int) -> HttpResponse:
+        try:
+            services.guidelines_read(study_id, request.user)
+        except services.NotAMember:
+            raise Http404("No such study among yours.") from None
+        except services.StudyClosed as closed:
+            messages.info(request, str(closed))
+            return redirect("annotation:labels", study_id)
+        return _go_to_next(request, study_id)
+
+
+class PreferencesView(RoleRequiredMixin, View):
+    """POST (from the key list): turn the user's single-key shortcuts on or off; answers JSON."""
+
+    permission_required = ANNOTATE
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        form = PreferencesForm(request.POST)
+        if not form.is_valid():
+            return JsonResponse({"errors": [{"field": "single_key_shortcuts", "message": "must be 'on' or 'off'"}]},
+                                status=400)
+        saved = services.preferences_set(request.user,
+                                         single_key_shortcuts=form.cleaned_data["single_key_shortcuts"] == "on")
+        return JsonResponse({"single_key_shortcuts": saved.single_key_shortcuts})
+
+
+class SkipView(RoleRequiredMixin, View):
+    """POST: set the claimed item aside (optionally flagged as unclear, with a reason) and go on."""
+
+    permission_required = ANNOTATE
+
+    def post(self, request: HttpRequest, study_id: int, token: str) -> HttpResponse:
+        form = SkipForm(request.POST)
+        if not form.is_valid():
+            messages.error(request, "The reason is too long.")
+            return redirect("annotation:item", study_id, token)
+        unclear = form.cleaned_data["unclear"]
+        try:
+            services.item_skip(study_id, token, request.user, unclear=unclear, reason=form.cleaned_data["reason"])
+        except services.NotAMember:
+            raise Http404("No such study among yours.") from None
+        except services.NotYourItem:
+            raise Http404("This item is not assigned to you.") from None
+        except services.StudyClosed as closed:
+            messages.error(request, str(closed))
+            return redirect("annotation:labels", study_id)
+        except services.AnnotationError as refused:
+            messages.error(request, str(refused))
+            return redirect("annotation:item", study_id, token)
+        messages.success(request, "Flagged the item as unclear and set it aside." if unclear
+                         else "Skipped the item: it waits among your skipped items.")
         return _go_to_next(request, study_id)
 
 
@@ -87,6 +170,9 @@ class ItemView(RoleRequiredMixin, View):
                 "setup_html": highlight.bash_html(item.environment["setup"]) if item.environment["setup"] else "",
                 "claim_expired": not own.submitted and own.expires_at <= timezone.now(),
                 "revising": own.submitted,
+                "aligned": line_diff.aligned_diff(item.source_instruction, item.instruction),
+                "neighbours": selectors.own_label_neighbours(item.study, request.user, item.number),
+                "single_keys": selectors.single_key_shortcuts_on(request.user),
             },
             status=status,
         )
@@ -198,8 +284,100 @@ class StudyDetailView(RoleRequiredMixin, TemplateView):
             members=members,
             results=results,
             members_form=MembersForm(exclude_ids=list(study.memberships.values_list("user_id", flat=True))),
+            guidelines_form=GuidelinesForm(initial={"guidelines": study.guidelines, "gold_rate": study.gold_rate}),
             **kwargs,
         )
+
+
+class StudyGuidelinesView(RoleRequiredMixin, View):
+    permission_required = MANAGE
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        study = _curator_study(pk)
+        form = GuidelinesForm(request.POST)
+        if not form.is_valid():
+            messages.error(request, "Guidelines not saved: " + "; ".join(
+                f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()))
+            return redirect("annotation:study", pk)
+        try:
+            services.study_guidelines_set(study, guidelines=form.cleaned_data["guidelines"],
+                                          gold_rate=form.cleaned_data["gold_rate"])
+        except services.StudyRefused as refused:
+            messages.error(request, str(refused))
+        else:
+            messages.success(request, "Saved the guidelines and the gold share.")
+        return redirect("annotation:study", pk)
+
+
+class AnnotatorQualityView(RoleRequiredMixin, TemplateView):
+    permission_required = MANAGE
+    template_name = "annotation/annotators.html"
+
+    def get_context_data(self, **kwargs):
+        study = _curator_study(kwargs["pk"])
+        return super().get_context_data(study=study, quality=selectors.annotator_quality(study),
+                                        fast_seconds=selectors.FAST_SECONDS, **kwargs)
+
+
+class ItemReviewView(RoleRequiredMixin, View):
+    """For curators: one item's labels and flags, its gold answers and its adjudication."""
+
+    permission_required = MANAGE
+    template_name = "annotation/item_review.html"
+
+    def _row(self, study: Study, number: int) -> selectors.ItemRow:
+        row = selectors.curator_item_row(study, number)
+        if row is None:
+            raise Http404(f"Study {study.pk} has no item {number}.")
+        return row
+
+    def _render(self, request: HttpRequest, study: Study, row: selectors.ItemRow, *, gold_form: AnswersForm | None = None,
+                adjudication_form: AdjudicationForm | None = None, status: int = 200) -> HttpResponse:
+        def initial(answers) -> dict[str, str]:
+            return {key: "yes" if answers.value(key) else "no" for key in ("c1", "c2", "c3")} if answers else {}
+
+        return render(request, self.template_name, {
+            "study": study, "row": row, "measures": MEASURES,
+            "gold_form": gold_form or AnswersForm(initial=initial(row.gold), prefix="gold"),
+            "adjudication_form": adjudication_form or AdjudicationForm(
+                initial=initial(row.adjudication.answers if row.adjudication else None)
+                | ({"reason": row.adjudication.reason} if row.adjudication else {}), prefix="adj"),
+        }, status=status)
+
+    def get(self, request: HttpRequest, pk: int, number: int) -> HttpResponse:
+        study = _curator_study(pk)
+        return self._render(request, study, self._row(study, number))
+
+    def post(self, request: HttpRequest, pk: int, number: int) -> HttpResponse:
+        study = _curator_study(pk)
+        row = self._row(study, number)
+        item = study.items.get(pk=row.item_pk)
+        action = request.POST.get("action")
+        if action == "gold-clear":
+            services.item_gold_set(item, None)
+            messages.success(request, f"Item {number} is no longer a gold item.")
+        elif action == "gold":
+            form = AnswersForm(request.POST, prefix="gold")
+            if not form.is_valid():
+                return self._render(request, study, row, gold_form=form, status=400)
+            services.item_gold_set(item, form.answers())
+            messages.success(request, f"Item {number} is a gold item now.")
+        elif action == "adjudicate":
+            adj_form = AdjudicationForm(request.POST, prefix="adj")
+            if not adj_form.is_valid():
+                return self._render(request, study, row, adjudication_form=adj_form, status=400)
+            try:
+                services.item_adjudicate(item, adj_form.answers(), reason=adj_form.cleaned_data["reason"],
+                                         by=request.user)
+            except services.StudyRefused as refused:
+                for name, message in refused.errors.items():
+                    adj_form.add_error(name if name in adj_form.fields else None, message)
+                return self._render(request, study, row, adjudication_form=adj_form, status=400)
+            messages.success(request, f"Set the final label of item {number}.")
+        else:
+            return HttpResponse("action must be one of gold, gold-clear, adjudicate", status=400,
+                                content_type="text/plain")
+        return redirect("annotation:item-review", pk, number)
 
 
 class StudyStatusView(RoleRequiredMixin, View):
@@ -235,12 +413,13 @@ class MembersAddView(RoleRequiredMixin, View):
         return redirect("annotation:study", pk)
 
 
-class ResultsView(RoleRequiredMixin, TemplateView):
-    """Per-item labels and majorities, agreement and Figure 3. Templates extending this page can
-    fill `beside_votes` (per item row) and `beside_votes_header` with data joined on candidate_pk."""
+class ResultsView(RoleRequiredMixin, QueryPageMixin, TemplateView):
+    """Per-item labels and majorities beside the harm tests' verdicts (`?disagree=1`: only where
+    they disagree, as in the items API), agreement and Figure 3."""
 
     permission_required = MANAGE
     template_name = "annotation/results.html"
+    query_serializer = ItemsQuery
 
     def get_context_data(self, **kwargs):
         study = _curator_study(kwargs["pk"])
@@ -249,6 +428,7 @@ class ResultsView(RoleRequiredMixin, TemplateView):
         return super().get_context_data(
             study=study,
             results=results,
+            items=selectors.items_beside_tests(results.rows, self.request.user, disagree_only=self.query["disagree"]),
             measures=MEASURES,
             confusion_svg=charts.confusion_matrix_svg(p),
             metrics_svg=charts.metric_bars_svg(p),
@@ -274,18 +454,18 @@ class DisagreementView(RoleRequiredMixin, TemplateView):
 EXPORTS = {"labels.csv", "items.csv", "study.json"}
 
 
-def wants_identities(request: HttpRequest) -> bool:
-    return request.GET.get("identities") in ("1", "true", "yes")
-
-
-class ExportView(RoleRequiredMixin, View):
+class ExportView(RoleRequiredMixin, QueryPageMixin, View):
     permission_required = MANAGE
+    query_serializer = ExportQuery
 
     def get(self, request: HttpRequest, pk: int, name: str) -> HttpResponse:
         if name not in EXPORTS:
             raise Http404(f"No export {name!r}; there are {', '.join(sorted(EXPORTS))}.")
         study = _curator_study(pk)
-        identities = wants_identities(request)
+        refused = self._refused_query(request)
+        if refused is not None:
+            return refused
+        identities = self.query["identities"]
         if identities and not request.user.has_perm("annotation.export_identities"):
             return HttpResponseForbidden("Exporting annotators' identities needs annotation.export_identities.")
         filename = f"study-{study.pk}-{name}"

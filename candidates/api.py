@@ -1,6 +1,6 @@
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import NotFound
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -8,12 +8,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from veriharm_site.api_errors import API_ERRORS, K_PARAMETER, Refusal, query_int
-from veriharm_site.permissions import api_permission
+from veriharm_site.api_errors import API_ERRORS
+from veriharm_site.permissions import api_any_permission, api_permission
+from veriharm_site.queries import query_of
 
 from . import import_jobs, selectors, services
 from .flags import candidate_flags
 from .models import Candidate, ImportJob
+from .pipeline.schema import pipeline_schema
+from .queries import RankingQuery
 from .serializers import (
     CandidateDetailSerializer,
     CandidateListSerializer,
@@ -21,15 +24,6 @@ from .serializers import (
     ImportRequestSerializer,
 )
 
-RANKING_PARAMETERS = [
-    OpenApiParameter("q", str, description="Search in ids and instructions"),
-    OpenApiParameter("group", str, enum=["top", "bottom", "unranked"], description="Only the top-K or bottom-K"),
-    K_PARAMETER,
-    *[OpenApiParameter(name, str) for name in selectors.FILTER_FIELDS],
-]
-
-
-GROUPS = ("", "top", "bottom", "unranked")
 
 
 class CandidateListApi(generics.ListAPIView):
@@ -38,19 +32,20 @@ class CandidateListApi(generics.ListAPIView):
     permission_classes = [api_permission("candidates.view_ranking")]
     serializer_class = CandidateListSerializer
 
+    def _query(self) -> dict:
+        if not hasattr(self, "_cached_query"):
+            self._cached_query = query_of(RankingQuery, self.request.query_params)
+        return self._cached_query
+
     def _bounds(self):
         if not hasattr(self, "_cached_bounds"):
-            self._cached_bounds = selectors.ranking_bounds(query_int(self.request, "k", low=1))
+            self._cached_bounds = selectors.ranking_bounds(self._query()["k"])
         return self._cached_bounds
 
     def get_queryset(self):
-        params = self.request.query_params
-        if params.get("group", "") not in GROUPS:
-            raise Refusal(f"must be one of {', '.join(g for g in GROUPS if g)}", field="group")
-        filters = {name: params.get(name, "") for name in selectors.FILTER_FIELDS}
-        return selectors.candidate_ranking(
-            search=params.get("q", "").strip(), group=params.get("group", ""), bounds=self._bounds(), **filters
-        )
+        query = self._query()
+        filters = {name: query[name] for name in selectors.FILTER_FIELDS}
+        return selectors.candidate_ranking(search=query["q"], group=query["group"], bounds=self._bounds(), **filters)
 
     def get_serializer(self, *args, **kwargs):
         if not args:  # schema generation: no rows, no database
@@ -64,7 +59,7 @@ class CandidateListApi(generics.ListAPIView):
         }
         return self.serializer_class(*args, **kwargs)
 
-    @extend_schema(parameters=RANKING_PARAMETERS, operation_id="candidates_list")
+    @extend_schema(parameters=[RankingQuery], operation_id="candidates_list")
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
@@ -139,3 +134,14 @@ class ExportApi(APIView):
         return response
 
 
+
+
+class PipelineFormatSchemaApi(APIView):
+    """The pipeline format's JSON Schema (draft 2020-12), generated from the models the import validates with:
+    one line of a pipeline file, either kind. Rules beyond the schema are in its description."""
+
+    permission_classes = [api_any_permission("candidates.import_pipeline", "candidates.view_ranking")]
+
+    @extend_schema(responses={(200, "application/schema+json"): OpenApiTypes.OBJECT}, operation_id="pipeline_format_schema")
+    def get(self, request: Request) -> Response:
+        return Response(pipeline_schema(), content_type="application/schema+json")

@@ -8,6 +8,7 @@ urlpatterns = [
     path("candidates/import/", api.ImportApi.as_view(), name="api-candidates-import"),
     path("candidates/import/jobs/<int:pk>/", api.ImportJobApi.as_view(), name="api-candidates-import-job"),
     path("candidates/export/", api.ExportApi.as_view(), name="api-candidates-export"),
+    path("pipeline-format/schema/", api.PipelineFormatSchemaApi.as_view(), name="api-pipeline-format-schema"),
     *curation_urls.api_urlpatterns,
     path("candidates/<path:external_id>/", api.CandidateDetailApi.as_view(), name="api-candidate-detail"),
 ]

@@ -2,7 +2,8 @@
 
 diff-match-patch works on characters; a raw character diff of two instructions is
 confetti. Tokenising into words and whitespace first (the library's line-mode trick
-applied to words), then semantic cleanup, gives edits a reader can follow.
+applied to words: each token mapped to one character), then semantic cleanup on those
+characters, gives edits of whole words a reader can follow; no word is ever split.
 """
 from __future__ import annotations
 
@@ -55,10 +56,20 @@ def diff_segments(before: str, after: str) -> list[Segment]:
     dmp.Diff_Timeout = 2.0
     a, b, table = _words_to_chars(before, after)
     diffs = dmp.diff_main(a, b, False)
-    dmp.diff_charsToLines(diffs, table)
+    # Cleaned up while each character still stands for a whole token: run on the decoded text,
+    # the cleanup's overlap and boundary shifts would cut words ("seven" -> "seven" + "ty").
     dmp.diff_cleanupSemantic(diffs)
+    dmp.diff_charsToLines(diffs, table)
     kinds = {0: "equal", -1: "delete", 1: "insert"}
-    return [Segment(kinds[op], text) for op, text in diffs if text]
+    segments: list[Segment] = []
+    for op, text in diffs:
+        if not text:
+            continue
+        if segments and segments[-1].kind == kinds[op]:
+            segments[-1] = Segment(kinds[op], segments[-1].text + text)
+        else:
+            segments.append(Segment(kinds[op], text))
+    return segments
 
 
 def side_by_side(before: str, after: str) -> SideBySide:

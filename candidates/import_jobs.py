@@ -4,7 +4,7 @@
   token is random, the uploaded name is only a label), counts its lines and enqueues the job
   after commit.
 - `import_job_execute` (the task's body) marks the job running, then in ONE transaction locks the
-  job row, imports (the same all-or-nothing `candidate_import` as everywhere) and records the end:
+  job row, imports (the same all-or-nothing `candidate_import_lines` as everywhere) and records the end:
   done with its summary, or refused with every bad line. A second delivery either waits on the row
   lock and then finds the job finished, or skips it while another worker holds it; an import is
   applied at most once. A worker killed mid-import rolls its transaction back: nothing of the
@@ -32,7 +32,7 @@ from django.utils import timezone
 
 from . import pipeline_format as fmt
 from .models import IMPORT_FINISHED, ImportJob, ImportStatus
-from .services import ImportRefused, candidate_import
+from .services import ImportRefused, candidate_import_lines
 
 logger = logging.getLogger(__name__)
 
@@ -183,8 +183,7 @@ def import_job_execute(job_id: int) -> str:
             return "finished"
         progress = _Progress(job)
         try:
-            parsed = fmt.parse(_lines(job, progress))
-            summary = candidate_import(parsed, replace=job.replace, progress=progress.records)
+            summary = candidate_import_lines(_lines(job, progress), replace=job.replace, progress=progress.records)
         except ImportRefused as refusal:
             _end(job, ImportStatus.REFUSED, errors=_error_rows(refusal.errors))
             return "refused"

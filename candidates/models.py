@@ -5,6 +5,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from veriharm_site.refusals import Conflict
+
 SCORE_KEYS = (
     "harm_test_correctness",
     "harm_unintendedness",
@@ -174,6 +176,9 @@ class SearchAttempt(models.Model):
             models.CheckConstraint(condition=Q(iteration__gte=1), name="attempt_iteration_positive"),
         ]
 
+    def __str__(self) -> str:
+        return f"attempt {self.iteration} of search {self.search_id}"
+
 
 # --- Curation: decisions, revisions and frozen releases -------------------------------------------
 
@@ -202,7 +207,7 @@ class AppendOnly(Exception):
     """Raised on an attempt to change or delete a row that is kept as history."""
 
 
-class ReleaseFrozen(Exception):
+class ReleaseFrozen(Conflict):
     """Raised on an attempt to change or delete a frozen release or one of its items."""
 
 

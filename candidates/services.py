@@ -10,7 +10,15 @@ from django.db import connection, transaction
 from . import pipeline_format as fmt
 from .bulk import insert_rows, update_column
 from .diffing import AddedWords, search_text
-from .models import SCORE_KEYS, Candidate, Judgement, Revision, Search, SearchAttempt, SourceTask
+from .models import (
+    SCORE_KEYS,
+    Candidate,
+    Judgement,
+    Revision,
+    Search,
+    SearchAttempt,
+    SourceTask,
+)
 
 CHUNK = 2000
 ANALYZE_AFTER = 5000
@@ -347,6 +355,27 @@ def candidate_import(
     """Import validated records, all or nothing. Raises ImportRefused naming every bad line."""
     if parsed.errors:
         raise ImportRefused(list(parsed.errors))
+    if connection.vendor == "postgresql":
+        from .staged_import import staged_import
+
+        return staged_import(parsed.records, replace=replace, progress=progress)
+    return _import_in_memory(parsed, replace=replace, progress=progress)
+
+
+def candidate_import_lines(
+    lines: Iterable[tuple[fmt.Location, str | bytes]], *, replace: bool = False, progress: Progress | None = None
+) -> ImportSummary:
+    """Validate and import numbered lines, all or nothing, streamed: on PostgreSQL no more than a
+    line's worth of candidates is held in memory, however long the input."""
+    if connection.vendor == "postgresql":
+        from .staged_import import staged_import
+
+        return staged_import(fmt.parse_stream(lines, candidate_duplicates=False), replace=replace, progress=progress)
+    return candidate_import(fmt.parse(lines), replace=replace, progress=progress)
+
+
+def _import_in_memory(parsed: fmt.ParseResult, *, replace: bool, progress: Progress | None) -> ImportSummary:
+    """The import where there is no COPY (SQLite, the embedded demo): records in memory, ORM writes."""
     summary = ImportSummary()
     errors: list[fmt.FormatError] = []
     candidates = parsed.candidates
@@ -374,7 +403,12 @@ def _refresh_statistics() -> None:
 
 
 def candidate_import_files(paths: Iterable[str], *, replace: bool = False, progress: Progress | None = None) -> ImportSummary:
-    return candidate_import(fmt.parse_files(paths), replace=replace, progress=progress)
+    def lines() -> Iterator[tuple[fmt.Location, str | bytes]]:
+        for path in paths:
+            with open(path, "rb") as handle:
+                yield from fmt.iter_lines(handle, str(path))
+
+    return candidate_import_lines(lines(), replace=replace, progress=progress)
 
 
 def candidate_to_record(candidate: Candidate) -> dict[str, Any]:
@@ -440,4 +474,4 @@ def candidate_import_streams(
         for name, stream in streams:
             yield from fmt.iter_lines(stream, name)
 
-    return candidate_import(fmt.parse(lines()), replace=replace, progress=progress)
+    return candidate_import_lines(lines(), replace=replace, progress=progress)

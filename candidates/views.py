@@ -7,36 +7,38 @@ from django.views import View
 from django.views.generic import TemplateView
 
 from veriharm_site.permissions import RoleRequiredMixin
+from veriharm_site.queries import QueryPageMixin
 
 from . import diffing, highlight, import_jobs, selectors, services
 from .flags import candidate_flags, flag_warning
+from .curation.selectors import curation_history
+from .panels import candidate_panels
 from .forms import ImportForm
 from .models import Candidate, ImportJob, Perturbation
+from .queries import RankingQuery
 
 PAGE_SIZE = 50
 
 
-class RankingView(RoleRequiredMixin, TemplateView):
+class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     permission_required = "candidates.view_ranking"
     template_name = "candidates/ranking.html"
+    query_serializer = RankingQuery
 
     def get_context_data(self, **kwargs):
         params = self.request.GET
-        try:
-            k = int(params.get("k", ""))
-        except ValueError:
-            k = None
-        bounds = selectors.ranking_bounds(k)
-        filters = {name: params.get(name, "") for name in selectors.FILTER_FIELDS}
+        query = self.query
+        bounds = selectors.ranking_bounds(query["k"])
+        filters = {name: query[name] for name in selectors.FILTER_FIELDS}
         rows_source = selectors.candidate_ranking_pageable(
-            search=params.get("q", "").strip(), group=params.get("group", ""), bounds=bounds, **filters
+            search=query["q"], group=query["group"], bounds=bounds, **filters
         )
         page = Paginator(rows_source, PAGE_SIZE).get_page(params.get("page"))
         rows = list(page.object_list)
         sums = selectors.candidate_judge_sums([c.pk for c in rows])
         flags = candidate_flags(c.pk for c in rows)
-        query = params.copy()
-        query.pop("page", None)
+        kept = params.copy()
+        kept.pop("page", None)
         return super().get_context_data(
             page=page,
             rows=[
@@ -49,9 +51,9 @@ class RankingView(RoleRequiredMixin, TemplateView):
                 (name, selectors.FILTER_LABELS[name], values) for name, values in selectors.filter_choices().items()
             ],
             perturbation_labels=dict(Perturbation.choices),
-            q=params.get("q", ""),
-            group=params.get("group", ""),
-            querystring=query.urlencode(),
+            q=query["q"],
+            group=query["group"],
+            querystring=kept.urlencode(),
             **kwargs,
         )
 
@@ -70,6 +72,8 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
         flags = candidate_flags([candidate.pk]).get(candidate.pk, [])
         return super().get_context_data(
             candidate=candidate,
+            curation=curation_history(candidate.pk),
+            panels=candidate_panels(candidate, self.request.user),
             flags=flags,
             flag_warning=flag_warning(flags),
             group=bounds.group(candidate.rank),

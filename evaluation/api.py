@@ -17,10 +17,11 @@ from .serializers import (
     CandidateRerunSerializer,
     LatestResultSerializer,
     LaunchSerializer,
-    RunProgressSerializer,
-    RunRerunSerializer,
     ReferenceCheckSerializer,
     RescoreSerializer,
+    RunMetricsSerializer,
+    RunProgressSerializer,
+    RunRerunSerializer,
     RunSerializer,
     TrialDetailSerializer,
     TrialSerializer,
@@ -29,12 +30,6 @@ from .serializers import (
 VIEW = api_permission("evaluation.view_evaluations")
 RUN = api_permission("evaluation.run_evaluations")
 ERRORS = API_ERRORS
-# The first word of a launch refusal names the field it is about ("repetitions must be ...").
-LAUNCH_FIELDS = ("selection", "agents", "protocol", "repetitions", "backend", "name", "test_timeout", "budget_usd")
-
-
-def _launch_refusal(errors: list[str]) -> Response:
-    return refusal([(e.split(" ", 1)[0] if e.split(" ", 1)[0] in LAUNCH_FIELDS else "", e) for e in errors])
 
 
 def _agent_ids(names_or_ids: list[str]) -> tuple[list[int], list[str]]:
@@ -77,15 +72,12 @@ class RunListApi(generics.ListAPIView):
         agent_ids, unknown = _agent_ids(data["agents"])
         if unknown:
             return refusal(f"no agent {', '.join(unknown)}", field="agents")
-        try:
-            run = runs.run_launch(
-                selection=data["selection"], agent_ids=agent_ids, repetitions=data.get("repetitions"),
-                backend=data.get("backend") or None, created_by=request.user, name=data["name"],
-                test_timeout=data.get("test_timeout"), protocol=data.get("protocol"),
-                budget_usd=data.get("budget_usd"),
-            )
-        except runs.LaunchRefused as refused:
-            return _launch_refusal(refused.errors)
+        run = runs.run_launch(
+            selection=data["selection"], agent_ids=agent_ids, repetitions=data.get("repetitions"),
+            backend=data.get("backend") or None, created_by=request.user, name=data["name"],
+            test_timeout=data.get("test_timeout"), protocol=data.get("protocol"),
+            budget_usd=data.get("budget_usd"),
+        )
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
 
@@ -122,10 +114,7 @@ class RunRerunApi(APIView):
         run = generics.get_object_or_404(Run, pk=pk)
         payload = RunRerunSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        try:
-            new = runs.run_rerun(run, created_by=request.user, backend=payload.validated_data.get("backend") or None)
-        except runs.LaunchRefused as refused:
-            return _launch_refusal(refused.errors)
+        new = runs.run_rerun(run, created_by=request.user, backend=payload.validated_data.get("backend") or None)
         return Response(RunSerializer(new).data, status=status.HTTP_201_CREATED)
 
 
@@ -134,7 +123,7 @@ class RunMetricsApi(APIView):
 
     permission_classes = [VIEW]
 
-    @extend_schema(responses=inline_serializer("RunMetrics", {"rows": serializers.ListField(child=serializers.DictField())}))
+    @extend_schema(responses=RunMetricsSerializer)
     def get(self, request: Request, pk: int) -> Response:
         return Response(exports.metrics_document(generics.get_object_or_404(Run, pk=pk)))
 
@@ -212,13 +201,10 @@ class CandidateRerunApi(APIView):
             agent_ids, unknown = _agent_ids(data["agents"])
             if unknown:
                 return refusal(f"no agent {', '.join(unknown)}", field="agents")
-        try:
-            run = runs.candidate_rerun(
-                candidate, created_by=request.user, agent_ids=agent_ids,
-                repetitions=data["repetitions"], backend=data.get("backend") or None,
-            )
-        except runs.LaunchRefused as refused:
-            return _launch_refusal(refused.errors)
+        run = runs.candidate_rerun(
+            candidate, created_by=request.user, agent_ids=agent_ids,
+            repetitions=data["repetitions"], backend=data.get("backend") or None,
+        )
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
 
@@ -239,8 +225,5 @@ class CandidateRescoresApi(generics.ListAPIView):
     @extend_schema(request=None, responses={202: RescoreSerializer(many=True), 400: ERRORS})
     def post(self, request: Request, external_id: str) -> Response:
         candidate = generics.get_object_or_404(Candidate, external_id=external_id)
-        try:
-            rescores = rescoring.rescore_launch(candidate, requested_by=request.user)
-        except rescoring.RescoreRefused as refused:
-            return refusal(str(refused))
+        rescores = rescoring.rescore_launch(candidate, requested_by=request.user)
         return Response(RescoreSerializer(rescores, many=True).data, status=status.HTTP_202_ACCEPTED)

@@ -14,6 +14,20 @@ class EvaluationConfig(AppConfig):
         # before approving it; the candidates app asks through this hook, never importing us.
         flag_source_register(candidate_flag_reasons)
 
+        from candidates.harm_test_verdicts import harm_test_verdict_source_register
+
+        from .selectors import harm_test_verdicts
+
+        # Pages and API that set test verdicts beside human verdicts read them through this hook.
+        harm_test_verdict_source_register(harm_test_verdicts)
+
+        from candidates.panels import panel_source_register
+
+        from .candidate_panel import candidate_evaluation_panel
+
+        # A candidate's page shows its evaluation results to those who may read them.
+        panel_source_register(20, candidate_evaluation_panel)
+
         from veriharm_site.recovery import sweeper_register
 
         from .recovery import sweep

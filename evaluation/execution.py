@@ -224,9 +224,11 @@ def _cleanup_after_dead_worker(backend, claim: runs.Claim) -> None:
 
 
 def default_backend_factory(name: str):
-    from .sandbox.registry import get_backend
+    from .sandbox.registry import shared_backend
 
-    return get_backend(name)
+    # The process's own backend, so that its warm pools serve trial after trial.
+    return shared_backend(name, pool_size=settings.VERIHARM_SANDBOX_POOL_SIZE,
+                          pool_environments=settings.VERIHARM_SANDBOX_POOL_ENVIRONMENTS)
 
 
 def trial_execute(trial_id: int, *, worker: str = "", backend_factory: Callable[[str], object] | None = None,

@@ -184,8 +184,8 @@ class TrialInputs(models.Model):
     instruction_sha256 = models.CharField(max_length=64)
     task_test = models.TextField()
     task_test_sha256 = models.CharField(max_length=64)
-    # None for a capability twin, which runs its task test alone.
-    harm_test = models.TextField(null=True, blank=True)
+    # None for a capability twin, which runs its task test alone (unlike an empty harm test).
+    harm_test = models.TextField(null=True, blank=True)  # noqa: DJ001
     harm_test_sha256 = models.CharField(max_length=64, blank=True, default="")
     # The canonical JSON text of the environment object (workdir, files, setup, image, network).
     environment = models.TextField()
@@ -350,6 +350,9 @@ class TranscriptStep(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["trial", "attempt", "index"], name="step_one_per_index"),
         ]
+
+    def __str__(self) -> str:
+        return f"step {self.index} ({self.kind}) of trial {self.trial_id}, attempt {self.attempt}"
 
 
 class ModelRoute(models.TextChoices):

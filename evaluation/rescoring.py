@@ -14,13 +14,15 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from candidates.models import Candidate
+from veriharm_site.refusals import Refused
 
 from . import final_states, pinning
 from .models import FinalState, Rescore, RescoreStatus, Trial, TrialKind, TrialStatus
 from .taxonomy import VERDICT_ENDS, ExitStatus, end_of_tests
 
-class RescoreRefused(Exception):
-    pass
+class RescoreRefused(Refused):
+    def __init__(self, message: str) -> None:
+        super().__init__("", message)
 
 
 def _rescorable(candidate: Candidate) -> QuerySet[Trial]:

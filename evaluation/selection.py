@@ -11,9 +11,9 @@ from typing import Any
 
 from django.apps import apps
 
-from candidates.releases import services as releases
 from candidates import selectors as candidate_selectors
 from candidates.models import Candidate, Release
+from candidates.releases import services as releases
 
 from .pinning import PinnedCandidate, live_candidates
 
@@ -168,3 +168,39 @@ def studies_available() -> list[tuple[int, str]]:
     except LookupError:
         return []
     return list(study.objects.order_by("-pk").values_list("pk", "name"))
+
+
+def _listed(values: list[str], shown: int = 5) -> str:
+    if len(values) <= shown:
+        return ", ".join(values)
+    return f"{', '.join(values[:shown])} and {len(values) - shown} more"
+
+
+def selection_in_words(selection: Any) -> str:
+    """How a run's candidates were chosen, as a phrase for its page ("the top 150 of the ranking")."""
+    if not isinstance(selection, dict) or not selection.get("kind"):
+        return "an unrecorded selection"
+    kind = selection["kind"]
+    if kind == "ids":
+        ids = [str(i) for i in selection.get("ids") or []]
+        return f"{len(ids)} candidate id{'' if len(ids) == 1 else 's'}: {_listed(ids)}"
+    if kind == "top_k":
+        return f"the top {selection.get('k')} of the ranking"
+    if kind == "study":
+        return f"the items of study {selection.get('study')}"
+    if kind == "release":
+        return f"the records of release {selection.get('release')}"
+    if kind == "rerun":
+        return f"those of run {selection.get('run')}, which were {selection_in_words(selection.get('of'))}"
+    if kind == "filter":
+        parts = []
+        if selection.get("group"):
+            parts.append(f"{selection['group']} group")
+        for name in candidate_selectors.FILTER_FIELDS:
+            if selection.get(name):
+                parts.append(f"{candidate_selectors.FILTER_LABELS[name]} {selection[name]}")
+        if selection.get("q"):
+            parts.append(f"matching \u201c{selection['q']}\u201d")
+        words = "the ranking" + (f" filtered by {', '.join(parts)}" if parts else "")
+        return f"the first {selection['k']} of {words}" if selection.get("k") not in (None, "") else words
+    return f"a selection of kind {kind}"

@@ -4,17 +4,27 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
-
 from decimal import Decimal
+from typing import Any
 
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
-from . import metrics, taxonomy
-from .models import Agent, ModelCall, ReferenceCheck, ReferenceVerdict, Run, Trial, TrialKind, TrialStatus, TranscriptStep
-from .taxonomy import TrialEnd
+from candidates.harm_test_verdicts import AgentResult, HarmTestVerdict
 
+from . import metrics, taxonomy
+from .models import (
+    Agent,
+    ModelCall,
+    ReferenceCheck,
+    ReferenceVerdict,
+    Run,
+    TranscriptStep,
+    Trial,
+    TrialKind,
+    TrialStatus,
+)
+from .taxonomy import TrialEnd
 
 # A list of trials shows each one's inputs digest, never the texts themselves.
 INPUT_TEXTS = ("inputs__instruction", "inputs__task_test", "inputs__harm_test", "inputs__environment")
@@ -425,3 +435,17 @@ def with_model_usage(trials: QuerySet[Trial]) -> QuerySet[Trial]:
         retries_n=Sum("model_calls__retries"),
         unpriced_n=Count("model_calls", filter=Q(model_calls__cost_usd__isnull=True)),
     )
+
+
+def harm_test_verdicts(candidate_ids: list[int]) -> dict[int, HarmTestVerdict]:
+    """harm_test_summaries as read models, for `candidates.harm_test_verdicts` (registered in ready())."""
+    return {
+        pk: HarmTestVerdict(
+            results=tuple(AgentResult(agent=r["agent"], model=r["model"], harness=r["harness"], r_task=r["r_task"],
+                                      r_harm=r["r_harm"], stale=r["stale"], trial=r["trial"])
+                          for r in summary["results"]),
+            harm_observed=summary["harm_observed"],
+            tests_valid=summary["tests_valid"],
+        )
+        for pk, summary in harm_test_summaries(candidate_ids).items()
+    }

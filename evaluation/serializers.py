@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from . import selectors
-from .models import Agent, ModelCall, Protocol, ReferenceCheck, Rescore, Run, Trial, TrialInputs, TranscriptStep
+from .models import Agent, ModelCall, Protocol, ReferenceCheck, Rescore, Run, TranscriptStep, Trial, TrialInputs
 from .taxonomy import TrialEnd
 
 
@@ -242,3 +242,40 @@ class LatestResultSerializer(serializers.Serializer):
     stale = serializers.BooleanField()
     trial = serializers.IntegerField()
     finished_at = serializers.DateTimeField()
+
+
+class MetricsRowSerializer(serializers.Serializer):
+    """One agent and breakdown group of a run's metrics (the columns of the CSV export)."""
+
+    run = serializers.IntegerField()
+    agent = serializers.CharField()
+    model = serializers.CharField()
+    harness = serializers.CharField()
+    breakdown = serializers.ChoiceField(choices=["all", "perturbation", "risk_category"])
+    group = serializers.CharField(help_text='The perturbation or risk category; "" for all')
+    n_candidates = serializers.IntegerField()
+    n_trials = serializers.IntegerField()
+    unresolved_trials = serializers.IntegerField()
+    stale_trials = serializers.IntegerField()
+    excluded_candidates = serializers.IntegerField()
+    # evaluation.metrics.METRICS and their standard errors; absent for a group without candidates
+    ta = serializers.FloatField(required=False, allow_null=True)
+    ta_se = serializers.FloatField(required=False, allow_null=True)
+    hsr = serializers.FloatField(required=False, allow_null=True)
+    hsr_se = serializers.FloatField(required=False, allow_null=True)
+    ssr = serializers.FloatField(required=False, allow_null=True)
+    ssr_se = serializers.FloatField(required=False, allow_null=True)
+    hpr = serializers.FloatField(required=False, allow_null=True)
+    hpr_se = serializers.FloatField(required=False, allow_null=True)
+    nhsr = serializers.FloatField(required=False, allow_null=True)
+    nhsr_se = serializers.FloatField(required=False, allow_null=True)
+
+
+class RunMetricsSerializer(serializers.Serializer):
+    run = serializers.IntegerField()
+    name = serializers.CharField()
+    backend = serializers.CharField()
+    repetitions = serializers.IntegerField()
+    definitions = serializers.DictField(child=serializers.CharField(), help_text="Each metric's formula in words")
+    standard_error = serializers.CharField(help_text="How the standard errors are computed")
+    rows = MetricsRowSerializer(many=True)

@@ -169,7 +169,8 @@ def trial_run(
         except AgentStopped:
             raise TrialCancelled() from None
         checkpoint()
-        snapshot = sandbox.snapshot()
+        # Nothing runs in the agent's sandbox after this: the backend may hand its state over.
+        snapshot = sandbox.final_snapshot()
     except BaseException:
         sandbox.destroy()
         raise

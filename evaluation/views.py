@@ -10,11 +10,14 @@ from django.views import View
 from django.views.generic import TemplateView
 
 from candidates.models import Candidate
+from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin
 
 from . import exports, metrics, presentation, rescoring, runs, selectors
 from .forms import LaunchForm
+from .selection import selection_in_words
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
+from .sandbox_status import sandbox_status
 from .taxonomy import MEANING
 
 PAGE_SIZE = 50
@@ -41,13 +44,16 @@ class RunLaunchView(RoleRequiredMixin, View):
             initial["protocol"] = self.request.GET["protocol"]
         return LaunchForm(data, initial=initial, default_backend=settings.VERIHARM_SANDBOX_BACKEND)
 
+    def _render(self, request: HttpRequest, context: dict, status: int = 200) -> HttpResponse:
+        return render(request, self.template_name, {**context, "sandbox": sandbox_status()}, status=status)
+
     def get(self, request: HttpRequest) -> HttpResponse:
-        return render(request, self.template_name, {"form": self._form()})
+        return self._render(request, {"form": self._form()})
 
     def post(self, request: HttpRequest) -> HttpResponse:
         form = self._form(request.POST)
         if not form.is_valid():
-            return render(request, self.template_name, {"form": form}, status=400)
+            return self._render(request, {"form": form}, status=400)
         data = form.cleaned_data
         try:
             run = runs.run_launch(
@@ -62,7 +68,7 @@ class RunLaunchView(RoleRequiredMixin, View):
                 budget_usd=data.get("budget_usd"),
             )
         except runs.LaunchRefused as refused:
-            return render(request, self.template_name, {"form": form, "errors": refused.errors}, status=400)
+            return self._render(request, {"form": form, "errors": refused.errors}, status=400)
         messages.success(request, f"Launched {run}: {run.trials.count()} trials queued.")
         return redirect("evaluation:run", pk=run.pk)
 
@@ -88,6 +94,7 @@ class RunDetailView(RoleRequiredMixin, TemplateView):
             progress=progress,
             ends=selectors.end_counts(progress),
             stale_count=selectors.run_stale_count(run),
+            selection_words=selection_in_words(run.selection),
             page=page,
             status=status,
             statuses=TrialStatus.choices,
@@ -105,8 +112,17 @@ class RunProgressView(RoleRequiredMixin, View):
         return JsonResponse(selectors.run_progress(_run_or_404(pk)))
 
 
-class RunCancelView(RoleRequiredMixin, View):
+class RunCancelView(RoleRequiredMixin, ConfirmStepMixin, View):
     permission_required = "evaluation.run_evaluations"
+
+    def confirmation(self, request: HttpRequest, pk: int) -> Confirmation:
+        run = _run_or_404(pk)
+        return Confirmation(
+            title=f"Cancel {run}?",
+            message="Its queued trials end now, unrun; running ones stop at their next step. Finished trials keep "
+                    "their results. A cancelled run cannot be resumed (a re-run starts a new one).",
+            action="Cancel the run", back_url=reverse("evaluation:run", args=[run.pk]), back_label="No, keep it running",
+        )
 
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         run = _run_or_404(pk)
@@ -115,8 +131,19 @@ class RunCancelView(RoleRequiredMixin, View):
         return redirect("evaluation:run", pk=run.pk)
 
 
-class RunRerunView(RoleRequiredMixin, View):
+class RunRerunView(RoleRequiredMixin, ConfirmStepMixin, View):
     permission_required = "evaluation.run_evaluations"
+
+    def confirmation(self, request: HttpRequest, pk: int) -> Confirmation:
+        run = _run_or_404(pk)
+        trials = run.trials.count()
+        return Confirmation(
+            title=f"Re-run {run}?",
+            message=f"A new run evaluates the same candidates with the same agents again: {trials} trial"
+                    f"{'' if trials == 1 else 's'} queued, each using sandbox time (and model calls, for model "
+                    "agents). This run and its results stay as they are.",
+            action="Re-run", back_url=reverse("evaluation:run", args=[run.pk]), danger=False,
+        )
 
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         run = _run_or_404(pk)
@@ -207,8 +234,17 @@ class CandidateRescoreView(RoleRequiredMixin, View):
         return redirect(reverse("candidates:detail", args=[external_id]) + "#rescores")
 
 
-class CandidateRerunView(RoleRequiredMixin, View):
+class CandidateRerunView(RoleRequiredMixin, ConfirmStepMixin, View):
     permission_required = "evaluation.run_evaluations"
+
+    def confirmation(self, request: HttpRequest, external_id: str) -> Confirmation:
+        candidate = get_object_or_404(Candidate, external_id=external_id)
+        return Confirmation(
+            title=f"Re-evaluate {candidate.external_id}?",
+            message="A new run evaluates this candidate again with every agent that evaluated it before, using "
+                    "sandbox time (and model calls, for model agents). Earlier results stay in its history.",
+            action="Re-evaluate", back_url=reverse("candidates:detail", args=[candidate.external_id]), danger=False,
+        )
 
     def post(self, request: HttpRequest, external_id: str) -> HttpResponse:
         candidate = get_object_or_404(Candidate, external_id=external_id)

@@ -45,11 +45,12 @@ def test_decisions_and_revisions_are_append_only_in_the_database(history, curato
     decisions, revisions = rows(Decision), rows(Revision)
     assert len(decisions) == 2 and len(revisions) == 2
     for model, what in ((Decision, "a decision is history"), (Revision, "a revision is history")):
-        refused_by_the_database(lambda: model._base_manager.update(created_at=timezone.now())
+        # Each attempt runs at once, inside this iteration: binding `model` as a default says so.
+        refused_by_the_database(lambda model=model: model._base_manager.update(created_at=timezone.now())
                                 if model is Revision else model._base_manager.update(note="rewritten"), what)
-        refused_by_the_database(lambda: model._base_manager.all().delete(), what)
-        refused_by_the_database(lambda: model._base_manager.filter(pk=model._base_manager.first().pk)._raw_delete(
-            connection.alias), what)
+        refused_by_the_database(lambda model=model: model._base_manager.all().delete(), what)
+        refused_by_the_database(lambda model=model: model._base_manager.filter(
+            pk=model._base_manager.first().pk)._raw_delete(connection.alias), what)
     with connection.cursor() as cursor:
         with pytest.raises(IntegrityError), transaction.atomic():
             cursor.execute("UPDATE candidates_decision SET verdict = 'approve'")
@@ -110,7 +111,8 @@ def test_a_finished_trial_and_its_pinned_inputs_never_change_in_the_database(exa
     finished = rows(Trial, pk=trial.pk)
     for change in ({"status": TrialStatus.QUEUED, "end": ""}, {"outcome": "SAFE_SUCCESS"}, {"error": ""},
                    {"finished_at": timezone.now()}, {"candidate_revision": 7}, {"agent_config": {}}):
-        refused_by_the_database(lambda: Trial._base_manager.filter(pk=trial.pk).update(**change), "is finished")
+        refused_by_the_database(lambda change=change: Trial._base_manager.filter(pk=trial.pk).update(**change),
+                                "is finished")
     # Writing the same values is no change and passes.
     Trial._base_manager.filter(pk=trial.pk).update(error=finished[0]["error"])
     assert rows(Trial, pk=trial.pk) == finished

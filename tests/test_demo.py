@@ -11,8 +11,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.http import HttpRequest
 
-from annotation.models import Study
+from annotation.demo_votes import DISPUTED, LABELLED_STUDY
+from annotation.models import Assignment, Study
+from annotation.selectors import study_item_rows
+from candidates.demo_checked import checked_lines
 from candidates.models import Candidate, Search, SourceTask
+from evaluation.models import Agent, Run
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.django_db
@@ -22,8 +26,26 @@ def test_load_demo_is_complete_and_idempotent(client):
     out = io.StringIO()
     call_command("load_demo", tasks=20, password="veriharm-demo", stdout=out)
     counts = (Candidate.objects.count(), Search.objects.count(), SourceTask.objects.count(), Study.objects.count())
-    assert counts[0] > 40 and counts[1] == 20 * 4 * 2 + 3 and counts[3] == 1
+    assert counts[0] > 40 and counts[1] == 20 * 4 * 2 + 3 and counts[3] == 2
     assert SourceTask.objects.filter(external_id="bashbench-319395").exists()  # a real BashBench id
+    # The hand-checked candidates carry their references and twins and lead the ranking.
+    checked = {line["id"] for line in checked_lines()}
+    assert len(checked) >= 10
+    top = Candidate.objects.filter(rank__lte=len(checked))
+    assert {c.external_id for c in top} == checked
+    assert all(c.references.get("safe") and c.references.get("harmful") and c.twin for c in top)
+    # The labelled study: the checked candidates and as many of the bottom, each labelled by 3 annotators,
+    # and the disputed ones voted invalid by the majority.
+    labelled = Study.objects.get(name=LABELLED_STUDY)
+    items = labelled.items.select_related("candidate")
+    assert {i.candidate.external_id for i in items if i.group == "top"} == checked
+    assert len(items) == 2 * len(checked)
+    assert Assignment.objects.filter(study=labelled, submitted_at__isnull=False).count() == 3 * len(items)
+    rows = {row.candidate_pk: row for row in study_item_rows(labelled)}
+    disputed = [i for i in items if i.candidate.external_id in DISPUTED]
+    assert disputed and all(rows[i.candidate_id].valid_agg is False for i in disputed)
+    sound = [i for i in items if i.candidate.external_id in checked - DISPUTED]
+    assert all(rows[i.candidate_id].valid_agg is True for i in sound)
     assert "annotator1  veriharm-demo  annotator" in out.getvalue()
 
     call_command("load_demo", tasks=20, password="veriharm-demo", stdout=io.StringIO())
@@ -66,3 +88,40 @@ def test_the_production_settings_module_refuses_load_demo(tmp_path):
     assert result.returncode == 1
     assert "CommandError: demo users and data are refused under these settings " \
            "(veriharm_site.settings.production)" in result.stderr
+
+
+def test_demo_runs_are_refused_under_production_settings(settings):
+    call_command("load_demo", tasks=5, password="veriharm-demo", stdout=io.StringIO())
+    agents = set(Agent.objects.values_list("name", flat=True))
+    settings.VERIHARM_DEMO_ALLOWED = False
+    with pytest.raises(CommandError, match="demo users and data are refused"):
+        call_command("demo_evaluate", stdout=io.StringIO())
+    assert not Run.objects.exists() and set(Agent.objects.values_list("name", flat=True)) == agents
+
+
+def test_demo_runs_wait_for_the_sandbox_system(monkeypatch, tmp_path, settings):
+    call_command("load_demo", tasks=5, password="veriharm-demo", stdout=io.StringIO())
+    monkeypatch.setenv("VERIHARM_SANDBOX_ROOT", str(tmp_path / "sandbox-root"))
+    monkeypatch.delenv("VERIHARM_VERIFIER_ROOT", raising=False)
+    settings.VERIHARM_SANDBOX_BUILD_STATE = str(tmp_path / "state")
+    settings.VERIHARM_LAUNCH_WAITS_FOR_SANDBOX = True
+    agents = set(Agent.objects.values_list("name", flat=True))
+    with pytest.raises(CommandError, match="cannot run trials yet: The sandbox system is not built yet"):
+        call_command("demo_evaluate", stdout=io.StringIO())
+    assert not Run.objects.exists() and set(Agent.objects.values_list("name", flat=True)) == agents
+    assert not agents & {"demo-careful", "demo-sloppy", "demo-reckless"}
+
+
+def test_demo_runs_launch_once(django_capture_on_commit_callbacks):
+    call_command("load_demo", tasks=5, password="veriharm-demo", stdout=io.StringIO())
+    out = io.StringIO()
+    with django_capture_on_commit_callbacks() as published:
+        call_command("demo_evaluate", stdout=out)
+    assert len(published) == 2  # each run's trials are published once committed
+    runs = {run.name: run for run in Run.objects.all()}
+    agents_run = runs["Demo: scripted agents, V3AST-Bench"]
+    assert agents_run.protocol == "v3ast" and agents_run.trials.count() == 3 * len(list(checked_lines())) * 2 * 2
+    assert sorted(a.name for a in agents_run.agents.all()) == ["demo-careful", "demo-reckless", "demo-sloppy"]
+    assert runs["Demo: reference check of the labelled study"].trials.count() == 4 * len(list(checked_lines()))
+    call_command("demo_evaluate", stdout=out)
+    assert Run.objects.count() == 2 and "The demo runs exist already." in out.getvalue()

@@ -8,7 +8,8 @@ Every 4xx answer of the API has the body
 parameter, `body`, or "" when the refusal is about the request as a whole); imports add `file` and
 `line`. Some refusals carry one more key the client needs (a flagged approval: `flags`).
 DRF's own exceptions (parse errors, validation errors, 403, 404, 405, 415) go through
-`exception_handler`; views answer a service layer's refusal with `refusal(...)` or raise `Refusal`.
+`exception_handler`, and so do the service layer's refusals (`veriharm_site.refusals.Refused`):
+API views let them through; a view's own check raises `Refusal`.
 """
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, inline_serializer
+from drf_spectacular.utils import inline_serializer
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
+
+from .refusals import Refused
 
 ErrorPair = tuple[str, str]
 
@@ -59,6 +62,11 @@ class Refusal(exceptions.APIException):
         self.field = field
 
 
+def flatten_errors(detail: Any, path: str = "") -> list[ErrorPair]:
+    """(field path, message) pairs from a DRF error detail."""
+    return list(_flatten(detail, path))
+
+
 def _flatten(detail: Any, path: str = "") -> Iterator[ErrorPair]:
     """(field path, message) pairs from a DRF error detail, however nested (list fields give dicts
     keyed by index, nested serializers dicts keyed by name)."""
@@ -83,13 +91,17 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = exceptions.NotFound(*exc.args)
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied(*exc.args)
+    if isinstance(exc, Refused):
+        # A service's refusal: it wrote nothing, and says which field is wrong.
+        set_rollback()
+        return Response(errors_body(exc.error_pairs(), **exc.error_extra()), status=exc.status_code)
     if not isinstance(exc, exceptions.APIException):
         return None
     headers = {}
     if getattr(exc, "auth_header", None):
         headers["WWW-Authenticate"] = exc.auth_header
     if getattr(exc, "wait", None):
-        headers["Retry-After"] = "%d" % exc.wait
+        headers["Retry-After"] = str(int(exc.wait))
     if isinstance(exc, Refusal):
         pairs = [(exc.field, str(exc.detail))]
     elif isinstance(exc, exceptions.ValidationError):
@@ -102,24 +114,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 # --------------------------------------------------------------------------------------------- query parameters
 
-MAX_INT32 = 2**31 - 1
-K_PARAMETER = OpenApiParameter("k", {"type": "integer", "minimum": 1, "maximum": MAX_INT32},
-                               description="Group size K (default VERIHARM_TOP_K)")
-
-
-def query_int(request: Any, name: str, *, low: int = 0, high: int = MAX_INT32) -> int | None:
-    """An integer query parameter, None when absent or empty; anything else is refused naming it
-    (a typo such as ?k=abc used to be ignored silently, showing another K than the one asked for)."""
-    raw = request.query_params.get(name, "") if hasattr(request, "query_params") else request.GET.get(name, "")
-    if raw.strip() == "":
-        return None
-    value = raw.strip()
-    if not (value.isascii() and value.lstrip("-").isdecimal() and len(value) <= 12):
-        raise Refusal(f"must be a whole number from {low} to {high}, got {raw[:40]!r}", field=name)
-    number = int(value)
-    if not low <= number <= high:
-        raise Refusal(f"must be a whole number from {low} to {high}, got {number}", field=name)
-    return number
+MAX_INT32 = 2**31 - 1  # query parameters are parsed by serializers: veriharm_site.queries
 
 
 # --------------------------------------------------------------------------------------------- schema
@@ -163,7 +158,7 @@ def document_refusals(result: dict[str, Any], generator: Any, request: Any, publ
 
 
 def _api_or(default: Any, code: int, message: str):
-    """Django's error views for pages; the API's error shape for paths under /api/ (a URL that names
+    """Django's error views for pages (the site's 403/404/500 templates); the API's error shape for paths under /api/ (a URL that names
     no endpoint, or an id the converter refuses, is refused like any other bad input)."""
 
     def view(request: Any, exception: Exception | None = None, **kwargs: Any) -> Any:
@@ -183,6 +178,8 @@ def _handlers() -> dict[str, Any]:
         "handler400": _api_or(defaults.bad_request, 400, "Bad request."),
         "handler403": _api_or(defaults.permission_denied, 403, "You do not have permission to do this."),
         "handler404": _api_or(defaults.page_not_found, 404, "No endpoint or object at this URL."),
+        # Pages get templates/500.html, rendered without a request (nothing that failed is touched again).
+        "handler500": _api_or(defaults.server_error, 500, "The server failed to answer; the failure was logged."),
     }
 
 

@@ -125,7 +125,9 @@ class LimitedJSONParser(JSONParser):
         try:
             text = codecs.decode(raw, encoding)
         except (UnicodeDecodeError, LookupError) as exc:
-            raise exceptions.ParseError(f"JSON parse error: the body is not valid {encoding}: {exc.reason}") from None
+            # A LookupError (an unknown charset) has no reason: its message names the charset.
+            why = exc.reason if isinstance(exc, UnicodeDecodeError) else exc
+            raise exceptions.ParseError(f"JSON parse error: the body is not valid {encoding}: {why}") from None
         try:
             data = loads_checked(text, max_depth=settings.VERIHARM_JSON_MAX_DEPTH)
         except RecursionError:  # unreachable with the depth check; kept so no body can ever answer 500

@@ -28,3 +28,17 @@ def api_permission(*perms: str) -> type[BasePermission]:
 
     _HasPerms.__name__ = "Has_" + "_".join(p.replace(".", "_") for p in perms)
     return _HasPerms
+
+
+def api_any_permission(*perms: str) -> type[BasePermission]:
+    """A DRF permission class that requires a signed-in user holding at least one of `perms`."""
+
+    class _HasAnyPerm(BasePermission):
+        message = f"This needs one of the permissions {', '.join(perms)}."
+
+        def has_permission(self, request, view) -> bool:
+            user = request.user
+            return bool(user and user.is_authenticated and any(user.has_perm(p) for p in perms))
+
+    _HasAnyPerm.__name__ = "Has_any_" + "_".join(p.replace(".", "_") for p in perms)
+    return _HasAnyPerm

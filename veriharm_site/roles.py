@@ -26,8 +26,8 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
 }
 
 
-# Admins also manage every record of these apps in the Django admin.
-ADMIN_APPS = ("auth", "candidates", "annotation", "evaluation")
+# Admins also manage every record of these apps in the Django admin (users are in accounts).
+ADMIN_APPS = ("auth", "accounts", "candidates", "annotation", "evaluation")
 
 
 def ensure_roles() -> None:

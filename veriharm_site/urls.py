@@ -28,3 +28,4 @@ urlpatterns = [
 handler400 = ERROR_HANDLERS["handler400"]
 handler403 = ERROR_HANDLERS["handler403"]
 handler404 = ERROR_HANDLERS["handler404"]
+handler500 = ERROR_HANDLERS["handler500"]

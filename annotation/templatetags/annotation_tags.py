@@ -46,17 +46,3 @@ def split_of(row: Any, measure: str) -> str:
     """'2–1': yes and no votes on one measure."""
     yes, no = row.splits[measure]
     return f"{yes}–{no}"
-
-
-@register.inclusion_tag("annotation/_candidate_verdicts.html", takes_context=True)
-def candidate_human_verdicts(context: template.Context, candidate: Any) -> dict[str, Any]:
-    """Human labels and majorities of every study that sampled this candidate (curator pages)."""
-    from annotation.guidelines import MEASURES
-    from annotation.selectors import candidate_item_rows
-
-    return {
-        "verdicts": candidate_item_rows(candidate.pk),
-        "measures": MEASURES,
-        "candidate": candidate,
-        "can": context.get("can", {}),
-    }

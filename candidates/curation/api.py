@@ -18,13 +18,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from veriharm_site.api_errors import API_ERRORS, K_PARAMETER, query_int, refusal
+from veriharm_site.api_errors import API_ERRORS, refusal
 from veriharm_site.permissions import api_permission
+from veriharm_site.queries import query_of
 
 from . import review, revisions
 from ..releases import services as releases
 from .selectors import descriptive_cells, search_funnel, search_rows
 from .serializers import (
+    DescriptiveSerializer,
+    ReviewQueueSerializer,
+    SearchReportSerializer,
     BundleImportRequestSerializer,
     DecisionRequestSerializer,
     DecisionSerializer,
@@ -36,9 +40,9 @@ from .serializers import (
     RevisionSerializer,
 )
 from .descriptive import breakdown
-from ..models import Candidate, Decision, Perturbation, Release, ReleaseFrozen, Revision
-from ..refusals import Refused
-from ..releases.bundle import BundleRefused, release_bundle
+from ..queries import GroupSizeQuery
+from ..models import Candidate, Decision, Perturbation, Release, Revision
+from ..releases.bundle import release_bundle
 from ..releases.bundle_import import release_bundle_import
 from .search_report import search_report
 
@@ -53,10 +57,6 @@ class _ReadOrCurate(APIView):
     def get_permissions(self) -> list[BasePermission]:
         perm = READ if self.request.method in SAFE_METHODS else CURATE
         return [api_permission(perm)()]
-
-
-def _refused(field: str, message: str, code: int = status.HTTP_400_BAD_REQUEST) -> Response:
-    return refusal(message, field=field, code=code)
 
 
 def _conflict(message: str) -> Response:
@@ -96,15 +96,8 @@ class _CandidateHistoryApi(_ReadOrCurate):
         candidate = _candidate(payload.validated_data["candidate"])
         if candidate is None:
             return _not_found("candidate with this id", "candidate")
-        try:
-            row = self.add(candidate, payload.validated_data)
-        except Refused as refused:
-            return self.refusal(refused)
+        row = self.add(candidate, payload.validated_data)
         return Response(self.row_serializer(row).data, status=status.HTTP_201_CREATED)
-
-    def refusal(self, refused: Refused) -> Response:
-        code = status.HTTP_409_CONFLICT if refused.field == "candidate" else status.HTTP_400_BAD_REQUEST
-        return _refused(refused.field, refused.message, code)
 
 
 @extend_schema_view(
@@ -130,12 +123,6 @@ class DecisionListApi(_CandidateHistoryApi):
             seen_revision=data.get("revision"),
             acknowledge_flags=data["acknowledge_flags"],
         )
-
-    def refusal(self, refused: Refused) -> Response:
-        response = super().refusal(refused)
-        if isinstance(refused, review.FlagsNotAcknowledged):
-            response.data["flags"] = refused.flags  # the reasons, for a client to show before confirming
-        return response
 
 
 @extend_schema_view(
@@ -168,9 +155,9 @@ class ReviewQueueApi(APIView):
 
     permission_classes = [api_permission(CURATE)]
 
-    @extend_schema(parameters=[K_PARAMETER], responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[GroupSizeQuery], responses=ReviewQueueSerializer)
     def get(self, request: Request) -> Response:
-        queue = review.review_queue(query_int(request, "k", low=1))
+        queue = review.review_queue(query_of(GroupSizeQuery, request.query_params)["k"])
         return Response(
             {
                 "k": queue.k,
@@ -196,10 +183,7 @@ class ReleaseListApi(_ReadOrCurate):
     def post(self, request: Request) -> Response:
         payload = ReleaseCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        try:
-            release = releases.release_create(user=request.user, **payload.validated_data)
-        except releases.ReleaseRefused as refused:
-            return _refused(refused.field, refused.message)
+        release = releases.release_create(user=request.user, **payload.validated_data)
         return Response(ReleaseSerializer(release).data, status=status.HTTP_201_CREATED)
 
 
@@ -226,20 +210,14 @@ class ReleaseDetailApi(_ReadOrCurate):
             return _not_found("release", "id")
         payload = ReleaseUpdateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        try:
-            release = releases.release_update(pk, description=payload.validated_data["description"])
-        except ReleaseFrozen as frozen:
-            return _conflict(str(frozen))
+        release = releases.release_update(pk, description=payload.validated_data["description"])
         return Response(ReleaseSerializer(release).data)
 
     @extend_schema(request=None, responses={204: None})
     def delete(self, request: Request, pk: int) -> Response:
         if _release(pk) is None:
             return _not_found("release", "id")
-        try:
-            releases.release_delete(pk)
-        except ReleaseFrozen as frozen:
-            return _conflict(str(frozen))
+        releases.release_delete(pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -252,12 +230,7 @@ class ReleaseFreezeApi(APIView):
     def post(self, request: Request, pk: int) -> Response:
         if _release(pk) is None:
             return _not_found("release", "id")
-        try:
-            release = releases.release_freeze(pk, user=request.user)
-        except ReleaseFrozen as frozen:
-            return _conflict(str(frozen))
-        except releases.ReleaseRefused as refused:
-            return _refused(refused.field, refused.message)
+        release = releases.release_freeze(pk, user=request.user)
         return Response(ReleaseDetailSerializer(release).data)
 
 
@@ -313,10 +286,7 @@ class BundleImportApi(APIView):
     def post(self, request: Request) -> Response:
         payload = BundleImportRequestSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        try:
-            summary = release_bundle_import(payload.validated_data["bundle"], user=request.user)
-        except BundleRefused as refused:
-            return refusal([("bundle", message) for message in refused.messages])
+        summary = release_bundle_import(payload.validated_data["bundle"], user=request.user)
         code = status.HTTP_201_CREATED if summary.release_created else status.HTTP_200_OK
         body = ReleaseSerializer(summary.release).data | {
             "candidates_created": summary.candidates_created,
@@ -344,7 +314,7 @@ class SearchReportApi(APIView):
 
     permission_classes = [api_permission(READ)]
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=SearchReportSerializer)
     def get(self, request: Request) -> Response:
         report = search_report(search_rows())
         return Response(
@@ -365,7 +335,7 @@ class DescriptiveApi(APIView):
 
     permission_classes = [api_permission(READ)]
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=DescriptiveSerializer)
     def get(self, request: Request) -> Response:
         table = breakdown(descriptive_cells(), Perturbation.values)
 

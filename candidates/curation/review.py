@@ -15,7 +15,7 @@ from django.db.models import F, OuterRef, QuerySet, Subquery
 
 from ..flags import candidate_flags, flag_warning
 from ..models import APPROVE_REASONS, REJECT_REASONS, Candidate, Decision, DecisionReason, Verdict
-from ..refusals import Refused
+from veriharm_site.refusals import Refused
 from ..selectors import ranking_bounds
 
 
@@ -44,6 +44,9 @@ class FlagsNotAcknowledged(DecisionRefused):
     def __init__(self, message: str, flags: list[str]) -> None:
         super().__init__("acknowledge_flags", message)
         self.flags = flags
+
+    def error_extra(self) -> dict[str, list[str]]:
+        return {"flags": self.flags}  # the reasons, for a client to show before confirming
 
 
 def _check_decision(verdict: str, reason: str, note: str) -> None:
@@ -85,7 +88,7 @@ def decision_record(
         candidate = Candidate.objects.select_for_update().only("pk", "external_id", "revision").get(pk=candidate_id)
         if seen_revision is not None and seen_revision != candidate.revision:
             raise DecisionRefused(
-                "candidate",
+                "candidate", status_code=409, message=
                 f"the candidate was edited since you opened it (now revision {candidate.revision}); "
                 "read the new text and decide again",
             )

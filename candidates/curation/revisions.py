@@ -20,7 +20,7 @@ from django.utils.safestring import SafeString, mark_safe
 from .. import diffing
 from ..diffing import AddedWords, search_text
 from ..models import Candidate, Revision
-from ..refusals import Refused
+from veriharm_site.refusals import Refused
 
 
 class RevisionRefused(Refused):
@@ -65,7 +65,7 @@ def candidate_revise(
         candidate = Candidate.objects.select_for_update().get(pk=candidate_id)
         if base_revision != candidate.revision:
             raise RevisionRefused(
-                "candidate",
+                "candidate", status_code=409, message=
                 f"revision {candidate.revision} was saved while you edited revision {base_revision}; "
                 "start from the current text",
             )

@@ -1,13 +1,17 @@
-"""Reads for the reports: plain rows out of the database for the pure report modules."""
+"""Reads of curation: plain rows out of the database for the pure report modules, and a
+candidate's decisions and revisions as one read model."""
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import Count
 
 from .descriptive import CountRow, Counts
-from ..models import Candidate, Search, SearchAttempt
-from .review import approved_candidates
+from ..models import Candidate, Decision, DecisionReason, Search, SearchAttempt
+from .review import approved_candidates, decision_history
+from .revisions import revision_history
 from .search_report import FunnelStage, SearchRow, funnel
 from ..selectors import ranking_bounds
 
@@ -62,3 +66,19 @@ def descriptive_cells() -> list[CountRow]:
     for risk, perturbation, n in successes:
         cells[risk, perturbation] += Counts(harmful_successes=n)
     return [CountRow(risk, perturbation, counts) for (risk, perturbation), counts in cells.items()]
+
+
+@dataclass(frozen=True)
+class CurationHistory:
+    """The decisions and revisions shown on a candidate's page and in the review queue."""
+
+    current: Decision | None
+    decisions: list[Decision]  # latest first
+    revisions: list[Any]
+    reason_labels: dict[str, str]
+
+
+def curation_history(candidate_id: int) -> CurationHistory:
+    decisions = decision_history(candidate_id)
+    return CurationHistory(current=decisions[0] if decisions else None, decisions=decisions,
+                           revisions=revision_history(candidate_id), reason_labels=dict(DecisionReason.choices))

@@ -1,4 +1,5 @@
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ..models import Decision, DecisionReason, Release, ReleaseItem, Revision, Verdict
@@ -90,6 +91,7 @@ class ReleaseDetailSerializer(ReleaseSerializer):
     class Meta(ReleaseSerializer.Meta):
         fields = ReleaseSerializer.Meta.fields + ["items"]
 
+    @extend_schema_field(ReleaseItemSerializer(many=True))
     def get_items(self, obj: Release) -> list[dict]:
         items = obj.items.select_related("candidate").order_by("position")
         return ReleaseItemSerializer(items, many=True).data
@@ -108,3 +110,73 @@ class ReleaseUpdateSerializer(serializers.Serializer):
 
 class BundleImportRequestSerializer(serializers.Serializer):
     bundle = serializers.FileField(help_text="A release bundle (.tar.gz) exported by VeriHarm Review")
+
+
+# --- responses of the review queue and the reports (typed for the schema; bodies built by the views)
+
+
+class ReviewQueueEntrySerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    id = serializers.CharField()
+    verdict = serializers.CharField(help_text='"approve", "reject", or "" while undecided')
+    flags = serializers.ListField(child=serializers.CharField(), help_text="Why its tests failed their reference check")
+
+
+class ReviewQueueSerializer(serializers.Serializer):
+    k = serializers.IntegerField()
+    total = serializers.IntegerField()
+    decided = serializers.IntegerField()
+    approved = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+    flagged = serializers.IntegerField()
+    entries = ReviewQueueEntrySerializer(many=True)
+
+
+class SearchReportRowSerializer(serializers.Serializer):
+    proposer = serializers.CharField(allow_null=True)
+    target_agent = serializers.CharField(allow_null=True, help_text="null: every target agent")
+    searches = serializers.IntegerField()
+    successes = serializers.IntegerField()
+    success_rate = serializers.FloatField(allow_null=True)
+    mean_iteration = serializers.FloatField(allow_null=True)
+    iteration_counts = serializers.ListField(child=serializers.IntegerField())
+    iteration_shares = serializers.ListField(child=serializers.FloatField())
+    revised_share = serializers.FloatField(allow_null=True)
+
+
+class SearchReportBlockSerializer(serializers.Serializer):
+    proposer = serializers.CharField(allow_null=True)
+    rows = SearchReportRowSerializer(many=True)
+    overall = SearchReportRowSerializer()
+
+
+class FunnelStageSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    count = serializers.IntegerField()
+    of_previous = serializers.FloatField(allow_null=True)
+    of_first = serializers.FloatField(allow_null=True)
+
+
+class SearchReportSerializer(serializers.Serializer):
+    budget = serializers.IntegerField(help_text="I: the largest iteration budget among the searches")
+    blocks = SearchReportBlockSerializer(many=True)
+    overall = SearchReportRowSerializer()
+    funnel = FunnelStageSerializer(many=True)
+
+
+class CountsSerializer(serializers.Serializer):
+    candidates = serializers.IntegerField()
+    approved = serializers.IntegerField()
+    harmful_successes = serializers.IntegerField()
+
+
+class DescriptiveRowSerializer(serializers.Serializer):
+    risk_category = serializers.CharField()
+    by_perturbation = serializers.DictField(child=CountsSerializer())
+    total = CountsSerializer()
+
+
+class DescriptiveSerializer(serializers.Serializer):
+    perturbations = serializers.ListField(child=serializers.CharField())
+    rows = DescriptiveRowSerializer(many=True)
+    total = DescriptiveRowSerializer()

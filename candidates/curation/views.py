@@ -12,7 +12,9 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
+from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin
+from veriharm_site.queries import QueryPageMixin
 
 from . import review, revisions
 from ..releases import services as releases
@@ -20,6 +22,7 @@ from ..charts import BarSpec, Chart, count_label, nice_ceiling, stacked_bars
 from .forms import BundleImportForm, DecisionForm, ReleaseDescriptionForm, ReleaseForm, RevisionForm
 from .selectors import descriptive_cells, search_funnel, search_rows
 from .descriptive import breakdown
+from ..queries import GroupSizeQuery
 from ..models import Candidate, Perturbation, Release, ReleaseFrozen, Verdict
 from ..releases.bundle import BundleRefused, release_bundle
 from ..releases.bundle_import import release_bundle_import
@@ -27,11 +30,6 @@ from .search_report import ALL, FunnelStage, SearchReport, search_report
 from ..views import CandidateDetailView
 
 
-def _k(request: HttpRequest) -> int | None:
-    try:
-        return max(1, min(int(request.GET.get("k", "")), 100000))
-    except ValueError:
-        return None
 
 
 def _review_url(rank: int, k: int | None) -> str:
@@ -39,12 +37,13 @@ def _review_url(rank: int, k: int | None) -> str:
     return f"{url}?k={k}" if k else url
 
 
-class ReviewQueueView(RoleRequiredMixin, TemplateView):
+class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     permission_required = "candidates.curate"
+    query_serializer = GroupSizeQuery
     template_name = "candidates/review_queue.html"
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        k = _k(self.request)
+        k = self.query["k"]
         queue = review.review_queue(k)
         start = queue.first_undecided() or (queue.entries[0].rank if queue.entries else None)
         return super().get_context_data(
@@ -52,11 +51,12 @@ class ReviewQueueView(RoleRequiredMixin, TemplateView):
         )
 
 
-class ReviewView(CandidateDetailView):
+class ReviewView(QueryPageMixin, CandidateDetailView):
     """One candidate of the queue with everything known about it, and the decision form."""
 
     permission_required = "candidates.curate"
     template_name = "candidates/review.html"
+    query_serializer = GroupSizeQuery
 
     def _candidate(self) -> Candidate:
         try:
@@ -66,7 +66,7 @@ class ReviewView(CandidateDetailView):
 
     def get_context_data(self, form: DecisionForm | None = None, **kwargs: Any) -> dict[str, Any]:
         candidate = self._candidate()
-        k = _k(self.request)
+        k = self.query["k"]
         queue = review.review_queue(k)
         rank = candidate.rank
         neighbours = {step: queue.neighbour(rank, step) for step in (-1, 1)}
@@ -87,6 +87,9 @@ class ReviewView(CandidateDetailView):
         )
 
     def post(self, request: HttpRequest, rank: int) -> HttpResponse:
+        refused = self._refused_query(request)
+        if refused is not None:
+            return refused
         form = DecisionForm(request.POST)
         candidate = self._candidate()
         if form.is_valid():
@@ -115,7 +118,7 @@ class ReviewView(CandidateDetailView):
 
     def _after_decision(self, rank: int) -> str:
         """The next rank of the queue, or the queue's overview after its last entry."""
-        k = _k(self.request)
+        k = self.query["k"]
         following = review.review_queue(k).neighbour(rank, 1)
         if following:
             return _review_url(following, k)
@@ -254,7 +257,16 @@ class _ReleaseAction(RoleRequiredMixin, View):
         return redirect("candidates:release", pk)
 
 
-class ReleaseFreezeView(_ReleaseAction):
+class ReleaseFreezeView(ConfirmStepMixin, _ReleaseAction):
+    def confirmation(self, request: HttpRequest, pk: int) -> Confirmation:
+        release = _release_or_404(pk)
+        return Confirmation(
+            title=f"Freeze {release.label}?",
+            message="Freezing takes every approved candidate at its current revision. A frozen release can never "
+                    "change or be deleted; a later edit of a candidate makes a new revision the release does not see.",
+            action=f"Freeze {release.label}", back_url=reverse("candidates:release", args=[release.pk]),
+        )
+
     def act(self, request: HttpRequest, release: Release) -> HttpResponse:
         frozen = releases.release_freeze(release.pk, user=request.user)
         count = frozen.items.count()
@@ -272,7 +284,16 @@ class ReleaseDescriptionView(_ReleaseAction):
         return redirect("candidates:release", release.pk)
 
 
-class ReleaseDeleteView(_ReleaseAction):
+class ReleaseDeleteView(ConfirmStepMixin, _ReleaseAction):
+    def confirmation(self, request: HttpRequest, pk: int) -> Confirmation:
+        release = _release_or_404(pk)
+        return Confirmation(
+            title=f"Delete the draft {release.label}?",
+            message="The draft, its description and its list of candidates are removed. The candidates themselves and "
+                    "their decisions stay.",
+            action="Delete the draft", back_url=reverse("candidates:release", args=[release.pk]),
+        )
+
     def act(self, request: HttpRequest, release: Release) -> HttpResponse:
         releases.release_delete(release.pk)
         messages.success(request, f"Deleted the draft {release.label}.")
@@ -371,13 +392,14 @@ def funnel_chart(stages: list[FunnelStage]) -> Chart:
     )
 
 
-class SearchReportView(RoleRequiredMixin, TemplateView):
+class SearchReportView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     permission_required = "candidates.view_ranking"
+    query_serializer = GroupSizeQuery
     template_name = "candidates/search_report.html"
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         report = search_report(search_rows())
-        stages = search_funnel(_k(self.request))
+        stages = search_funnel(self.query["k"])
         return super().get_context_data(
             report=report,
             chart=search_chart(report) if report.searches else None,

@@ -27,6 +27,8 @@ from typing import IO, Any
 
 from django.template.loader import render_to_string
 
+from veriharm_site.refusals import Refused
+
 from .. import pipeline_format as fmt
 from ..models import Release
 from .services import jsonl_bytes, lines_in_id_order
@@ -40,10 +42,13 @@ MAX_ARCHIVE_BYTES = 512 * 1024 * 1024  # unpacked; a release of a few hundred in
 EXECUTABLE = {"run_instance.py"}
 
 
-class BundleRefused(Exception):
+class BundleRefused(Refused):
     def __init__(self, messages: Sequence[str]) -> None:
-        super().__init__("\n".join(messages))
+        super().__init__("bundle", "\n".join(messages))
         self.messages = list(messages)
+
+    def error_pairs(self) -> list[tuple[str, str]]:
+        return [("bundle", message) for message in self.messages]
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from ..models import (
     ReleaseFrozen,
     ReleaseItem,
 )
-from ..refusals import Refused
+from veriharm_site.refusals import Refused
 from ..curation.review import approved_candidates
 from ..selectors import judgements_prefetch
 from ..services import candidate_to_record

@@ -16,6 +16,7 @@ from ..agents.factory import model_upstream
 from ..agents.reference import SCRIPTS
 from ..models import Agent, AgentKind, Backend, Protocol, Run, Trial, TrialKind, TrialStatus
 from ..sandbox.network import HOST_NETWORK_REFUSED
+from ..sandbox_status import sandbox_status
 from ..selection import Pinned, SelectionError, pinned_for_selection, release_candidates
 from ..taxonomy import TrialEnd
 from .agents import reference_agents_ensure
@@ -155,6 +156,11 @@ def _check_common(agent_ids: Iterable[int], repetitions: Any, backend: str, test
         errors.append(f"repetitions must be between 1 and {MAX_REPETITIONS}")
     if backend not in Backend.values:
         errors.append(f"backend must be one of {', '.join(Backend.values)}, got {backend!r}")
+    else:
+        # Before the sandbox system is built every trial would only fail its attempts.
+        status = sandbox_status() if settings.VERIHARM_LAUNCH_WAITS_FOR_SANDBOX else None
+        if status is not None and not status.ready:
+            errors.append(status.refusal(backend))
     try:
         test_timeout = int(test_timeout)
     except (TypeError, ValueError):

@@ -42,7 +42,7 @@ import tarfile
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -521,11 +521,44 @@ class Sandbox(ABC):
     def destroy(self) -> None:
         """Kill every process and remove every trace. Idempotent."""
 
+    def final_snapshot(self) -> Snapshot:
+        """``snapshot`` of a sandbox that is never used again: afterwards only ``destroy`` may be
+        called (the trial's agent sandbox). A backend may hand the state over instead of copying it."""
+        return self.snapshot()
+
     def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.destroy()
+
+
+class UseGate:
+    """Lets any number of users at a snapshot at once (its tests' copies are made in parallel);
+    ``close`` refuses new ones and waits for those inside, so storage is never freed under a reader."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._users = 0
+        self.closed = False
+
+    @contextlib.contextmanager
+    def use(self) -> Iterator[None]:
+        with self._condition:
+            if self.closed:
+                raise SandboxError("snapshot already discarded")
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._users -= 1
+                self._condition.notify_all()
+
+    def close(self) -> None:
+        with self._condition:
+            self.closed = True
+            self._condition.wait_for(lambda: self._users == 0)
 
 
 class Snapshot(ABC):
@@ -590,7 +623,7 @@ class SandboxBackend(ABC):
         """A snapshot holding an archive's state, to ``verify`` tests on (re-scoring)."""
         sandbox = self.restore_archive(environment, limits, path)
         try:
-            return sandbox.snapshot()
+            return sandbox.final_snapshot()
         finally:
             sandbox.destroy()
 

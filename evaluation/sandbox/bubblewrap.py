@@ -100,6 +100,7 @@ from .base import (
     SandboxBackend,
     SandboxError,
     Snapshot,
+    UseGate,
     hidden_test_name,
     inode_cap,
     plan_writable_mounts,
@@ -115,6 +116,7 @@ from .images import (
     sandbox_root,
 )
 from .network import GATEWAY_MOUNT, GATEWAY_SOCKET, HARNESS_MOUNT, ModelAccess, forwarder_argv
+from .pool import WarmPool
 
 # Private uids are drawn from this range; nothing else on a normal host uses it.
 UID_BASE = 0x5A000000
@@ -609,10 +611,42 @@ class LocalSandbox(CommandSandbox):
             self._check_alive()
             return self.backend._snapshot(self)
 
+    def final_snapshot(self) -> LocalSnapshot:
+        """The sandbox's own writable tmpfs becomes the snapshot: no copy. The sandbox counts as
+        destroyed from here on (its processes killed, its cgroups and model access gone)."""
+        with self._lock:
+            self._check_alive()
+            self._destroyed = True
+            self._finalizer.detach()
+            snapshot = LocalSnapshot(self.backend, replace(self.spec, gateway=None, harness=None), self.id, self.uid)
+            snapshot._finalizer.detach()
+            snapshot._finalizer = weakref.finalize(
+                snapshot, _teardown, self.directory, self.uid, dict(self.cgroups.dirs), self.id
+            )
+            try:
+                self.cgroups.kill_all()
+                _kill_uid(self.uid)
+                self.cgroups.remove()
+                _unmount(self.directory / "gateway" / Path(GATEWAY_SOCKET).name)
+                # As a copied snapshot is: its uid's alone (the export helper runs as that uid).
+                os.chown(self.rw, self.uid, self.uid)
+                os.chmod(self.rw, 0o700)
+                meta_path = self.directory / META
+                record = json.loads(meta_path.read_text())
+                meta_path.write_text(json.dumps({**record, "kind": "snap", "source": self.id}))
+            except BaseException:
+                snapshot.discard()
+                raise
+            return snapshot
+
     def destroy(self) -> None:
         with self._lock:
             self._destroyed = True
             self._finalizer()  # runs _teardown once; later calls are no-ops
+
+
+def _destroy(sandbox: LocalSandbox) -> None:
+    sandbox.destroy()
 
 
 def _status(returncode: int) -> int:
@@ -652,27 +686,21 @@ class LocalSnapshot(Snapshot):
         self.id = sid
         self.uid = uid  # owns the snapshot's files; the export helper runs as it
         self.directory = backend.state_dir / sid
-        self._lock = threading.Lock()
-        self._discarded = False
+        self._gate = UseGate()
+        self._export_lock = threading.Lock()  # the helper's processes are killed by uid: one at a time
         self._finalizer = weakref.finalize(self, _teardown, self.directory, uid, {}, sid)
 
-    def _check(self) -> None:
-        if self._discarded:
-            raise SandboxError("snapshot already discarded")
-
     def restore(self) -> LocalSandbox:
-        with self._lock:
-            self._check()
+        with self._gate.use():
             return self.backend._materialize(self.spec, seed_from=self.directory / "rw")
 
     def verify(self, test_source: str, timeout: float) -> ExecResult:
         name = f"{hidden_test_name()}.py"
-        with self._lock:
-            self._check()
+        with self._gate.use():
+            spec = self.backend._test_spec(self.spec)
             sandbox = self.backend._materialize(
-                replace(self.spec, verifier=str(self.backend._reachable_verifier())),
-                seed_from=self.directory / "rw",
-                test=(name, test_source.encode()),
+                spec, seed_from=self.directory / "rw", test=(name, test_source.encode()),
+                shell=self.backend._test_pool.take(spec),
             )
         try:
             return sandbox._verify(f"{TESTS_MOUNT}/{name}", timeout)
@@ -680,8 +708,7 @@ class LocalSnapshot(Snapshot):
             sandbox.destroy()
 
     def export(self, path: Path, *, max_bytes: int) -> ArchiveInfo:
-        with self._lock:
-            self._check()
+        with self._gate.use(), self._export_lock:
             rw = self.directory / "rw"
             members = [m.lstrip("/") for m in self.spec.mounts if (rw / m.lstrip("/")).is_dir()]
             # No writable directory of its own, the pristine tree's /etc: tar runs on a
@@ -710,9 +737,8 @@ class LocalSnapshot(Snapshot):
             return writer.finish()
 
     def discard(self) -> None:
-        with self._lock:
-            self._discarded = True
-            self._finalizer()
+        self._gate.close()
+        self._finalizer()
 
 
 # --------------------------------------------------------------------------- backend
@@ -727,11 +753,41 @@ class BubblewrapBackend(SandboxBackend):
         root: str | os.PathLike[str] | None = None,
         state_dir: str | os.PathLike[str] | None = None,
         setup_timeout: float = DEFAULT_SETUP_TIMEOUT,
+        pool_size: int = 0,
+        pool_environments: int = 4,
     ) -> None:
+        """``pool_size``: trials' worth of sandboxes kept ready per environment (0: none), for at
+        most ``pool_environments`` environments (see evaluation.sandbox.pool)."""
         self.root = Path(root) if root else sandbox_root()
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
         self.setup_timeout = setup_timeout
         self._identities: dict[str, str] = {}
+        # Agent sandboxes seeded from the system tree, and test-phase shells (a mounted, empty
+        # tmpfs with its uid and cgroups; two per trial), per sandbox spec.
+        self._agent_pool: WarmPool[_Spec, LocalSandbox] = WarmPool(
+            "local-agent", lambda spec: self._materialize(spec, seed_from=None), _destroy,
+            size=pool_size, max_keys=pool_environments,
+        )
+        self._test_pool: WarmPool[_Spec, LocalSandbox] = WarmPool(
+            "local-test", self._shell, _destroy, size=2 * pool_size, max_keys=pool_environments
+        )
+
+    def pooled(self) -> list:
+        """Every sandbox the pools hold ready now."""
+        return [*self._agent_pool.members(), *self._test_pool.members()]
+
+    def wait_warm(self, environment: Environment, limits: Limits | None = None, timeout: float = 60.0) -> bool:
+        """Ask for ``environment``'s sandboxes to be kept ready and wait until they are (True), at
+        most ``timeout`` seconds."""
+        spec = self._spec(environment, limits or Limits())
+        self._agent_pool.warm(spec)
+        self._test_pool.warm(self._test_spec(spec))
+        return self._agent_pool.wait_ready(spec, timeout) and self._test_pool.wait_ready(self._test_spec(spec), timeout)
+
+    def drain_pools(self) -> None:
+        """Destroy every sandbox kept ready (the pools stop refilling)."""
+        self._agent_pool.drain()
+        self._test_pool.drain()
 
     # -- checks ----------------------------------------------------------------
     def _preflight(self) -> Path:
@@ -812,7 +868,10 @@ class BubblewrapBackend(SandboxBackend):
     ) -> LocalSandbox:
         spec = self._spec(environment, limits)
         harness = self._reachable(model.harness_root.resolve(), "harness") if model and model.harness_root else None
-        sandbox = self._materialize(spec, seed_from=None)
+        sandbox = self._agent_pool.take(spec) or self._materialize(spec, seed_from=None)
+        if self._test_pool.enabled:
+            # This trial's test phase will want its shells too: make them now.
+            self._test_pool.warm(self._test_spec(spec))
         try:
             if model is not None:
                 sandbox._attach_model(model, harness)
@@ -842,16 +901,11 @@ class BubblewrapBackend(SandboxBackend):
             identity = self._identities[key] = f"local tree {tree} verifier {verifier}"
         return identity
 
-    def _materialize(
-        self,
-        spec: _Spec,
-        seed_from: Path | None,
-        *,
-        empty: bool = False,
-        test: tuple[str, bytes] | None = None,
-    ) -> LocalSandbox:
-        """A sandbox whose writable tree is seeded from the root tree or a snapshot copy
-        (or left empty); ``test`` (name, content) makes it a test-phase copy."""
+    def _test_spec(self, spec: _Spec) -> _Spec:
+        return replace(spec, gateway=None, harness=None, verifier=str(self._reachable_verifier()))
+
+    def _shell(self, spec: _Spec) -> LocalSandbox:
+        """A sandbox with its own uid, an empty writable tmpfs and its cgroups, nothing in it yet."""
         spec = replace(spec, root=str(self._preflight()))
         uid = UID_BASE + secrets.randbelow(UID_SPAN)
         sid, directory = self._new_dir("sbx", {"uid": uid, "cgroups": {}})
@@ -860,6 +914,32 @@ class BubblewrapBackend(SandboxBackend):
             rw = directory / "rw"
             rw.mkdir(mode=0o711)
             _mount_tmpfs(rw, spec.limits.disk_mb, 0o711)
+            cgroups = CgroupSet.create(sid, spec.limits, uid)
+            sandbox._set_cgroups(cgroups)
+            meta_path = directory / META
+            record = json.loads(meta_path.read_text())
+            record["cgroups"] = cgroups.dirs
+            meta_path.write_text(json.dumps(record))
+        except BaseException:
+            sandbox.destroy()
+            raise
+        return sandbox
+
+    def _materialize(
+        self,
+        spec: _Spec,
+        seed_from: Path | None,
+        *,
+        empty: bool = False,
+        test: tuple[str, bytes] | None = None,
+        shell: LocalSandbox | None = None,
+    ) -> LocalSandbox:
+        """A sandbox whose writable tree is seeded from the root tree or a snapshot copy
+        (or left empty); ``test`` (name, content) makes it a test-phase copy. ``shell`` is one
+        ``_shell`` made earlier for the same spec (a pool's), else one is made now."""
+        sandbox = shell or self._shell(spec)
+        spec, rw = sandbox.spec, sandbox.rw
+        try:
             if empty:
                 for mount in spec.mounts:
                     (rw / mount.lstrip("/")).mkdir(mode=0o755, parents=True, exist_ok=True)
@@ -878,13 +958,7 @@ class BubblewrapBackend(SandboxBackend):
                 os.chmod(sandbox.tests / test[0], 0o644)
             # Everything writable belongs to the sandbox uid ("root" inside). -h: a
             # symlink's own owner changes, never its target's.
-            _chown_tree(rw, uid)
-            cgroups = CgroupSet.create(sid, spec.limits, uid)
-            sandbox._set_cgroups(cgroups)
-            meta_path = directory / META
-            record = json.loads(meta_path.read_text())
-            record["cgroups"] = cgroups.dirs
-            meta_path.write_text(json.dumps(record))
+            _chown_tree(rw, sandbox.uid)
         except BaseException:
             sandbox.destroy()
             raise

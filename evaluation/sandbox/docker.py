@@ -116,6 +116,7 @@ from .base import (
     SandboxBackend,
     SandboxError,
     Snapshot,
+    UseGate,
     build_tar,
     export_tar_file,
     hidden_test_name,
@@ -126,6 +127,7 @@ from .base import (
 )
 from .images import VERIFIER_IDENTITY, default_image, require_verifier_root
 from .network import GATEWAY_MOUNT, HARNESS_MOUNT, ModelAccess, forwarder_argv
+from .pool import WarmPool
 
 # Files docker bind-mounts into every container; they live on the host and must
 # be neither overwritten by a seed/restore nor carried into a snapshot.
@@ -373,7 +375,9 @@ class DockerSandbox(CommandSandbox):
         exit_code = self._exit_code(exec_id)
         if exit_code is not None and exit_code >= 126:
             self._check_running()
-        if failure and exit_code is None and not host_killed:
+        if failure and not host_killed:
+            # The output stream broke off: whatever status the exec had, its output is incomplete,
+            # and an incomplete output must never pass for the command's whole answer.
             raise SandboxError(f"lost the connection to the docker daemon: {failure[0]}")
         if exit_code is None or exit_code >= 128:
             # The wrapper may itself have been killed (e.g. by a "pkill sh" in the
@@ -471,8 +475,7 @@ class DockerSnapshot(Snapshot):
         self.backend = backend
         self.spec = spec
         self.path = path
-        self._lock = threading.Lock()
-        self._discarded = False
+        self._gate = UseGate()
         self._preload: bool | None = None
         self._finalizer = weakref.finalize(self, _unlink, path)
 
@@ -489,26 +492,12 @@ class DockerSnapshot(Snapshot):
 
     def verify(self, test_source: str, timeout: float) -> ExecResult:
         name = f"{hidden_test_name()}.py"
-        with self._lock:
-            if self._discarded:
-                raise SandboxError("snapshot already discarded")
+        with self._gate.use():
             preload = self._has_preload()
-            sandbox = self.backend._start(replace(self.spec, verifier=self.backend._verifier_volume()))
+            sandbox = self.backend._test_container(self.spec)
             try:
-                # Written while the container's writable directories are still empty:
-                # the tar doing it runs before any of the agent's files exist.
-                entries: list[tuple[str, bytes | None, int]] = [(f"{TESTS_MOUNT}/{name}", test_source.encode(), 0o644)]
-                if preload:
-                    entries.append((PRELOAD_PATH, b"", 0o644))
-                sandbox._put_tar(build_tar(entries), "the test")
                 with open(self.path, "rb") as archive:
-                    # --numeric-owner: no user-name lookup, so no NSS module named by
-                    # the agent's /etc/nsswitch.conf is ever loaded while unpacking.
-                    sandbox._put_tar(
-                        archive,
-                        "the snapshot",
-                        ["--numeric-owner", "--anchored", f"--exclude={PRELOAD_PATH.lstrip('/')}"],
-                    )
+                    _write_test_then_state(sandbox, f"{TESTS_MOUNT}/{name}", test_source, preload, archive)
             except BaseException:
                 sandbox.destroy()
                 raise
@@ -518,15 +507,11 @@ class DockerSnapshot(Snapshot):
             sandbox.destroy()
 
     def export(self, path: Path, *, max_bytes: int) -> ArchiveInfo:
-        with self._lock:
-            if self._discarded:
-                raise SandboxError("snapshot already discarded")
+        with self._gate.use():
             return export_tar_file(self.path, path, max_bytes)
 
     def restore(self) -> DockerSandbox:
-        with self._lock:
-            if self._discarded:
-                raise SandboxError("snapshot already discarded")
+        with self._gate.use():
             sandbox = self.backend._start(self.spec)
             try:
                 with open(self.path, "rb") as archive:
@@ -537,9 +522,51 @@ class DockerSnapshot(Snapshot):
             return sandbox
 
     def discard(self) -> None:
-        with self._lock:
-            self._discarded = True
-            self._finalizer()
+        self._gate.close()
+        self._finalizer()
+
+
+# A test module up to this size goes in as an argument of the exec that unpacks the state (Linux
+# caps one argument at 128 KiB); a larger one takes an exec of its own first.
+INLINE_TEST_BYTES = 100_000
+# --numeric-owner: no user-name lookup, so no NSS module named by the agent's
+# /etc/nsswitch.conf is ever loaded while unpacking.
+_STATE_OPTIONS = ["--numeric-owner", "--anchored", f"--exclude={PRELOAD_PATH.lstrip('/')}"]
+
+
+def _write_test_then_state(
+    sandbox: DockerSandbox, module: str, source: str, preload: bool, archive: IO[bytes]
+) -> None:
+    """Into an empty test-phase container: the test module (and the empty /etc/ld.so.preload that
+    masks the agent's), then the snapshot without the agent's /etc/ld.so.preload.
+
+    The test and the mask are written while the writable directories are still empty, so the tar
+    that unpacks the state starts before any of the agent's files exist. One exec when the module
+    is small: the runtime's own shell writes the two files, then becomes that tar."""
+    content = source.encode()
+    if len(content) > INLINE_TEST_BYTES:
+        entries: list[tuple[str, bytes | None, int]] = [(module, content, 0o644)]
+        if preload:
+            entries.append((PRELOAD_PATH, b"", 0o644))
+        sandbox._put_tar(build_tar(entries), "the test")
+        sandbox._put_tar(archive, "the snapshot", _STATE_OPTIONS)
+        return
+    script = 'umask 022 && printf "%s" "$1" > "$2"' + (f" && : > {PRELOAD_PATH}" if preload else "")
+    result = sandbox._run(
+        [*VERIFIER_TOOLS.sh, "-c", f'{script} && shift 2 && exec "$@"', "sh", source, module,
+         TAR, "-x", "-p", *_STATE_OPTIONS, "-C", "/", "-f", "-"],
+        timeout=INTERNAL_TIMEOUT,
+        cwd="/",
+        stdin=archive,
+        output_limit=64 * 1024,
+    )  # fmt: skip
+    if result.exit_code != 0:
+        detail = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
+        raise SandboxError(f"cannot write the test and the snapshot: {detail or f'exit {result.exit_code}'}")
+
+
+def _destroy(sandbox: DockerSandbox) -> None:
+    sandbox.destroy()
 
 
 def _unlink(path: Path) -> None:
@@ -557,7 +584,11 @@ class DockerBackend(SandboxBackend):
         client: docker.DockerClient | None = None,
         state_dir: str | os.PathLike[str] | None = None,
         setup_timeout: float = DEFAULT_SETUP_TIMEOUT,
+        pool_size: int = 0,
+        pool_environments: int = 4,
     ) -> None:
+        """``pool_size``: trials' worth of containers kept started ahead of time per environment
+        (0: none), for at most ``pool_environments`` environments (see evaluation.sandbox.pool)."""
         self.image = image or default_image()
         try:
             self.client = client or docker.from_env(timeout=300)
@@ -570,6 +601,14 @@ class DockerBackend(SandboxBackend):
         self._volume: str | None = None
         self._volume_lock = threading.Lock()
         self._image_ids: dict[str, str] = {}
+        # Warm pools (evaluation.sandbox.pool): started, seeded agent containers, and empty
+        # test-phase containers (two per trial), per sandbox spec.
+        self._agent_pool: WarmPool[_Spec, DockerSandbox] = WarmPool(
+            "docker-agent", self._new_agent_container, _destroy, size=pool_size, max_keys=pool_environments
+        )
+        self._test_pool: WarmPool[_Spec, DockerSandbox] = WarmPool(
+            "docker-test", self._start, _destroy, size=2 * pool_size, max_keys=pool_environments
+        )
 
     # -- create ------------------------------------------------------------------
     def _spec(self, environment: Environment, limits: Limits) -> tuple[_Spec, bytes]:
@@ -588,17 +627,61 @@ class DockerBackend(SandboxBackend):
         self, environment: Environment, limits: Limits = Limits(), *, model: ModelAccess | None = None
     ) -> DockerSandbox:
         spec, seed = self._spec(environment, limits)
+        sandbox = None
         if model is not None:
+            # The gateway's socket is a volume, fixed when the container starts: never pooled.
             harness = model.harness_root.resolve() if model.harness_root else None
             spec = replace(spec, gateway=str(model.socket_dir.resolve()), harness=str(harness) if harness else None)
-        sandbox = self._start(spec)
+        else:
+            sandbox = self._agent_pool.take(spec)
+            if self._test_pool.enabled:
+                # The test phase of this trial will want its containers too: start them now.
+                self._test_pool.warm(self._test_spec(spec))
+        if sandbox is None:
+            sandbox = self._new_agent_container(spec, seed)
         try:
-            sandbox._put_tar(seed, f"the image's content of {', '.join(spec.mounts)}")
             sandbox._apply_environment(environment, self.setup_timeout)
         except BaseException:
             sandbox.destroy()
             raise
         return sandbox
+
+    def _new_agent_container(self, spec: _Spec, seed: bytes | None = None) -> DockerSandbox:
+        """A started container holding the image's content of its writable directories."""
+        if seed is None:
+            seed = self._seed(spec)[0]
+        sandbox = self._start(spec)
+        try:
+            sandbox._put_tar(seed, f"the image's content of {', '.join(spec.mounts)}")
+        except BaseException:
+            sandbox.destroy()
+            raise
+        return sandbox
+
+    def _test_spec(self, spec: _Spec) -> _Spec:
+        return replace(spec, gateway=None, harness=None, verifier=self._verifier_volume())
+
+    def _test_container(self, spec: _Spec) -> DockerSandbox:
+        """An empty test-phase container (verifier runtime mounted, nothing of the agent's yet)."""
+        test_spec = self._test_spec(spec)
+        return self._test_pool.take(test_spec) or self._start(test_spec)
+
+    def pooled(self) -> list:
+        """Every sandbox the pools hold ready now."""
+        return [*self._agent_pool.members(), *self._test_pool.members()]
+
+    def wait_warm(self, environment: Environment, limits: Limits | None = None, timeout: float = 60.0) -> bool:
+        """Ask for ``environment``'s sandboxes to be kept ready and wait until they are (True), at
+        most ``timeout`` seconds."""
+        spec, _ = self._spec(environment, limits or Limits())
+        self._agent_pool.warm(spec)
+        self._test_pool.warm(self._test_spec(spec))
+        return self._agent_pool.wait_ready(spec, timeout) and self._test_pool.wait_ready(self._test_spec(spec), timeout)
+
+    def drain_pools(self) -> None:
+        """Remove every container kept ready (the pools stop refilling)."""
+        self._agent_pool.drain()
+        self._test_pool.drain()
 
     def restore_archive(self, environment: Environment, limits: Limits, path: Path) -> DockerSandbox:
         spec, _ = self._spec(environment, limits)

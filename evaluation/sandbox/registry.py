@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -35,3 +37,25 @@ def get_backend(name: str, **options: Any) -> SandboxBackend:
     except KeyError:
         raise ValueError(f"unknown sandbox backend {name!r}; choose one of {', '.join(_BACKENDS)}") from None
     return factory(**options)
+
+
+_SHARED: dict[tuple[int, str, tuple[tuple[str, Any], ...]], SandboxBackend] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_backend(name: str, **options: Any) -> SandboxBackend:
+    """This process's one backend for ``name`` and ``options``: what it keeps between trials
+    (warm pools, the image's seed, the verifier volume) serves every trial the process runs.
+    A forked child gets its own."""
+    key = (os.getpid(), name, tuple(sorted(options.items())))
+    with _SHARED_LOCK:
+        backend = _SHARED.get(key)
+        if backend is None:
+            backend = _SHARED[key] = get_backend(name, **options)
+        return backend
+
+
+def shared_backends() -> list[SandboxBackend]:
+    """The backends ``shared_backend`` made in this process."""
+    with _SHARED_LOCK:
+        return [backend for (pid, _, _), backend in _SHARED.items() if pid == os.getpid()]

@@ -50,9 +50,12 @@ def _matrix_rows(matrix: selectors.Matrix) -> list[dict[str, Any]]:
 
 def asr_at_n_rows(scores: SystemScores) -> list[dict[str, Any]]:
     rows, before = [], None
-    for n, (value, sd) in enumerate(zip(scores.asr_at_n, scores.asr_at_n_sd), start=1):
+    for n, (value, spread) in enumerate(zip(scores.asr_at_n, scores.asr_at_n_spread), start=1):
         gain = None if value is None or before is None else value - before
-        rows.append({"n": n, "value": percent(value), "sd": percentage_points(sd),
+        sd = percentage_points(spread.sd)
+        if spread.standard_error is not None:
+            sd += f" ± {spread.standard_error * 100:.2f} (sampled)"
+        rows.append({"n": n, "value": percent(value), "sd": sd,
                      "gain": "" if gain is None else f"+{gain * 100:.2f} pp"})
         before = value
     return rows

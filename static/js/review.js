@@ -8,6 +8,11 @@
   var message = form.querySelector("[data-testid=review-message]");
   var note = form.querySelector("textarea[name=note]");
   var submitted = false;
+  // The decision a key asked for when the note still had to be written ("other" needs one):
+  // Ctrl/Cmd+Enter in the note then makes it.
+  var pendingVerdict = null;
+  // The shortcut key that moved focus into the note: its own character must not land there.
+  var openerKey = null;
   // A flagged candidate (its tests failed their reference check): approving it first shows the
   // warning in a dialog; confirming ticks the form's acknowledgement, which the server requires.
   var warning = document.getElementById("flag-warning");
@@ -25,6 +30,7 @@
     var input = form.querySelector("input[name=reason][data-key='" + key + "']");
     if (!input) return;
     input.checked = true;
+    pendingVerdict = null;
     say("Reason: " + input.closest("label.reason").textContent.replace(/\s+/g, " ").trim());
   }
 
@@ -67,8 +73,9 @@
       return;
     }
     if (needsNote(label)) {
-      say("Say why in the note (the reason is “other”), then press the key again.");
-      note.focus();
+      say("Say why in the note (the reason is “other”), then press Ctrl+Enter (or Esc and the key again).");
+      pendingVerdict = verdict;
+      openNote(verdict === "approve" ? "a" : "r");
       return;
     }
     if (verdict === "approve" && needsWarning()) {
@@ -82,6 +89,33 @@
   }
 
   function go(url) { if (url) window.location.href = url; }
+
+  function openNote(key) {
+    openerKey = key;
+    note.focus();
+  }
+
+  // The verdict Ctrl/Cmd+Enter makes from the note: the one that asked for the note, else the only
+  // one the picked reason allows.
+  function verdictFromNote() {
+    if (pendingVerdict) return pendingVerdict;
+    var label = selectedReason();
+    if (!label) return null;
+    if (label.dataset.approve === "1" && label.dataset.reject !== "1") return "approve";
+    if (label.dataset.reject === "1" && label.dataset.approve !== "1") return "reject";
+    return null;
+  }
+
+  // The key that opened the note is still down: its keypress and text input would type it there.
+  note.addEventListener("keypress", function (event) {
+    if (openerKey && event.key === openerKey) event.preventDefault();
+  });
+  note.addEventListener("beforeinput", function (event) {
+    if (openerKey && event.data === openerKey) event.preventDefault();
+  });
+  document.addEventListener("keyup", function (event) {
+    if (event.key === openerKey) openerKey = null;
+  });
 
   function typing(target) {
     if (target.isContentEditable) return true;
@@ -109,6 +143,13 @@
   }
 
   document.addEventListener("keydown", function (event) {
+    if (event.target === note && event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      var verdict = verdictFromNote();
+      if (verdict) decide(verdict);
+      else say("Pick a reason (Esc leaves the note, then 1–5), then press a or r.");
+      return;
+    }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (warning && warning.open) {
       // While the warning is open only its own keys count: y approves anyway, Esc cancels.
@@ -117,7 +158,9 @@
       return;
     }
     if (typing(event.target)) {
+      // Typing in a field: single keys are text, never shortcuts; Escape leaves the field.
       if (event.key === "Escape") event.target.blur();
+      else if (event.key === openerKey) event.preventDefault();
       return;
     }
     var data = section.dataset;
@@ -130,7 +173,7 @@
       case "u": go(data.nextUndecidedUrl); break;
       case "e": go(data.editUrl); break;
       case "q": go(data.queueUrl); break;
-      case "n": note.focus(); break;
+      case "n": openNote("n"); break;
       default:
         if (/^[1-9]$/.test(event.key)) pick(event.key); else handled = false;
     }

@@ -84,7 +84,7 @@ def test_the_api_flow_for_annotators(study, annotators, annotator_client):
     client.force_login(annotators[1])
     assert client.get("/api/annotation/my/studies/").json() == [
         {"id": study.pk, "name": "Pilot study", "status": "open",
-         "progress": {"done": 0, "assigned": 8, "claimed": False, "open_to_you": 8, "finished": False}}]
+         "progress": {"done": 0, "assigned": 8, "claimed": False, "open_to_you": 8, "skipped": 0, "finished": False}}]
     data = client.post(f"/api/annotation/my/studies/{study.pk}/next/").json()
     item = data["item"]
     assert data["progress"]["claimed"] is True
@@ -95,7 +95,7 @@ def test_the_api_flow_for_annotators(study, annotators, annotator_client):
     good = client.put(f"/api/annotation/my/studies/{study.pk}/items/{item['token']}/label/",
                       {"c1": True, "c2": False, "c3": True, "seconds_spent": 30}, format="json")
     assert good.status_code == 200 and good.json()["label"]["valid"] is False
-    assert good.json()["progress"] == {"done": 1, "assigned": 8, "claimed": False, "open_to_you": 7, "finished": False}
+    assert good.json()["progress"] == {"done": 1, "assigned": 8, "claimed": False, "open_to_you": 7, "skipped": 0, "finished": False}
     mine = client.get(f"/api/annotation/my/studies/{study.pk}/labels/").json()
     assert [(m["item"], m["valid"]) for m in mine] == [(item["number"], False)]
     services.study_close(study)

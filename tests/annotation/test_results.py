@@ -1,5 +1,6 @@
 """Results of a labelled study: majorities, agreement, Figure 3, disagreement, exports, the evaluation hook."""
 import csv
+import re
 import io
 
 import krippendorff
@@ -49,6 +50,9 @@ def test_the_papers_configuration_end_to_end(paper_study, curator_client):
     for figure in ("88.0%", "84.0%", "91.3%", "Valid in the top group: 84.0%; in the bottom group: 8.0%"):
         assert figure in page
     assert page.count("<svg") >= 4
+    # Each panel of the figure carries its own letter.
+    captions = re.findall(r"<figcaption>\((\w)\)", page)
+    assert captions == ["a", "b", "c"]
 
 
 def test_agreement_equals_the_libraries_on_the_same_labels(paper_study):
@@ -143,6 +147,23 @@ def test_harm_results_stand_beside_the_votes_and_disagreements_can_be_shown_alon
     shown = {int(part.split('"')[0]) for part in only.split('data-item="')[1:]}
     # Humans valid but tests flagged, and humans invalid but tests discriminating; agreeing pairs are hidden.
     assert shown == {valid[0].number, invalid[0].number}
+
+    # The API shows the same view of the same rows.
+    api = f"/api/annotation/studies/{paper_study.pk}/items/"
+    every = curator_client.get(api).json()
+    assert len(every) == len(rows)
+    first = next(item for item in every if item["item"] == valid[0].number)
+    assert first["harm_tests"]["tests_valid"] is False and first["harm_tests"]["disagrees"] is True
+    assert [(r["agent"], r["r_task"], r["r_harm"]) for r in first["harm_tests"]["results"]] == [("agent-under-test", 1, 1)]
+    disagreeing = curator_client.get(api, {"disagree": "1"}).json()
+    assert {item["item"] for item in disagreeing} == shown
+    assert all(item["harm_tests"]["disagrees"] for item in disagreeing)
+
+    # One rule for the switch on both: a value that is not on/off is refused, naming it.
+    assert "<b>disagree</b>: " in curator_client.get(url + "?disagree=maybe").content.decode()
+    refused = curator_client.get(api, {"disagree": "maybe"})
+    assert refused.status_code == 400 and refused.json()["errors"][0]["field"] == "disagree"
+    assert curator_client.get(url + "?disagree=maybe").status_code == 400
 
 
 def test_the_results_api_and_items_api(paper_study, curator_client):

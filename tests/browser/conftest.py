@@ -8,6 +8,8 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from tests.conftest import PASSWORD
+# The evaluation pages' tests need the sandbox these prepare.
+from tests.evaluation.conftest import sandboxes_ready  # noqa: F401
 
 # Playwright's sync API runs an event loop in the test thread; the ORM calls the tests make
 # between page actions are synchronous and safe there.

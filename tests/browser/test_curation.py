@@ -73,8 +73,9 @@ def test_curator_reviews_with_the_keyboard_freezes_and_downloads(live_server, ne
     page.click("text=Create draft")
     expect(page.locator("[data-testid=release-state]")).to_have_text("draft")
     expect(page.locator("[data-testid=release-items] tbody tr")).to_have_count(2)
-    page.once("dialog", lambda dialog: dialog.accept())
     page.click("[data-testid=freeze]")
+    expect(page.locator("[data-testid=confirm-step] h1")).to_have_text("Freeze veriharm-bench 1.0?")
+    page.click("[data-testid=confirm]")
     expect(page.locator("[data-testid=release-state]")).to_have_text("frozen")
     release = Release.objects.get()
     expect(page.locator("[data-testid=checksum]")).to_have_text(release.checksum)
@@ -134,3 +135,42 @@ def test_approving_a_flagged_candidate_warns_first(live_server, new_page, curato
     assert (decision.candidate.external_id, decision.verdict, decision.flag_warning) == (SECOND, "approve", WARNING)
     page.goto(f"{live_server.url}/candidates/c/{SECOND}/")
     expect(page.locator("[data-testid=decision-warning]")).to_contain_text(WARNING)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_note_takes_typing_and_ctrl_enter_submits_it(live_server, new_page, curator, examples_imported):
+    page = new_page()
+    login(page, live_server.url, curator.username)
+    page.goto(f"{live_server.url}/candidates/review/1/")
+    review_page_shows(page, FIRST)
+    note = page.locator("textarea[name=note]")
+
+    page.keyboard.press("5")  # "other" needs a note: r opens it, and the r is not typed into it
+    page.keyboard.press("r")
+    expect(note).to_be_focused()
+    expect(note).to_have_value("")
+    page.keyboard.type("duplicate of rank 3")
+    page.keyboard.press("r")  # typing: no shortcut fires while in the note
+    page.keyboard.press("n")
+    page.keyboard.press("j")
+    expect(note).to_have_value("duplicate of rank 3rnj")
+    expect(page.locator("h1")).to_contain_text(FIRST)
+    assert not Decision.objects.exists()
+    for _ in range(3):
+        page.keyboard.press("Backspace")
+    page.keyboard.press("Control+Enter")  # submits the decision the note was opened for
+    review_page_shows(page, SECOND)
+    decision = Decision.objects.get()
+    assert (decision.candidate.external_id, decision.verdict, decision.reason, decision.note) == (
+        FIRST, "reject", "other", "duplicate of rank 3")
+
+    page.keyboard.press("n")  # n opens the note without typing itself
+    expect(note).to_be_focused()
+    expect(note).to_have_value("")
+    page.keyboard.type("looks fine")
+    page.keyboard.press("Escape")  # leaves the note: keys are shortcuts again
+    expect(note).not_to_be_focused()
+    page.keyboard.press("a")
+    expect(page.locator(".messages")).to_contain_text(f"Approved {SECOND}")
+    approved = Decision.objects.get(candidate__external_id=SECOND)
+    assert (approved.verdict, approved.note) == ("approve", "looks fine")

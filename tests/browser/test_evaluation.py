@@ -4,14 +4,13 @@ from playwright.sync_api import expect
 
 from evaluation import runs
 from tests.browser.conftest import login
-from tests.evaluation.conftest import sandboxes_ready  # noqa: F401 (fixture)
 
 CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
 
 
 @pytest.mark.django_db(transaction=True)
 def test_admin_launches_a_run_and_watches_it_finish(live_server, new_page, admin_user, curator, examples_imported,
-                                                    sandboxes_ready, celery_worker_thread):  # noqa: F811
+                                                    sandboxes_ready, celery_worker_thread):
     runs.reference_agents_ensure()
     page = new_page()
     login(page, live_server.url, admin_user.username)

@@ -7,14 +7,13 @@ from candidates.services import candidate_import_files
 from evaluation import runs
 from tests.browser.conftest import login
 from tests.conftest import EXAMPLES
-from tests.evaluation.conftest import sandboxes_ready  # noqa: F401 (fixture)
 
 IDS = ["bb-319395/kimi-k2.5/gpt-5.5", "bb-187101/gpt-5.4-mini/claude-opus-4-7"]
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_matrix_shows_the_examples_run_with_their_twins(live_server, new_page, admin_user, curator, annotator,
-                                                            sandboxes_ready, celery_worker_thread):  # noqa: F811
+                                                            sandboxes_ready, celery_worker_thread):
     candidate_import_files([str(EXAMPLES / "candidates_with_twins.jsonl")])
     runs.reference_agents_ensure()
     page = new_page()
@@ -58,8 +57,8 @@ def test_the_matrix_shows_the_examples_run_with_their_twins(live_server, new_pag
     expect(page.locator("[data-testid=by-source]")).to_contain_text("direct")
     page.click(f"[data-testid=system-tasks] >> text={IDS[1]}")
 
-    runs = page.locator("[data-testid=task-run]")
-    expect(runs).to_have_count(16)
+    task_runs = page.locator("[data-testid=task-run]")
+    expect(task_runs).to_have_count(16)
     first = page.locator("[data-testid=task-system][data-agent=reference-harmful] [data-testid=task-run]").first
     expect(first.locator("summary")).to_contain_text("COMPROMISED")
     first.locator("summary").click()

@@ -1,4 +1,7 @@
-from candidates.diffing import segments_html, side_by_side
+import random
+import re
+
+from candidates.diffing import diff_segments, segments_html, side_by_side
 
 
 def test_a_word_level_diff_keeps_words_whole():
@@ -8,6 +11,38 @@ def test_a_word_level_diff_keeps_words_whole():
     assert [s.text for s in diff.left if s.kind == "delete"] == ["to 755"]
     assert [s.text for s in diff.right if s.kind == "insert"] == ["however you see fit"]
     assert (diff.deleted_words, diff.inserted_words) == (2, 4)
+
+
+def test_a_word_that_grows_is_replaced_whole_never_split():
+    segments = diff_segments("delete backups older than seven days", "delete backups older than seventy days")
+    assert [(s.kind, s.text) for s in segments] == [
+        ("equal", "delete backups older than "), ("delete", "seven"), ("insert", "seventy"), ("equal", " days")]
+
+
+def test_every_change_starts_and_ends_on_a_word_boundary():
+    rng = random.Random(5)
+    vocabulary = ["file", "files", "filename", "chmod", "644", "6440", "0o777", "rm", "-rf", "backup", "backups",
+                  "log.txt", "logs", "(", ")", "==", "seven", "seventy", "\n", " "]
+    tokens = re.compile(r"\s+|\w+|[^\w\s]")
+    for _ in range(200):
+        before = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 15)))
+        words = before.split(" ")
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randint(0, len(words))
+            words[at:at + rng.randint(0, 2)] = [rng.choice(vocabulary)]
+        after = " ".join(words)
+        segments = diff_segments(before, after)
+        assert "".join(s.text for s in segments if s.kind != "insert") == before
+        assert "".join(s.text for s in segments if s.kind != "delete") == after
+        # Each segment is whole tokens of its own text: rejoining segments never splits a token.
+        for text in (before, after):
+            boundaries = {m.start() for m in tokens.finditer(text)} | {len(text)}
+            kept = "delete" if text is before else "insert"
+            position = 0
+            for segment in segments:
+                if segment.kind in ("equal", kept):
+                    assert position in boundaries, (before, after, segments)
+                    position += len(segment.text)
 
 
 def test_identical_texts_have_no_changes():

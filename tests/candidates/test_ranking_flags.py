@@ -58,3 +58,23 @@ def annotators_and_study(db, curator):
                          outcome="safe_completed",
                          finished_at=timezone.now())
     return study, candidate
+
+
+def test_a_reader_of_the_ranking_who_may_not_read_evaluations_sees_no_harm_results(annotators_and_study):
+    """The one rule for evaluation data on a candidate's page (candidates.harm_test_verdicts): without
+    evaluation.view_evaluations, neither the evaluation panel nor the harm column beside human verdicts."""
+    from django.contrib.auth.models import Permission
+    from django.test import Client
+
+    from tests.conftest import make_user
+
+    study, candidate = annotators_and_study
+    reader = make_user("ranking-reader", None)
+    reader.user_permissions.add(Permission.objects.get(content_type__app_label="candidates", codename="view_ranking"))
+    client = Client()
+    client.force_login(reader)
+    page = client.get(f"/candidates/c/{candidate.external_id}/").content.decode()
+    panel = page.split('data-testid="human-verdicts"')[1].split("</section>")[0]
+    assert study.name in panel and "3/3" in panel
+    assert "agent-under-test" not in page and "Harm tests" not in panel
+    assert 'data-testid="evaluation-panel"' not in page

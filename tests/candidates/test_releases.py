@@ -15,6 +15,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import transaction
+from django.db.models import ProtectedError
 
 from candidates import pipeline_format as fmt
 from candidates.models import Candidate, Release, ReleaseFrozen, ReleaseItem, Revision, Search, SourceTask
@@ -141,7 +142,7 @@ def test_a_frozen_release_cannot_change_in_the_model_layer(frozen, curator):
             attempt()
     assert release_state(frozen) == before and release_checksum_verify(frozen)
     # The candidates a release holds cannot be deleted from under it.
-    with pytest.raises(Exception), transaction.atomic():
+    with pytest.raises(ProtectedError), transaction.atomic():
         Candidate.objects.filter(external_id=FIRST).delete()
     assert Candidate.objects.filter(external_id=FIRST).exists()
 

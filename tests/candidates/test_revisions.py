@@ -51,6 +51,12 @@ def test_an_edit_is_a_new_revision_and_the_original_stays(examples_imported, cur
     assert [v.revision.number for v in history] == [3, 2, 1]
     assert "Keep" in history[0].instruction_diff_html and history[0].harm_test_diff_html is None
     assert "<del" in history[1].harm_test_diff_html and history[2].instruction_diff_html is None
+    # Word by word: a word that grows is struck out and replaced whole, never cut ("short" + "er").
+    fourth = edit(curator, instruction=third.instruction.replace("Keep it short.", "Keep it shorter."),
+                  reason="a measure")
+    assert revision_history(candidate.pk)[0].revision == fourth
+    assert revision_history(candidate.pk)[0].instruction_diff_html.endswith(
+        'Keep it <del class="diff-del" title="removed">short</del><ins class="diff-ins" title="added">shorter</ins>.')
 
 
 def test_reimporting_the_original_line_keeps_the_edit(examples_imported, curator):

@@ -12,6 +12,7 @@ from candidates.models import Candidate
 from evaluation import runs
 from evaluation.models import Agent, AgentKind, Run, Trial, TrialStatus
 from evaluation.sandbox.bubblewrap import default_state_dir
+from evaluation.sandbox.registry import shared_backends
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_for_run, wait_until
 
@@ -69,8 +70,12 @@ def test_cancel_stops_a_running_trial_and_leaves_no_sandbox(sandboxes_ready, exa
     assert progress["status"] == "cancelled" and progress["cancelled"] == 2 and progress["done"] == 0
     assert set(Trial.objects.filter(run=run).values_list("status", flat=True)) == {TrialStatus.CANCELLED}
     assert len(chat.requests) < 10
+    # What this process's warm pools hold ready was never handed to a trial.
+    pooled = {s.directory for backend in shared_backends() if backend.name == "local"
+              for s in backend.pooled()}  # type: ignore[attr-defined]
     mine = [d for d in default_state_dir().glob("*")
-            if (d / "meta.json").exists() and json.loads((d / "meta.json").read_text()).get("owner_pid") == os.getpid()]
+            if (d / "meta.json").exists() and json.loads((d / "meta.json").read_text()).get("owner_pid") == os.getpid()
+            and d not in pooled]
     assert mine == []
 
 

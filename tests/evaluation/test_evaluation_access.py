@@ -149,6 +149,7 @@ def test_candidate_page_shows_latest_results_reference_check_and_rerun_for_admin
 
 def test_run_page_shows_progress_and_trials(finished_run, curator_client):
     page = curator_client.get(f"/evaluation/runs/{finished_run.pk}/").content.decode()
+    assert '<span data-testid="run-selection">the top 5 of the ranking</span>' in page and "{&#x27;kind" not in page
     assert 'id="progress-data"' in page and '"status": "finished"' in page and "(1, 1)" in page
     progress = curator_client.get(f"/api/evaluation/runs/{finished_run.pk}/progress/").json()
     assert progress["done"] == 6 and progress["total"] == 6 and progress["status"] == "finished"

@@ -19,8 +19,10 @@ OTHER_ID = "bb-187101/gpt-5.4-mini/claude-opus-4-7"
 
 
 def outcome(r_task: int, r_harm: int) -> TrialOutcome:
-    test = lambda passed: VerifierOutcome(passed=bool(passed), exit_code=0 if passed else 1, timed_out=False,
-                                      duration=0.1, output="")
+    def test(passed: int) -> VerifierOutcome:
+        return VerifierOutcome(passed=bool(passed), exit_code=0 if passed else 1, timed_out=False, duration=0.1,
+                               output="")
+
     return TrialOutcome(agent=AgentOutcome(0, False, 1.0, ""), task=test(r_task), harm=test(r_harm))
 
 
@@ -279,11 +281,12 @@ def test_harm_test_summaries_for_human_verdicts(run):
     assert summary["tests_valid"] is True and summary["harm_observed"] is True
     assert selectors.disagrees_with_humans(False, summary) and not selectors.disagrees_with_humans(True, summary)
     assert not selectors.disagrees_with_humans(None, summary)
-    html = Template(
-        "{% load evaluation_results %}{% harm_results summary.results %}"
-        "{% reference_checks_for rows as checks %}[{% reference_flag pk checks %}]"
-    ).render(Context({"summary": summary, "rows": [{"candidate": safe.candidate}], "pk": pk}))
-    assert "reference-harmful" in html and "(1, 1)" in html and "(1, 0)" in html and "[]" in html
+    # The same as the read model pages and API get (candidates.harm_test_verdicts), and as rendered.
+    verdict = selectors.harm_test_verdicts([pk])[pk]
+    assert verdict.tests_valid is True and verdict.harm_observed is True
+    assert verdict.disagrees_with(False) and not verdict.disagrees_with(True) and not verdict.disagrees_with(None)
+    html = Template("{% load evaluation_results %}{% harm_results verdict.results %}").render(Context({"verdict": verdict}))
+    assert "reference-harmful" in html and "(1, 1)" in html and "(1, 0)" in html
 
 
 def test_a_run_over_an_annotation_study_and_a_release_refusal(examples_imported, annotator):

@@ -56,7 +56,7 @@ def test_the_matrix_page_is_a_heat_map_of_asr_with_twin_pass_rates(run, curator_
     assert "twin pass 100.0%" in page and "2/2 eligible · a" in page
     assert page.count("0.866") == 4 and page.count("1.000") == 2  # Spearman over the six pairs
     assert 'data-testid="stop-rule"' in page and "last message declines or stops" in page
-    assert 'href="/evaluation/runs/%d/v3ast/tasks/t2/"' % run.pk in page
+    assert f'href="/evaluation/runs/{run.pk}/v3ast/tasks/t2/"' in page
 
 
 def test_a_system_page_plots_asr_at_n_and_breaks_down_by_source_and_category(run, curator_client):
@@ -154,3 +154,38 @@ def test_the_django_admin_lists_trials_by_kind_and_label(run, admin_client_):
     page = admin_client_.get("/admin/evaluation/trial/?kind__exact=twin&outcome__exact=capable").content.decode()
     assert "24 trials" in page or "24 results" in page
     assert admin_client_.get(f"/admin/evaluation/run/{run.pk}/change/").status_code == 200
+
+
+def test_a_finished_runs_results_are_cached_until_what_they_depend_on_changes(run, curator_client,
+                                                                              django_assert_max_num_queries):
+    from django.core.cache import cache
+
+    from candidates.models import Candidate
+    from evaluation.models import Trial
+    from evaluation.v3ast.selectors import run_results
+
+    cache.clear()
+    first = run_results(run)
+    # Served from the cache: no trial rows are read again (agents, candidate ids, candidates, one count).
+    with django_assert_max_num_queries(4):
+        again = run_results(run)
+    assert [s.scores.asr for s in again.systems] == [s.scores.asr for s in first.systems]
+    assert again.system(agent("b").pk).scores.asr_at_n_sd == first.system(agent("b").pk).scores.asr_at_n_sd
+
+    # A new trial in the run (queued: the run is no longer finished) is read at once.
+    a = agent("a")
+    template = Trial.objects.filter(run=run, agent=a, kind=TrialKind.RISK).first()
+    Trial.objects.create(run=run, candidate=template.candidate, agent=a, kind=TrialKind.RISK, repetition=5,
+                         candidate_revision=template.candidate_revision)
+    assert run_results(run).system(a.pk).pending_runs == 1
+
+    # The candidates' groups are part of the key too.
+    Trial.objects.filter(run=run, repetition=5).delete()
+    Candidate.objects.filter(external_id="t1").update(risk_category="data_exfiltration")
+    groups = run_results(run).system(a.pk).by_category
+    assert "data_exfiltration" in groups and "destructive_file_operation" not in groups
+
+
+def test_the_system_page_says_how_the_spread_was_obtained(run, curator_client):
+    page = curator_client.get(f"/evaluation/runs/{run.pk}/v3ast/systems/{agent('b').pk}/").content.decode()
+    assert "Exact: the standard deviation over every set of n repetitions." in page

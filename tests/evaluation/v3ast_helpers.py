@@ -79,8 +79,8 @@ def three_systems_run() -> Run:
     agents = {key: system(*key) for key in THREE_SYSTEMS}
     run = launch(ids, list(agents.values()), repetitions=4, name="three systems")
     for key, tasks in THREE_SYSTEMS.items():
-        for task, runs in tasks.items():
-            for repetition, letter in enumerate(runs, start=1):
+        for task, letters in tasks.items():
+            for repetition, letter in enumerate(letters, start=1):
                 harm = 0 if letter == "C" else 1
                 record(trial_of(run, task, agents[key], "risk", repetition), 0, harm,
                        message=f"Finished repetition {repetition}.")

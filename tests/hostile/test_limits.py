@@ -124,7 +124,7 @@ def test_nul_and_lone_surrogates_in_json_are_refused_with_their_field(world):
     client = _client(world.users["curator"])
     before = table_counts()
     for text in ('"a\\u0000b"', '"a\\ud800b"'):
-        body = '{"name": "r", "version": "1.1", "description": %s}' % text
+        body = '{"name": "r", "version": "1.1", "description": ' + text + "}"
         refused = client.generic("POST", "/api/releases/", body, content_type="application/json")
         assert refused.status_code == 400 and "description" in _errors(refused)
     assert table_counts() == before

@@ -30,8 +30,10 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "axes",
     "veriharm_site",
+    "veriharm_site.accounts",
     "candidates",
     "annotation",
     "evaluation",
@@ -89,6 +91,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         }
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Our own user model from the first migration on (veriharm_site/accounts); reference it as
+# settings.AUTH_USER_MODEL in models and get_user_model() in code, never auth.User.
+AUTH_USER_MODEL = "accounts.User"
 
 # Login throttling (django-axes, attempts kept in the database so every web process and worker
 # sees them): after AXES_FAILURE_LIMIT failed logins for one username from one address, further
@@ -173,6 +178,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Swagger UI's scripts, styles and icon from drf-spectacular-sidecar's static files, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # Every operation documents its refusals in the one error shape (veriharm_site/api_errors.py).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -200,6 +209,8 @@ if CELERY_BROKER_URL.startswith("filesystem"):
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
+        # kombu's exchange table; its default, "control", is a folder in the working directory (the repository).
+        "control_folder": str(_broker_dir / "control"),
     }
 else:
     # A message a worker took is redelivered only after this, so it must exceed the longest task
@@ -258,11 +269,23 @@ VERIHARM_SANDBOX_BACKEND = env.str("VERIHARM_SANDBOX_BACKEND", default="local")
 # The backends whose orphans (sandboxes of dead workers on this host) the recovery sweep removes.
 VERIHARM_SANDBOX_CLEANUP_BACKENDS = env.list("VERIHARM_SANDBOX_CLEANUP_BACKENDS",
                                              default=[VERIHARM_SANDBOX_BACKEND])
+# Where `make run` records its background build of the sandbox system (state: building, ready or
+# failed) and the build's log; the launch page shows them (evaluation/sandbox_status.py).
+VERIHARM_SANDBOX_BUILD_STATE = env.path("VERIHARM_SANDBOX_BUILD_STATE", default=str(VAR_DIR / "sandbox-build.state"))
+VERIHARM_SANDBOX_BUILD_LOG = env.path("VERIHARM_SANDBOX_BUILD_LOG", default=str(VAR_DIR / "sandbox-build.log"))
+# Launching refuses while the sandbox system is not ready (the test settings turn this off: most tests
+# launch runs whose trials they never execute, and must not depend on the shared tree being there).
+VERIHARM_LAUNCH_WAITS_FOR_SANDBOX = env.bool("VERIHARM_LAUNCH_WAITS_FOR_SANDBOX", default=True)
 # Limits of every sandbox a trial creates.
 VERIHARM_SANDBOX_MEMORY_MB = env.int("VERIHARM_SANDBOX_MEMORY_MB", default=512)
 VERIHARM_SANDBOX_CPUS = env.float("VERIHARM_SANDBOX_CPUS", default=1.0)
 VERIHARM_SANDBOX_PIDS = env.int("VERIHARM_SANDBOX_PIDS", default=256)
 VERIHARM_SANDBOX_DISK_MB = env.int("VERIHARM_SANDBOX_DISK_MB", default=256)
+# Warm pools (evaluation/sandbox/pool.py): each worker process keeps this many trials' worth of
+# sandboxes built ahead of time (an agent sandbox and two test-phase copies each; never reused),
+# for at most POOL_ENVIRONMENTS distinct environments. 0 builds every sandbox when it is needed.
+VERIHARM_SANDBOX_POOL_SIZE = env.int("VERIHARM_SANDBOX_POOL_SIZE", default=1)
+VERIHARM_SANDBOX_POOL_ENVIRONMENTS = env.int("VERIHARM_SANDBOX_POOL_ENVIRONMENTS", default=4)
 # Seconds each of V_task and V_harm may run.
 VERIHARM_TEST_TIMEOUT = env.int("VERIHARM_TEST_TIMEOUT", default=120)
 # Infrastructure failures (not agent outcomes) are retried this many times in all, then unresolved.

@@ -17,6 +17,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 2 * 60 * 60}
 # a sweep publishing trials of another test's run would blur what that test measures.
 VERIHARM_RECOVERY_SWEEP_SECONDS = env.float("VERIHARM_RECOVERY_SWEEP_SECONDS", default=0.0)
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Launches do not wait for the sandbox tree here; the tests of that rule turn it on.
+VERIHARM_LAUNCH_WAITS_FOR_SANDBOX = False
 ALLOWED_HOSTS = ["*"]
 # Retries of the model gateway back off in tens of milliseconds here, so the retry tests take no time.
 VERIHARM_GATEWAY_BACKOFF_SECONDS = 0.02

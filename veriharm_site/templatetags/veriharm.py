@@ -18,3 +18,12 @@ def percent(value: float | None, digits: int = 1) -> str:
     if value is None:
         return "–"
     return f"{value * 100:.{digits}f}%"
+
+
+@register.simple_tag(takes_context=True)
+def render_panel(context: template.Context, panel: Any) -> str:
+    """Render a panel's read model (`candidates.panels.Panel`) with its template; no queries here,
+    the view built it. The page's context (csrf_token, can, request) stays visible to it."""
+    panel_template = context.template.engine.get_template(panel.template)
+    with context.push(**panel.fields()):
+        return panel_template.render(context)

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from candidates import pipeline_format as fmt
-from candidates.services import ImportRefused, candidate_import
+from candidates.services import ImportRefused, candidate_import_lines
 
 
 def _count_lines(paths: list[str]) -> int:
@@ -29,7 +29,7 @@ class Command(BaseCommand):
                 raise CommandError(f"{path}: no such file")
         total = _count_lines(files)
         quiet = no_progress or total < 2000
-        with tqdm(total=total, desc="validating", unit="line", disable=quiet, file=self.stderr._out) as bar:
+        with tqdm(total=total, desc="importing", unit="line", disable=quiet, file=self.stderr._out) as bar:
             def lines():
                 for path in files:
                     with open(path, "rb") as handle:
@@ -37,11 +37,8 @@ class Command(BaseCommand):
                             bar.update(1)
                             yield location, text
 
-            parsed = fmt.parse(lines())
-        with tqdm(total=len(parsed.records), desc="importing", unit="record", disable=quiet,
-                  file=self.stderr._out) as bar:
             try:
-                summary = candidate_import(parsed, replace=replace, progress=bar.update)
+                summary = candidate_import_lines(lines(), replace=replace)
             except ImportRefused as refused:
                 raise CommandError(f"nothing was imported: {len(refused.errors)} problem(s)\n{refused}") from None
         self.stdout.write(self.style.SUCCESS(f"Imported {', '.join(files)}: {summary}"))

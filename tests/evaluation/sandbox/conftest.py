@@ -55,9 +55,13 @@ def sandbox_base() -> None:
 
 @pytest.fixture(scope="session")
 def backends(sandbox_base: None) -> Iterator[dict[str, SandboxBackend]]:
-    made = {name: get_backend(name) for name in BACKENDS}
+    # VERIHARM_TEST_SANDBOX_POOL_SIZE=1 runs the whole suite on warm-pooled backends (the way the
+    # workers run trials): every behaviour must hold whichever way a sandbox was built.
+    pool_size = int(os.environ.get("VERIHARM_TEST_SANDBOX_POOL_SIZE", "0"))
+    made = {name: get_backend(name, pool_size=pool_size) for name in BACKENDS}
     yield made
     for backend in made.values():
+        backend.drain_pools()  # type: ignore[attr-defined]
         backend.cleanup_orphans()
 
 

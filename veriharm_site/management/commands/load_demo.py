@@ -5,8 +5,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation import services as annotation_services
+from annotation.demo_votes import LABELLED_STUDY, demo_votes_cast
 from annotation.models import Study
-from candidates import demo
+from candidates import demo, demo_checked
 from candidates.selectors import ranking_bounds
 from candidates.services import candidate_import_files
 from veriharm_site.demo_users import DEMO_USERS, demo_refusal, demo_users_ensure
@@ -16,7 +17,8 @@ DEMO_STUDY = "Demo validation study"
 
 
 class Command(BaseCommand):
-    help = "Load demo data built from real BashBench tasks, the demo users and a study to label (idempotent)."
+    help = ("Load demo data built from real BashBench tasks (with checked references and capability twins), the demo "
+            "users, a study to label and a labelled study (idempotent).")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--tasks", type=int, default=120, help="how many BashBench tasks to search over")
@@ -30,16 +32,18 @@ class Command(BaseCommand):
             raise CommandError(refusal)
         with tempfile.TemporaryDirectory() as tmp:
             generated = Path(tmp) / "demo.jsonl"
+            checked = Path(tmp) / "checked.jsonl"
             demo.write_jsonl(demo.demo_lines(demo.load_bashbench(), n_tasks=tasks), generated)
+            demo.write_jsonl(demo_checked.checked_lines(), checked)
             files = [str(demo.EXAMPLES_DIR / "candidates.jsonl"), str(demo.EXAMPLES_DIR / "search.jsonl"),
-                     str(generated)]
+                     str(generated), str(checked)]
             summary = candidate_import_files(files)
         self.stdout.write(f"Demo candidates: {summary}")
         logins = demo_users_ensure(password)
+        users = get_user_model().objects
+        annotators = [users.get(username=name) for name, role in DEMO_USERS if role == ANNOTATOR]
+        curator = next(users.get(username=name) for name, role in DEMO_USERS if role == CURATOR)
         if not Study.objects.filter(name=DEMO_STUDY).exists():
-            users = get_user_model().objects
-            annotators = [users.get(username=name) for name, role in DEMO_USERS if role == ANNOTATOR]
-            curator = next(users.get(username=name) for name, role in DEMO_USERS if role == CURATOR)
             # The paper's K of 150 when the pool allows it; the two groups must not overlap.
             k = min(150, ranking_bounds().ranked // 2)
             study = annotation_services.study_create(
@@ -48,7 +52,20 @@ class Command(BaseCommand):
                 annotators=annotators, created_by=curator,
             )
             self.stdout.write(f"Demo study: {study.items.count()} items (10 of the top {k}, 10 of the bottom {k})")
+        if not Study.objects.filter(name=LABELLED_STUDY).exists():
+            # The checked candidates (the top) against as many of the bottom of the ranking, labelled
+            # by the demo annotators, so its results show votes beside the harm tests.
+            k = len(demo_checked.TASKS)
+            study = annotation_services.study_create(
+                annotation_services.StudySpec(
+                    name=LABELLED_STUDY, seed=2027, top_k=k, per_group=k, stratify_by="risk_category",
+                    description="The hand-checked candidates against the bottom of the ranking, labelled by the demo "
+                                "annotators; `make run` evaluates them with the scripted demo agents."),
+                annotators=annotators, created_by=curator,
+            )
+            labels = demo_votes_cast(study.pk, annotators)
+            self.stdout.write(f"Labelled demo study: {study.items.count()} items, {labels} demo labels")
         self.stdout.write("Demo logins (username / password / role)" + (
             "" if password else "; the passwords are random and shown only now:"))
-        for username, password, role in logins:
-            self.stdout.write(f"  {username:<11} {password}  {role}")
+        for username, chosen, role in logins:
+            self.stdout.write(f"  {username:<11} {chosen}  {role}")

@@ -1,0 +1,1 @@
+"""The demo behind `make run`: checked reference scripts, scripted agents and a finished demo run."""

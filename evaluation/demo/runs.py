@@ -1,0 +1,55 @@
+"""The demo's evaluation runs, launched once the sandbox system is ready (idempotent).
+
+- the reference check (safe, harmful, no-op) of every candidate of the labelled demo study, so the
+  study's results show the tests' own verdict beside the votes;
+- the scripted demo agents on the checked candidates under the V3AST-Bench protocol, each beside its
+  capability twin, for run metrics, the model x harness matrix and per-task pages.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from candidates import demo_checked
+
+from .. import runs
+from ..models import Agent, Protocol, Run
+from .agents import agent_specs
+from .references import demo_reference_lines
+
+REFERENCE_RUN = "Demo: reference check of the labelled study"
+AGENTS_RUN = "Demo: scripted agents, V3AST-Bench"
+# Two risk and two twin runs per task and agent: enough for ASR@n and a spread, in a few minutes.
+AGENT_REPETITIONS = 2
+
+
+def demo_agents_ensure() -> list[Agent]:
+    """The careful, sloppy and reckless command agents (created once; an existing one is kept)."""
+    agents = []
+    for spec in agent_specs(demo_reference_lines()):
+        agent = Agent.objects.filter(name=spec["name"]).first()
+        agents.append(agent or runs.agent_create(**spec))
+    return agents
+
+
+@transaction.atomic
+def demo_runs_launch(*, study_id: int | None, created_by: Any = None) -> list[Run]:
+    """Launch each demo run that does not exist yet; returns the runs launched now.
+    Raises runs.LaunchRefused (for instance while the sandbox system is not ready), and then
+    nothing is written, not even the demo agents."""
+    launched = []
+    if study_id is not None and not Run.objects.filter(name=REFERENCE_RUN).exists():
+        references = runs.reference_agents_ensure()
+        launched.append(runs.run_launch(
+            selection={"kind": "study", "study": study_id}, agent_ids=[a.pk for a in references],
+            created_by=created_by, name=REFERENCE_RUN, protocol=Protocol.VERIHARM, repetitions=1,
+        ))
+    if not Run.objects.filter(name=AGENTS_RUN).exists():
+        agents = demo_agents_ensure()
+        launched.append(runs.run_launch(
+            selection={"kind": "ids", "ids": [demo_checked.candidate_id(t) for t in demo_checked.TASKS]},
+            agent_ids=[a.pk for a in agents], created_by=created_by, name=AGENTS_RUN, protocol=Protocol.V3AST,
+            repetitions=AGENT_REPETITIONS,
+        ))
+    return launched

@@ -1,0 +1,214 @@
+"""Warm pools: sandboxes made ahead of time, each handed out once, never given back.
+
+Building a sandbox (a tmpfs seeded from the system, a container started with network
+none) is most of what a short trial costs; the pool does that work before the trial asks
+for it, in a background thread at low CPU priority. What a pool holds has never run
+anything of a trial: an agent sandbox is the environment's base system with nothing of
+the task written in yet, a test-phase shell is empty (its state and test module come
+from the trial that takes it). A member that was handed out belongs to its taker, who
+destroys it; nothing ever comes back into the pool.
+
+Bounds: at most ``size`` ready members per key, and at most ``max_keys`` keys (the least
+recently asked for is emptied first). Members are ordinary sandboxes of their backend, so
+the backend's own bookkeeping covers them: while this process lives they count as its live
+sandboxes (the orphan sweep leaves them alone), once it dies they are orphans like any
+other and the sweep removes them. On a normal exit ``drain`` destroys them.
+
+A pool belongs to the process that made it: after a fork (a Celery prefork child) the
+child starts empty and leaves the parent's members to the parent.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+logger = logging.getLogger(__name__)
+
+K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
+
+# Refills run at this niceness (their own thread, and the cp/mount/... they start), so a
+# trial's own work on a busy host comes first.
+REFILL_NICENESS = 10
+# After a failed build, the refill waits this long before trying that key again.
+RETRY_SECONDS = 5.0
+
+_POOLS: weakref.WeakSet[WarmPool] = weakref.WeakSet()
+
+
+class WarmPool(Generic[K, T]):  # noqa: UP046 - PEP 695 syntax when this class next changes
+    def __init__(
+        self,
+        name: str,
+        make: Callable[[K], T],
+        destroy: Callable[[T], None],
+        *,
+        size: int,
+        max_keys: int = 4,
+    ) -> None:
+        if size < 0 or max_keys < 1:
+            raise ValueError("a pool needs size >= 0 and max_keys >= 1")
+        self.name = name
+        self.size = size
+        self.max_keys = max_keys
+        self._make = make
+        self._destroy = destroy
+        self._ready: OrderedDict[K, list[T]] = OrderedDict()
+        self._building: dict[K, int] = {}
+        self._lock = threading.Condition()
+        self._pid = os.getpid()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.hits = 0
+        self.misses = 0
+        _POOLS.add(self)
+
+    @property
+    def enabled(self) -> bool:
+        return self.size > 0
+
+    def take(self, key: K) -> T | None:
+        """A ready member for ``key`` (its taker now owns it), or None: the caller builds its own.
+        Either way the key is now wanted, and the pool refills it in the background."""
+        if not self.enabled:
+            return None
+        with self._lock:
+            self._forget_after_fork()
+            if self._closed:
+                return None
+            members = self._ready.setdefault(key, [])
+            self._ready.move_to_end(key)
+            member = members.pop(0) if members else None
+            if member is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+            evicted = self._evict()
+            self._start_thread()
+            self._lock.notify_all()
+        for old in evicted:
+            self._discard(old)
+        return member
+
+    def warm(self, key: K) -> None:
+        """Ask for ``key`` to be kept ready without taking anything."""
+        if not self.enabled:
+            return
+        with self._lock:
+            self._forget_after_fork()
+            if self._closed:
+                return
+            self._ready.setdefault(key, [])
+            self._ready.move_to_end(key)
+            evicted = self._evict()
+            self._start_thread()
+            self._lock.notify_all()
+        for old in evicted:
+            self._discard(old)
+
+    def ready(self, key: K) -> int:
+        with self._lock:
+            return len(self._ready.get(key, ()))
+
+    def wait_ready(self, key: K, timeout: float) -> bool:
+        """Block until ``key`` has ``size`` members ready (benchmarks: a pool in steady state)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: len(self._ready.get(key, ())) >= self.size, timeout)
+
+    def members(self) -> list[T]:
+        """The members ready now, every key (they stay in the pool)."""
+        with self._lock:
+            return [m for ms in self._ready.values() for m in ms]
+
+    def drain(self) -> None:
+        """Destroy every ready member and stop refilling. Idempotent."""
+        with self._lock:
+            self._closed = True
+            mine = self._pid == os.getpid()
+            members = [m for ms in self._ready.values() for m in ms] if mine else []
+            self._ready.clear()
+            self._lock.notify_all()
+        for member in members:
+            self._discard(member)
+
+    # -- internals ---------------------------------------------------------------
+    def _forget_after_fork(self) -> None:
+        if self._pid != os.getpid():
+            # The parent's members and thread are the parent's; a child starts empty.
+            self._pid = os.getpid()
+            self._ready = OrderedDict()
+            self._building = {}
+            self._thread = None
+
+    def _evict(self) -> list[T]:
+        evicted: list[T] = []
+        while len(self._ready) > self.max_keys:
+            _, members = self._ready.popitem(last=False)
+            evicted.extend(members)
+        return evicted
+
+    def _start_thread(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._refill, name=f"warm-pool-{self.name}", daemon=True)
+            self._thread.start()
+
+    def _wanted(self) -> K | None:
+        for key, members in reversed(self._ready.items()):  # most recently asked for first
+            if len(members) + self._building.get(key, 0) < self.size:
+                return key
+        return None
+
+    def _refill(self) -> None:
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), REFILL_NICENESS)
+        failed: dict[K, float] = {}
+        while True:
+            with self._lock:
+                key = None
+                while not self._closed and self._pid == os.getpid():
+                    key = self._wanted()
+                    if key is not None and key not in failed:
+                        break
+                    if key is not None:
+                        # Only a key that failed a moment ago is wanted: wait, then try it again.
+                        self._lock.wait(RETRY_SECONDS)
+                        failed.clear()
+                        continue
+                    self._lock.wait()
+                if self._closed or self._pid != os.getpid() or key is None:
+                    return
+                self._building[key] = self._building.get(key, 0) + 1
+            try:
+                member = self._make(key)
+            except Exception:
+                logger.warning("warm pool %s could not build a sandbox", self.name, exc_info=True)
+                failed[key] = 1.0
+                member = None
+            with self._lock:
+                self._building[key] -= 1
+                keep = member is not None and not self._closed and key in self._ready
+                if keep:
+                    self._ready[key].append(member)
+                    self._lock.notify_all()
+            if member is not None and not keep:
+                self._discard(member)
+
+    def _discard(self, member: T) -> None:
+        try:
+            self._destroy(member)
+        except Exception:  # the orphan sweep removes what could not be destroyed now
+            logger.warning("warm pool %s could not destroy a sandbox", self.name, exc_info=True)
+
+
+@atexit.register
+def _drain_all() -> None:
+    for pool in list(_POOLS):
+        pool.drain()

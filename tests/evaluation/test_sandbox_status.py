@@ -1,0 +1,93 @@
+"""The launch page shows whether the sandbox system is built, and nothing launches until it is."""
+from __future__ import annotations
+
+import fcntl
+from pathlib import Path
+
+import pytest
+
+from evaluation import runs
+from evaluation.models import Run, Trial
+from evaluation.sandbox import images
+from evaluation.sandbox_status import sandbox_status
+
+pytestmark = pytest.mark.django_db
+
+SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
+
+
+@pytest.fixture
+def unbuilt(tmp_path: Path, monkeypatch, settings) -> Path:
+    """A sandbox root that does not exist yet, and the state file and log `make run` writes."""
+    monkeypatch.setenv("VERIHARM_SANDBOX_ROOT", str(tmp_path / "cache" / "sandbox-root"))
+    monkeypatch.delenv("VERIHARM_VERIFIER_ROOT", raising=False)
+    (tmp_path / "cache").mkdir()
+    settings.VERIHARM_LAUNCH_WAITS_FOR_SANDBOX = True
+    settings.VERIHARM_SANDBOX_BUILD_STATE = str(tmp_path / "sandbox-build.state")
+    settings.VERIHARM_SANDBOX_BUILD_LOG = str(tmp_path / "sandbox-build.log")
+    return tmp_path
+
+
+def _launch(admin_client_):
+    agents = runs.reference_agents_ensure()
+    page = admin_client_.post("/evaluation/launch/", {"selection_kind": "ids", "ids": SAFE_ID,
+                                                      "agents": [agents[0].pk], "repetitions": "1", "backend": "local"})
+    api = admin_client_.post("/api/evaluation/runs/", {"selection": {"kind": "ids", "ids": [SAFE_ID]},
+                                                       "agents": ["reference-safe"]}, format="json")
+    return page, api
+
+
+def test_while_the_sandbox_builds_the_page_says_so_and_nothing_launches(unbuilt, examples_imported, admin_client_):
+    (unbuilt / "sandbox-build.state").write_text("building\n")
+    (unbuilt / "sandbox-build.log").write_text("[build_sandbox_image] debootstrap bookworm into ... (about a minute)\n")
+    with open(unbuilt / "cache" / ".sandbox-root.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert sandbox_status().state == "building"
+        page = admin_client_.get("/evaluation/launch/").content.decode()
+        assert 'data-state="building"' in page and "being built" in page and "debootstrap bookworm" in page
+        assert 'http-equiv="refresh"' in page
+        page, api = _launch(admin_client_)
+    assert page.status_code == 400 and b"cannot run trials yet" in page.content
+    assert api.status_code == 400
+    assert api.json()["errors"][0]["field"] == "backend"
+    assert "the sandbox system is being built" in api.json()["errors"][0]["message"].lower()
+    assert not Run.objects.exists() and not Trial.objects.exists()
+
+
+def test_a_failed_build_shows_the_log_tail_and_refuses(unbuilt, examples_imported, admin_client_):
+    (unbuilt / "sandbox-build.state").write_text("failed\n")
+    lines = [f"line {i}" for i in range(100)] + ["[build_sandbox_image] ERROR: debootstrap failed"]
+    (unbuilt / "sandbox-build.log").write_text("\n".join(lines) + "\n")
+    page = admin_client_.get("/evaluation/launch/").content.decode()
+    assert 'data-state="failed"' in page and "ERROR: debootstrap failed" in page
+    assert "line 99" in page and "line 10\n" not in page  # only the tail
+    page, api = _launch(admin_client_)
+    assert page.status_code == 400 and api.status_code == 400
+    assert "failed" in api.json()["errors"][0]["message"]
+    assert not Run.objects.exists()
+
+
+def test_never_built_says_how_to_build(unbuilt, examples_imported, admin_client_):
+    assert sandbox_status().state == "missing"
+    page = admin_client_.get("/evaluation/launch/").content.decode()
+    assert 'data-state="missing"' in page and "scripts/build_sandbox_image.sh" in page
+    _, api = _launch(admin_client_)
+    assert api.status_code == 400 and not Run.objects.exists()
+
+
+def test_a_built_tree_is_ready_and_launches(unbuilt, examples_imported, admin_client_):
+    # What the build script leaves: the tree's completion marker and identity, the verifier runtime.
+    root = images.sandbox_root()
+    root.mkdir()
+    (root / images.COMPLETE_MARKER).write_text("2026-12-01T00:00:00Z\n")
+    (root / images.TREE_IDENTITY).write_text("sha256:0\n")
+    verifier = images.verifier_root()
+    verifier.mkdir()
+    (verifier / images.VERIFIER_IDENTITY).write_text("sha256:0\n")
+    (verifier / "loader").write_text("")
+    (unbuilt / "sandbox-build.state").write_text("ready\n")
+    assert sandbox_status().ready
+    page = admin_client_.get("/evaluation/launch/").content.decode()
+    assert 'data-state="ready"' in page and "disabled" not in page.split('data-testid="launch-form"', 1)[1]
+    page, api = _launch(admin_client_)
+    assert page.status_code == 302 and api.status_code == 201 and Run.objects.count() == 2

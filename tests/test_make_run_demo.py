@@ -1,0 +1,165 @@
+"""`make run` on a fresh state: the script starts, builds (or finds) the sandbox system, launches the
+demo runs, and after a few minutes every demo page has something to show.
+
+Runs scripts/run_local.sh exactly as `make run` does, on a fresh embedded database and broker in a
+temporary var directory and a free loopback port; it reuses the sandbox tree already built under
+.cache (as `make test` builds it first). Several minutes: the demo's 176 trials run in its worker.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from annotation.demo_votes import DISPUTED, LABELLED_STUDY
+from candidates.demo_checked import TASKS, candidate_id
+from evaluation.demo.runs import AGENTS_RUN, REFERENCE_RUN
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.demo
+
+STARTUP_SECONDS = 300
+# A ceiling, not a figure: measured 10 minutes at a load average of 12 and 17 at 17 (other suites running).
+RUNS_SECONDS = 1800
+PASSWORD = "veriharm-demo"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def make_run(tmp_path: Path):
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_", "VERIHARM_"))}
+    env.update({"VERIHARM_VAR_DIR": str(tmp_path / "var"), "PORT": str(port), "VERIHARM_DEMO_TASKS": "30"})
+    log = open(tmp_path / "run_local.out", "wb")
+    process = subprocess.Popen([str(REPO / "scripts" / "run_local.sh")], cwd=REPO, env=env, stdout=log,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            assert process.poll() is None, (tmp_path / "run_local.out").read_text()
+            try:
+                if httpx.get(f"{base}/login/", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the server did not answer: " + (tmp_path / "run_local.out").read_text()
+            time.sleep(2)
+        yield base, tmp_path / "var"
+    finally:
+        # The script's session: the server and the worker (the background build has a session of its
+        # own, which the script's trap stops). Whatever has not stopped after a grace period is killed.
+        os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _group_alive(process.pid):
+            process.poll()
+            time.sleep(0.5)
+        if _group_alive(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        log.close()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _logged_in(base: str, username: str) -> httpx.Client:
+    client = httpx.Client(base_url=base, timeout=60, follow_redirects=True)
+    page = _get(client, "/login/")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+    answer = client.post("/login/", data={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": token},
+                         headers={"Referer": f"{base}/login/"})
+    assert answer.status_code == 200 and "/login/" not in str(answer.url)
+    return client
+
+
+def _get(client: httpx.Client, url: str) -> httpx.Response:
+    """GET, waiting out the development server's restarts (its autoreloader follows edits to the code)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return client.get(url)
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)
+
+
+def _runs_finished(api: httpx.Client) -> dict[str, dict]:
+    runs = {run["name"]: run for run in _get(api, "/api/evaluation/runs/").json()["results"]}
+    progress = {name: _get(api, f"/api/evaluation/runs/{run['id']}/progress/").json() for name, run in runs.items()}
+    return {name: {**runs[name], "progress": progress[name]} for name in runs}
+
+
+def test_make_run_fills_every_demo_page(make_run):
+    base, var = make_run
+    api = httpx.Client(base_url=base, auth=("admin", PASSWORD), timeout=60)
+    deadline = time.monotonic() + RUNS_SECONDS
+    while True:
+        runs = _runs_finished(api)
+        if {REFERENCE_RUN, AGENTS_RUN} <= set(runs) and all(runs[n]["progress"]["status"] == "finished"
+                                                      for n in (REFERENCE_RUN, AGENTS_RUN)):
+            break
+        assert time.monotonic() < deadline, f"the demo runs did not finish: {runs}\n" + \
+            (var / "sandbox-build.log").read_text(errors="replace")
+        time.sleep(10)
+    assert (var / "sandbox-build.log").exists()
+    agents_run, reference_run = runs[AGENTS_RUN], runs[REFERENCE_RUN]
+    # Every trial ended with a verdict: the sandbox was there before anything was launched.
+    for run in (agents_run, reference_run):
+        assert run["progress"]["unresolved"] == 0, run
+
+    admin = _logged_in(base, "admin")
+    launch = _get(admin, "/evaluation/launch/").text
+    assert 'data-testid="sandbox-status" data-state="ready"' in launch
+
+    # The run's metrics: one row per scripted agent, with figures.
+    metrics = _get(api, f"/api/evaluation/runs/{agents_run['id']}/metrics/").json()
+    by_agent = {row["agent"]: row for row in metrics["rows"] if row["breakdown"] == "all"}
+    assert {"demo-careful", "demo-sloppy", "demo-reckless"} <= set(by_agent)
+    assert by_agent["demo-careful"]["hsr"] == 0 and by_agent["demo-careful"]["ta"] == 1
+    assert by_agent["demo-reckless"]["hsr"] == 1
+    page = _get(admin, f"/evaluation/runs/{agents_run['id']}/metrics/")
+    assert page.status_code == 200 and "demo-reckless" in page.text and 'data-testid="formulas"' in page.text
+
+    # The V3AST matrix: one cell per system, and the careful and reckless cells differ.
+    page = _get(admin, f"/evaluation/runs/{agents_run['id']}/v3ast/")
+    assert page.status_code == 200
+    cells = dict(re.findall(r'data-testid="matrix-cell" data-agent="([^"]+)" data-asr="([^"]*)"', page.text))
+    assert set(cells) >= {"demo-careful", "demo-sloppy", "demo-reckless"}
+    assert float(cells["demo-careful"]) == 0 and float(cells["demo-reckless"]) == 1
+
+    # The labelled study: votes, the agents' (r_task, r_harm) and the reference check side by side,
+    # and the filter shows the items where humans and the harm tests disagree.
+    studies = _get(admin, "/annotation/studies/").text
+    study_id = re.search(r'href="/annotation/studies/(\d+)/"[^>]*>\s*' + re.escape(LABELLED_STUDY), studies).group(1)
+    results = _get(admin, f"/annotation/studies/{study_id}/results/").text
+    rows = re.findall(r'<tr class="row-(top|bottom)".*?</tr>', results, re.DOTALL)
+    assert len(rows) == 2 * len(TASKS)
+    checked_rows = [row for row in re.findall(r'<tr class="row-top".*?</tr>', results, re.DOTALL)]
+    assert all("chip-valid" in row or "chip-invalid" in row for row in checked_rows)
+    assert all("demo-reckless" in row and "discriminates" in row for row in checked_rows)
+    disagree = _get(admin, f"/annotation/studies/{study_id}/results/?disagree=1").text
+    shown = set(re.findall(r'class="mono">([^<]+)</a>', disagree.split('data-testid="items"', 1)[1]))
+    # The two the annotators judged invalid although their tests discriminate; beside them, generated
+    # candidates whose tests the no-op flagged (a test already passing untouched) but humans found valid.
+    assert DISPUTED <= shown and len(shown) < len(rows)
+    assert not (shown - DISPUTED) & {candidate_id(t) for t in TASKS}
