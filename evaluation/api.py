@@ -56,7 +56,7 @@ class RunListApi(generics.ListAPIView):
     def get_permissions(self):
         return [RUN()] if self.request.method == "POST" else [VIEW()]
 
-    def get_serializer(self, *args: Any, **kwargs: Any) -> RunSerializer:
+    def get_serializer(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("many") and args:
             page = list(args[0])
             context = kwargs.setdefault("context", self.get_serializer_context())
