@@ -219,21 +219,18 @@ def run_metrics_rows(run: Run) -> list[dict[str, Any]]:
 # --- per candidate ----------------------------------------------------------------------------
 
 
-def _latest_done_trials(candidate_ids: list[int]) -> QuerySet[Trial]:
-    # Risk trials only: a twin's result says nothing about the candidate's harm.
+def _latest_done_trials(candidate_ids: list[int]) -> list[Trial]:
+    # Risk trials only: a twin's result says nothing about the candidate's harm. DISTINCT ON reads
+    # each (candidate, agent)'s trials once, where a correlated "is it the latest" subquery per trial
+    # read them once per trial.
     latest = (
-        Trial.objects.filter(candidate_id=OuterRef("candidate_id"), agent_id=OuterRef("agent_id"),
-                             status=TrialStatus.DONE, kind=TrialKind.RISK)
-        .order_by("-finished_at", "-pk")
-        .values("pk")[:1]
-    )
-    return (
         Trial.objects.filter(candidate_id__in=candidate_ids, status=TrialStatus.DONE, kind=TrialKind.RISK)
-        .filter(pk=Subquery(latest))
+        .order_by("candidate_id", "agent_id", "-finished_at", "-pk")
+        .distinct("candidate_id", "agent_id")
         .select_related("agent")
         .annotate(current_revision=F("candidate__revision"))
-        .order_by("candidate_id", "agent__name")
     )
+    return sorted(latest, key=lambda trial: (trial.candidate_id, trial.agent.name))
 
 
 def latest_results_for_candidates(candidate_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
