@@ -57,6 +57,10 @@ def test_load_demo_is_complete_and_idempotent(client):
     client.logout()
     assert client.login(request=HttpRequest(), username="curator", password="veriharm-demo")
     assert client.get("/", follow=True).redirect_chain[-1][0] == "/candidates/"
+    client.logout()
+    assert client.login(request=HttpRequest(), username="viewer", password="veriharm-demo")
+    assert client.get("/", follow=True).redirect_chain[-1][0] == "/candidates/"
+    assert client.get("/candidates/review/").status_code == 403  # reads the ranking, reviews nothing
 
 
 def test_without_a_password_each_demo_login_gets_a_random_one_shown_once(client):
@@ -65,8 +69,8 @@ def test_without_a_password_each_demo_login_gets_a_random_one_shown_once(client)
     text = out.getvalue()
     assert "random and shown only now" in text and "veriharm-demo" not in text
     printed = {line.split()[0]: line.split()[1] for line in text.splitlines() if line.startswith("  ")}
-    assert set(printed) == {"annotator1", "annotator2", "annotator3", "curator", "admin"}
-    assert len(set(printed.values())) == 5 and all(len(p) >= 16 for p in printed.values())
+    assert set(printed) == {"annotator1", "annotator2", "annotator3", "viewer", "curator", "admin"}
+    assert len(set(printed.values())) == 6 and all(len(p) >= 16 for p in printed.values())
     assert not client.login(request=HttpRequest(), username="admin", password="veriharm-demo")
     assert client.login(request=HttpRequest(), username="admin", password=printed["admin"])
 

@@ -11,12 +11,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from .roles import ADMIN, ANNOTATOR, CURATOR, ensure_roles
+from .roles import ADMIN, ANNOTATOR, CURATOR, VIEWER, ensure_roles
 
 DEMO_USERS: list[tuple[str, str]] = [
     ("annotator1", ANNOTATOR),
     ("annotator2", ANNOTATOR),
     ("annotator3", ANNOTATOR),
+    ("viewer", VIEWER),
     ("curator", CURATOR),
     ("admin", ADMIN),
 ]

@@ -1,4 +1,9 @@
-"""The three roles, as Django groups with named permissions.
+"""The four roles, as Django groups with named permissions.
+
+- annotator: labels study items, blind (never the group, Q, judges or others' labels).
+- viewer: reads the ranking, candidates, releases, reports and evaluation results; changes nothing.
+- curator: what a viewer reads, plus imports, review decisions, revisions, releases and studies.
+- admin: what a curator does, plus launching evaluations, identities in exports and the Django admin.
 
 Every page and endpoint checks a permission, never a group name, so an admin
 can compose other roles in the Django admin without touching code.
@@ -6,10 +11,15 @@ can compose other roles in the Django admin without touching code.
 from django.contrib.auth.models import Group, Permission
 
 ANNOTATOR = "annotator"
+VIEWER = "viewer"
 CURATOR = "curator"
 ADMIN = "admin"
 
 _ANNOTATOR_PERMS = ["annotation.annotate"]
+# Read-only: every permission here guards reading only (writes need curate, import_pipeline,
+# manage_studies or run_evaluations), so a viewer can look at everything a curator sees but the
+# study results, and act on nothing.
+_VIEWER_PERMS = ["candidates.view_ranking", "evaluation.view_evaluations"]
 _CURATOR_PERMS = [
     "candidates.view_ranking",
     "candidates.import_pipeline",
@@ -21,6 +31,7 @@ _ADMIN_PERMS = _CURATOR_PERMS + ["evaluation.run_evaluations", "annotation.expor
 
 ROLE_PERMISSIONS: dict[str, list[str]] = {
     ANNOTATOR: _ANNOTATOR_PERMS,
+    VIEWER: _VIEWER_PERMS,
     CURATOR: _CURATOR_PERMS,
     ADMIN: _ADMIN_PERMS,
 }
