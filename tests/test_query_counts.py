@@ -20,7 +20,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tests.conftest import make_user
-from veriharm_site.roles import ADMIN, ANNOTATOR, CURATOR
+from veriharm_site.roles import ADMIN, ANNOTATOR, CURATOR, VIEWER
 
 pytestmark = pytest.mark.django_db
 
@@ -149,7 +149,8 @@ def test_no_page_or_list_runs_a_query_per_row():
     voters = [make_user(f"voter-{i}", ANNOTATOR) for i in range(VOTERS)]
     admin = make_user("boss", ADMIN)
     clients = {}
-    for role, user in ((ANNOTATOR, voters[0]), (CURATOR, make_user("curates", CURATOR)), (ADMIN, admin)):
+    others = ((VIEWER, make_user("views", VIEWER)), (CURATOR, make_user("curates", CURATOR)), (ADMIN, admin))
+    for role, user in ((ANNOTATOR, voters[0]), *others):
         clients[role] = APIClient()
         clients[role].force_login(user)
     from evaluation.runs import reference_agents_ensure
@@ -162,6 +163,6 @@ def test_no_page_or_list_runs_a_query_per_row():
     large = _counts(clients, voters[0])
 
     assert len(small) > 40  # the walk reached the pages, as every role
-    assert {role for _, role in small} == {ANNOTATOR, CURATOR, ADMIN}
+    assert {role for _, role in small} == {ANNOTATOR, VIEWER, CURATOR, ADMIN}
     growing = {key: (small[key], large.get(key)) for key in small if large.get(key) != small[key]}
     assert growing == {}
