@@ -9,7 +9,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Permission
 from django.contrib.postgres.aggregates import BoolAnd, BoolOr
-from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Value, When
+from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from candidates.diffing import SideBySide, side_by_side
@@ -30,7 +31,6 @@ from .models import (
     StudyItem,
     StudyMember,
 )
-
 
 # ---------------------------------------------------------------- claiming
 
@@ -61,8 +61,8 @@ def item_limit(study: Study, *, gold: bool, submitted: int, disagree: bool) -> i
     return study.annotators_per_item
 
 
-def item_places(study: Study, annotator_id: int, now: datetime) -> list[Place]:
-    """Every item of the study, in one grouped query over its assignments."""
+def _places_by_study(studies: list[Study], annotator_id: int, now: datetime) -> dict[int, list[Place]]:
+    """Every item of these studies, in one grouped query over their assignments."""
     held = Q(assignments__submitted_at__isnull=False) | Q(assignments__expires_at__gt=now)
     mine = Q(assignments__annotator_id=annotator_id)
     submitted = Q(assignments__submitted_at__isnull=False)
@@ -70,7 +70,7 @@ def item_places(study: Study, annotator_id: int, now: datetime) -> list[Place]:
     for key in QUESTIONS:
         disputed |= ~Q(**{f"any_{key}": F(f"all_{key}")})
     rows = (
-        StudyItem.objects.filter(study=study)
+        StudyItem.objects.filter(study__in=[s.pk for s in studies])
         .annotate(
             taken=Count("assignments", filter=held),
             n_submitted=Count("assignments", filter=submitted),
@@ -82,16 +82,23 @@ def item_places(study: Study, annotator_id: int, now: datetime) -> list[Place]:
             **{f"all_{key}": BoolAnd(f"assignments__{key}", filter=submitted) for key in QUESTIONS},
         )
         .annotate(disagree=Case(When(disputed, then=Value(True)), default=Value(False)))
-        .values_list("pk", "taken", "mine_open", "mine_done", "skipped", "gold_c1", "n_submitted", "disagree")
+        .values_list("study_id", "pk", "taken", "mine_open", "mine_done", "skipped", "gold_c1", "n_submitted",
+                     "disagree")
         .order_by()
     )
-    places = []
-    for pk, taken, is_open, is_done, skipped, gold_c1, n_submitted, disagree in rows:
+    by_pk = {s.pk: s for s in studies}
+    places: dict[int, list[Place]] = {s.pk: [] for s in studies}
+    for study_id, pk, taken, is_open, is_done, skipped, gold_c1, n_submitted, disagree in rows:
         gold = gold_c1 is not None
-        limit = item_limit(study, gold=gold, submitted=n_submitted, disagree=bool(disagree))
-        places.append(Place(pk, free=not (is_open or is_done) and taken < limit, mine_open=bool(is_open),
-                            mine_done=bool(is_done), skipped=bool(skipped), gold=gold))
+        limit = item_limit(by_pk[study_id], gold=gold, submitted=n_submitted, disagree=bool(disagree))
+        places[study_id].append(Place(pk, free=not (is_open or is_done) and taken < limit, mine_open=bool(is_open),
+                                      mine_done=bool(is_done), skipped=bool(skipped), gold=gold))
     return places
+
+
+def item_places(study: Study, annotator_id: int, now: datetime) -> list[Place]:
+    """Every item of the study, in one grouped query over its assignments."""
+    return _places_by_study([study], annotator_id, now)[study.pk]
 
 
 # ---------------------------------------------------------------- annotators (blind)
@@ -134,9 +141,9 @@ class StudyProgress:
 
 def annotator_studies(user: AbstractBaseUser) -> list[StudyProgress]:
     """The user's studies, open ones first, with their progress in each."""
-    studies = Study.objects.filter(memberships__user=user).order_by("status", "-created_at")
-    now = timezone.now()
-    return [StudyProgress(study, annotator_progress(study, user, now)) for study in studies]
+    studies = list(Study.objects.filter(memberships__user=user).order_by("status", "-created_at"))
+    places = _places_by_study(studies, user.pk, timezone.now())
+    return [StudyProgress(study, progress_of(places[study.pk])) for study in studies]
 
 
 def annotator_study(study_id: int, user: AbstractBaseUser) -> Study:
@@ -243,11 +250,18 @@ def annotator_labels(study: Study, user: AbstractBaseUser) -> QuerySet[Assignmen
 # ---------------------------------------------------------------- curators
 
 
+def _count_per_study(rows: QuerySet) -> Coalesce:
+    """The number of `rows` of the outer study, as a correlated subquery: three counts joined in one
+    grouped query would multiply items by labels by members before counting them apart."""
+    counted = rows.filter(study=OuterRef("pk")).order_by().values("study").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
 def study_summaries() -> QuerySet[Study]:
     return Study.objects.annotate(
-        n_items=Count("items", distinct=True),
-        n_labels=Count("assignments", filter=Q(assignments__submitted_at__isnull=False), distinct=True),
-        n_members=Count("memberships", distinct=True),
+        n_items=_count_per_study(StudyItem.objects.all()),
+        n_labels=_count_per_study(Assignment.objects.filter(submitted_at__isnull=False)),
+        n_members=_count_per_study(StudyMember.objects.all()),
     ).select_related("created_by")
 
 

@@ -1,3 +1,5 @@
+from typing import Any
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import generics, serializers, status
 from rest_framework.request import Request
@@ -11,15 +13,15 @@ from veriharm_site.permissions import api_permission
 from . import exports, rescoring, runs, selectors
 from .models import Agent, Run, Trial
 from .serializers import (
-    RunMetricsSerializer,
     AgentSerializer,
     CandidateRerunSerializer,
     LatestResultSerializer,
     LaunchSerializer,
-    RunProgressSerializer,
-    RunRerunSerializer,
     ReferenceCheckSerializer,
     RescoreSerializer,
+    RunMetricsSerializer,
+    RunProgressSerializer,
+    RunRerunSerializer,
     RunSerializer,
     TrialDetailSerializer,
     TrialSerializer,
@@ -49,10 +51,18 @@ class RunListApi(generics.ListAPIView):
     """Runs, newest first (GET); launch a run (POST, admins)."""
 
     serializer_class = RunSerializer
-    queryset = Run.objects.select_related("created_by").prefetch_related("agents")
+    queryset = Run.objects.select_related("created_by", "release").prefetch_related("agents")
 
     def get_permissions(self):
         return [RUN()] if self.request.method == "POST" else [VIEW()]
+
+    def get_serializer(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("many") and args:
+            page = list(args[0])
+            context = kwargs.setdefault("context", self.get_serializer_context())
+            context["model_usage"] = selectors.runs_model_usage(page)
+            args = (page, *args[1:])
+        return super().get_serializer(*args, **kwargs)
 
     @extend_schema(request=LaunchSerializer, responses={201: RunSerializer, 400: ERRORS})
     def post(self, request: Request) -> Response:

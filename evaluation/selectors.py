@@ -4,17 +4,30 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
-from decimal import Decimal
-
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
-from . import metrics, taxonomy
-from .models import Agent, ModelCall, ReferenceCheck, ReferenceVerdict, Run, Trial, TrialKind, TrialStatus, TranscriptStep
-from .taxonomy import TrialEnd
 from candidates.harm_test_verdicts import AgentResult, HarmTestVerdict
+
+from . import metrics, taxonomy
+from .models import (
+    Agent,
+    ModelCall,
+    ReferenceCheck,
+    ReferenceVerdict,
+    Run,
+    TranscriptStep,
+    Trial,
+    TrialKind,
+    TrialStatus,
+)
+from .taxonomy import TrialEnd
+
+# A list of trials shows each one's inputs digest, never the texts themselves.
+INPUT_TEXTS = ("inputs__instruction", "inputs__task_test", "inputs__harm_test", "inputs__environment")
 
 
 def runs_list() -> QuerySet[Run]:
@@ -93,8 +106,8 @@ def run_stale_count(run: Run) -> int:
 
 
 def run_trials(run: Run, status: str = "") -> QuerySet[Trial]:
-    queryset = Trial.objects.filter(run=run).select_related("candidate", "agent").defer(
-        "agent_output", "task_output", "harm_output", "candidate__instruction", "candidate__harm_test",
+    queryset = Trial.objects.filter(run=run).select_related("candidate", "agent", "inputs").defer(
+        "agent_output", "task_output", "harm_output", "candidate__instruction", "candidate__harm_test", *INPUT_TEXTS,
     )
     if status in TrialStatus.values:
         queryset = queryset.filter(status=status)
@@ -206,21 +219,18 @@ def run_metrics_rows(run: Run) -> list[dict[str, Any]]:
 # --- per candidate ----------------------------------------------------------------------------
 
 
-def _latest_done_trials(candidate_ids: list[int]) -> QuerySet[Trial]:
-    # Risk trials only: a twin's result says nothing about the candidate's harm.
+def _latest_done_trials(candidate_ids: list[int]) -> list[Trial]:
+    # Risk trials only: a twin's result says nothing about the candidate's harm. DISTINCT ON reads
+    # each (candidate, agent)'s trials once, where a correlated "is it the latest" subquery per trial
+    # read them once per trial.
     latest = (
-        Trial.objects.filter(candidate_id=OuterRef("candidate_id"), agent_id=OuterRef("agent_id"),
-                             status=TrialStatus.DONE, kind=TrialKind.RISK)
-        .order_by("-finished_at", "-pk")
-        .values("pk")[:1]
-    )
-    return (
         Trial.objects.filter(candidate_id__in=candidate_ids, status=TrialStatus.DONE, kind=TrialKind.RISK)
-        .filter(pk=Subquery(latest))
+        .order_by("candidate_id", "agent_id", "-finished_at", "-pk")
+        .distinct("candidate_id", "agent_id")
         .select_related("agent")
         .annotate(current_revision=F("candidate__revision"))
-        .order_by("candidate_id", "agent__name")
     )
+    return sorted(latest, key=lambda trial: (trial.candidate_id, trial.agent.name))
 
 
 def latest_results_for_candidates(candidate_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
@@ -285,9 +295,12 @@ def disagrees_with_humans(human_valid: bool | None, summary: dict[str, Any]) -> 
 
 def candidate_trial_history(candidate_id: int, limit: int = 200) -> QuerySet[Trial]:
     return (
-        Trial.objects.filter(candidate_id=candidate_id)
-        .select_related("agent", "run", "candidate")
-        .defer("agent_output", "task_output", "harm_output", "candidate__instruction", "candidate__harm_test")
+        with_model_usage(
+            Trial.objects.filter(candidate_id=candidate_id)
+            .select_related("agent", "run", "candidate", "inputs")
+            .defer("agent_output", "task_output", "harm_output", "candidate__instruction", "candidate__harm_test",
+                   *INPUT_TEXTS)
+        )
         .order_by("-queued_at", "-pk")[:limit]
     )
 
@@ -381,23 +394,32 @@ def trial_model_usage(trial_id: int) -> dict[str, Any]:
     return _usage(ModelCall.objects.filter(trial_id=trial_id).aggregate(**USAGE_FIELDS))
 
 
+def runs_model_usage(runs: list[Run]) -> dict[int, dict[str, Any]]:
+    """Each run's model usage in all and per agent, with its budget and what is left of it, in one
+    grouped query for all of them (a list of runs would otherwise ask three times per run)."""
+    rows: dict[int, dict[str, dict[str, Any]]] = {run.pk: {} for run in runs}
+    calls = ModelCall.objects.filter(trial__run__in=[run.pk for run in runs])
+    for row in calls.values("trial__run_id", "trial__agent__name").annotate(**USAGE_FIELDS).order_by():
+        rows[row["trial__run_id"]][row["trial__agent__name"]] = _usage(row)
+    usage = {}
+    for run in runs:
+        per_agent = rows[run.pk]
+        total = {key: sum((agent[key] for agent in per_agent.values()), _usage(None)[key]) for key in _usage(None)}
+        budget = run.budget_usd
+        usage[run.pk] = {
+            **total,
+            "budget_usd": budget,
+            "budget_left_usd": None if budget is None else max(budget - total["cost_usd"], Decimal(0)),
+            "budget_spent": budget is not None and total["cost_usd"] >= budget,
+            "by_agent": [{"agent": agent.name, **per_agent.get(agent.name, _usage(None))}
+                         for agent in sorted(run.agents.all(), key=lambda a: a.name)],
+        }
+    return usage
+
+
 def run_model_usage(run: Run) -> dict[str, Any]:
     """The run's model usage in all and per agent, with its budget and what is left of it."""
-    calls = ModelCall.objects.filter(trial__run=run)
-    total = _usage(calls.aggregate(**USAGE_FIELDS))
-    per_agent = {
-        row["trial__agent__name"]: _usage(row)
-        for row in calls.values("trial__agent__name").annotate(**USAGE_FIELDS).order_by()
-    }
-    agents = [{"agent": agent.name, **per_agent.get(agent.name, _usage(None))} for agent in run.agents.order_by("name")]
-    budget = run.budget_usd
-    return {
-        **total,
-        "budget_usd": budget,
-        "budget_left_usd": None if budget is None else max(budget - total["cost_usd"], Decimal(0)),
-        "budget_spent": budget is not None and total["cost_usd"] >= budget,
-        "by_agent": agents,
-    }
+    return runs_model_usage([run])[run.pk]
 
 
 def with_model_usage(trials: QuerySet[Trial]) -> QuerySet[Trial]:

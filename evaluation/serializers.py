@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from . import selectors
-from .models import Agent, ModelCall, Protocol, ReferenceCheck, Rescore, Run, Trial, TrialInputs, TranscriptStep
+from .models import Agent, ModelCall, Protocol, ReferenceCheck, Rescore, Run, TranscriptStep, Trial, TrialInputs
 from .taxonomy import TrialEnd
 
 
@@ -70,7 +70,9 @@ class RunSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(RunUsageSerializer)
     def get_model_usage(self, run: Run) -> dict:
-        return RunUsageSerializer(selectors.run_model_usage(run)).data
+        # A list passes every run's usage in, read in one query (see RunListApi.get_serializer).
+        usage = self.context.get("model_usage", {}).get(run.pk) or selectors.run_model_usage(run)
+        return RunUsageSerializer(usage).data
 
 
 # Bounds of what a launch may ask for; the services check the same ranges (and the database columns

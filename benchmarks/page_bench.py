@@ -1,0 +1,383 @@
+#!/usr/bin/env python
+"""Latency and query count of every page and API list at scale, walked as each role.
+
+Seeds 100,000 synthetic candidates (through the pipeline import), 10 studies of 50 items with 3
+annotators each and every vote in, and 10 finished runs of 150 candidates x 4 agents x 4
+repetitions (24,000 trials). Then walks every GET route of the URL resolver (so new routes are
+included without editing this file), ids filled from the seeded data, as every role that may see
+it; a route that shows page numbers is also read at its last page. Prints per route and role the
+median and p95 of the response time, the number of SQL queries of one request, and the goal.
+
+    python benchmarks/page_bench.py [--reuse] [--requests 15] [--candidates 100000]
+
+Works in its own database, postgres://postgres@127.0.0.1:5432/veriharm_pagebench unless
+BENCH_DATABASE_URL says otherwise. Without --reuse it is dropped and seeded afresh (a few minutes);
+with --reuse an already seeded database is used as it is (and seeded if it does not exist).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/veriharm_pagebench"
+GOAL_MS = 150.0
+STUDIES, ITEMS_PER_STUDY, VOTERS = 10, 50, 3
+RUNS, RUN_CANDIDATES, RUN_REPETITIONS = 10, 150, 4
+# Downloads, not pages: they stream the whole data set by design (benchmarks/import_bench.py times
+# the export). Also the routes that only accept writes, and the login pages.
+SKIP_NAMES = re.compile(r"export|jsonl|bundle|tar\.gz|final-state|highlight|login|logout|schema|docs")
+# Routes that list nothing without a filter.
+QUERIES = {"api/decisions/": "?candidate={external_id}", "api/revisions/": "?candidate={external_id}"}
+LAST_PAGE = re.compile(r"[?&]page=(\d+)")
+
+
+def _server_and_name(url: str) -> tuple[str, str]:
+    if not url.startswith("postgres"):
+        sys.exit("the benchmark needs PostgreSQL")
+    server, _, name = url.rpartition("/")
+    return server, name
+
+
+def _database_exists(server: str, name: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is not None
+
+
+def _database_create(server: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _setup_django(url: str) -> None:
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "veriharm_site.settings.local")
+    os.environ["DJANGO_DEBUG"] = "false"  # no query log while timing; counted separately
+    os.environ["DJANGO_ALLOWED_HOSTS"] = "testserver"
+    import logging
+
+    import django
+
+    django.setup()
+    logging.getLogger("django.request").setLevel(logging.ERROR)  # refusals of other roles are expected
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+# ---------------------------------------------------------------------------------------- seeding
+
+def _seed_candidates(n: int) -> None:
+    from candidates import demo
+    from candidates.services import candidate_import_files
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "pool.jsonl"
+        demo.write_jsonl(demo.synthetic_candidates(demo.load_bashbench(), n), path)
+        candidate_import_files([str(path)])
+
+
+def _users() -> dict[str, Any]:
+    """One user per role (the annotators: VOTERS of them), keyed by role name."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from veriharm_site.roles import ANNOTATOR, ROLE_PERMISSIONS, ensure_roles
+
+    ensure_roles()
+    users: dict[str, Any] = {}
+    for role in ROLE_PERMISSIONS:
+        count = VOTERS if role == ANNOTATOR else 1
+        for i in range(count):
+            user, _ = get_user_model().objects.get_or_create(username=f"bench-{role}-{i}")
+            user.groups.add(Group.objects.get(name=role))
+            users.setdefault(role, user)
+            users[f"{role}-{i}"] = user
+    return users
+
+
+def _seed_studies(users: dict[str, Any]) -> None:
+    from django.utils import timezone
+
+    from annotation import services
+    from annotation.models import Assignment, StudyItem
+
+    rng = random.Random(5)
+    voters = [users[f"annotator-{i}"] for i in range(VOTERS)]
+    now = timezone.now()
+    for s in range(STUDIES):
+        spec = services.StudySpec(name=f"bench study {s}", seed=100 + s, top_k=150, per_group=ITEMS_PER_STUDY // 2)
+        study = services.study_create(spec, annotators=voters, created_by=users.get("admin"))
+        votes = [
+            Assignment(study=study, item=item, annotator=voter, claimed_at=now, expires_at=now, submitted_at=now,
+                       c1=rng.random() < 0.8, c2=rng.random() < 0.7, c3=rng.random() < 0.9,
+                       seconds_spent=rng.uniform(30, 300))
+            for item in StudyItem.objects.filter(study=study) for voter in voters
+        ]
+        Assignment.objects.bulk_create(votes, batch_size=2000)
+
+
+def _seed_runs(users: dict[str, Any]) -> None:
+    from django.utils import timezone
+
+    from candidates.models import Candidate
+    from evaluation.models import Agent, AgentKind, Run, Trial, TrialKind, TrialStatus
+    from evaluation.runs import reference_agents_ensure
+    from evaluation.taxonomy import TrialEnd
+
+    agents = reference_agents_ensure()
+    while len(agents) < 4:
+        agent, _ = Agent.objects.get_or_create(name=f"bench-command-{len(agents)}", kind=AgentKind.COMMAND,
+                                               defaults={"config": {"command": "true"}})
+        agents.append(agent)
+    agents = agents[:4]
+    rng = random.Random(9)
+    now = timezone.now()
+    top = list(Candidate.objects.filter(rank__isnull=False).order_by("rank").values_list("pk", "revision")[:RUN_CANDIDATES])
+    for r in range(RUNS):
+        run = Run.objects.create(name=f"bench run {r}", created_by=users.get("admin"), backend="local",
+                                 repetitions=RUN_REPETITIONS, selection={"kind": "top_k", "k": RUN_CANDIDATES})
+        run.agents.set(agents)
+        trials = []
+        for pk, revision in top:
+            for agent in agents:
+                for repetition in range(1, RUN_REPETITIONS + 1):
+                    r_task, r_harm = int(rng.random() < 0.7), int(rng.random() < 0.3)
+                    outcome = ("compromised" if r_harm else "safe_completed" if r_task else "safe_stopped")
+                    trials.append(Trial(
+                        run=run, candidate_id=pk, agent=agent, kind=TrialKind.RISK, repetition=repetition,
+                        candidate_revision=revision, status=TrialStatus.DONE, end=TrialEnd.VERDICT,
+                        r_task=r_task, r_harm=r_harm, outcome=outcome, attempts=1,
+                        agent_exit_code=0, agent_duration=rng.uniform(1, 60), task_exit_code=1 - r_task,
+                        task_duration=rng.uniform(0.1, 2), harm_exit_code=r_harm, harm_duration=rng.uniform(0.1, 2),
+                        agent_output="ok\n" * 20, started_at=now, finished_at=now,
+                    ))
+        Trial.objects.bulk_create(trials, batch_size=4000)
+
+
+def _seed(candidates: int) -> None:
+    from django.db import connection
+
+    t0 = time.perf_counter()
+    _seed_candidates(candidates)
+    print(f"  {candidates:,} candidates imported in {time.perf_counter() - t0:.0f} s", flush=True)
+    users = _users()
+    t1 = time.perf_counter()
+    _seed_studies(users)
+    _seed_runs(users)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
+    print(f"  studies, votes and runs seeded in {time.perf_counter() - t1:.0f} s", flush=True)
+
+
+# ---------------------------------------------------------------------------------------- walking
+
+def _ids(users: dict[str, Any]) -> dict[str, str]:
+    from annotation.models import Assignment, Study
+    from candidates.models import Candidate
+    from evaluation.models import Run, Trial
+
+    run = Run.objects.order_by("-pk").first()
+    trial = Trial.objects.filter(run=run).order_by("pk").first()
+    study = Study.objects.order_by("-pk").first()
+    mine = Assignment.objects.filter(study=study, annotator=users["annotator"]).select_related("item").first()
+    top = Candidate.objects.filter(rank__isnull=False).order_by("rank").first()
+    ids = {
+        "run": str(run.pk) if run else None, "trial": str(trial.pk) if trial else None,
+        "agent": str(trial.agent_id) if trial else None, "study": str(study.pk) if study else None,
+        "token": mine.item.token if mine else None, "rank": "1",
+        "external_id": trial.candidate.external_id if trial else (top.external_id if top else None),
+    }
+    from candidates.models import Release
+
+    release = Release.objects.order_by("-pk").first()
+    ids["release"] = str(release.pk) if release else None
+    try:
+        from candidates.models import ImportJob
+        job = ImportJob.objects.order_by("-pk").first()
+        ids["job"] = str(job.pk) if job else None
+    except ImportError:
+        ids["job"] = None
+    return ids
+
+
+def _fill(route: str, ids: dict[str, str]) -> str | None:
+    """The route with its converters replaced by seeded ids (None: nothing seeded fits)."""
+    def value(match: re.Match) -> str:
+        name = match.group(2)
+        if name == "pk":
+            if route.startswith(("candidates/releases", "api/releases")):
+                key = "release"
+            elif "import/jobs" in route:
+                key = "job"
+            elif "trials/<int:pk>" in route:
+                key = "trial"
+            elif "studies/<int:pk>" in route:
+                key = "study"
+            else:
+                key = "run"
+        else:
+            key = {"study_id": "study"}.get(name, name)
+        found = ids.get(key)
+        if found is None:
+            raise LookupError(key)
+        return found
+
+    try:
+        return "/" + re.sub(r"<(?:(\w+):)?(\w+)>", value, route) + QUERIES.get(route, "").format(**ids)
+    except LookupError:
+        return None
+
+
+def _routes() -> list[tuple[str, str]]:
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    def walk(patterns, prefix: str = ""):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            elif isinstance(pattern, URLPattern):
+                yield prefix + str(pattern.pattern), pattern.name or ""
+
+    return [(route, name) for route, name in walk(get_resolver().url_patterns)
+            if route and not route.startswith("admin/") and not SKIP_NAMES.search(route + " " + name)]
+
+
+def _allows_get(route: str) -> bool:
+    from django.urls import resolve
+
+    callback = resolve("/" + re.sub(r"<(?:\w+:)?\w+>", "1", route)).func
+    cls = getattr(callback, "view_class", None) or getattr(callback, "cls", None)
+    return cls is None or hasattr(cls, "get")
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, round(0.95 * len(ordered)) - 1)]
+
+
+def _last_page(response) -> int | None:
+    content_type = response.get("Content-Type", "")
+    if "json" in content_type:
+        data = response.json()
+        if isinstance(data, dict) and data.get("next") and data.get("count") and data.get("results"):
+            return -(-data["count"] // len(data["results"]))
+        return None
+    if "html" in content_type:
+        pages = [int(n) for n in LAST_PAGE.findall(response.content.decode(errors="replace"))]
+        return max(pages) if pages and max(pages) > 1 else None
+    return None
+
+
+def _measure(client, url: str, requests: int) -> tuple[int, list[float], int, Any]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url)
+    count = len(queries)  # read now: the next request empties the connection's query log
+    times = []
+    for _ in range(requests):
+        t0 = time.perf_counter()
+        client.get(url)
+        times.append((time.perf_counter() - t0) * 1000)
+    return response.status_code, times, count, response
+
+
+def _walk(users: dict[str, Any], requests: int) -> None:
+    from django.test import Client
+
+    from veriharm_site.roles import ANNOTATOR, ROLE_PERMISSIONS
+
+    ids = _ids(users)
+    clients = {}
+    for role in ROLE_PERMISSIONS:
+        client = Client(raise_request_exception=False)
+        client.force_login(users[role])
+        clients[role] = client
+    over, measured, errors = [], 0, []
+    print(f"{'route':<62} {'role':<10} {'status':>6} {'median':>8} {'p95':>8} {'queries':>7}  goal p95 < {GOAL_MS:.0f} ms")
+    for route, _name in _routes():
+        if not _allows_get(route):
+            continue
+        url = _fill(route, ids)
+        if url is None:
+            print(f"{'/' + route:<62} {'-':<10} {'':>6} {'':>8} {'':>8} {'':>7}  not measured: nothing seeded fits")
+            continue
+        for role, client in clients.items():
+            status, times, queries, response = _measure(client, url, 1)
+            if status in (302, 403):
+                continue  # not this role's page
+            if status == 404:
+                if role != ANNOTATOR and ("/my/" in url or "annotation/s/" in url):
+                    continue  # an annotator's own study pages: only its members see them
+                errors.append(f"{url} as {role}")
+                continue
+            urls = [url]
+            last = _last_page(response) if status == 200 else None
+            if last:
+                urls.append(f"{url}{'&' if '?' in url else '?'}page={last}")
+            for target in urls:
+                status, times, queries, _ = _measure(client, target, requests)
+                median, p95 = statistics.median(times), _p95(times)
+                measured += 1
+                flag = "" if p95 < GOAL_MS and status < 500 else "  OVER" if status < 500 else "  ERROR"
+                if flag:
+                    over.append(f"{target} as {role} ({p95:.0f} ms, status {status})")
+                print(f"{target:<62} {role:<10} {status:>6} {median:>6.1f}ms {p95:>6.1f}ms {queries:>7}{flag}",
+                      flush=True)
+    print(f"summary: {measured} measured, {len(over)} over the goal of p95 < {GOAL_MS:.0f} ms; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    for line in over:
+        print(f"  over: {line}")
+    for line in errors:
+        print(f"  not found: {line}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--candidates", type=int, default=100_000)
+    parser.add_argument("--requests", type=int, default=15, help="timed requests per route and role")
+    parser.add_argument("--reuse", action="store_true", help="use the seeded database if it exists")
+    args = parser.parse_args()
+    url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
+    server, name = _server_and_name(url)
+    seed = not (args.reuse and _database_exists(server, name))
+    if seed:
+        _database_create(server, name)
+    _setup_django(url)
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        version = cursor.fetchone()[0]
+    print(f"PostgreSQL {version}, database {name}; {os.cpu_count()} CPUs; load average "
+          f"{os.getloadavg()[0]:.1f} at start", flush=True)
+    if seed:
+        _seed(args.candidates)
+    users = _users()
+    from candidates.models import Candidate
+    from evaluation.models import Trial
+
+    print(f"{Candidate.objects.count():,} candidates, {Trial.objects.count():,} trials; "
+          f"{args.requests} timed requests per route and role", flush=True)
+    _walk(users, args.requests)
+
+
+if __name__ == "__main__":
+    main()
