@@ -30,8 +30,17 @@ class StudyAdmin(admin.ModelAdmin):
     list_filter = ["status", "stratify_by"]
     search_fields = ["name"]
     readonly_fields = [
-        "seed", "top_k", "per_group", "stratify_by", "annotators_per_item", "routing", "ranked_at_sampling", "strata_report",
-        "created_by", "created_at", "closed_at",
+        "seed",
+        "top_k",
+        "per_group",
+        "stratify_by",
+        "annotators_per_item",
+        "routing",
+        "ranked_at_sampling",
+        "strata_report",
+        "created_by",
+        "created_at",
+        "closed_at",
     ]
     inlines = [MemberInline]
 

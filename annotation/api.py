@@ -1,4 +1,5 @@
 """API: blind endpoints for annotators under annotation/my/, study management for curators."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -20,9 +21,6 @@ from .queries import ExportQuery, ItemsQuery, NextItemQuery
 from .sampling import random_seed
 from .selectors import annotator_users
 from .serializers import (
-    SkipInputSerializer,
-    ResultsSummarySerializer,
-    StudyExportSerializer,
     AnnotatorStudySerializer,
     BlindItemSerializer,
     ItemRowSerializer,
@@ -30,9 +28,12 @@ from .serializers import (
     NextItemSerializer,
     OwnLabelRowSerializer,
     ProgressSerializer,
+    ResultsSummarySerializer,
     SavedLabelSerializer,
+    SkipInputSerializer,
     StudyCreateSerializer,
     StudyDetailSerializer,
+    StudyExportSerializer,
     StudySerializer,
 )
 
@@ -204,8 +205,9 @@ class StudyItemsApi(APIView):
     @extend_schema(parameters=[ItemsQuery], responses=ItemRowSerializer(many=True))
     def get(self, request: Request, pk: int) -> Response:
         query = query_of(ItemsQuery, request.query_params)
-        items = selectors.items_beside_tests(selectors.study_item_rows(_study(pk)), request.user,
-                                             disagree_only=query["disagree"])
+        items = selectors.items_beside_tests(
+            selectors.study_item_rows(_study(pk)), request.user, disagree_only=query["disagree"]
+        )
         return Response(ItemRowSerializer(items.rows, many=True, context={"verdicts": items.verdicts}).data)
 
 
@@ -228,6 +230,9 @@ class StudyExportApi(APIView):
     def get(self, request: Request, pk: int) -> Response:
         identities = query_of(ExportQuery, request.query_params)["identities"]
         if identities and not request.user.has_perm("annotation.export_identities"):
-            return refusal("Exporting annotators' identities needs annotation.export_identities.",
-                           field="identities", code=status.HTTP_403_FORBIDDEN)
+            return refusal(
+                "Exporting annotators' identities needs annotation.export_identities.",
+                field="identities",
+                code=status.HTTP_403_FORBIDDEN,
+            )
         return Response(exports.study_json(_study(pk), identities=identities))

@@ -1,4 +1,5 @@
 """The human verdicts on a candidate, for its page, as a read model (registered in AnnotationConfig.ready)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,7 +24,12 @@ class CandidateHumanVerdicts:
 
 def candidate_human_verdicts_panel(candidate: Candidate, user: Any) -> Panel:
     harm = harm_test_verdicts_for(user, [candidate.pk])
-    return Panel("annotation/_candidate_verdicts.html", CandidateHumanVerdicts(
-        candidate=candidate, verdicts=candidate_item_rows(candidate.pk), measures=MEASURES,
-        harm_tests=None if harm is None else harm[candidate.pk],
-    ))
+    return Panel(
+        "annotation/_candidate_verdicts.html",
+        CandidateHumanVerdicts(
+            candidate=candidate,
+            verdicts=candidate_item_rows(candidate.pk),
+            measures=MEASURES,
+            harm_tests=None if harm is None else harm[candidate.pk],
+        ),
+    )

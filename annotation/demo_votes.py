@@ -6,6 +6,7 @@ where the added sentence all but asks for the harm: there two of three answer C2
 (the bottom of the ranking, generated lines) is mostly judged invalid. Each vote is fixed by the
 annotator and the candidate, so loading the demo twice gives the same labels.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,17 +35,21 @@ def demo_label(annotator: int, candidate: Candidate) -> services.LabelInput:
     seconds = 35 + _draw(annotator, candidate, "seconds") % 90
     if candidate.external_id in DISPUTED:
         unintended = annotator == 2
-        return services.LabelInput(c1=True, c2=unintended, c3=True, seconds_spent=seconds,
-                                   comment="" if unintended else DISPUTED_COMMENT)
+        return services.LabelInput(
+            c1=True, c2=unintended, c3=True, seconds_spent=seconds, comment="" if unintended else DISPUTED_COMMENT
+        )
     if candidate.external_id.startswith(CANDIDATE_PREFIX):
         # Sound; now and then the third annotator doubts the harm test (never a majority).
         doubt = annotator == 2 and _draw(annotator, candidate, "c3") % 4 == 0
         return services.LabelInput(c1=True, c2=True, c3=not doubt, seconds_spent=seconds)
     # The generated control group: realistic tasks, but mostly harms that were asked for or tests
     # that would not catch them.
-    return services.LabelInput(c1=_draw(annotator, candidate, "c1") % 4 != 0,
-                               c2=_draw(annotator, candidate, "c2") % 3 == 0,
-                               c3=_draw(annotator, candidate, "c3") % 2 == 0, seconds_spent=seconds)
+    return services.LabelInput(
+        c1=_draw(annotator, candidate, "c1") % 4 != 0,
+        c2=_draw(annotator, candidate, "c2") % 3 == 0,
+        c3=_draw(annotator, candidate, "c3") % 2 == 0,
+        seconds_spent=seconds,
+    )
 
 
 def demo_votes_cast(study_id: int, annotators: Sequence[AbstractBaseUser]) -> int:

@@ -3,6 +3,7 @@
 Annotators appear under their study pseudonym; user names are added only when the caller asked
 for identities and holds `annotation.export_identities` (checked by the views).
 """
+
 from __future__ import annotations
 
 import io
@@ -16,14 +17,43 @@ from .selectors import ItemRow, StudyResults, study_results
 from .statistics import Coefficient, Prediction
 
 LABEL_COLUMNS = [
-    "study", "item", "candidate_id", "group", "rank_at_sampling", "q_at_sampling", "stratum", "annotator",
-    "c1", "c2", "c3", "valid", "comment", "seconds_spent", "submitted_at", "updated_at", "revisions",
+    "study",
+    "item",
+    "candidate_id",
+    "group",
+    "rank_at_sampling",
+    "q_at_sampling",
+    "stratum",
+    "annotator",
+    "c1",
+    "c2",
+    "c3",
+    "valid",
+    "comment",
+    "seconds_spent",
+    "submitted_at",
+    "updated_at",
+    "revisions",
 ]
 ITEM_COLUMNS = [
-    "study", "item", "candidate_pk", "candidate_id", "group", "rank_at_sampling", "q_at_sampling", "stratum",
-    "labels", "required",
-    *[f"{m}_yes" for m, _ in MEASURES], *[f"{m}_agg" for m, _ in MEASURES], "disagreement",
-    "median_seconds", "gold_valid", "adjudicated_valid", "adjudication_reason", "unclear_flags",
+    "study",
+    "item",
+    "candidate_pk",
+    "candidate_id",
+    "group",
+    "rank_at_sampling",
+    "q_at_sampling",
+    "stratum",
+    "labels",
+    "required",
+    *[f"{m}_yes" for m, _ in MEASURES],
+    *[f"{m}_agg" for m, _ in MEASURES],
+    "disagreement",
+    "median_seconds",
+    "gold_valid",
+    "adjudicated_valid",
+    "adjudication_reason",
+    "unclear_flags",
 ]
 
 
@@ -49,7 +79,10 @@ def label_records(study: Study, rows: list[ItemRow], *, identities: bool = False
         for label in row.labels:
             record = _item_fields(study, row) | {
                 "annotator": label.pseudonym,
-                "c1": int(label.c1), "c2": int(label.c2), "c3": int(label.c3), "valid": int(label.valid),
+                "c1": int(label.c1),
+                "c2": int(label.c2),
+                "c3": int(label.c3),
+                "valid": int(label.valid),
                 "comment": label.comment,
                 "seconds_spent": round(label.seconds_spent, 1),
                 "submitted_at": label.submitted_at.isoformat(),
@@ -65,8 +98,11 @@ def label_records(study: Study, rows: list[ItemRow], *, identities: bool = False
 def item_records(study: Study, rows: list[ItemRow]) -> list[dict[str, Any]]:
     records = []
     for row in rows:
-        record = _item_fields(study, row) | {"candidate_pk": row.candidate_pk, "labels": len(row.labels),
-                                              "required": row.required}
+        record = _item_fields(study, row) | {
+            "candidate_pk": row.candidate_pk,
+            "labels": len(row.labels),
+            "required": row.required,
+        }
         for measure, _ in MEASURES:
             record[f"{measure}_yes"] = row.yes(measure)
             record[f"{measure}_agg"] = _flag(row.majority(measure))
@@ -101,8 +137,12 @@ def results_summary(results: StudyResults) -> dict[str, Any]:
                 "percent_agreement": _coefficient(a.agreement.percent),
                 "mean_pairwise_cohen_kappa": _coefficient(a.agreement.mean_pairwise),
                 "pairwise_cohen_kappa": [
-                    {"a": names[pair.rater_a], "b": names[pair.rater_b],
-                     "common_items": pair.common, **_coefficient(pair.kappa)}
+                    {
+                        "a": names[pair.rater_a],
+                        "b": names[pair.rater_b],
+                        "common_items": pair.common,
+                        **_coefficient(pair.kappa),
+                    }
                     for pair in a.agreement.pairs
                 ],
             }
@@ -110,28 +150,49 @@ def results_summary(results: StudyResults) -> dict[str, Any]:
         },
         "q_as_predictor": {
             "confusion": {"tp": p.tp, "fp": p.fp, "fn": p.fn, "tn": p.tn},
-            "accuracy": p.accuracy, "precision": p.precision, "recall": p.recall,
-            "valid_share_top": p.valid_share_top, "valid_share_bottom": p.valid_share_bottom,
+            "accuracy": p.accuracy,
+            "precision": p.precision,
+            "recall": p.recall,
+            "valid_share_top": p.valid_share_top,
+            "valid_share_bottom": p.valid_share_bottom,
         },
-        **({"q_as_predictor_adjudicated": _prediction(results.adjudicated_prediction),
-            "items_adjudicated": results.adjudicated} if results.adjudicated_prediction else {}),
+        **(
+            {
+                "q_as_predictor_adjudicated": _prediction(results.adjudicated_prediction),
+                "items_adjudicated": results.adjudicated,
+            }
+            if results.adjudicated_prediction
+            else {}
+        ),
     }
 
 
 def _prediction(p: Prediction) -> dict[str, Any]:
-    return {"confusion": {"tp": p.tp, "fp": p.fp, "fn": p.fn, "tn": p.tn}, "accuracy": p.accuracy,
-            "precision": p.precision, "recall": p.recall, "valid_share_top": p.valid_share_top,
-            "valid_share_bottom": p.valid_share_bottom}
+    return {
+        "confusion": {"tp": p.tp, "fp": p.fp, "fn": p.fn, "tn": p.tn},
+        "accuracy": p.accuracy,
+        "precision": p.precision,
+        "recall": p.recall,
+        "valid_share_top": p.valid_share_top,
+        "valid_share_bottom": p.valid_share_bottom,
+    }
 
 
 def study_json(study: Study, *, identities: bool = False) -> dict[str, Any]:
     results = study_results(study)
     return {
         "study": {
-            "id": study.pk, "name": study.name, "status": study.status, "seed": study.seed, "top_k": study.top_k,
-            "per_group": study.per_group, "stratify_by": study.stratify_by,
-            "annotators_per_item": study.annotators_per_item, "ranked_at_sampling": study.ranked_at_sampling,
-            "routing": study.routing, "gold_rate": study.gold_rate,
+            "id": study.pk,
+            "name": study.name,
+            "status": study.status,
+            "seed": study.seed,
+            "top_k": study.top_k,
+            "per_group": study.per_group,
+            "stratify_by": study.stratify_by,
+            "annotators_per_item": study.annotators_per_item,
+            "ranked_at_sampling": study.ranked_at_sampling,
+            "routing": study.routing,
+            "gold_rate": study.gold_rate,
             "sampling": study.strata_report,
         },
         "results": results_summary(results),

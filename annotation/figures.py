@@ -1,10 +1,20 @@
 """Which numbers of a study's results go into its figures (Figure 3 and the agreement chart); the
 geometry is `veriharm_site.charts`, the drawing templates/charts/."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from veriharm_site.charts import BandChart, BarSpec, Chart, MatrixChart, banded_bars, matrix_2x2, percent_label, stacked_bars
+from veriharm_site.charts import (
+    BandChart,
+    BarSpec,
+    Chart,
+    MatrixChart,
+    banded_bars,
+    matrix_2x2,
+    percent_label,
+    stacked_bars,
+)
 
 from .statistics import LANDIS_KOCH, Prediction, landis_koch
 
@@ -16,9 +26,12 @@ def _share_tick(value: float) -> str:
 def confusion_matrix(p: Prediction) -> MatrixChart:
     """Rows: the group (top = predicted valid); columns: the human majority Valid_agg."""
     return matrix_2x2(
-        ((p.tp, p.fp), (p.fn, p.tn)), (("TP", "FP"), ("FN", "TN")),
-        title="Confusion matrix: group against human validity", column_title="Human majority (Valid_agg)",
-        columns=("valid", "invalid"), rows=(("Top-K", "predicted valid"), ("Bottom-K", "predicted invalid")),
+        ((p.tp, p.fp), (p.fn, p.tn)),
+        (("TP", "FP"), ("FN", "TN")),
+        title="Confusion matrix: group against human validity",
+        column_title="Human majority (Valid_agg)",
+        columns=("valid", "invalid"),
+        rows=(("Top-K", "predicted valid"), ("Bottom-K", "predicted invalid")),
     )
 
 
@@ -26,7 +39,9 @@ def prediction_metrics(p: Prediction) -> Chart:
     metrics = (("Accuracy", p.accuracy), ("Precision", p.precision), ("Recall", p.recall))
     return stacked_bars(
         [BarSpec(name, (value or 0.0,), percent_label(value)) for name, value in metrics],
-        series=("share",), maximum=1.0, tick_label=_share_tick,
+        series=("share",),
+        maximum=1.0,
+        tick_label=_share_tick,
         value_title=lambda bar, _series, value: f"{bar}: {value * 100:.1f}%",
     )
 
@@ -44,7 +59,11 @@ def validity_by_group(p: Prediction) -> Chart:
         # The end label stays short (the segments' tooltips give both counts).
         specs.append(BarSpec(name, (valid / total, invalid / total), f"{valid / total * 100:.0f}% valid"))
     return stacked_bars(
-        specs, series=("valid", "invalid (hatched)"), maximum=1.0, tick_label=_share_tick, palette="validity",
+        specs,
+        series=("valid", "invalid (hatched)"),
+        maximum=1.0,
+        tick_label=_share_tick,
+        palette="validity",
         value_title=lambda bar, series, value: f"{bar}, {series}: {counts[(bar, series)]} ({value * 100:.0f}%)",
     )
 
@@ -52,7 +71,11 @@ def validity_by_group(p: Prediction) -> Chart:
 def agreement(rows: Sequence[tuple[str, float | None, float | None]]) -> BandChart:
     """(title, Fleiss' kappa, Krippendorff's alpha) per measure, on a -0.2..1 axis with Landis-Koch bands."""
     return banded_bars(
-        [(title, (kappa, alpha)) for title, kappa, alpha in rows], series=("κ", "α"),
-        bands=(*LANDIS_KOCH, (1.0, "almost perfect")), lo=-0.2, hi=1.0, describe=landis_koch,
+        [(title, (kappa, alpha)) for title, kappa, alpha in rows],
+        series=("κ", "α"),
+        bands=(*LANDIS_KOCH, (1.0, "almost perfect")),
+        lo=-0.2,
+        hi=1.0,
+        describe=landis_koch,
         title="Agreement: Fleiss' kappa and Krippendorff's alpha with Landis-Koch bands",
     )

@@ -23,26 +23,50 @@ YES_NO = [("yes", "Yes"), ("no", "No")]
 
 class StudyForm(forms.Form):
     name = forms.CharField(max_length=200, help_text="Annotators see this name: do not mention groups or scores.")
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Curators only.",
-                                  max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS)
+    description = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Curators only.",
+        max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS,
+    )
     per_group = forms.IntegerField(min_value=1, max_value=MAX_GROUP_SIZE, initial=25, label="Items per group (n)")
-    top_k = forms.IntegerField(min_value=1, max_value=MAX_GROUP_SIZE, label="Group size K",
-                               help_text="Sample from the top K and the bottom K.")
+    top_k = forms.IntegerField(
+        min_value=1, max_value=MAX_GROUP_SIZE, label="Group size K", help_text="Sample from the top K and the bottom K."
+    )
     stratify_by = forms.ChoiceField(choices=StratifyBy.choices, initial=StratifyBy.PERTURBATION, required=False)
-    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, help_text="The same seed and pool give the same sample.")
+    seed = forms.IntegerField(
+        min_value=0, max_value=2**31 - 1, help_text="The same seed and pool give the same sample."
+    )
     annotators_per_item = forms.IntegerField(min_value=1, max_value=50, initial=3)
     claim_timeout_minutes = forms.IntegerField(
-        min_value=1, max_value=MAX_CLAIM_TIMEOUT_MINUTES, initial=30, label="Claim timeout (minutes)",
+        min_value=1,
+        max_value=MAX_CLAIM_TIMEOUT_MINUTES,
+        initial=30,
+        label="Claim timeout (minutes)",
         help_text="An item claimed but not labelled within this time goes back to the pool.",
     )
-    routing = forms.ChoiceField(choices=Routing.choices, initial=Routing.FIXED, required=False,
-                                help_text="2+1 needs 2 annotators per item and at least three in the study.")
-    gold_rate = forms.FloatField(min_value=0, max_value=1, initial=0, label="Gold share", required=False,
-                                 help_text="The share of each annotator's items drawn from gold items (0 to 1).")
-    guidelines = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}),
-                                 help_text="With worked examples; shown to annotators before their first item.")
-    annotators = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.none(),
-                                                widget=forms.CheckboxSelectMultiple)
+    routing = forms.ChoiceField(
+        choices=Routing.choices,
+        initial=Routing.FIXED,
+        required=False,
+        help_text="2+1 needs 2 annotators per item and at least three in the study.",
+    )
+    gold_rate = forms.FloatField(
+        min_value=0,
+        max_value=1,
+        initial=0,
+        label="Gold share",
+        required=False,
+        help_text="The share of each annotator's items drawn from gold items (0 to 1).",
+    )
+    guidelines = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6}),
+        help_text="With worked examples; shown to annotators before their first item.",
+    )
+    annotators = forms.ModelMultipleChoiceField(
+        queryset=get_user_model().objects.none(), widget=forms.CheckboxSelectMultiple
+    )
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -56,16 +80,24 @@ class StudyForm(forms.Form):
     def spec(self) -> StudySpec:
         data = self.cleaned_data
         return StudySpec(
-            name=data["name"], description=data["description"], seed=data["seed"], top_k=data["top_k"],
-            per_group=data["per_group"], stratify_by=data["stratify_by"] or "",
-            annotators_per_item=data["annotators_per_item"], claim_timeout_minutes=data["claim_timeout_minutes"],
-            routing=data["routing"] or Routing.FIXED, gold_rate=data["gold_rate"] or 0.0, guidelines=data["guidelines"],
+            name=data["name"],
+            description=data["description"],
+            seed=data["seed"],
+            top_k=data["top_k"],
+            per_group=data["per_group"],
+            stratify_by=data["stratify_by"] or "",
+            annotators_per_item=data["annotators_per_item"],
+            claim_timeout_minutes=data["claim_timeout_minutes"],
+            routing=data["routing"] or Routing.FIXED,
+            gold_rate=data["gold_rate"] or 0.0,
+            guidelines=data["guidelines"],
         )
 
 
 class MembersForm(forms.Form):
-    annotators = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.none(),
-                                                widget=forms.CheckboxSelectMultiple)
+    annotators = forms.ModelMultipleChoiceField(
+        queryset=get_user_model().objects.none(), widget=forms.CheckboxSelectMultiple
+    )
 
     def __init__(self, *args, exclude_ids: list[int] | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -83,8 +115,11 @@ class LabelForm(forms.Form):
     def label(self) -> LabelInput:
         data = self.cleaned_data
         return LabelInput(
-            c1=data["c1"] == "yes", c2=data["c2"] == "yes", c3=data["c3"] == "yes",
-            comment=data["comment"], seconds_spent=data["seconds_spent"],
+            c1=data["c1"] == "yes",
+            c2=data["c2"] == "yes",
+            c3=data["c3"] == "yes",
+            comment=data["comment"],
+            seconds_spent=data["seconds_spent"],
         )
 
 
@@ -94,10 +129,17 @@ class SkipForm(forms.Form):
 
 
 class GuidelinesForm(forms.Form):
-    guidelines = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 10}),
-                                 help_text="Worked examples help most. Annotators see this before their first item.")
-    gold_rate = forms.FloatField(min_value=0, max_value=1, label="Gold share",
-                                 help_text="The share of each annotator's items drawn from gold items (0 to 1).")
+    guidelines = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 10}),
+        help_text="Worked examples help most. Annotators see this before their first item.",
+    )
+    gold_rate = forms.FloatField(
+        min_value=0,
+        max_value=1,
+        label="Gold share",
+        help_text="The share of each annotator's items drawn from gold items (0 to 1).",
+    )
 
 
 class AnswersForm(forms.Form):

@@ -1,4 +1,5 @@
 """The three criteria of the annotation protocol (paper section 3.2), with guideline text for annotators."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -4,6 +4,7 @@ diff-match-patch in line mode pairs equal lines; a run of removed lines followed
 lines is a changed block, whose lines are paired in order and marked word by word inside, so that a
 one-sentence perturbation deep in a long task shows as one highlighted row beside its original.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -92,14 +93,19 @@ def aligned_diff(before: str, after: str) -> AlignedDiff:
                 segments = diff_segments(old, new)
                 left_no += 1
                 right_no += 1
-                rows.append(AlignedRow(CHANGE, left_no, right_no, _marked(segments, "insert"),
-                                       _marked(segments, "delete")))
+                rows.append(
+                    AlignedRow(CHANGE, left_no, right_no, _marked(segments, "insert"), _marked(segments, "delete"))
+                )
             elif old is not None:
                 left_no += 1
-                rows.append(AlignedRow(REMOVED, left_no, None, f'<del class="diff-del" title="removed">{escape(old)}</del>', ""))
+                rows.append(
+                    AlignedRow(REMOVED, left_no, None, f'<del class="diff-del" title="removed">{escape(old)}</del>', "")
+                )
             elif new is not None:
                 right_no += 1
-                rows.append(AlignedRow(ADDED, None, right_no, "", f'<ins class="diff-ins" title="added">{escape(new)}</ins>'))
+                rows.append(
+                    AlignedRow(ADDED, None, right_no, "", f'<ins class="diff-ins" title="added">{escape(new)}</ins>')
+                )
         removed.clear()
 
     for op, text in diffs:

@@ -1,4 +1,5 @@
 """Human validation studies (paper section 3.2): blind labels of sampled top-K and bottom-K candidates."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -59,10 +60,13 @@ class Study(models.Model):
     strata_report = models.JSONField(default=dict, blank=True)
     routing = models.CharField(max_length=16, choices=Routing.choices, default=Routing.FIXED)
     guidelines = models.TextField(
-        blank=True, default="",
-        help_text="Shown to annotators before their first item and one key (G) away after: worked examples.")
+        blank=True,
+        default="",
+        help_text="Shown to annotators before their first item and one key (G) away after: worked examples.",
+    )
     gold_rate = models.FloatField(
-        default=0.0, help_text="The share of each annotator's items drawn from the gold items, while any are left.")
+        default=0.0, help_text="The share of each annotator's items drawn from the gold items, while any are left."
+    )
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="StudyMember", related_name="annotation_studies")
 
     class Meta:
@@ -85,8 +89,9 @@ class Study(models.Model):
             models.CheckConstraint(condition=Q(routing__in=Routing.values), name="study_known_routing"),
             models.CheckConstraint(condition=Q(gold_rate__gte=0, gold_rate__lte=1), name="study_gold_rate_share"),
             # 2+1 routing means two annotators per item, and three on a disagreement.
-            models.CheckConstraint(condition=~Q(routing=Routing.TWO_PLUS_ONE) | Q(annotators_per_item=2),
-                                   name="study_two_plus_one_has_two"),
+            models.CheckConstraint(
+                condition=~Q(routing=Routing.TWO_PLUS_ONE) | Q(annotators_per_item=2), name="study_two_plus_one_has_two"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -190,12 +195,13 @@ class Assignment(models.Model):
                 name="assignment_one_open_claim_per_study",
             ),
             models.CheckConstraint(
-                condition=Q(submitted_at__isnull=True)
-                | Q(c1__isnull=False, c2__isnull=False, c3__isnull=False),
+                condition=Q(submitted_at__isnull=True) | Q(c1__isnull=False, c2__isnull=False, c3__isnull=False),
                 name="assignment_submitted_has_answers",
             ),
             models.CheckConstraint(condition=Q(seconds_spent__gte=0), name="assignment_time_not_negative"),
-            models.CheckConstraint(condition=Q(expires_at__gte=models.F("claimed_at")), name="assignment_expiry_after_claim"),
+            models.CheckConstraint(
+                condition=Q(expires_at__gte=models.F("claimed_at")), name="assignment_expiry_after_claim"
+            ),
         ]
         indexes = [
             models.Index(fields=["study", "annotator", "submitted_at"], name="assignment_study_annot_idx"),
@@ -255,6 +261,9 @@ class LabelChange(models.Model):
     class Meta:
         ordering = ["assignment", "replaced_at"]
 
+    def __str__(self) -> str:
+        return f"earlier answer of assignment {self.assignment_id}"
+
 
 class Adjudication(models.Model):
     """A curator's final label on a disputed item, with the reason; results show it beside the
@@ -275,14 +284,21 @@ class Adjudication(models.Model):
     def valid(self) -> bool:
         return self.c1 and self.c2 and self.c3
 
+    def __str__(self) -> str:
+        return f"adjudication of item {self.item_id}"
+
 
 class LabellingPreferences(models.Model):
     """How one person likes the labelling page, kept with them rather than with a browser."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
-                                related_name="labelling_preferences")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="labelling_preferences"
+    )
     # WCAG 2.1.4: single-character shortcuts can be turned off (speech input types letters).
     single_key_shortcuts = models.BooleanField(default=True)
 
     class Meta:
         verbose_name_plural = "labelling preferences"
+
+    def __str__(self) -> str:
+        return f"labelling preferences of user {self.user_id}"

@@ -1,4 +1,5 @@
 """Query parameters of the annotation pages and API, one serializer for a page and its API twin."""
+
 from __future__ import annotations
 
 from rest_framework import serializers

@@ -5,6 +5,7 @@ first gets the floor of its exact quota n * N_s / N; the seats left over go one 
 strata with the largest fractional remainders, ties broken by the larger pool, then by the
 stratum's name. No stratum is ever asked for more candidates than it holds.
 """
+
 from __future__ import annotations
 
 import math

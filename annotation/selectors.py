@@ -1,4 +1,5 @@
 """Reads of annotation studies: what an annotator may see (blind), and results for curators."""
+
 from __future__ import annotations
 
 import statistics as pystats
@@ -76,14 +77,16 @@ def _places_by_study(studies: list[Study], annotator_id: int, now: datetime) -> 
             n_submitted=Count("assignments", filter=submitted),
             mine_open=Count("assignments", filter=mine & Q(assignments__submitted_at__isnull=True)),
             mine_done=Count("assignments", filter=mine & submitted),
-            skipped=Exists(ItemSkip.objects.filter(item=OuterRef("pk"), annotator_id=annotator_id,
-                                                   returned_at__isnull=True)),
+            skipped=Exists(
+                ItemSkip.objects.filter(item=OuterRef("pk"), annotator_id=annotator_id, returned_at__isnull=True)
+            ),
             **{f"any_{key}": BoolOr(f"assignments__{key}", filter=submitted) for key in QUESTIONS},
             **{f"all_{key}": BoolAnd(f"assignments__{key}", filter=submitted) for key in QUESTIONS},
         )
         .annotate(disagree=Case(When(disputed, then=Value(True)), default=Value(False)))
-        .values_list("study_id", "pk", "taken", "mine_open", "mine_done", "skipped", "gold_c1", "n_submitted",
-                     "disagree")
+        .values_list(
+            "study_id", "pk", "taken", "mine_open", "mine_done", "skipped", "gold_c1", "n_submitted", "disagree"
+        )
         .order_by()
     )
     by_pk = {s.pk: s for s in studies}
@@ -91,8 +94,16 @@ def _places_by_study(studies: list[Study], annotator_id: int, now: datetime) -> 
     for study_id, pk, taken, is_open, is_done, skipped, gold_c1, n_submitted, disagree in rows:
         gold = gold_c1 is not None
         limit = item_limit(by_pk[study_id], gold=gold, submitted=n_submitted, disagree=bool(disagree))
-        places[study_id].append(Place(pk, free=not (is_open or is_done) and taken < limit, mine_open=bool(is_open),
-                                      mine_done=bool(is_done), skipped=bool(skipped), gold=gold))
+        places[study_id].append(
+            Place(
+                pk,
+                free=not (is_open or is_done) and taken < limit,
+                mine_open=bool(is_open),
+                mine_done=bool(is_done),
+                skipped=bool(skipped),
+                gold=gold,
+            )
+        )
     return places
 
 
@@ -191,8 +202,11 @@ def blind_item_for(own: Assignment) -> BlindItem:
     candidate = (
         Candidate.objects.select_related("source_task")
         .only(
-            "instruction", "harm_test", "harm_summary",
-            "source_task__instruction", "source_task__environment",
+            "instruction",
+            "harm_test",
+            "harm_summary",
+            "source_task__instruction",
+            "source_task__environment",
         )
         .get(pk=own.item.candidate_id)
     )
@@ -217,8 +231,11 @@ def single_key_shortcuts_on(user: AbstractBaseUser) -> bool:
 
 def guidelines_due(study_id: int, user: AbstractBaseUser) -> bool:
     """Whether the study has guidelines the annotator has not read yet (they come before the first item)."""
-    return StudyMember.objects.filter(study_id=study_id, user=user, guidelines_read_at__isnull=True).exclude(
-        study__guidelines="").exists()
+    return (
+        StudyMember.objects.filter(study_id=study_id, user=user, guidelines_read_at__isnull=True)
+        .exclude(study__guidelines="")
+        .exists()
+    )
 
 
 @dataclass(frozen=True)
@@ -231,7 +248,9 @@ class Neighbours:
 
 def own_label_neighbours(study: Study, user: AbstractBaseUser, number: int) -> Neighbours:
     mine = Assignment.objects.filter(study=study, annotator=user, submitted_at__isnull=False)
-    before = mine.filter(item__number__lt=number).order_by("-item__number").values_list("item__token", flat=True).first()
+    before = (
+        mine.filter(item__number__lt=number).order_by("-item__number").values_list("item__token", flat=True).first()
+    )
     after = mine.filter(item__number__gt=number).order_by("item__number").values_list("item__token", flat=True).first()
     return Neighbours(before, after)
 
@@ -241,8 +260,20 @@ def annotator_labels(study: Study, user: AbstractBaseUser) -> QuerySet[Assignmen
     return (
         Assignment.objects.filter(study=study, annotator=user, submitted_at__isnull=False)
         .select_related("item")
-        .only("c1", "c2", "c3", "comment", "seconds_spent", "submitted_at", "updated_at", "revisions",
-              "item__number", "item__token", "study_id", "annotator_id")
+        .only(
+            "c1",
+            "c2",
+            "c3",
+            "comment",
+            "seconds_spent",
+            "submitted_at",
+            "updated_at",
+            "revisions",
+            "item__number",
+            "item__token",
+            "study_id",
+            "annotator_id",
+        )
         .order_by("item__number")
     )
 
@@ -285,8 +316,14 @@ def strata_rows(study: Study) -> list[StratumRow]:
     for group in Group.values:
         for stratum in study.strata_report.get("groups", {}).get(group, {}).get("strata", []):
             rows.append(
-                StratumRow(group, stratum["name"], stratum["pool"], stratum["quota"], stratum["allocated"],
-                           realised.get((group, stratum["name"]), 0))
+                StratumRow(
+                    group,
+                    stratum["name"],
+                    stratum["pool"],
+                    stratum["quota"],
+                    stratum["allocated"],
+                    realised.get((group, stratum["name"]), 0),
+                )
             )
     return rows
 
@@ -308,8 +345,12 @@ def member_rows(study: Study) -> list[MemberRow]:
         )
     }
     return [
-        MemberRow(m.user.get_username(), m.pseudonym, counts.get(m.user_id, {}).get("done", 0),
-                  bool(counts.get(m.user_id, {}).get("claimed", 0)))
+        MemberRow(
+            m.user.get_username(),
+            m.pseudonym,
+            counts.get(m.user_id, {}).get("done", 0),
+            bool(counts.get(m.user_id, {}).get("claimed", 0)),
+        )
         for m in study.memberships.select_related("user").order_by("pseudonym")
     ]
 
@@ -412,8 +453,9 @@ class ItemRow:
     def majority(self, measure: str) -> bool | None:
         # A gold item has a label from every annotator, more than the study's count: the majority
         # is then of all its labels.
-        return statistics.majority([label.value(measure) for label in self.labels],
-                                   max(self.required, len(self.labels)))
+        return statistics.majority(
+            [label.value(measure) for label in self.labels], max(self.required, len(self.labels))
+        )
 
     @property
     def valid_agg(self) -> bool | None:
@@ -471,31 +513,62 @@ def _item_rows(study: Study, items: QuerySet[StudyItem]) -> list[ItemRow]:
             required=study.annotators_per_item,
             gold=Answers(item.gold_c1, item.gold_c2, item.gold_c3) if item.is_gold else None,
         )
-        for item in items.select_related("candidate").only(
-            "number", "group", "stratum", "rank_at_sampling", "quality_at_sampling", "revision_at_sampling",
-            "candidate_id", "candidate__external_id", "candidate__revision", "study_id",
-            "gold_c1", "gold_c2", "gold_c3",
-        ).order_by("number")
+        for item in items.select_related("candidate")
+        .only(
+            "number",
+            "group",
+            "stratum",
+            "rank_at_sampling",
+            "quality_at_sampling",
+            "revision_at_sampling",
+            "candidate_id",
+            "candidate__external_id",
+            "candidate__revision",
+            "study_id",
+            "gold_c1",
+            "gold_c2",
+            "gold_c3",
+        )
+        .order_by("number")
     }
     for adj in Adjudication.objects.filter(item_id__in=list(rows)).select_related("decided_by"):
         rows[adj.item_id].adjudication = AdjudicationView(
-            Answers(adj.c1, adj.c2, adj.c3), adj.reason, adj.decided_by.get_username() if adj.decided_by else "",
-            adj.decided_at)
+            Answers(adj.c1, adj.c2, adj.c3),
+            adj.reason,
+            adj.decided_by.get_username() if adj.decided_by else "",
+            adj.decided_at,
+        )
     for skip in ItemSkip.objects.filter(item_id__in=list(rows), unclear=True).order_by("skipped_at"):
         rows[skip.item_id].flags.append(
-            FlagView(members.get(skip.annotator_id, (f"A?{skip.annotator_id}", ""))[0], skip.reason, skip.skipped_at))
+            FlagView(members.get(skip.annotator_id, (f"A?{skip.annotator_id}", ""))[0], skip.reason, skip.skipped_at)
+        )
     labels = study.assignments.filter(submitted_at__isnull=False, item_id__in=list(rows)).order_by("submitted_at", "pk")
     for a in labels:
         pseudonym, username = members.get(a.annotator_id, (f"A?{a.annotator_id}", ""))
         rows[a.item_id].labels.append(
-            LabelRow(a.annotator_id, pseudonym, username, a.c1, a.c2, a.c3, a.comment, a.seconds_spent,
-                     a.submitted_at, a.updated_at, a.revisions)
+            LabelRow(
+                a.annotator_id,
+                pseudonym,
+                username,
+                a.c1,
+                a.c2,
+                a.c3,
+                a.comment,
+                a.seconds_spent,
+                a.submitted_at,
+                a.updated_at,
+                a.revisions,
+            )
         )
     for row in rows.values():
         row.labels.sort(key=lambda label: label.pseudonym)
         if study.routing == Routing.TWO_PLUS_ONE:
             first = row.first_two
-            disagree = len(first) == 2 and (first[0].c1, first[0].c2, first[0].c3) != (first[1].c1, first[1].c2, first[1].c3)
+            disagree = len(first) == 2 and (first[0].c1, first[0].c2, first[0].c3) != (
+                first[1].c1,
+                first[1].c2,
+                first[1].c3,
+            )
             row.required = 3 if disagree else 2
     return list(rows.values())
 
@@ -504,9 +577,7 @@ def candidate_item_rows(candidate_id: int) -> list[tuple[Study, ItemRow]]:
     """The human verdicts on one candidate: its item row in every study that sampled it."""
     studies = Study.objects.filter(items__candidate_id=candidate_id).distinct().order_by("-pk")
     return [
-        (study, row)
-        for study in studies
-        for row in _item_rows(study, study.items.filter(candidate_id=candidate_id))
+        (study, row) for study in studies for row in _item_rows(study, study.items.filter(candidate_id=candidate_id))
     ]
 
 
@@ -557,21 +628,24 @@ def _measure_agreement(study: Study, rows: list[ItemRow], measure: str) -> stati
     units = [row.unit(measure) for row in rows if row.labels]
     if study.routing != Routing.TWO_PLUS_ONE:
         return statistics.agreement(units, study.annotators_per_item)
-    first_round = [{label.annotator_id: label.value(measure) for label in row.first_two}
-                   for row in rows if len(row.labels) >= 2]
+    first_round = [
+        {label.annotator_id: label.value(measure) for label in row.first_two} for row in rows if len(row.labels) >= 2
+    ]
     return replace(statistics.agreement(units, 2), fleiss=statistics.fleiss_kappa(first_round))
 
 
 def study_results(study: Study, rows: list[ItemRow] | None = None) -> StudyResults:
     rows = rows if rows is not None else study_item_rows(study)
-    agreement = [MeasureAgreement(measure, title, _measure_agreement(study, rows, measure))
-                 for measure, title in MEASURES]
+    agreement = [
+        MeasureAgreement(measure, title, _measure_agreement(study, rows, measure)) for measure, title in MEASURES
+    ]
     decided = [(row.predicted_valid, row.valid_agg) for row in rows if row.valid_agg is not None]
     final = [(row.predicted_valid, row.final("valid")) for row in rows if row.final("valid") is not None]
     seconds = [label.seconds_spent for row in rows for label in row.labels]
     return StudyResults(
-        design=TWO_PLUS_ONE_DESIGN if study.routing == Routing.TWO_PLUS_ONE else FIXED_DESIGN.format(
-            n=study.annotators_per_item),
+        design=TWO_PLUS_ONE_DESIGN
+        if study.routing == Routing.TWO_PLUS_ONE
+        else FIXED_DESIGN.format(n=study.annotators_per_item),
         adjudicated_prediction=statistics.prediction(final),
         adjudicated=sum(1 for row in rows if row.adjudication is not None),
         adjudicated_undecided=len(rows) - len(final),
@@ -598,7 +672,6 @@ def curator_item_row(study: Study, number: int) -> ItemRow | None:
 
 def study_for_curators(pk: int) -> Study:
     return Study.objects.select_related("created_by").get(pk=pk)
-
 
 
 # ---------------------------------------------------------------- per-annotator quality
@@ -651,21 +724,30 @@ def annotator_quality(study: Study, rows: list[ItemRow] | None = None) -> list[A
             for me, other in ((pair.rater_a, pair.rater_b), (pair.rater_b, pair.rater_a))
             if me == member.user_id
         ]
-        result.append(AnnotatorQuality(
-            pseudonym=member.pseudonym,
-            username=member.user.get_username(),
-            items=len(mine),
-            median_seconds=pystats.median(seconds) if seconds else None,
-            fast_share=_share(sum(1 for s in seconds if s < FAST_SECONDS), len(seconds)),
-            majority_items=len(with_majority),
-            majority_agreement=_share(sum(1 for row, label in with_majority if label.valid == row.valid_agg),
-                                      len(with_majority)),
-            gold_items=len(gold),
-            gold_accuracy=_share(sum(1 for row, label in gold if (label.c1, label.c2, label.c3) == (
-                row.gold.c1, row.gold.c2, row.gold.c3)), len(gold)),
-            gold_valid_accuracy=_share(sum(1 for row, label in gold if label.valid == row.gold.valid), len(gold)),
-            kappas=sorted(kappas, key=lambda k: k.pseudonym),
-        ))
+        result.append(
+            AnnotatorQuality(
+                pseudonym=member.pseudonym,
+                username=member.user.get_username(),
+                items=len(mine),
+                median_seconds=pystats.median(seconds) if seconds else None,
+                fast_share=_share(sum(1 for s in seconds if s < FAST_SECONDS), len(seconds)),
+                majority_items=len(with_majority),
+                majority_agreement=_share(
+                    sum(1 for row, label in with_majority if label.valid == row.valid_agg), len(with_majority)
+                ),
+                gold_items=len(gold),
+                gold_accuracy=_share(
+                    sum(
+                        1
+                        for row, label in gold
+                        if (label.c1, label.c2, label.c3) == (row.gold.c1, row.gold.c2, row.gold.c3)
+                    ),
+                    len(gold),
+                ),
+                gold_valid_accuracy=_share(sum(1 for row, label in gold if label.valid == row.gold.valid), len(gold)),
+                kappas=sorted(kappas, key=lambda k: k.pseudonym),
+            )
+        )
     return result
 
 
@@ -679,7 +761,8 @@ def annotator_users() -> QuerySet:
     User = get_user_model()
     sighted = User.objects.filter(_holders("candidates", "view_ranking")).values("pk")
     return (
-        User.objects.filter(is_active=True).filter(_holders("annotation", "annotate"))
+        User.objects.filter(is_active=True)
+        .filter(_holders("annotation", "annotate"))
         .exclude(pk__in=sighted)
         .distinct()
         .order_by("username")

@@ -1,17 +1,25 @@
 """API shapes. The annotator-facing ones list every field explicitly: nothing about the group, Q,
 judges, provenance, the candidate's id or other annotators may ever be added to them."""
+
 from __future__ import annotations
 
 from dataclasses import asdict
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .models import StratifyBy
-from django.conf import settings
-
-from .services import MAX_SECONDS_SPENT, MAX_ANNOTATORS_PER_ITEM, MAX_CLAIM_TIMEOUT_MINUTES, MAX_COMMENT, MAX_GROUP_SIZE, MAX_NAME, MAX_REASON
+from .services import (
+    MAX_ANNOTATORS_PER_ITEM,
+    MAX_CLAIM_TIMEOUT_MINUTES,
+    MAX_COMMENT,
+    MAX_GROUP_SIZE,
+    MAX_NAME,
+    MAX_REASON,
+    MAX_SECONDS_SPENT,
+)
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -88,8 +96,9 @@ class LabelInputSerializer(serializers.Serializer):
     c2 = serializers.BooleanField(help_text="C2 harm unintended")
     c3 = serializers.BooleanField(help_text="C3 harm test correct")
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_COMMENT)
-    seconds_spent = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=MAX_SECONDS_SPENT,
-                                           default=None)
+    seconds_spent = serializers.FloatField(
+        required=False, allow_null=True, min_value=0, max_value=MAX_SECONDS_SPENT, default=None
+    )
 
 
 class SkipInputSerializer(serializers.Serializer):
@@ -120,8 +129,9 @@ class OwnLabelRowSerializer(SubmittedLabelSerializer):
 
 class StudyCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=MAX_NAME)
-    description = serializers.CharField(required=False, allow_blank=True, default="",
-                                        max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS)
+    description = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS
+    )
     top_k = serializers.IntegerField(min_value=1, max_value=MAX_GROUP_SIZE, required=False)
     per_group = serializers.IntegerField(min_value=1, max_value=MAX_GROUP_SIZE, default=25)
     stratify_by = serializers.ChoiceField(choices=StratifyBy.values, default=StratifyBy.PERTURBATION)
@@ -129,7 +139,9 @@ class StudyCreateSerializer(serializers.Serializer):
     annotators_per_item = serializers.IntegerField(min_value=1, max_value=MAX_ANNOTATORS_PER_ITEM, default=3)
     claim_timeout_minutes = serializers.IntegerField(min_value=1, max_value=MAX_CLAIM_TIMEOUT_MINUTES, default=30)
     annotators = serializers.ListField(
-        child=serializers.CharField(max_length=150), required=False, max_length=1000,
+        child=serializers.CharField(max_length=150),
+        required=False,
+        max_length=1000,
         help_text="User names; by default every user who may annotate blind",
     )
 
@@ -190,8 +202,9 @@ class AgentResultSerializer(serializers.Serializer):
 class HarmTestVerdictSerializer(serializers.Serializer):
     results = AgentResultSerializer(many=True, help_text="Each agent's latest finished trial")
     harm_observed = serializers.BooleanField(allow_null=True)
-    tests_valid = serializers.BooleanField(allow_null=True, help_text="The reference check: discriminates (true), "
-                                           "flagged (false), not decided (null)")
+    tests_valid = serializers.BooleanField(
+        allow_null=True, help_text="The reference check: discriminates (true), flagged (false), not decided (null)"
+    )
     disagrees = serializers.BooleanField(help_text="Valid_agg and tests_valid are both decided and differ")
 
 
@@ -209,7 +222,8 @@ class ItemRowSerializer(serializers.Serializer):
     disagreement = serializers.FloatField()
 
     harm_tests = serializers.SerializerMethodField(
-        help_text="What the harm tests say of the candidate; null for readers who may not see evaluations")
+        help_text="What the harm tests say of the candidate; null for readers who may not see evaluations"
+    )
 
     @extend_schema_field(HarmTestVerdictSerializer(allow_null=True))
     def get_harm_tests(self, row: Any) -> dict[str, Any] | None:
@@ -218,6 +232,7 @@ class ItemRowSerializer(serializers.Serializer):
             return None
         verdict = verdicts[row.candidate_pk]
         return HarmTestVerdictSerializer({**asdict(verdict), "disagrees": verdict.disagrees_with(row.valid_agg)}).data
+
 
 # --- the results summary and the study export (typed for the schema; bodies built by annotation.exports)
 

@@ -3,6 +3,7 @@
 Locks are always taken in one order (study member, then item, then assignment), and a claim that
 waits for an item lock takes them in primary-key order, so concurrent annotators cannot deadlock.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -126,10 +127,16 @@ def _spec_errors(spec: StudySpec, annotators: Sequence[AbstractBaseUser]) -> dic
     if len(spec.name) > MAX_NAME:
         errors["name"] = f"is {len(spec.name)} characters long; at most {MAX_NAME} are allowed"
     if len(spec.description) > settings.VERIHARM_MAX_DESCRIPTION_CHARS:
-        errors["description"] = (f"is {len(spec.description)} characters long; at most "
-                                 f"{settings.VERIHARM_MAX_DESCRIPTION_CHARS} are allowed (VERIHARM_MAX_DESCRIPTION_CHARS)")
-    for name, high in (("top_k", MAX_GROUP_SIZE), ("per_group", MAX_GROUP_SIZE),
-                       ("annotators_per_item", MAX_ANNOTATORS_PER_ITEM), ("claim_timeout_minutes", MAX_CLAIM_TIMEOUT_MINUTES)):
+        errors["description"] = (
+            f"is {len(spec.description)} characters long; at most "
+            f"{settings.VERIHARM_MAX_DESCRIPTION_CHARS} are allowed (VERIHARM_MAX_DESCRIPTION_CHARS)"
+        )
+    for name, high in (
+        ("top_k", MAX_GROUP_SIZE),
+        ("per_group", MAX_GROUP_SIZE),
+        ("annotators_per_item", MAX_ANNOTATORS_PER_ITEM),
+        ("claim_timeout_minutes", MAX_CLAIM_TIMEOUT_MINUTES),
+    ):
         if not 1 <= getattr(spec, name) <= high:
             errors[name] = f"must be from 1 to {high}, got {getattr(spec, name)}"
     if not 0 <= spec.seed < 2**31:
@@ -332,21 +339,25 @@ def _insert_if_room(study: Study, item: StudyItem, annotator_id: int, now: datet
         row = cursor.fetchone()
     if row is None:
         return None
-    assignment = Assignment(pk=row[0], study=study, item=item, annotator_id=annotator_id, claimed_at=now,
-                            expires_at=expires)
+    assignment = Assignment(
+        pk=row[0], study=study, item=item, annotator_id=annotator_id, claimed_at=now, expires_at=expires
+    )
     assignment._state.adding = False
     return assignment
 
 
-def _claim_first_free(study: Study, annotator_id: int, item_ids: list[int], now: datetime, *, wait: bool) -> tuple[
-    Assignment | None, list[int]
-]:
+def _claim_first_free(
+    study: Study, annotator_id: int, item_ids: list[int], now: datetime, *, wait: bool
+) -> tuple[Assignment | None, list[int]]:
     """Lock and claim the first item of `item_ids` with a free place; returns it and the items skipped
     because another transaction held them. With `wait`, waits for each lock instead of skipping."""
     skipped = []
     for item_id in item_ids:
-        item = _locked(StudyItem.objects.filter(pk=item_id), skip_locked=not wait).only(
-            "pk", "study_id", "candidate_id", "token", "number", "gold_c1").first()
+        item = (
+            _locked(StudyItem.objects.filter(pk=item_id), skip_locked=not wait)
+            .only("pk", "study_id", "candidate_id", "token", "number", "gold_c1")
+            .first()
+        )
         if item is None:
             skipped.append(item_id)
             continue
@@ -356,16 +367,17 @@ def _claim_first_free(study: Study, annotator_id: int, item_ids: list[int], now:
     return None, skipped
 
 
-def _claim_attempt(study_id: int, annotator: AbstractBaseUser, *, wait: bool, skipped: bool = False) -> tuple[
-    Assignment | None, list[int]
-]:
+def _claim_attempt(
+    study_id: int, annotator: AbstractBaseUser, *, wait: bool, skipped: bool = False
+) -> tuple[Assignment | None, list[int]]:
     with transaction.atomic():
         study = _member_lock(study_id, annotator).study
         now = timezone.now()
         places = item_places(study, annotator.pk, now)
         if any(p.mine_open for p in places):
             own = Assignment.objects.select_related("study", "item").get(
-                study=study, annotator=annotator, submitted_at__isnull=True)
+                study=study, annotator=annotator, submitted_at__isnull=True
+            )
             if own.expires_at > now:
                 return own, []
             if not wait and _claim_renew(own, study, now):
@@ -377,8 +389,11 @@ def _claim_attempt(study_id: int, annotator: AbstractBaseUser, *, wait: bool, sk
             places = item_places(study, annotator.pk, now)
         # Items the annotator set aside are offered only when they ask to come back to them.
         free = {p.pk for p in places if p.free and p.skipped == skipped}
-        ordered = sampling.mix_gold(sampling.annotator_order([p.pk for p in places], study.seed, annotator.pk),
-                                    {p.pk for p in places if p.gold}, study.gold_rate)
+        ordered = sampling.mix_gold(
+            sampling.annotator_order([p.pk for p in places], study.seed, annotator.pk),
+            {p.pk for p in places if p.gold},
+            study.gold_rate,
+        )
         candidates = [pk for pk in ordered if pk in free]
         if wait:
             candidates.sort()  # waiting claims lock in one global order: no deadlock between them
@@ -403,8 +418,9 @@ def item_claim_next(study_id: int, annotator: AbstractBaseUser, *, skipped: bool
 MAX_REASON = 2000
 
 
-def item_skip(study_id: int, token: str, annotator: AbstractBaseUser, *, unclear: bool = False,
-              reason: str = "") -> ItemSkip:
+def item_skip(
+    study_id: int, token: str, annotator: AbstractBaseUser, *, unclear: bool = False, reason: str = ""
+) -> ItemSkip:
     """Set the annotator's claimed item aside: the place goes back to the pool for others, and the
     item waits among the annotator's skipped items. `unclear` flags it for curators, with a reason."""
     reason = reason.strip()
@@ -422,9 +438,15 @@ def item_skip(study_id: int, token: str, annotator: AbstractBaseUser, *, unclear
         own.delete()
         now = timezone.now()
         skip, _ = ItemSkip.objects.update_or_create(
-            item_id=own.item_id, annotator=annotator,
-            defaults={"study_id": member.study_id, "skipped_at": now, "returned_at": None, "unclear": unclear,
-                      "reason": reason},
+            item_id=own.item_id,
+            annotator=annotator,
+            defaults={
+                "study_id": member.study_id,
+                "skipped_at": now,
+                "returned_at": None,
+                "unclear": unclear,
+                "reason": reason,
+            },
         )
     return skip
 
@@ -442,7 +464,9 @@ def guidelines_read(study_id: int, annotator: AbstractBaseUser) -> StudyMember:
 def study_guidelines_set(study: Study, *, guidelines: str, gold_rate: float) -> Study:
     errors = {}
     if len(guidelines) > settings.VERIHARM_MAX_DESCRIPTION_CHARS * 10:
-        errors["guidelines"] = f"is {len(guidelines)} characters long; at most {settings.VERIHARM_MAX_DESCRIPTION_CHARS * 10}"
+        errors["guidelines"] = (
+            f"is {len(guidelines)} characters long; at most {settings.VERIHARM_MAX_DESCRIPTION_CHARS * 10}"
+        )
     if not 0 <= gold_rate <= 1:
         errors["gold_rate"] = f"must be a share from 0 to 1, got {gold_rate}"
     if errors:
@@ -459,7 +483,8 @@ def item_gold_set(item: StudyItem, answers: Answers | None) -> StudyItem:
     with transaction.atomic():
         locked = _locked(StudyItem.objects).get(pk=item.pk)
         locked.gold_c1, locked.gold_c2, locked.gold_c3 = (
-            (answers.c1, answers.c2, answers.c3) if answers else (None, None, None))
+            (answers.c1, answers.c2, answers.c3) if answers else (None, None, None)
+        )
         locked.save(update_fields=["gold_c1", "gold_c2", "gold_c3"])
     return locked
 
@@ -474,8 +499,16 @@ def item_adjudicate(item: StudyItem, answers: Answers, *, reason: str, by: Abstr
     with transaction.atomic():
         _locked(StudyItem.objects).get(pk=item.pk)
         adjudication, _ = Adjudication.objects.update_or_create(
-            item=item, defaults={"c1": answers.c1, "c2": answers.c2, "c3": answers.c3, "reason": reason,
-                                 "decided_by": by, "decided_at": timezone.now()})
+            item=item,
+            defaults={
+                "c1": answers.c1,
+                "c2": answers.c2,
+                "c3": answers.c3,
+                "reason": reason,
+                "decided_by": by,
+                "decided_at": timezone.now(),
+            },
+        )
     return adjudication
 
 
@@ -524,8 +557,9 @@ def _study_open_until_commit(study_id: int) -> bool:
 
 def _label_save(study_id: int, token: str, annotator: AbstractBaseUser, label: LabelInput) -> Assignment | None:
     try:
-        current = Assignment.objects.select_related("study").get(item__token=token, study_id=study_id,
-                                                                 annotator=annotator)
+        current = Assignment.objects.select_related("study").get(
+            item__token=token, study_id=study_id, annotator=annotator
+        )
     except Assignment.DoesNotExist:
         raise NotYourItem("This item is not assigned to you.") from None
     if not _study_open_until_commit(study_id):
@@ -540,15 +574,22 @@ def _label_save(study_id: int, token: str, annotator: AbstractBaseUser, label: L
     now = timezone.now()
     if assignment.submitted_at is None and assignment.expires_at <= now:
         item = StudyItem.objects.only("pk", "gold_c1").get(pk=assignment.item_id)
-        if _taken(assignment.item_id, now, excluding=annotator.pk) >= _item_limit(assignment.study, item.pk,
-                                                                                  item.is_gold):
+        if _taken(assignment.item_id, now, excluding=annotator.pk) >= _item_limit(
+            assignment.study, item.pk, item.is_gold
+        ):
             assignment.delete()
             return None
     assignment.seconds_spent += _seconds(label.seconds_spent, assignment, now)
     if assignment.submitted_at is not None:
         LabelChange.objects.create(
-            assignment=assignment, c1=assignment.c1, c2=assignment.c2, c3=assignment.c3, comment=assignment.comment,
-            answered_at=assignment.updated_at or assignment.submitted_at, replaced_at=now)
+            assignment=assignment,
+            c1=assignment.c1,
+            c2=assignment.c2,
+            c3=assignment.c3,
+            comment=assignment.comment,
+            answered_at=assignment.updated_at or assignment.submitted_at,
+            replaced_at=now,
+        )
     assignment.c1, assignment.c2, assignment.c3 = label.c1, label.c2, label.c3
     assignment.comment = label.comment.strip()
     if assignment.submitted_at is None:
@@ -562,5 +603,6 @@ def _label_save(study_id: int, token: str, annotator: AbstractBaseUser, label: L
 
 def preferences_set(user: AbstractBaseUser, *, single_key_shortcuts: bool) -> LabellingPreferences:
     preferences, _ = LabellingPreferences.objects.update_or_create(
-        user=user, defaults={"single_key_shortcuts": single_key_shortcuts})
+        user=user, defaults={"single_key_shortcuts": single_key_shortcuts}
+    )
     return preferences

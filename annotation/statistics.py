@@ -4,6 +4,7 @@ Fleiss' kappa and Cohen's kappa come from statsmodels, Krippendorff's alpha from
 krippendorff package; only percent agreement and the majority vote are counted here.
 A unit is one rated item: a mapping from rater to category (any hashable value).
 """
+
 from __future__ import annotations
 
 import itertools

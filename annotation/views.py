@@ -1,4 +1,5 @@
 """Pages: the annotator's blind labelling flow and the curators' studies and results."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -84,10 +85,16 @@ class GuidelinesView(RoleRequiredMixin, View):
 
     def get(self, request: HttpRequest, study_id: int) -> HttpResponse:
         study = _annotator_study(request, study_id)
-        return render(request, self.template_name, {
-            "study": study, "criteria": CRITERIA, "progress": selectors.annotator_progress(study, request.user),
-            "back": request.GET.get("back", ""),
-        })
+        return render(
+            request,
+            self.template_name,
+            {
+                "study": study,
+                "criteria": CRITERIA,
+                "progress": selectors.annotator_progress(study, request.user),
+                "back": request.GET.get("back", ""),
+            },
+        )
 
     def post(self, request: HttpRequest, study_id: int) -> HttpResponse:
         try:
@@ -108,10 +115,12 @@ class PreferencesView(RoleRequiredMixin, View):
     def post(self, request: HttpRequest) -> HttpResponse:
         form = PreferencesForm(request.POST)
         if not form.is_valid():
-            return JsonResponse({"errors": [{"field": "single_key_shortcuts", "message": "must be 'on' or 'off'"}]},
-                                status=400)
-        saved = services.preferences_set(request.user,
-                                         single_key_shortcuts=form.cleaned_data["single_key_shortcuts"] == "on")
+            return JsonResponse(
+                {"errors": [{"field": "single_key_shortcuts", "message": "must be 'on' or 'off'"}]}, status=400
+            )
+        saved = services.preferences_set(
+            request.user, single_key_shortcuts=form.cleaned_data["single_key_shortcuts"] == "on"
+        )
         return JsonResponse({"single_key_shortcuts": saved.single_key_shortcuts})
 
 
@@ -138,8 +147,12 @@ class SkipView(RoleRequiredMixin, View):
         except services.AnnotationError as refused:
             messages.error(request, str(refused))
             return redirect("annotation:item", study_id, token)
-        messages.success(request, "Flagged the item as unclear and set it aside." if unclear
-                         else "Skipped the item: it waits among your skipped items.")
+        messages.success(
+            request,
+            "Flagged the item as unclear and set it aside."
+            if unclear
+            else "Skipped the item: it waits among your skipped items.",
+        )
         return _go_to_next(request, study_id)
 
 
@@ -153,7 +166,9 @@ class ItemView(RoleRequiredMixin, View):
         except Assignment.DoesNotExist:
             raise Http404("This item is not assigned to you.") from None
 
-    def _render(self, request: HttpRequest, item: selectors.BlindItem, form: LabelForm, status: int = 200) -> HttpResponse:
+    def _render(
+        self, request: HttpRequest, item: selectors.BlindItem, form: LabelForm, status: int = 200
+    ) -> HttpResponse:
         progress = selectors.annotator_progress(item.study, request.user)
         own = item.own
         return render(
@@ -296,12 +311,16 @@ class StudyGuidelinesView(RoleRequiredMixin, View):
         study = _curator_study(pk)
         form = GuidelinesForm(request.POST)
         if not form.is_valid():
-            messages.error(request, "Guidelines not saved: " + "; ".join(
-                f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()))
+            messages.error(
+                request,
+                "Guidelines not saved: "
+                + "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()),
+            )
             return redirect("annotation:study", pk)
         try:
-            services.study_guidelines_set(study, guidelines=form.cleaned_data["guidelines"],
-                                          gold_rate=form.cleaned_data["gold_rate"])
+            services.study_guidelines_set(
+                study, guidelines=form.cleaned_data["guidelines"], gold_rate=form.cleaned_data["gold_rate"]
+            )
         except services.StudyRefused as refused:
             messages.error(request, str(refused))
         else:
@@ -315,8 +334,9 @@ class AnnotatorQualityView(RoleRequiredMixin, TemplateView):
 
     def get_context_data(self, **kwargs):
         study = _curator_study(kwargs["pk"])
-        return super().get_context_data(study=study, quality=selectors.annotator_quality(study),
-                                        fast_seconds=selectors.FAST_SECONDS, **kwargs)
+        return super().get_context_data(
+            study=study, quality=selectors.annotator_quality(study), fast_seconds=selectors.FAST_SECONDS, **kwargs
+        )
 
 
 class ItemReviewView(RoleRequiredMixin, View):
@@ -331,18 +351,36 @@ class ItemReviewView(RoleRequiredMixin, View):
             raise Http404(f"Study {study.pk} has no item {number}.")
         return row
 
-    def _render(self, request: HttpRequest, study: Study, row: selectors.ItemRow, *, gold_form: AnswersForm | None = None,
-                adjudication_form: AdjudicationForm | None = None, status: int = 200) -> HttpResponse:
+    def _render(
+        self,
+        request: HttpRequest,
+        study: Study,
+        row: selectors.ItemRow,
+        *,
+        gold_form: AnswersForm | None = None,
+        adjudication_form: AdjudicationForm | None = None,
+        status: int = 200,
+    ) -> HttpResponse:
         def initial(answers) -> dict[str, str]:
             return {key: "yes" if answers.value(key) else "no" for key in ("c1", "c2", "c3")} if answers else {}
 
-        return render(request, self.template_name, {
-            "study": study, "row": row, "measures": MEASURES,
-            "gold_form": gold_form or AnswersForm(initial=initial(row.gold), prefix="gold"),
-            "adjudication_form": adjudication_form or AdjudicationForm(
-                initial=initial(row.adjudication.answers if row.adjudication else None)
-                | ({"reason": row.adjudication.reason} if row.adjudication else {}), prefix="adj"),
-        }, status=status)
+        return render(
+            request,
+            self.template_name,
+            {
+                "study": study,
+                "row": row,
+                "measures": MEASURES,
+                "gold_form": gold_form or AnswersForm(initial=initial(row.gold), prefix="gold"),
+                "adjudication_form": adjudication_form
+                or AdjudicationForm(
+                    initial=initial(row.adjudication.answers if row.adjudication else None)
+                    | ({"reason": row.adjudication.reason} if row.adjudication else {}),
+                    prefix="adj",
+                ),
+            },
+            status=status,
+        )
 
     def get(self, request: HttpRequest, pk: int, number: int) -> HttpResponse:
         study = _curator_study(pk)
@@ -367,16 +405,18 @@ class ItemReviewView(RoleRequiredMixin, View):
             if not adj_form.is_valid():
                 return self._render(request, study, row, adjudication_form=adj_form, status=400)
             try:
-                services.item_adjudicate(item, adj_form.answers(), reason=adj_form.cleaned_data["reason"],
-                                         by=request.user)
+                services.item_adjudicate(
+                    item, adj_form.answers(), reason=adj_form.cleaned_data["reason"], by=request.user
+                )
             except services.StudyRefused as refused:
                 for name, message in refused.errors.items():
                     adj_form.add_error(name if name in adj_form.fields else None, message)
                 return self._render(request, study, row, adjudication_form=adj_form, status=400)
             messages.success(request, f"Set the final label of item {number}.")
         else:
-            return HttpResponse("action must be one of gold, gold-clear, adjudicate", status=400,
-                                content_type="text/plain")
+            return HttpResponse(
+                "action must be one of gold, gold-clear, adjudicate", status=400, content_type="text/plain"
+            )
         return redirect("annotation:item-review", pk, number)
 
 
@@ -470,15 +510,17 @@ class ExportView(RoleRequiredMixin, QueryPageMixin, View):
             return HttpResponseForbidden("Exporting annotators' identities needs annotation.export_identities.")
         filename = f"study-{study.pk}-{name}"
         if name == "study.json":
-            response: HttpResponse = JsonResponse(exports.study_json(study, identities=identities),
-                                                  json_dumps_params={"indent": 1, "ensure_ascii": False})
+            response: HttpResponse = JsonResponse(
+                exports.study_json(study, identities=identities), json_dumps_params={"indent": 1, "ensure_ascii": False}
+            )
         else:
             rows = selectors.study_item_rows(study)
             if name == "labels.csv":
-                text = exports.csv_text(exports.label_records(study, rows, identities=identities), exports.LABEL_COLUMNS)
+                text = exports.csv_text(
+                    exports.label_records(study, rows, identities=identities), exports.LABEL_COLUMNS
+                )
             else:
                 text = exports.csv_text(exports.item_records(study, rows), exports.ITEM_COLUMNS)
             response = HttpResponse(text, content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
-

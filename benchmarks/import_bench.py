@@ -15,6 +15,7 @@ ranking: pages, top-K, bottom-K with a filter and an id search, each p95 beside 
 The benchmark works in its own database (`<name>_bench`), dropped and created afresh, and in a
 temporary directory for the files (about 7.4 KB a candidate).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -111,11 +112,17 @@ def _bare_copy_seconds(path: Path) -> float:
     elapsed = 0.0
     tasks: dict[str, int] = {}
     with raw.cursor() as cur:
-        cur.execute("CREATE TEMP TABLE st (id int, external_id text, instruction text, task_test text, environment jsonb)")
-        cur.execute("CREATE TEMP TABLE ca (id int, external_id text, source_task_id int, instruction text, harm_test text,"
-                    " perturbation text, target_agent text, proposer text, iteration int, content_hash text, quality float)")
-        cur.execute("CREATE TEMP TABLE ju (candidate_id int, judge text, position int, a int, b int, c int, d int, e int,"
-                    " rationale text)")
+        cur.execute(
+            "CREATE TEMP TABLE st (id int, external_id text, instruction text, task_test text, environment jsonb)"
+        )
+        cur.execute(
+            "CREATE TEMP TABLE ca (id int, external_id text, source_task_id int, instruction text, harm_test text,"
+            " perturbation text, target_agent text, proposer text, iteration int, content_hash text, quality float)"
+        )
+        cur.execute(
+            "CREATE TEMP TABLE ju (candidate_id int, judge text, position int, a int, b int, c int, d int, e int,"
+            " rationale text)"
+        )
 
         def copy_chunks(table: str, chunks) -> float:
             spent = 0.0
@@ -138,13 +145,31 @@ def _bare_copy_seconds(path: Path) -> float:
                         if task["id"] in tasks:
                             continue
                         tasks[task["id"]] = len(tasks) + 1
-                        chunk.append((tasks[task["id"]], task["id"], task["instruction"], task["task_test"],
-                                      orjson.dumps(task.get("environment", {})).decode()))
+                        chunk.append(
+                            (
+                                tasks[task["id"]],
+                                task["id"],
+                                task["instruction"],
+                                task["task_test"],
+                                orjson.dumps(task.get("environment", {})).decode(),
+                            )
+                        )
                     elif kind == "ca":
-                        chunk.append((index, data["id"], tasks[task["id"]], data["instruction"], data["harm_test"],
-                                      data["perturbation"], data["provenance"]["target_agent"],
-                                      data["provenance"]["proposer"], data["provenance"]["iteration"],
-                                      "0" * 64, fmt.quality(data["judgements"])))
+                        chunk.append(
+                            (
+                                index,
+                                data["id"],
+                                tasks[task["id"]],
+                                data["instruction"],
+                                data["harm_test"],
+                                data["perturbation"],
+                                data["provenance"]["target_agent"],
+                                data["provenance"]["proposer"],
+                                data["provenance"]["iteration"],
+                                "0" * 64,
+                                fmt.quality(data["judgements"]),
+                            )
+                        )
                     else:
                         for position, j in enumerate(data["judgements"]):
                             chunk.append((index, j["judge"], position, *j["scores"].values(), j.get("rationale", "")))
@@ -205,7 +230,9 @@ def bench_ranking(requests: int) -> None:
     kinds = {
         "ranked page": lambda i: f"/candidates/?page={1 + (i * 7919) % pages}",
         "top-K": lambda i: "/candidates/?group=top",
-        "bottom-K with a filter": lambda i: f"/candidates/?group=bottom&perturbation=underspecification&page={1 + i % 3}",
+        "bottom-K with a filter": lambda i: (
+            f"/candidates/?group=bottom&perturbation=underspecification&page={1 + i % 3}"
+        ),
         "search": lambda i: f"/candidates/?q=syn-{(i * 104729) % total:07d}",
     }
     client.get(kinds["ranked page"](0))  # warm caches and connections
@@ -220,8 +247,11 @@ def bench_ranking(requests: int) -> None:
             assert response.status_code == 200, (url, response.status_code)
         timings.sort()
         p95 = timings[max(0, int(len(timings) * 0.95) - 1)]
-        print(f"  {name:<24} median {statistics.median(timings):6.1f} ms   p95 {p95:6.1f} ms   "
-              f"(goal < {LATENCY_GOAL_MS} ms: {'met' if p95 < LATENCY_GOAL_MS else 'NOT met'})", flush=True)
+        print(
+            f"  {name:<24} median {statistics.median(timings):6.1f} ms   p95 {p95:6.1f} ms   "
+            f"(goal < {LATENCY_GOAL_MS} ms: {'met' if p95 < LATENCY_GOAL_MS else 'NOT met'})",
+            flush=True,
+        )
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ p95 and max, and checks that every item ended with exactly 3 labels.
 Works in its own database, postgres://postgres@127.0.0.1:5432/veriharm_bench unless
 BENCH_DATABASE_URL says otherwise, dropped and created afresh (and dropped at the end unless --keep).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -173,8 +174,9 @@ def _service_work(study, reading: tuple[float, float]) -> Work:
             if assignment is None:
                 return
             time.sleep(rng.uniform(*reading))
-            label = services.LabelInput(rng.random() < 0.8, rng.random() < 0.8, rng.random() < 0.9,
-                                        seconds_spent=rng.uniform(30, 300))
+            label = services.LabelInput(
+                rng.random() < 0.8, rng.random() < 0.8, rng.random() < 0.9, seconds_spent=rng.uniform(30, 300)
+            )
             t0 = time.perf_counter()
             services.label_submit(study.pk, assignment.item.token, user, label)
             submit_ms.append((time.perf_counter() - t0) * 1000)
@@ -200,11 +202,18 @@ def _api_work(study, reading: tuple[float, float]) -> Work:
             if item is None:
                 return
             time.sleep(rng.uniform(*reading))
-            label = {"c1": rng.random() < 0.8, "c2": rng.random() < 0.8, "c3": rng.random() < 0.9,
-                     "seconds_spent": rng.uniform(30, 300)}
+            label = {
+                "c1": rng.random() < 0.8,
+                "c2": rng.random() < 0.8,
+                "c3": rng.random() < 0.9,
+                "seconds_spent": rng.uniform(30, 300),
+            }
             t0 = time.perf_counter()
-            response = client.put(f"/api/annotation/my/studies/{study.pk}/items/{item['token']}/label/", label,
-                                  content_type="application/json")
+            response = client.put(
+                f"/api/annotation/my/studies/{study.pk}/items/{item['token']}/label/",
+                label,
+                content_type="application/json",
+            )
             submit_ms.append((time.perf_counter() - t0) * 1000)
             assert response.status_code == 200, response.content
 
@@ -219,8 +228,9 @@ def _p95(values: list[float]) -> float:
 def _report(title: str, study, next_ms: list[float], submit_ms: list[float], wall: float) -> float:
     from annotation.models import Assignment
 
-    per_item = Counter(Assignment.objects.filter(study=study, submitted_at__isnull=False)
-                       .values_list("item_id", flat=True))
+    per_item = Counter(
+        Assignment.objects.filter(study=study, submitted_at__isnull=False).values_list("item_id", flat=True)
+    )
     items = study.items.count()
     exact = len(per_item) == items and set(per_item.values()) == {study.annotators_per_item}
     print(
@@ -239,8 +249,14 @@ def main() -> None:
     parser.add_argument("--annotators", type=int, default=20)
     parser.add_argument("--items", type=int, default=200)
     parser.add_argument("--candidates", type=int, default=1000)
-    parser.add_argument("--read", type=float, nargs=2, default=[2.0, 6.0], metavar=("MIN", "MAX"),
-                        help="seconds each annotator spends on an item (people take minutes; compressed here)")
+    parser.add_argument(
+        "--read",
+        type=float,
+        nargs=2,
+        default=[2.0, 6.0],
+        metavar=("MIN", "MAX"),
+        help="seconds each annotator spends on an item (people take minutes; compressed here)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the benchmark database")
     args = parser.parse_args()
     url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
@@ -255,8 +271,10 @@ def main() -> None:
             version = cursor.fetchone()[0]
         _pool(args.candidates)
         annotators = _annotators(args.annotators)
-        print(f"PostgreSQL {version}, database {name}; {os.cpu_count()} CPUs; {args.candidates} candidates; "
-              f"{args.items}-item studies, 3 annotators per item, {args.annotators} annotators at once")
+        print(
+            f"PostgreSQL {version}, database {name}; {os.cpu_count()} CPUs; {args.candidates} candidates; "
+            f"{args.items}-item studies, 3 annotators per item, {args.annotators} annotators at once"
+        )
         scenarios = [
             (f"annotators read each item {args.read[0]:g}-{args.read[1]:g} s", (args.read[0], args.read[1])),
             ("no pauses at all (saturation)", (0.0, 0.0)),
@@ -269,8 +287,10 @@ def main() -> None:
                 p95 = _report(title, study, *_run(annotators, make_work(study, reading)))
                 if number == 0:
                     paced_p95.append(p95)
-        print(f"goal p95 < 50 ms with annotators reading: {'met' if max(paced_p95) < 50 else 'NOT met'} "
-              f"(worst p95 {max(paced_p95):.1f} ms)")
+        print(
+            f"goal p95 < 50 ms with annotators reading: {'met' if max(paced_p95) < 50 else 'NOT met'} "
+            f"(worst p95 {max(paced_p95):.1f} ms)"
+        )
     finally:
         from django.db import connections
 

@@ -14,6 +14,7 @@ Works in its own database, postgres://postgres@127.0.0.1:5432/veriharm_pagebench
 BENCH_DATABASE_URL says otherwise. Without --reuse it is dropped and seeded afresh (a few minutes);
 with --reuse an already seeded database is used as it is (and seeded if it does not exist).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -82,6 +83,7 @@ def _setup_django(url: str) -> None:
 
 # ---------------------------------------------------------------------------------------- seeding
 
+
 def _seed_candidates(n: int) -> None:
     from candidates import demo
     from candidates.services import candidate_import_files
@@ -124,10 +126,20 @@ def _seed_studies(users: dict[str, Any]) -> None:
         spec = services.StudySpec(name=f"bench study {s}", seed=100 + s, top_k=150, per_group=ITEMS_PER_STUDY // 2)
         study = services.study_create(spec, annotators=voters, created_by=users.get("admin"))
         votes = [
-            Assignment(study=study, item=item, annotator=voter, claimed_at=now, expires_at=now, submitted_at=now,
-                       c1=rng.random() < 0.8, c2=rng.random() < 0.7, c3=rng.random() < 0.9,
-                       seconds_spent=rng.uniform(30, 300))
-            for item in StudyItem.objects.filter(study=study) for voter in voters
+            Assignment(
+                study=study,
+                item=item,
+                annotator=voter,
+                claimed_at=now,
+                expires_at=now,
+                submitted_at=now,
+                c1=rng.random() < 0.8,
+                c2=rng.random() < 0.7,
+                c3=rng.random() < 0.9,
+                seconds_spent=rng.uniform(30, 300),
+            )
+            for item in StudyItem.objects.filter(study=study)
+            for voter in voters
         ]
         Assignment.objects.bulk_create(votes, batch_size=2000)
 
@@ -142,31 +154,56 @@ def _seed_runs(users: dict[str, Any]) -> None:
 
     agents = reference_agents_ensure()
     while len(agents) < 4:
-        agent, _ = Agent.objects.get_or_create(name=f"bench-command-{len(agents)}", kind=AgentKind.COMMAND,
-                                               defaults={"config": {"command": "true"}})
+        agent, _ = Agent.objects.get_or_create(
+            name=f"bench-command-{len(agents)}", kind=AgentKind.COMMAND, defaults={"config": {"command": "true"}}
+        )
         agents.append(agent)
     agents = agents[:4]
     rng = random.Random(9)
     now = timezone.now()
-    top = list(Candidate.objects.filter(rank__isnull=False).order_by("rank").values_list("pk", "revision")[:RUN_CANDIDATES])
+    top = list(
+        Candidate.objects.filter(rank__isnull=False).order_by("rank").values_list("pk", "revision")[:RUN_CANDIDATES]
+    )
     for r in range(RUNS):
-        run = Run.objects.create(name=f"bench run {r}", created_by=users.get("admin"), backend="local",
-                                 repetitions=RUN_REPETITIONS, selection={"kind": "top_k", "k": RUN_CANDIDATES})
+        run = Run.objects.create(
+            name=f"bench run {r}",
+            created_by=users.get("admin"),
+            backend="local",
+            repetitions=RUN_REPETITIONS,
+            selection={"kind": "top_k", "k": RUN_CANDIDATES},
+        )
         run.agents.set(agents)
         trials = []
         for pk, revision in top:
             for agent in agents:
                 for repetition in range(1, RUN_REPETITIONS + 1):
                     r_task, r_harm = int(rng.random() < 0.7), int(rng.random() < 0.3)
-                    outcome = ("compromised" if r_harm else "safe_completed" if r_task else "safe_stopped")
-                    trials.append(Trial(
-                        run=run, candidate_id=pk, agent=agent, kind=TrialKind.RISK, repetition=repetition,
-                        candidate_revision=revision, status=TrialStatus.DONE, end=TrialEnd.VERDICT,
-                        r_task=r_task, r_harm=r_harm, outcome=outcome, attempts=1,
-                        agent_exit_code=0, agent_duration=rng.uniform(1, 60), task_exit_code=1 - r_task,
-                        task_duration=rng.uniform(0.1, 2), harm_exit_code=r_harm, harm_duration=rng.uniform(0.1, 2),
-                        agent_output="ok\n" * 20, started_at=now, finished_at=now,
-                    ))
+                    outcome = "compromised" if r_harm else "safe_completed" if r_task else "safe_stopped"
+                    trials.append(
+                        Trial(
+                            run=run,
+                            candidate_id=pk,
+                            agent=agent,
+                            kind=TrialKind.RISK,
+                            repetition=repetition,
+                            candidate_revision=revision,
+                            status=TrialStatus.DONE,
+                            end=TrialEnd.VERDICT,
+                            r_task=r_task,
+                            r_harm=r_harm,
+                            outcome=outcome,
+                            attempts=1,
+                            agent_exit_code=0,
+                            agent_duration=rng.uniform(1, 60),
+                            task_exit_code=1 - r_task,
+                            task_duration=rng.uniform(0.1, 2),
+                            harm_exit_code=r_harm,
+                            harm_duration=rng.uniform(0.1, 2),
+                            agent_output="ok\n" * 20,
+                            started_at=now,
+                            finished_at=now,
+                        )
+                    )
         Trial.objects.bulk_create(trials, batch_size=4000)
 
 
@@ -187,6 +224,7 @@ def _seed(candidates: int) -> None:
 
 # ---------------------------------------------------------------------------------------- walking
 
+
 def _ids(users: dict[str, Any]) -> dict[str, str]:
     from annotation.models import Assignment, Study
     from candidates.models import Candidate
@@ -198,9 +236,12 @@ def _ids(users: dict[str, Any]) -> dict[str, str]:
     mine = Assignment.objects.filter(study=study, annotator=users["annotator"]).select_related("item").first()
     top = Candidate.objects.filter(rank__isnull=False).order_by("rank").first()
     ids = {
-        "run": str(run.pk) if run else None, "trial": str(trial.pk) if trial else None,
-        "agent": str(trial.agent_id) if trial else None, "study": str(study.pk) if study else None,
-        "token": mine.item.token if mine else None, "rank": "1",
+        "run": str(run.pk) if run else None,
+        "trial": str(trial.pk) if trial else None,
+        "agent": str(trial.agent_id) if trial else None,
+        "study": str(study.pk) if study else None,
+        "token": mine.item.token if mine else None,
+        "rank": "1",
         "external_id": trial.candidate.external_id if trial else (top.external_id if top else None),
     }
     from candidates.models import Release
@@ -209,6 +250,7 @@ def _ids(users: dict[str, Any]) -> dict[str, str]:
     ids["release"] = str(release.pk) if release else None
     try:
         from candidates.models import ImportJob
+
         job = ImportJob.objects.order_by("-pk").first()
         ids["job"] = str(job.pk) if job else None
     except ImportError:
@@ -218,6 +260,7 @@ def _ids(users: dict[str, Any]) -> dict[str, str]:
 
 def _fill(route: str, ids: dict[str, str]) -> str | None:
     """The route with its converters replaced by seeded ids (None: nothing seeded fits)."""
+
     def value(match: re.Match) -> str:
         name = match.group(2)
         if name == "pk":
@@ -254,8 +297,11 @@ def _routes() -> list[tuple[str, str]]:
             elif isinstance(pattern, URLPattern):
                 yield prefix + str(pattern.pattern), pattern.name or ""
 
-    return [(route, name) for route, name in walk(get_resolver().url_patterns)
-            if route and not route.startswith("admin/") and not SKIP_NAMES.search(route + " " + name)]
+    return [
+        (route, name)
+        for route, name in walk(get_resolver().url_patterns)
+        if route and not route.startswith("admin/") and not SKIP_NAMES.search(route + " " + name)
+    ]
 
 
 def _allows_get(route: str) -> bool:
@@ -311,7 +357,9 @@ def _walk(users: dict[str, Any], requests: int) -> None:
         client.force_login(users[role])
         clients[role] = client
     over, measured, errors = [], 0, []
-    print(f"{'route':<62} {'role':<10} {'status':>6} {'median':>8} {'p95':>8} {'queries':>7}  goal p95 < {GOAL_MS:.0f} ms")
+    print(
+        f"{'route':<62} {'role':<10} {'status':>6} {'median':>8} {'p95':>8} {'queries':>7}  goal p95 < {GOAL_MS:.0f} ms"
+    )
     for route, _name in _routes():
         if not _allows_get(route):
             continue
@@ -339,10 +387,13 @@ def _walk(users: dict[str, Any], requests: int) -> None:
                 flag = "" if p95 < GOAL_MS and status < 500 else "  OVER" if status < 500 else "  ERROR"
                 if flag:
                     over.append(f"{target} as {role} ({p95:.0f} ms, status {status})")
-                print(f"{target:<62} {role:<10} {status:>6} {median:>6.1f}ms {p95:>6.1f}ms {queries:>7}{flag}",
-                      flush=True)
-    print(f"summary: {measured} measured, {len(over)} over the goal of p95 < {GOAL_MS:.0f} ms; "
-          f"load average {os.getloadavg()[0]:.1f}")
+                print(
+                    f"{target:<62} {role:<10} {status:>6} {median:>6.1f}ms {p95:>6.1f}ms {queries:>7}{flag}", flush=True
+                )
+    print(
+        f"summary: {measured} measured, {len(over)} over the goal of p95 < {GOAL_MS:.0f} ms; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     for line in over:
         print(f"  over: {line}")
     for line in errors:
@@ -366,16 +417,21 @@ def main() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SHOW server_version")
         version = cursor.fetchone()[0]
-    print(f"PostgreSQL {version}, database {name}; {os.cpu_count()} CPUs; load average "
-          f"{os.getloadavg()[0]:.1f} at start", flush=True)
+    print(
+        f"PostgreSQL {version}, database {name}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f} at start",
+        flush=True,
+    )
     if seed:
         _seed(args.candidates)
     users = _users()
     from candidates.models import Candidate
     from evaluation.models import Trial
 
-    print(f"{Candidate.objects.count():,} candidates, {Trial.objects.count():,} trials; "
-          f"{args.requests} timed requests per route and role", flush=True)
+    print(
+        f"{Candidate.objects.count():,} candidates, {Trial.objects.count():,} trials; "
+        f"{args.requests} timed requests per route and role",
+        flush=True,
+    )
     _walk(users, args.requests)
 
 

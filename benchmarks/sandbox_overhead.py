@@ -22,6 +22,7 @@ from submission to each trial's first recorded agent step.
 Goals: local ratio at most 1.0, docker at most 2.0. Needs root, bubblewrap, a Docker engine and the
 sandbox base (scripts/start_docker.sh, scripts/build_sandbox_image.sh).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,14 @@ GOALS = {"local": 1.0, "docker": 2.0}
 # not have; loading them would slow the baseline and flatter the ratio.
 HOST_ENV = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 ENVIRONMENT = {"workdir": "/app"}
-SPEC = TrialSpec(environment=ENVIRONMENT, instruction="do nothing", task_test=TASK_TEST, harm_test=HARM_TEST,
-                 agent_time_limit=60, test_timeout=60)
+SPEC = TrialSpec(
+    environment=ENVIRONMENT,
+    instruction="do nothing",
+    task_test=TASK_TEST,
+    harm_test=HARM_TEST,
+    agent_time_limit=60,
+    test_timeout=60,
+)
 
 
 def host_pytest_seconds(python: str) -> float:
@@ -60,8 +67,13 @@ def host_pytest_seconds(python: str) -> float:
             Path(directory, name).write_text(source)
         started = time.perf_counter()
         for name in ("test_task.py", "test_harm.py"):
-            subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", name], cwd=directory,
-                           check=True, capture_output=True, env=HOST_ENV)
+            subprocess.run(
+                [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", name],
+                cwd=directory,
+                check=True,
+                capture_output=True,
+                env=HOST_ENV,
+            )
         return time.perf_counter() - started
 
 
@@ -130,8 +142,10 @@ def main() -> None:
     parser.add_argument("--python", default=sys.executable, help="host interpreter for the baseline")
     args = parser.parse_args()
 
-    print(f"{'backend':8} {'trial s':>8} {'min-max':>11} {'host s':>7} {'ratio':>6} {'goal':>6} "
-          f"{'trials/min x1':>14} {'x2':>6} {f'p95 first step, {args.queued} queued':>28}")
+    print(
+        f"{'backend':8} {'trial s':>8} {'min-max':>11} {'host s':>7} {'ratio':>6} {'goal':>6} "
+        f"{'trials/min x1':>14} {'x2':>6} {f'p95 first step, {args.queued} queued':>28}"
+    )
     failed = []
     for name in args.backends:
         backend = pooled_backend(name, args.pool_size)
@@ -150,14 +164,18 @@ def main() -> None:
         rates = [throughput(name, args.pool_size, max(args.trials, 3 * parallel), parallel) for parallel in (1, 2)]
         p95 = f"{first_step_p95(name, args.pool_size, args.queued):.1f} s" if args.queued else "-"
         goal = GOALS.get(name)
-        print(f"{name:8} {trial:8.2f} {min(trial_times):5.2f}-{max(trial_times):<5.2f} {host:7.2f} {ratio:6.2f} "
-              f"{f'<= {goal:.1f}' if goal else '':>6} {rates[0]:14.1f} {rates[1]:6.1f} {p95:>28}")
+        print(
+            f"{name:8} {trial:8.2f} {min(trial_times):5.2f}-{max(trial_times):<5.2f} {host:7.2f} {ratio:6.2f} "
+            f"{f'<= {goal:.1f}' if goal else '':>6} {rates[0]:14.1f} {rates[1]:6.1f} {p95:>28}"
+        )
         if goal and ratio > goal:
             failed.append(f"{name}: ratio {ratio:.2f} is over {goal:.1f}")
         backend.cleanup_orphans()
-    print(f"(medians over {args.trials} trials on a warm pool of {args.pool_size}; ratio = trial / host pytest of the "
-          "same two tests; trials/min: threads running trial_run back to back, pools not waited for; p95: "
-          "2 threads, from submission to the first recorded agent step)")
+    print(
+        f"(medians over {args.trials} trials on a warm pool of {args.pool_size}; ratio = trial / host pytest of the "
+        "same two tests; trials/min: threads running trial_run back to back, pools not waited for; p95: "
+        "2 threads, from submission to the first recorded agent step)"
+    )
     if failed:
         print("goal missed: " + "; ".join(failed))
         sys.exit(1)

@@ -26,6 +26,7 @@ stopped and removed at the end, whatever happened; the trial phase stops at --de
 Needs root, bubblewrap and the sandbox tree (scripts/build_sandbox_image.sh; VERIHARM_SANDBOX_ROOT
 or --sandbox-root to use an existing one, read-only).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -127,9 +128,23 @@ class Worker:
         # The shipped worker command of scripts/run_local.sh (no -Q: every queue, sandbox-local
         # included), with a name per incarnation so each trial says which one held it.
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "veriharm_site", "worker", "--loglevel=INFO",
-             f"--concurrency={self.concurrency}", "-n", f"{self.name}@%h"],
-            cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "veriharm_site",
+                "worker",
+                "--loglevel=INFO",
+                f"--concurrency={self.concurrency}",
+                "-n",
+                f"{self.name}@%h",
+            ],
+            cwd=REPO,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         log.close()
         self.started_at = time.time()
@@ -189,8 +204,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--deadline", type=float, default=1200.0, help="hard limit of the trial phase, seconds")
     parser.add_argument("--pg-port", type=int, default=55432)
     parser.add_argument("--redis-port", type=int, default=56379)
-    parser.add_argument("--sandbox-root", default=os.environ.get("VERIHARM_SANDBOX_ROOT", ""),
-                        help="the sandbox tree, used read-only (default: VERIHARM_SANDBOX_ROOT or .cache/sandbox-root)")
+    parser.add_argument(
+        "--sandbox-root",
+        default=os.environ.get("VERIHARM_SANDBOX_ROOT", ""),
+        help="the sandbox tree, used read-only (default: VERIHARM_SANDBOX_ROOT or .cache/sandbox-root)",
+    )
     parser.add_argument("--logs", help="copy the worker, PostgreSQL and Redis logs to this directory at the end")
     parser.add_argument("--seed", type=int, default=1)
     for key, name in RECOVERY_SETTINGS.items():
@@ -236,14 +254,24 @@ def launch(trials: int) -> tuple[list[int], int]:
 
     candidate_import_files([str(EXAMPLES / "candidates.jsonl"), str(EXAMPLES / "search.jsonl")])
     agents = evaluation_runs.reference_agents_ensure()
-    ids = sorted(c.external_id for c in Candidate.objects.all()
-                 if (c.references or {}).get("safe") and (c.references or {}).get("harmful"))
+    ids = sorted(
+        c.external_id
+        for c in Candidate.objects.all()
+        if (c.references or {}).get("safe") and (c.references or {}).get("harmful")
+    )
     repetitions = math.ceil(trials / (len(ids) * len(agents)))
     runs = []
     while repetitions > 0:
         now = min(repetitions, evaluation_runs.MAX_REPETITIONS)
-        runs.append(evaluation_runs.run_launch(selection={"kind": "ids", "ids": ids}, agent_ids=[a.pk for a in agents],
-                                        repetitions=now, backend="local", name="soak").pk)
+        runs.append(
+            evaluation_runs.run_launch(
+                selection={"kind": "ids", "ids": ids},
+                agent_ids=[a.pk for a in agents],
+                repetitions=now,
+                backend="local",
+                name="soak",
+            ).pk
+        )
         repetitions -= now
     return runs, Trial.objects.filter(run_id__in=runs).count()
 
@@ -297,21 +325,23 @@ class Soak:
             if value is not None:
                 env[name] = str(int(value) if key == "lease" else value)
         sandbox_root = self.args.sandbox_root or str(REPO / ".cache" / "sandbox-root")
-        env.update({
-            "DJANGO_SETTINGS_MODULE": "veriharm_site.settings.production",
-            "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
-            "DATABASE_URL": self.postgres.url(DATABASE),
-            "CELERY_BROKER_URL": self.redis.url,
-            "VERIHARM_VAR_DIR": str(self.root / "var"),
-            "VERIHARM_SANDBOX_BACKEND": "local",
-            # Never the docker backend's orphans: other people's containers run on this engine.
-            "VERIHARM_SANDBOX_CLEANUP_BACKENDS": "local",
-            "VERIHARM_SANDBOX_ROOT": sandbox_root,
-            # The sandboxes' state (tmpfs mounts, records) and the gateways' sockets live here.
-            "TMPDIR": str(self.tmp),
-            "PYTHONPATH": str(REPO),
-            "DJANGO_LOG_LEVEL": "INFO",
-        })
+        env.update(
+            {
+                "DJANGO_SETTINGS_MODULE": "veriharm_site.settings.production",
+                "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
+                "DATABASE_URL": self.postgres.url(DATABASE),
+                "CELERY_BROKER_URL": self.redis.url,
+                "VERIHARM_VAR_DIR": str(self.root / "var"),
+                "VERIHARM_SANDBOX_BACKEND": "local",
+                # Never the docker backend's orphans: other people's containers run on this engine.
+                "VERIHARM_SANDBOX_CLEANUP_BACKENDS": "local",
+                "VERIHARM_SANDBOX_ROOT": sandbox_root,
+                # The sandboxes' state (tmpfs mounts, records) and the gateways' sockets live here.
+                "TMPDIR": str(self.tmp),
+                "PYTHONPATH": str(REPO),
+                "DJANGO_LOG_LEVEL": "INFO",
+            }
+        )
         return env
 
     def set_up(self) -> None:
@@ -332,8 +362,10 @@ class Soak:
         from evaluation.sandbox.images import root_is_complete, verifier_is_complete
 
         if not root_is_complete() or not verifier_is_complete():
-            raise SystemExit(f"the sandbox tree or its verifier runtime at {env['VERIHARM_SANDBOX_ROOT']} is incomplete; "
-                             "build it with scripts/build_sandbox_image.sh")
+            raise SystemExit(
+                f"the sandbox tree or its verifier runtime at {env['VERIHARM_SANDBOX_ROOT']} is incomplete; "
+                "build it with scripts/build_sandbox_image.sh"
+            )
         call_command("migrate", verbosity=0)
         from django.db import connection
 
@@ -348,9 +380,11 @@ class Soak:
 
     def print_header(self) -> None:
         s = self.settings
-        print(f"soak: {self.args.workers} workers x --concurrency={self.args.concurrency} (prefork), local backend, "
-              f"production settings; PostgreSQL at 127.0.0.1:{self.args.pg_port} ({self.postgres.version}), "
-              f"Redis at 127.0.0.1:{self.args.redis_port}, both private, in {self.root}")
+        print(
+            f"soak: {self.args.workers} workers x --concurrency={self.args.concurrency} (prefork), local backend, "
+            f"production settings; PostgreSQL at 127.0.0.1:{self.args.pg_port} ({self.postgres.version}), "
+            f"Redis at 127.0.0.1:{self.args.redis_port}, both private, in {self.root}"
+        )
         notes = []
         for key, name in RECOVERY_SETTINGS.items():
             value = getattr(s, name)
@@ -379,8 +413,9 @@ class Soak:
 
     # -- the run ---------------------------------------------------------------------------------
     def counts(self) -> Counter | None:
-        rows = self.db.query("SELECT status, count(*) FROM evaluation_trial WHERE run_id = ANY(%s) GROUP BY status",
-                             [self.runs])
+        rows = self.db.query(
+            "SELECT status, count(*) FROM evaluation_trial WHERE run_id = ANY(%s) GROUP BY status", [self.runs]
+        )
         return None if rows is None else Counter(dict(rows))
 
     def held_by(self) -> dict[str, dict[int, int]] | None:
@@ -425,8 +460,10 @@ class Soak:
         at = victim.kill()
         self.kills.append(Kill(at, name, dict(held.get(name, {}))))
         victim.start()
-        print(f"  {at - self.t0:6.1f}s  {service} down; SIGKILL {name} holding trial(s) "
-              f"{sorted(held.get(name, {})) or 'none'}, started again as {victim.hostname} while it is down")
+        print(
+            f"  {at - self.t0:6.1f}s  {service} down; SIGKILL {name} holding trial(s) "
+            f"{sorted(held.get(name, {})) or 'none'}, started again as {victim.hostname} while it is down"
+        )
         time.sleep(max(0.0, began + self.args.down - time.time()))
         if service == "postgres":
             self.postgres.start()
@@ -436,8 +473,11 @@ class Soak:
         survivors.append(victim.hostname)
         restart = Restart(service, began, ended, survivors, lost)
         self.restarts.append(restart)
-        print(f"  {ended - self.t0:6.1f}s  {service} up again (down {ended - began:.1f}s"
-              + (f", {lost} waiting message(s) lost" if lost is not None else "") + ")")
+        print(
+            f"  {ended - self.t0:6.1f}s  {service} up again (down {ended - began:.1f}s"
+            + (f", {lost} waiting message(s) lost" if lost is not None else "")
+            + ")"
+        )
         if service == "redis":
             # The survivors' consumers must come back to the new server: they answer a broadcast.
             restart.answered = self.wait_for_workers(survivors, timeout=QUIET_AFTER_RESTART)
@@ -453,9 +493,11 @@ class Soak:
         self.runs, self.total = launch(self.args.trials)
         self.t0 = time.time()
         deadline = self.t0 + self.args.deadline
-        print(f"launched {self.total} trials; kills every ~{self.args.kill_every:g}s; PostgreSQL restart at "
-              f"{self.args.postgres_at:.0%} recorded, Redis restart at {self.args.redis_at:.0%}; "
-              f"deadline {self.args.deadline:.0f}s")
+        print(
+            f"launched {self.total} trials; kills every ~{self.args.kill_every:g}s; PostgreSQL restart at "
+            f"{self.args.postgres_at:.0%} recorded, Redis restart at {self.args.redis_at:.0%}; "
+            f"deadline {self.args.deadline:.0f}s"
+        )
         sys.stdout.flush()
         next_kill = self.t0 + self.args.kill_every
         next_sample = self.t0
@@ -503,9 +545,11 @@ class Soak:
         while self.orphans_at_end and time.time() < give_up_at:
             time.sleep(1)
             self.orphans_at_end = self.orphans()
-        print(f"  {self.t_end - self.t0:6.1f}s  end of the trial phase: "
-              + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-              + (" (DEADLINE)" if self.timed_out else ""))
+        print(
+            f"  {self.t_end - self.t0:6.1f}s  end of the trial phase: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+            + (" (DEADLINE)" if self.timed_out else "")
+        )
         sys.stdout.flush()
 
     def orphans(self) -> int:
@@ -530,34 +574,54 @@ class Soak:
         s = self.settings
         db = self.db
         runs = [self.runs]
-        counts = Counter(dict(db.query("SELECT status, count(*) FROM evaluation_trial WHERE run_id = ANY(%s) "
-                                       "GROUP BY status", runs)))
+        counts = Counter(
+            dict(db.query("SELECT status, count(*) FROM evaluation_trial WHERE run_id = ANY(%s) GROUP BY status", runs))
+        )
         recorded = sum(counts[x] for x in FINISHED)
         stuck = counts["queued"] + counts["running"]
-        twice = db.query("SELECT count(*) FROM (SELECT trial_id FROM soak_finish GROUP BY trial_id "
-                         "HAVING count(*) > 1) t")[0][0]
-        slots = db.query("SELECT count(*) FROM (SELECT 1 FROM evaluation_trial WHERE run_id = ANY(%s) GROUP BY "
-                         "run_id, candidate_id, agent_id, kind, repetition HAVING count(*) > 1) t", runs)[0][0]
+        twice = db.query(
+            "SELECT count(*) FROM (SELECT trial_id FROM soak_finish GROUP BY trial_id HAVING count(*) > 1) t"
+        )[0][0]
+        slots = db.query(
+            "SELECT count(*) FROM (SELECT 1 FROM evaluation_trial WHERE run_id = ANY(%s) GROUP BY "
+            "run_id, candidate_id, agent_id, kind, repetition HAVING count(*) > 1) t",
+            runs,
+        )[0][0]
         refused = set()
         for log in self.logs.glob("*.log"):
             refused |= set(re.findall(rb"trial (\d+) is finished \(\w+\): its record cannot change", log.read_bytes()))
         wrong = 0
         for script, r_task, r_harm in db.query(
-                "SELECT a.config->>'script', t.r_task, t.r_harm FROM evaluation_trial t JOIN evaluation_agent a "
-                "ON a.id = t.agent_id WHERE t.run_id = ANY(%s) AND t.status = 'done'", runs):
+            "SELECT a.config->>'script', t.r_task, t.r_harm FROM evaluation_trial t JOIN evaluation_agent a "
+            "ON a.id = t.agent_id WHERE t.run_id = ANY(%s) AND t.status = 'done'",
+            runs,
+        ):
             wrong += EXPECTED[script] != (r_task, r_harm)
-        ends = db.query("SELECT status, \"end\", count(*) FROM evaluation_trial WHERE run_id = ANY(%s) "
-                        "AND status <> 'done' GROUP BY 1, 2 ORDER BY 1, 2", runs)
-        attempts = Counter(dict(db.query("SELECT attempts, count(*) FROM evaluation_trial WHERE run_id = ANY(%s) "
-                                         "GROUP BY attempts", runs)))
+        ends = db.query(
+            'SELECT status, "end", count(*) FROM evaluation_trial WHERE run_id = ANY(%s) '
+            "AND status <> 'done' GROUP BY 1, 2 ORDER BY 1, 2",
+            runs,
+        )
+        attempts = Counter(
+            dict(
+                db.query(
+                    "SELECT attempts, count(*) FROM evaluation_trial WHERE run_id = ANY(%s) GROUP BY attempts", runs
+                )
+            )
+        )
         claims: dict[int, list[tuple[int, float]]] = defaultdict(list)
         claimers: list[tuple[str, float]] = []
-        for pk, n, worker, at in db.query("SELECT trial_id, attempts, worker, extract(epoch FROM at)::float8 "
-                                          "FROM soak_claim ORDER BY at"):
+        for pk, n, worker, at in db.query(
+            "SELECT trial_id, attempts, worker, extract(epoch FROM at)::float8 FROM soak_claim ORDER BY at"
+        ):
             claims[pk].append((n, at))
             claimers.append((worker, at))
-        ends_at = {pk: at for pk, at in db.query("SELECT trial_id, min(extract(epoch FROM at))::float8 "
-                                                 "FROM soak_finish GROUP BY trial_id")}
+        ends_at = {
+            pk: at
+            for pk, at in db.query(
+                "SELECT trial_id, min(extract(epoch FROM at))::float8 FROM soak_finish GROUP BY trial_id"
+            )
+        }
 
         # SIGKILL -> the trial is taken over (a later attempt claims it) or ends.
         recoveries, to_finish, unrecovered = [], [], []
@@ -579,44 +643,84 @@ class Soak:
         reconnect = []
         for restart in self.restarts:
             if restart.service == "postgres":
-                alive_after = [w for w in restart.survivors
-                               if not any(k.worker == w and k.at < restart.ended + QUIET_AFTER_RESTART for k in self.kills)]
-                worked = {w: min(at for who, at in claimers if who == w and at > restart.ended) - restart.ended
-                          for w in alive_after if any(who == w and at > restart.ended for who, at in claimers)}
-                reconnect.append(("PostgreSQL restart: workers alive after it (one started while it was down) that claimed a trial",
-                                  f"{len(worked)}/{len(alive_after)}"
-                                  + (f" (first claim {min(worked.values()):.1f}-{max(worked.values()):.1f}s after)"
-                                     if worked else ""),
-                                  f"{len(alive_after)}/{len(alive_after)}", len(worked) == len(alive_after)))
+                alive_after = [
+                    w
+                    for w in restart.survivors
+                    if not any(k.worker == w and k.at < restart.ended + QUIET_AFTER_RESTART for k in self.kills)
+                ]
+                worked = {
+                    w: min(at for who, at in claimers if who == w and at > restart.ended) - restart.ended
+                    for w in alive_after
+                    if any(who == w and at > restart.ended for who, at in claimers)
+                }
+                reconnect.append(
+                    (
+                        "PostgreSQL restart: workers alive after it (one started while it was down) that claimed a trial",
+                        f"{len(worked)}/{len(alive_after)}"
+                        + (
+                            f" (first claim {min(worked.values()):.1f}-{max(worked.values()):.1f}s after)"
+                            if worked
+                            else ""
+                        ),
+                        f"{len(alive_after)}/{len(alive_after)}",
+                        len(worked) == len(alive_after),
+                    )
+                )
             else:
                 answered = restart.answered
-                reconnect.append(("Redis restart: workers alive after it (one started while it was down) answering a broadcast",
-                                  f"{len(answered)}/{len(restart.survivors)}"
-                                  + (f" (within {max(answered.values()):.1f}s)" if answered else ""),
-                                  f"{len(restart.survivors)}/{len(restart.survivors)}",
-                                  len(answered) == len(restart.survivors)))
+                reconnect.append(
+                    (
+                        "Redis restart: workers alive after it (one started while it was down) answering a broadcast",
+                        f"{len(answered)}/{len(restart.survivors)}"
+                        + (f" (within {max(answered.values()):.1f}s)" if answered else ""),
+                        f"{len(restart.survivors)}/{len(restart.survivors)}",
+                        len(answered) == len(restart.survivors),
+                    )
+                )
 
         wall = (self.t_end - self.t0) / 60
         rate = recorded / wall if wall else 0.0
         rows = [
             ("trials recorded", f"{recorded}/{self.total}", f"{self.total}/{self.total}", recorded == self.total),
-            ("duplicates (recorded twice / two trials in one slot)", f"{twice + slots} ({twice} / {slots})", "0",
-             twice + slots == 0),
+            (
+                "duplicates (recorded twice / two trials in one slot)",
+                f"{twice + slots} ({twice} / {slots})",
+                "0",
+                twice + slots == 0,
+            ),
             ("trials stuck at the end (queued or running)", str(stuck), "0", stuck == 0 and not self.timed_out),
-            ("longest SIGKILL -> recovery of a held trial",
-             f"{longest:.1f}s" + (f" ({len(unrecovered)} never recovered)" if unrecovered else ""),
-             f"< {recovery_goal:.0f}s (lease + sweep + {RECOVERY_SLACK:.0f})",
-             longest < recovery_goal and not unrecovered),
-            ("wall time (launch -> last trial recorded)", f"{wall:.1f} min", f"< {self.wall_goal():.0f} min",
-             wall < self.wall_goal()),
-            ("trials/minute", f"{rate:.1f}", f"> {self.total / self.wall_goal():.0f}",
-             rate > self.total / self.wall_goal()),
+            (
+                "longest SIGKILL -> recovery of a held trial",
+                f"{longest:.1f}s" + (f" ({len(unrecovered)} never recovered)" if unrecovered else ""),
+                f"< {recovery_goal:.0f}s (lease + sweep + {RECOVERY_SLACK:.0f})",
+                longest < recovery_goal and not unrecovered,
+            ),
+            (
+                "wall time (launch -> last trial recorded)",
+                f"{wall:.1f} min",
+                f"< {self.wall_goal():.0f} min",
+                wall < self.wall_goal(),
+            ),
+            (
+                "trials/minute",
+                f"{rate:.1f}",
+                f"> {self.total / self.wall_goal():.0f}",
+                rate > self.total / self.wall_goal(),
+            ),
             ("results other than the references' expected (r_task, r_harm)", str(wrong), "0", wrong == 0),
             ("second outcomes refused by the database trigger", str(len(refused)), "0", not refused),
-            ("workers that exited without being killed", str(len(self.unexpected_exits)), "0",
-             not self.unexpected_exits),
-            ("sandboxes of dead workers left after their sweep", str(self.orphans_at_end), "0",
-             self.orphans_at_end == 0),
+            (
+                "workers that exited without being killed",
+                str(len(self.unexpected_exits)),
+                "0",
+                not self.unexpected_exits,
+            ),
+            (
+                "sandboxes of dead workers left after their sweep",
+                str(self.orphans_at_end),
+                "0",
+                self.orphans_at_end == 0,
+            ),
             *reconnect,
         ]
         print()
@@ -626,15 +730,16 @@ class Soak:
         for name, value, goal, ok in rows:
             print(f"{name:{width}}  {value:{vwidth}}  {goal}{'' if ok else '   <-- MISSED'}")
         print()
-        print(f"kills: {len(self.kills)} SIGKILLs, {stranded} trial(s) held by the killed workers; SIGKILL -> "
-              f"taken over or ended: median {statistics.median(recoveries) if recoveries else 0:.1f}s, "
-              f"max {longest:.1f}s; -> recorded: max {max(to_finish, default=0):.1f}s")
+        print(
+            f"kills: {len(self.kills)} SIGKILLs, {stranded} trial(s) held by the killed workers; SIGKILL -> "
+            f"taken over or ended: median {statistics.median(recoveries) if recoveries else 0:.1f}s, "
+            f"max {longest:.1f}s; -> recorded: max {max(to_finish, default=0):.1f}s"
+        )
         print("attempts per trial: " + ", ".join(f"{n}: {c}" for n, c in sorted(attempts.items())))
         if ends:
             print("not done: " + ", ".join(f"{st}/{end or '-'}: {c}" for st, end, c in ends))
         load = self.load_samples or [loadavg()]
-        print(f"load average during the run: mean {statistics.mean(load):.2f}, max {max(load):.2f} "
-              f"({machine()})")
+        print(f"load average during the run: mean {statistics.mean(load):.2f}, max {max(load):.2f} ({machine()})")
         return all(r[3] for r in rows)
 
     def wall_goal(self) -> float:

@@ -6,6 +6,7 @@ foreground as children of the soak, in a temporary directory, and die with it: P
 `postgres` user (it refuses root), from the installed binaries, found the way
 scripts/start_services.sh finds them.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -51,8 +52,13 @@ def postgres_bindir() -> Path:
         if found and (Path(os.path.realpath(found)).parent / "postgres").exists():
             return Path(os.path.realpath(found)).parent
     etc = Path("/etc/postgresql")
-    versions = sorted((p.name for p in etc.iterdir()), key=lambda v: [int(x) for x in v.split(".") if x.isdigit()],
-                      reverse=True) if etc.is_dir() else []
+    versions = (
+        sorted(
+            (p.name for p in etc.iterdir()), key=lambda v: [int(x) for x in v.split(".") if x.isdigit()], reverse=True
+        )
+        if etc.is_dir()
+        else []
+    )
     versions += sorted((p.name for p in Path("/usr/lib/postgresql").glob("*")), reverse=True)
     for version in versions:
         bindir = Path("/usr/lib/postgresql") / version / "bin"
@@ -77,8 +83,9 @@ class Postgres:
 
     @property
     def version(self) -> str:
-        return subprocess.run([str(self.bindir / "postgres"), "--version"], capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            [str(self.bindir / "postgres"), "--version"], capture_output=True, text=True, check=True
+        ).stdout.strip()
 
     def url(self, database: str) -> str:
         return f"postgres://{self.USER}@127.0.0.1:{self.port}/{database}?connect_timeout=5"
@@ -91,17 +98,40 @@ class Postgres:
             directory.mkdir(mode=0o700)
             os.chown(directory, ids.pw_uid, ids.pw_gid)
         subprocess.run(
-            [str(self.bindir / "initdb"), "-D", str(self.data), "-U", self.USER, "--auth=trust", "-E", "UTF8",
-             "--locale=C.UTF-8"],
-            check=True, capture_output=True, preexec_fn=_die_with_parent(signal.SIGKILL, self.USER), cwd="/",
+            [
+                str(self.bindir / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                self.USER,
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+            ],
+            check=True,
+            capture_output=True,
+            preexec_fn=_die_with_parent(signal.SIGKILL, self.USER),
+            cwd="/",
         )
 
     def start(self, timeout: float = 60) -> None:
         log = self.log.open("ab")
         self.process = subprocess.Popen(
-            [str(self.bindir / "postgres"), "-D", str(self.data), "-p", str(self.port),
-             "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.sockets}"],
-            stdout=log, stderr=subprocess.STDOUT, cwd="/",
+            [
+                str(self.bindir / "postgres"),
+                "-D",
+                str(self.data),
+                "-p",
+                str(self.port),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                f"unix_socket_directories={self.sockets}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd="/",
             preexec_fn=_die_with_parent(signal.SIGQUIT, self.USER),  # SIGQUIT: immediate shutdown
         )
         log.close()
@@ -161,9 +191,25 @@ class Redis:
             raise SystemExit(f"something already listens on 127.0.0.1:{self.port}; choose another --redis-port")
         log = self.log.open("ab")
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.root), "--daemonize", "no"],
-            stdout=log, stderr=subprocess.STDOUT, cwd=self.root, preexec_fn=_die_with_parent(signal.SIGKILL),
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.root),
+                "--daemonize",
+                "no",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.root,
+            preexec_fn=_die_with_parent(signal.SIGKILL),
         )
         log.close()
         deadline = time.monotonic() + timeout

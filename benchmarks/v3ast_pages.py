@@ -16,6 +16,7 @@ some n is sampled.
 Works in its own database, postgres://postgres@127.0.0.1:5432/veriharm_bench_v3ast unless
 BENCH_DATABASE_URL says otherwise, dropped and created afresh (and dropped at the end unless --keep).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,13 +78,24 @@ def _seed(cancelled: bool) -> int:
         demo.write_jsonl(iter(lines), path)
         candidate_import_files([str(path)])
     agents = [
-        Agent.objects.create(name=f"model-{m}/harness-{h}", kind=AgentKind.COMMAND, model=f"model-{m}",
-                             harness=f"harness-{h}", config={"command": "harness {task_file}"})
-        for m in range(MODELS) for h in range(HARNESSES)
+        Agent.objects.create(
+            name=f"model-{m}/harness-{h}",
+            kind=AgentKind.COMMAND,
+            model=f"model-{m}",
+            harness=f"harness-{h}",
+            config={"command": "harness {task_file}"},
+        )
+        for m in range(MODELS)
+        for h in range(HARNESSES)
     ]
-    run = runs.run_launch(selection={"kind": "ids", "ids": [line["id"] for line in lines]},
-                              agent_ids=[a.pk for a in agents], backend="local", protocol="v3ast",
-                              repetitions=REPETITIONS, name="benchmark")
+    run = runs.run_launch(
+        selection={"kind": "ids", "ids": [line["id"] for line in lines]},
+        agent_ids=[a.pk for a in agents],
+        backend="local",
+        protocol="v3ast",
+        repetitions=REPETITIONS,
+        name="benchmark",
+    )
     rng = random.Random(2026)
     danger = {a.pk: rng.uniform(0.05, 0.6) for a in agents}
     # (status, label, r_task, r_harm) -> trial ids; results as the label implies them.
@@ -92,20 +104,30 @@ def _seed(cancelled: bool) -> int:
         if cancelled and rng.random() < 0.2:
             key = (TrialStatus.CANCELLED, "", None, None)
         elif kind == "twin":
-            key = (TrialStatus.DONE, "capable", 1, None) if rng.random() < 0.97 else (
-                TrialStatus.DONE, "not_capable", 0, None)
+            key = (
+                (TrialStatus.DONE, "capable", 1, None)
+                if rng.random() < 0.97
+                else (TrialStatus.DONE, "not_capable", 0, None)
+            )
         else:
             roll = rng.random()
-            key = ((TrialStatus.DONE, "compromised", 1, 1) if roll < danger[agent_id] else
-                   (TrialStatus.DONE, "safe_completed", 1, 0) if roll < 0.85 else
-                   (TrialStatus.DONE, "safe_stopped", 0, 0) if roll < 0.95 else (TrialStatus.DONE, "incomplete", 0, 0))
+            key = (
+                (TrialStatus.DONE, "compromised", 1, 1)
+                if roll < danger[agent_id]
+                else (TrialStatus.DONE, "safe_completed", 1, 0)
+                if roll < 0.85
+                else (TrialStatus.DONE, "safe_stopped", 0, 0)
+                if roll < 0.95
+                else (TrialStatus.DONE, "incomplete", 0, 0)
+            )
         labels.setdefault(key, []).append(pk)
     now = timezone.now()
     with transaction.atomic():
         for (status, outcome, r_task, r_harm), pks in labels.items():
             end = "cancelled" if status == TrialStatus.CANCELLED else "verdict"
-            Trial.objects.filter(pk__in=pks).update(status=status, end=end, outcome=outcome, r_task=r_task,
-                                                    r_harm=r_harm, finished_at=now)
+            Trial.objects.filter(pk__in=pks).update(
+                status=status, end=end, outcome=outcome, r_task=r_task, r_harm=r_harm, finished_at=now
+            )
     # As autovacuum would soon after: statistics for the planner and a visibility map for index-only scans.
     from django.db import connection
 
@@ -149,8 +171,7 @@ def _line(label: str, timings: list[float], queries: int, goal: float | None) ->
     ordered = sorted(timings)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     met = "" if goal is None else f"  goal < {goal:.0f} ms: {'met' if p95 < goal else 'NOT met'}"
-    return (f"{label:<34} median {statistics.median(timings):7.1f} ms  p95 {p95:7.1f} ms  "
-            f"queries {queries:3d}{met}")
+    return f"{label:<34} median {statistics.median(timings):7.1f} ms  p95 {p95:7.1f} ms  queries {queries:3d}{met}"
 
 
 def main() -> None:
@@ -172,20 +193,30 @@ def main() -> None:
 
         run_pk = Run.objects.get(name="benchmark").pk if args.reuse else _seed(args.cancelled)
 
-        print(f"{'reused' if args.reuse else 'seeded'} {Trial.objects.filter(run_id=run_pk).count():,} trials "
-              f"({CANDIDATES} candidates x {MODELS * HARNESSES} systems x {REPETITIONS} repetitions, risk and twin) "
-              f"in {time.perf_counter() - started:.0f} s{' , a fifth cancelled' if args.cancelled else ''}")
+        print(
+            f"{'reused' if args.reuse else 'seeded'} {Trial.objects.filter(run_id=run_pk).count():,} trials "
+            f"({CANDIDATES} candidates x {MODELS * HARNESSES} systems x {REPETITIONS} repetitions, risk and twin) "
+            f"in {time.perf_counter() - started:.0f} s{' , a fifth cancelled' if args.cancelled else ''}"
+        )
         client = Client()
         client.force_login(_curator())
         matrix = f"/evaluation/runs/{run_pk}/v3ast/"
-        system = f"/evaluation/runs/{run_pk}/v3ast/systems/{Agent.objects.filter(runs=run_pk).order_by('pk').first().pk}/"
+        system = (
+            f"/evaluation/runs/{run_pk}/v3ast/systems/{Agent.objects.filter(runs=run_pk).order_by('pk').first().pk}/"
+        )
         client.get(matrix)  # load templates and modules once, as a running server has
         print(_line("matrix page, cache empty", *_time(client, matrix, args.requests, clear_cache=True), None))
-        print(_line("matrix page, cached (finished run)", *_time(client, matrix, args.requests, clear_cache=False),
-                    GOAL_MS))
+        print(
+            _line(
+                "matrix page, cached (finished run)", *_time(client, matrix, args.requests, clear_cache=False), GOAL_MS
+            )
+        )
         print(_line("system page, cache empty", *_time(client, system, args.requests, clear_cache=True), None))
-        print(_line("system page, cached (finished run)", *_time(client, system, args.requests, clear_cache=False),
-                    GOAL_MS))
+        print(
+            _line(
+                "system page, cached (finished run)", *_time(client, system, args.requests, clear_cache=False), GOAL_MS
+            )
+        )
     finally:
         from django.db import connections
 

@@ -25,7 +25,6 @@ from .serializers import (
 )
 
 
-
 class CandidateListApi(generics.ListAPIView):
     """The ranking: Q descending, ties by id; each row says whether it is in the top-K or bottom-K."""
 
@@ -99,13 +98,15 @@ class ImportApi(APIView):
     permission_classes = [api_permission("candidates.import_pipeline")]
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(request={"multipart/form-data": ImportRequestSerializer},
-                   responses={202: ImportJobSerializer, 400: API_ERRORS})
+    @extend_schema(
+        request={"multipart/form-data": ImportRequestSerializer}, responses={202: ImportJobSerializer, 400: API_ERRORS}
+    )
     def post(self, request: Request) -> Response:
         payload = ImportRequestSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        job = import_jobs.import_job_create(user=request.user, uploads=payload.validated_data["files"],
-                                            replace=payload.validated_data["replace"])
+        job = import_jobs.import_job_create(
+            user=request.user, uploads=payload.validated_data["files"], replace=payload.validated_data["replace"]
+        )
         data = ImportJobSerializer(selectors.import_job_state(job), context={"request": request}).data
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["status_url"]})
 
@@ -134,14 +135,14 @@ class ExportApi(APIView):
         return response
 
 
-
-
 class PipelineFormatSchemaApi(APIView):
     """The pipeline format's JSON Schema (draft 2020-12), generated from the models the import validates with:
     one line of a pipeline file, either kind. Rules beyond the schema are in its description."""
 
     permission_classes = [api_any_permission("candidates.import_pipeline", "candidates.view_ranking")]
 
-    @extend_schema(responses={(200, "application/schema+json"): OpenApiTypes.OBJECT}, operation_id="pipeline_format_schema")
+    @extend_schema(
+        responses={(200, "application/schema+json"): OpenApiTypes.OBJECT}, operation_id="pipeline_format_schema"
+    )
     def get(self, request: Request) -> Response:
         return Response(pipeline_schema(), content_type="application/schema+json")

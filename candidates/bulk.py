@@ -6,6 +6,7 @@ parameter binding, which is where INSERT ... VALUES through the ORM spends its t
 Elsewhere (SQLite, the embedded default) it is bulk_create. Either way it runs inside the
 caller's transaction.
 """
+
 from __future__ import annotations
 
 import json
@@ -75,13 +76,18 @@ def update_column(model: type[models.Model], column: str, values: Mapping[int, A
     field = meta.get_field(column)
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
-            cursor.executemany(f"UPDATE {table} SET {quote(field.column)} = %s WHERE {pk} = %s",
-                               [(value, key) for key, value in values.items()])
+            cursor.executemany(
+                f"UPDATE {table} SET {quote(field.column)} = %s WHERE {pk} = %s",
+                [(value, key) for key, value in values.items()],
+            )
             return
-        cursor.execute(f"CREATE TEMP TABLE _new_values (id bigint PRIMARY KEY, value {field.db_type(connection)}) "
-                       "ON COMMIT DROP")
+        cursor.execute(
+            f"CREATE TEMP TABLE _new_values (id bigint PRIMARY KEY, value {field.db_type(connection)}) ON COMMIT DROP"
+        )
         with cursor.cursor.copy("COPY _new_values (id, value) FROM STDIN") as copy:
             for key, value in values.items():
                 copy.write_row([key, value])
-        cursor.execute(f"UPDATE {table} SET {quote(field.column)} = v.value FROM _new_values v WHERE {table}.{pk} = v.id")
+        cursor.execute(
+            f"UPDATE {table} SET {quote(field.column)} = v.value FROM _new_values v WHERE {table}.{pk} = v.id"
+        )
         cursor.execute("DROP TABLE _new_values")

@@ -5,6 +5,7 @@ confetti. Tokenising into words and whitespace first (the library's line-mode tr
 applied to words: each token mapped to one character), then semantic cleanup on those
 characters, gives edits of whole words a reader can follow; no word is ever split.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,7 +26,7 @@ class Segment:
 
 @dataclass(frozen=True)
 class SideBySide:
-    left: list[Segment]   # the source task t_seed: equal and deleted text
+    left: list[Segment]  # the source task t_seed: equal and deleted text
     right: list[Segment]  # the perturbed task t~: equal and inserted text
     inserted_words: int
     deleted_words: int

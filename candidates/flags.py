@@ -5,6 +5,7 @@ reverse), so they register a source of flags here when they load (`AppConfig.rea
 source takes candidate pks and returns, for each flagged one, its reasons in words, e.g. the
 evaluation app's "V_harm passes on the untouched environment".
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable

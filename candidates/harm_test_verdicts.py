@@ -4,6 +4,7 @@ The app that runs the tests (evaluation) registers a source here when it loads, 
 of flags (`candidates.flags`): the candidates and annotation apps read test verdicts without
 importing it. Who may see them is decided here, once, for every page and API that shows them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable

@@ -1,4 +1,5 @@
 """Syntax highlighting of tests and scripts for the pages (Pygments)."""
+
 from django.utils.safestring import SafeString, mark_safe
 from pygments import highlight
 from pygments.formatters import HtmlFormatter

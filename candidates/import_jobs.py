@@ -12,6 +12,7 @@
 - Progress goes to a small file beside the upload, not to the database: the import's own
   transaction is still open while it runs, and on SQLite it holds the only write lock.
 """
+
 from __future__ import annotations
 
 import json
@@ -73,11 +74,18 @@ def import_job_create(*, user: Any, uploads: list[Upload], replace: bool = False
                 for chunk in upload.chunks():
                     handle.write(chunk)
                     size += len(chunk)
-            files.append({"name": Path(upload.name or f"file-{index + 1}").name[:200], "stored": stored,
-                          "size": size, "lines": _count_lines(folder / stored)})
+            files.append(
+                {
+                    "name": Path(upload.name or f"file-{index + 1}").name[:200],
+                    "stored": stored,
+                    "size": size,
+                    "lines": _count_lines(folder / stored),
+                }
+            )
         with transaction.atomic():
-            job = ImportJob.objects.create(token=token, created_by=user, replace=replace, files=files,
-                                           total_lines=sum(f["lines"] for f in files))
+            job = ImportJob.objects.create(
+                token=token, created_by=user, replace=replace, files=files, total_lines=sum(f["lines"] for f in files)
+            )
             transaction.on_commit(lambda: _enqueue(job.pk))
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)

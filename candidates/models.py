@@ -1,4 +1,5 @@
 """What the construction pipeline produced: source tasks, candidates, judge scores, searches."""
+
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
@@ -141,9 +142,7 @@ class Search(models.Model):
     target_agent = models.CharField(max_length=200)
     proposer = models.CharField(max_length=200)
     budget = models.PositiveSmallIntegerField()
-    candidate = models.ForeignKey(
-        Candidate, on_delete=models.PROTECT, null=True, blank=True, related_name="searches"
-    )
+    candidate = models.ForeignKey(Candidate, on_delete=models.PROTECT, null=True, blank=True, related_name="searches")
     succeeded = models.BooleanField()
     content_hash = models.CharField(max_length=64)
 
@@ -510,8 +509,9 @@ class ImportJob(models.Model):
                 | (~Q(status__in=IMPORT_FINISHED) & Q(finished_at__isnull=True)),
                 name="import_job_finished_when_ended",
             ),
-            models.CheckConstraint(condition=~Q(status=ImportStatus.REFUSED) | ~Q(errors=[]),
-                                   name="import_job_refusal_names_errors"),
+            models.CheckConstraint(
+                condition=~Q(status=ImportStatus.REFUSED) | ~Q(errors=[]), name="import_job_refusal_names_errors"
+            ),
         ]
         indexes = [models.Index(fields=["status", "created_at"], name="import_job_status_idx")]
 

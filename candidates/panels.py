@@ -5,6 +5,7 @@ The candidates app never imports those apps: each registers a source here when i
 template and a frozen read model, built and permission-gated by the source), or None when this
 reader sees nothing of it. The page's view asks for them; templates only render what it got.
 """
+
 from __future__ import annotations
 
 import dataclasses

@@ -1,4 +1,5 @@
 """The pipeline format's parser under its older name (the code now lives in candidates.pipeline)."""
+
 from __future__ import annotations
 
 from .pipeline.format import *  # noqa: F403

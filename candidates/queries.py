@@ -1,5 +1,6 @@
 """The query parameters of the candidate pool's pages and API: one rule each, one serializer for
 a page and its API twin (`veriharm_site.queries`)."""
+
 from __future__ import annotations
 
 from rest_framework import serializers
@@ -15,10 +16,15 @@ class GroupSizeQuery(serializers.Serializer):
 
 
 class RankingQuery(GroupSizeQuery):
-    q = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=True,
-                              help_text="Search in ids and instructions")
+    q = serializers.CharField(
+        required=False, allow_blank=True, default="", trim_whitespace=True, help_text="Search in ids and instructions"
+    )
     group = serializers.ChoiceField(
-        choices=GROUPS, required=False, allow_blank=True, default="", help_text="Only the top-K, bottom-K or unranked",
+        choices=GROUPS,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Only the top-K, bottom-K or unranked",
         error_messages={"invalid_choice": f"must be one of {', '.join(GROUPS)}"},
     )
     # selectors.FILTER_FIELDS: exact values of the ranking's columns

@@ -1,4 +1,5 @@
 """Reads of the candidate pool: the ranking with its filters and the top-K / bottom-K groups."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -59,8 +60,17 @@ def candidate_ranking(
 ) -> QuerySet[Candidate]:
     """Ranked candidates (unranked last), filtered; an indexed read in rank order."""
     queryset = Candidate.objects.select_related("source_task").only(
-        "id", "external_id", "quality", "rank", "perturbation", "target_agent", "proposer", "risk_category",
-        "iteration", "instruction", "source_task__external_id",
+        "id",
+        "external_id",
+        "quality",
+        "rank",
+        "perturbation",
+        "target_agent",
+        "proposer",
+        "risk_category",
+        "iteration",
+        "instruction",
+        "source_task__external_id",
     )
     for name, value in filters.items():
         if name in FILTER_FIELDS and value:

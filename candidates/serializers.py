@@ -31,8 +31,18 @@ class CandidateListSerializer(serializers.ModelSerializer):
     class Meta:
         model = Candidate
         fields = [
-            "id", "rank", "quality", "group", "judge_sums", "perturbation", "risk_category",
-            "target_agent", "proposer", "iteration", "source_task_id", "flags",
+            "id",
+            "rank",
+            "quality",
+            "group",
+            "judge_sums",
+            "perturbation",
+            "risk_category",
+            "target_agent",
+            "proposer",
+            "iteration",
+            "source_task_id",
+            "flags",
         ]
 
     def get_group(self, obj: Candidate) -> str:
@@ -51,7 +61,14 @@ class CandidateDetailSerializer(CandidateListSerializer):
 
     class Meta(CandidateListSerializer.Meta):
         fields = CandidateListSerializer.Meta.fields + [
-            "instruction", "harm_test", "harm_summary", "references", "twin", "extra", "source_task", "judgements",
+            "instruction",
+            "harm_test",
+            "harm_summary",
+            "references",
+            "twin",
+            "extra",
+            "source_task",
+            "judgements",
         ]
 
 

@@ -1,4 +1,5 @@
 """Writes to the candidate pool: import (all-or-nothing) and export of the pipeline format."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
@@ -106,7 +107,10 @@ def _revision_for_replacement(pk: int, fields: dict[str, Any], location: fmt.Loc
         return candidate.revision
     if not Revision.objects.filter(candidate=candidate).exists():
         Revision.objects.create(
-            candidate=candidate, number=1, instruction=candidate.instruction, harm_test=candidate.harm_test,
+            candidate=candidate,
+            number=1,
+            instruction=candidate.instruction,
+            harm_test=candidate.harm_test,
             created_at=candidate.imported_at,
         )
     Revision.objects.create(
@@ -124,9 +128,9 @@ def _rank_key(quality: float, external_id: str) -> tuple[float, str]:
     return (-quality, external_id)
 
 
-def _ranks_after_import(new: dict[str, float | None], replaced: dict[int, float | None]) -> tuple[
-    dict[str, int | None], dict[int, int | None]
-]:
+def _ranks_after_import(
+    new: dict[str, float | None], replaced: dict[int, float | None]
+) -> tuple[dict[str, int | None], dict[int, int | None]]:
     """The ranking with this import's candidates in it: ranks for the new candidates, and the
     stored candidates whose rank changes. Computed here rather than by an UPDATE over the table
     afterwards, so that new rows are written once, already ranked."""
@@ -181,8 +185,12 @@ def _import_source_tasks(
     if to_update:
         SourceTask.objects.bulk_update(to_update, ["instruction", "task_test", "environment"], batch_size=CHUNK)
     new = [
-        {"external_id": task["id"], "instruction": task["instruction"], "task_test": task["task_test"],
-         "environment": task["environment"]}
+        {
+            "external_id": task["id"],
+            "instruction": task["instruction"],
+            "task_test": task["task_test"],
+            "environment": task["environment"],
+        }
         for key, (task, _) in wanted.items()
         if key not in ids
     ]
@@ -244,7 +252,9 @@ def _import_candidates(
     for chunk in _chunks(new):
         rows = []
         for record in chunk:
-            fields = _candidate_fields(record.data, task_ids[record.data["source_task"]["id"]], record.content_hash, added)
+            fields = _candidate_fields(
+                record.data, task_ids[record.data["source_task"]["id"]], record.content_hash, added
+            )
             fields["rank"] = new_ranks[record.data["id"]]
             rows.append(fields)
         judgements = []
@@ -402,7 +412,9 @@ def _refresh_statistics() -> None:
         cursor.execute("ANALYZE " + ", ".join(tables))
 
 
-def candidate_import_files(paths: Iterable[str], *, replace: bool = False, progress: Progress | None = None) -> ImportSummary:
+def candidate_import_files(
+    paths: Iterable[str], *, replace: bool = False, progress: Progress | None = None
+) -> ImportSummary:
     def lines() -> Iterator[tuple[fmt.Location, str | bytes]]:
         for path in paths:
             with open(path, "rb") as handle:

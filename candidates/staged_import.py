@@ -17,6 +17,7 @@ Source tasks (few; parse_stream keeps them to check that each id means one task)
 (read after the candidates they name) stay in Python. Replaced candidates (rare) go through the
 same per-row revision service as before.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import orjson
-from psycopg.copy import QueuedLibpqWriter
 from django.db import connection, transaction
+from psycopg.copy import QueuedLibpqWriter
 
 from . import pipeline_format as fmt
 from .diffing import AddedWords, search_text
@@ -50,8 +51,20 @@ _STAGE_COLUMNS = (
     "quality float8, judgements jsonb"
 )
 _CANDIDATE_COLUMNS = (
-    "external_id", "instruction", "search_text", "harm_test", "perturbation", "target_agent", "proposer", "iteration",
-    "harm_summary", "risk_category", "references", "twin", "extra", "content_hash",
+    "external_id",
+    "instruction",
+    "search_text",
+    "harm_test",
+    "perturbation",
+    "target_agent",
+    "proposer",
+    "iteration",
+    "harm_summary",
+    "risk_category",
+    "references",
+    "twin",
+    "extra",
+    "content_hash",
 )
 
 
@@ -96,7 +109,9 @@ class _Stream:
         return fmt.Location(self.files[file_no], line)
 
 
-def _stage(cursor: Any, items: Iterable[fmt.Record | fmt.FormatError], stream: _Stream, progress: Progress | None) -> None:
+def _stage(
+    cursor: Any, items: Iterable[fmt.Record | fmt.FormatError], stream: _Stream, progress: Progress | None
+) -> None:
     added = AddedWords()
     pending = 0
     # A writer thread sends the rows, so validating the next lines goes on while PostgreSQL reads
@@ -114,14 +129,30 @@ def _stage(cursor: Any, items: Iterable[fmt.Record | fmt.FormatError], stream: _
             stream.tasks.setdefault(task["id"], (task, item.location))
             judgements = data["judgements"]
             provenance = data["provenance"]
-            copy.write_row((
-                ordinal, stream.file_number(item.location.file), item.location.line, data["id"], task["id"],
-                data["instruction"], search_text(data["id"], added(task["instruction"], data["instruction"])),
-                data["harm_test"], data["perturbation"], provenance["target_agent"], provenance["proposer"],
-                provenance["iteration"], data["harm_summary"], data["risk_category"], _json(data["references"]),
-                _json(data["twin"]), _json(data["extra"]), item.content_hash, fmt.quality(judgements),
-                _json(judgements),
-            ))
+            copy.write_row(
+                (
+                    ordinal,
+                    stream.file_number(item.location.file),
+                    item.location.line,
+                    data["id"],
+                    task["id"],
+                    data["instruction"],
+                    search_text(data["id"], added(task["instruction"], data["instruction"])),
+                    data["harm_test"],
+                    data["perturbation"],
+                    provenance["target_agent"],
+                    provenance["proposer"],
+                    provenance["iteration"],
+                    data["harm_summary"],
+                    data["risk_category"],
+                    _json(data["references"]),
+                    _json(data["twin"]),
+                    _json(data["extra"]),
+                    item.content_hash,
+                    fmt.quality(judgements),
+                    _json(judgements),
+                )
+            )
             stream.staged += 1
             pending += 1
             if progress and pending >= PROGRESS_EVERY:
@@ -134,8 +165,10 @@ def _stage(cursor: Any, items: Iterable[fmt.Record | fmt.FormatError], stream: _
 def _create_tables(cursor: Any) -> None:
     cursor.execute(f"DROP TABLE IF EXISTS {STAGE}, {KEYS}, {RANKS}, {NEW}, {TASKS}")
     cursor.execute(f"CREATE TEMP TABLE {STAGE} ({_STAGE_COLUMNS})")
-    cursor.execute(f"CREATE TEMP TABLE {TASKS} (external_id text PRIMARY KEY, instruction text, task_test text, "
-                   "environment jsonb, file_no int, line int)")
+    cursor.execute(
+        f"CREATE TEMP TABLE {TASKS} (external_id text PRIMARY KEY, instruction text, task_test text, "
+        "environment jsonb, file_no int, line int)"
+    )
 
 
 def _drop_tables(cursor: Any) -> None:
@@ -146,8 +179,16 @@ def _source_tasks(cursor: Any, stream: _Stream, replace: bool) -> tuple[int, lis
     """Insert the new source tasks; a stored one with other content is an error unless replacing."""
     with cursor.copy(f"COPY {TASKS} FROM STDIN") as copy:
         for task_id, (task, location) in stream.tasks.items():
-            copy.write_row((task_id, task["instruction"], task["task_test"], _json(task["environment"]),
-                            stream.file_number(location.file), location.line))
+            copy.write_row(
+                (
+                    task_id,
+                    task["instruction"],
+                    task["task_test"],
+                    _json(task["environment"]),
+                    stream.file_number(location.file),
+                    location.line,
+                )
+            )
     table = SourceTask._meta.db_table
     cursor.execute(
         f"SELECT t.external_id, t.file_no, t.line FROM {TASKS} t JOIN {table} s ON s.external_id = t.external_id "
@@ -157,8 +198,11 @@ def _source_tasks(cursor: Any, stream: _Stream, replace: bool) -> tuple[int, lis
     differing = cursor.fetchall()
     if differing and not replace:
         return 0, [
-            fmt.FormatError(stream.location(file_no, line), "source_task",
-                            f"conflicts with the stored source task {task_id!r} (import with replace to overwrite it)")
+            fmt.FormatError(
+                stream.location(file_no, line),
+                "source_task",
+                f"conflicts with the stored source task {task_id!r} (import with replace to overwrite it)",
+            )
             for task_id, file_no, line in differing[: fmt.MAX_ERRORS]
         ]
     if differing:
@@ -191,16 +235,24 @@ def _duplicates(cursor: Any, stream: _Stream) -> list[tuple[int, fmt.FormatError
     for ordinal, file_no, line, external_id, first_file, first_line, same in cursor.fetchall():
         repeated.append(ordinal)
         if not same:
-            errors.append((ordinal, fmt.FormatError(
-                stream.location(file_no, line), "id",
-                f"candidate {external_id!r} appears with other content at {stream.location(first_file, first_line)}",
-            )))
+            errors.append(
+                (
+                    ordinal,
+                    fmt.FormatError(
+                        stream.location(file_no, line),
+                        "id",
+                        f"candidate {external_id!r} appears with other content at {stream.location(first_file, first_line)}",
+                    ),
+                )
+            )
     if repeated:
         cursor.execute(f"DELETE FROM {KEYS} WHERE ord = ANY(%s)", [repeated])
     return errors
 
 
-def _stored_matches(cursor: Any, stream: _Stream, replace: bool) -> tuple[list[tuple[int, int]], int, list[fmt.FormatError]]:
+def _stored_matches(
+    cursor: Any, stream: _Stream, replace: bool
+) -> tuple[list[tuple[int, int]], int, list[fmt.FormatError]]:
     """Candidates already stored: (ord, pk) to replace, how many are unchanged, and the conflicts."""
     table = Candidate._meta.db_table
     cursor.execute(
@@ -214,10 +266,13 @@ def _stored_matches(cursor: Any, stream: _Stream, replace: bool) -> tuple[list[t
         elif replace:
             to_replace.append((ordinal, pk))
         elif len(errors) < fmt.MAX_ERRORS:
-            errors.append(fmt.FormatError(
-                stream.location(file_no, line), "id",
-                f"candidate {external_id!r} is already stored with other content (import with replace to overwrite it)",
-            ))
+            errors.append(
+                fmt.FormatError(
+                    stream.location(file_no, line),
+                    "id",
+                    f"candidate {external_id!r} is already stored with other content (import with replace to overwrite it)",
+                )
+            )
     return to_replace, unchanged, errors
 
 
@@ -227,20 +282,24 @@ def _rank(cursor: Any, to_replace: list[tuple[int, int]]) -> int:
     replaced_ords = [ordinal for ordinal, _ in to_replace]
     replaced_pks = [pk for _, pk in to_replace]
     # Stored rows keep their Q unless this import replaces them; matched rows are not new.
-    cursor.execute(f"CREATE TEMP TABLE {RANKS} AS "
-                   "SELECT stored_id, ord, CASE WHEN quality IS NOT NULL THEN "
-                   "row_number() OVER (ORDER BY quality DESC NULLS LAST, external_id COLLATE \"C\") END AS rank FROM ("
-                   f"  SELECT c.id AS stored_id, NULL::bigint AS ord, coalesce(r.quality, c.quality) AS quality, "
-                   f"         c.external_id FROM {table} c "
-                   f"  LEFT JOIN (SELECT p.pk, k.quality FROM unnest(%s::bigint[], %s::bigint[]) AS p(pk, ord) "
-                   f"             JOIN {KEYS} k ON k.ord = p.ord) r ON r.pk = c.id "
-                   "  UNION ALL "
-                   f"  SELECT NULL, k.ord, k.quality, k.external_id FROM {KEYS} k "
-                   f"  WHERE NOT EXISTS (SELECT 1 FROM {table} c WHERE c.external_id = k.external_id)"
-                   ") pool", [replaced_pks, replaced_ords])
+    cursor.execute(
+        f"CREATE TEMP TABLE {RANKS} AS "
+        "SELECT stored_id, ord, CASE WHEN quality IS NOT NULL THEN "
+        'row_number() OVER (ORDER BY quality DESC NULLS LAST, external_id COLLATE "C") END AS rank FROM ('
+        f"  SELECT c.id AS stored_id, NULL::bigint AS ord, coalesce(r.quality, c.quality) AS quality, "
+        f"         c.external_id FROM {table} c "
+        f"  LEFT JOIN (SELECT p.pk, k.quality FROM unnest(%s::bigint[], %s::bigint[]) AS p(pk, ord) "
+        f"             JOIN {KEYS} k ON k.ord = p.ord) r ON r.pk = c.id "
+        "  UNION ALL "
+        f"  SELECT NULL, k.ord, k.quality, k.external_id FROM {KEYS} k "
+        f"  WHERE NOT EXISTS (SELECT 1 FROM {table} c WHERE c.external_id = k.external_id)"
+        ") pool",
+        [replaced_pks, replaced_ords],
+    )
     sequence = f"pg_get_serial_sequence('{table}', 'id')"
-    cursor.execute(f"CREATE TEMP TABLE {NEW} AS SELECT ord, nextval({sequence}) AS id, rank FROM {RANKS} "
-                   "WHERE ord IS NOT NULL")
+    cursor.execute(
+        f"CREATE TEMP TABLE {NEW} AS SELECT ord, nextval({sequence}) AS id, rank FROM {RANKS} WHERE ord IS NOT NULL"
+    )
     return cursor.rowcount
 
 
@@ -298,8 +357,9 @@ def _replace(cursor: Any, to_replace: list[tuple[int, int]], stream: _Stream) ->
 
 def _shift_ranks(cursor: Any) -> None:
     table = Candidate._meta.db_table
-    cursor.execute(f"UPDATE {table} c SET rank = r.rank FROM {RANKS} r "
-                   "WHERE r.stored_id = c.id AND c.rank IS DISTINCT FROM r.rank")
+    cursor.execute(
+        f"UPDATE {table} c SET rank = r.rank FROM {RANKS} r WHERE r.stored_id = c.id AND c.rank IS DISTINCT FROM r.rank"
+    )
 
 
 class _Phases:
@@ -343,8 +403,10 @@ def staged_import(
         with phase("validate+stage"):
             _stage(cursor, items, stream, progress)
         with phase("checks"):
-            cursor.execute(f"CREATE TEMP TABLE {KEYS} AS SELECT ord, file_no, line, external_id, content_hash, quality "
-                           f"FROM {STAGE}")
+            cursor.execute(
+                f"CREATE TEMP TABLE {KEYS} AS SELECT ord, file_no, line, external_id, content_hash, quality "
+                f"FROM {STAGE}"
+            )
             errors = stream.errors + _duplicates(cursor, stream)
             if errors:
                 raise ImportRefused([error for _, error in sorted(errors, key=lambda e: e[0])][: fmt.MAX_ERRORS])

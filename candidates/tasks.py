@@ -1,4 +1,5 @@
 """Celery entry points of the candidates app: thin, they take ids."""
+
 from __future__ import annotations
 
 from celery import shared_task

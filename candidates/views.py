@@ -10,11 +10,11 @@ from veriharm_site.permissions import RoleRequiredMixin
 from veriharm_site.queries import QueryPageMixin
 
 from . import diffing, highlight, import_jobs, selectors, services
-from .flags import candidate_flags, flag_warning
 from .curation.selectors import curation_history
-from .panels import candidate_panels
+from .flags import candidate_flags, flag_warning
 from .forms import ImportForm
 from .models import Candidate, ImportJob, Perturbation
+from .panels import candidate_panels
 from .queries import RankingQuery
 
 PAGE_SIZE = 50
@@ -101,8 +101,9 @@ class ImportView(RoleRequiredMixin, View):
         form = ImportForm(request.POST, request.FILES)
         if not form.is_valid():
             return render(request, self.template_name, {"form": form}, status=400)
-        job = import_jobs.import_job_create(user=request.user, uploads=form.cleaned_data["files"],
-                                            replace=form.cleaned_data["replace"])
+        job = import_jobs.import_job_create(
+            user=request.user, uploads=form.cleaned_data["files"], replace=form.cleaned_data["replace"]
+        )
         return redirect("candidates:import-job", pk=job.pk)
 
 

@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from .agents.factory import check_network
-from .models import Agent, FinalState, ModelCall, ReferenceCheck, Rescore, Run, Trial, TrialInputs, TranscriptStep
+from .models import Agent, FinalState, ModelCall, ReferenceCheck, Rescore, Run, TranscriptStep, Trial, TrialInputs
 
 
 class AgentForm(forms.ModelForm):
@@ -49,8 +49,18 @@ class RunAdmin(admin.ModelAdmin):
     list_filter = ["protocol", "backend"]
     # The protocol decided which trials exist: changing it afterwards would misdescribe them.
     # The budget too: the gateway checks calls against the budget the run was launched with.
-    readonly_fields = ["created_at", "created_by", "protocol", "selection", "rerun_of", "cancelled_at", "release",
-                       "release_checksum", "inputs_sha256", "budget_usd"]
+    readonly_fields = [
+        "created_at",
+        "created_by",
+        "protocol",
+        "selection",
+        "rerun_of",
+        "cancelled_at",
+        "release",
+        "release_checksum",
+        "inputs_sha256",
+        "budget_usd",
+    ]
     inlines = [TrialInline]
 
 
@@ -70,8 +80,19 @@ class ModelCallInline(admin.TabularInline):
     model = ModelCall
     extra = 0
     can_delete = False
-    fields = ["attempt", "route", "model", "streamed", "status_code", "input_tokens", "output_tokens", "retries",
-              "latency", "cost_usd", "error"]
+    fields = [
+        "attempt",
+        "route",
+        "model",
+        "streamed",
+        "status_code",
+        "input_tokens",
+        "output_tokens",
+        "retries",
+        "latency",
+        "cost_usd",
+        "error",
+    ]
     readonly_fields = fields
 
     def has_add_permission(self, request, obj=None) -> bool:
@@ -80,8 +101,20 @@ class ModelCallInline(admin.TabularInline):
 
 @admin.register(Trial)
 class TrialAdmin(admin.ModelAdmin):
-    list_display = ["pk", "run", "candidate", "agent", "kind", "repetition", "status", "end", "r_task", "r_harm",
-                    "outcome", "attempts"]
+    list_display = [
+        "pk",
+        "run",
+        "candidate",
+        "agent",
+        "kind",
+        "repetition",
+        "status",
+        "end",
+        "r_task",
+        "r_harm",
+        "outcome",
+        "attempts",
+    ]
     list_filter = ["status", "end", "kind", "outcome", "agent"]
     raw_id_fields = ["run", "candidate", "agent", "inputs"]
     inlines = [ModelCallInline, StepInline]
@@ -97,12 +130,29 @@ class TrialAdmin(admin.ModelAdmin):
 
 @admin.register(ReferenceCheck)
 class ReferenceCheckAdmin(admin.ModelAdmin):
-    list_display = ["candidate", "candidate_revision", "verdict", "harm_passes_untouched", "task_passes_untouched",
-                    "does_not_discriminate", "updated_at"]
+    list_display = [
+        "candidate",
+        "candidate_revision",
+        "verdict",
+        "harm_passes_untouched",
+        "task_passes_untouched",
+        "does_not_discriminate",
+        "updated_at",
+    ]
     list_filter = ["verdict", "harm_passes_untouched", "task_passes_untouched", "does_not_discriminate"]
     raw_id_fields = ["candidate", "safe_trial", "harmful_trial", "noop_trial"]
-    readonly_fields = ["verdict", "detail", "safe_trial", "harmful_trial", "noop_trial", "harm_passes_untouched",
-                       "task_passes_untouched", "does_not_discriminate", "candidate", "candidate_revision"]
+    readonly_fields = [
+        "verdict",
+        "detail",
+        "safe_trial",
+        "harmful_trial",
+        "noop_trial",
+        "harm_passes_untouched",
+        "task_passes_untouched",
+        "does_not_discriminate",
+        "candidate",
+        "candidate_revision",
+    ]
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -120,8 +170,14 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(TrialInputs)
 class TrialInputsAdmin(ReadOnlyAdmin):
-    list_display = ["digest", "instruction_sha256", "task_test_sha256", "harm_test_sha256", "environment_sha256",
-                    "created_at"]
+    list_display = [
+        "digest",
+        "instruction_sha256",
+        "task_test_sha256",
+        "harm_test_sha256",
+        "environment_sha256",
+        "created_at",
+    ]
     search_fields = ["digest", "instruction_sha256", "task_test_sha256", "harm_test_sha256"]
     show_full_result_count = False
 
@@ -142,8 +198,18 @@ class RescoreAdmin(ReadOnlyAdmin):
 
 @admin.register(ModelCall)
 class ModelCallAdmin(ReadOnlyAdmin):
-    list_display = ["trial", "attempt", "route", "model", "status_code", "input_tokens", "output_tokens", "retries",
-                    "cost_usd", "created_at"]
+    list_display = [
+        "trial",
+        "attempt",
+        "route",
+        "model",
+        "status_code",
+        "input_tokens",
+        "output_tokens",
+        "retries",
+        "cost_usd",
+        "created_at",
+    ]
     list_filter = ["route", "status_code", "streamed"]
     raw_id_fields = ["trial"]
     show_full_result_count = False

@@ -73,9 +73,14 @@ class RunListApi(generics.ListAPIView):
         if unknown:
             return refusal(f"no agent {', '.join(unknown)}", field="agents")
         run = runs.run_launch(
-            selection=data["selection"], agent_ids=agent_ids, repetitions=data.get("repetitions"),
-            backend=data.get("backend") or None, created_by=request.user, name=data["name"],
-            test_timeout=data.get("test_timeout"), protocol=data.get("protocol"),
+            selection=data["selection"],
+            agent_ids=agent_ids,
+            repetitions=data.get("repetitions"),
+            backend=data.get("backend") or None,
+            created_by=request.user,
+            name=data["name"],
+            test_timeout=data.get("test_timeout"),
+            protocol=data.get("protocol"),
             budget_usd=data.get("budget_usd"),
         )
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
@@ -146,7 +151,9 @@ class TrialDetailApi(generics.RetrieveAPIView):
 
     permission_classes = [VIEW]
     serializer_class = TrialDetailSerializer
-    queryset = Trial.objects.select_related("candidate", "agent", "inputs", "final_state").prefetch_related("steps", "model_calls")
+    queryset = Trial.objects.select_related("candidate", "agent", "inputs", "final_state").prefetch_related(
+        "steps", "model_calls"
+    )
 
 
 class AgentListApi(generics.ListAPIView):
@@ -179,8 +186,9 @@ class CandidateResultsApi(APIView):
             {
                 "candidate": candidate.external_id,
                 "revision": candidate.revision,
-                "latest": LatestResultSerializer(selectors.latest_results_for_candidates([candidate.pk])[candidate.pk],
-                                                 many=True).data,
+                "latest": LatestResultSerializer(
+                    selectors.latest_results_for_candidates([candidate.pk])[candidate.pk], many=True
+                ).data,
                 "reference_check": ReferenceCheckSerializer(check).data if check else None,
                 "history": TrialSerializer(selectors.candidate_trial_history(candidate.pk), many=True).data,
             }
@@ -202,8 +210,11 @@ class CandidateRerunApi(APIView):
             if unknown:
                 return refusal(f"no agent {', '.join(unknown)}", field="agents")
         run = runs.candidate_rerun(
-            candidate, created_by=request.user, agent_ids=agent_ids,
-            repetitions=data["repetitions"], backend=data.get("backend") or None,
+            candidate,
+            created_by=request.user,
+            agent_ids=agent_ids,
+            repetitions=data["repetitions"],
+            backend=data.get("backend") or None,
         )
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 

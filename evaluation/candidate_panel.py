@@ -1,4 +1,5 @@
 """The evaluation panel of a candidate's page, as a read model (registered in EvaluationConfig.ready)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,12 +31,15 @@ def candidate_evaluation_panel(candidate: Candidate, user: Any) -> Panel | None:
     re-score buttons for those who may run evaluations."""
     if not user.has_perm(VIEW_PERMISSION):
         return None
-    return Panel("evaluation/_candidate_panel.html", CandidateEvaluation(
-        candidate=candidate,
-        latest=selectors.latest_results_for_candidates([candidate.pk])[candidate.pk],
-        history=list(selectors.candidate_trial_history(candidate.pk)),
-        check=selectors.reference_check_for(candidate.pk),
-        rescores=rescoring.candidate_rescores(candidate.pk),
-        rescorable=rescoring.rescorable_count(candidate),
-        can_run=user.has_perm(RUN_PERMISSION),
-    ))
+    return Panel(
+        "evaluation/_candidate_panel.html",
+        CandidateEvaluation(
+            candidate=candidate,
+            latest=selectors.latest_results_for_candidates([candidate.pk])[candidate.pk],
+            history=list(selectors.candidate_trial_history(candidate.pk)),
+            check=selectors.reference_check_for(candidate.pk),
+            rescores=rescoring.candidate_rescores(candidate.pk),
+            rescorable=rescoring.rescorable_count(candidate),
+            can_run=user.has_perm(RUN_PERMISSION),
+        ),
+    )

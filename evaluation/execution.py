@@ -8,6 +8,7 @@ checking their hashes, and its final state is kept for re-scoring. A worker that
 trial whose heartbeat stops; the next delivery of its task takes it over once
 the lease has expired.
 """
+
 from __future__ import annotations
 
 import logging
@@ -93,8 +94,12 @@ def _spec(trial: Trial) -> TrialSpec:
         instruction=parts.instruction,
         task_test=parts.task_test,
         harm_test=parts.harm_test,
-        agent_time_limit=float(min(int(trial.agent_config.get("time_limit", trial.agent.time_limit)),
-                                   settings.VERIHARM_AGENT_MAX_TIME_LIMIT)),
+        agent_time_limit=float(
+            min(
+                int(trial.agent_config.get("time_limit", trial.agent.time_limit)),
+                settings.VERIHARM_AGENT_MAX_TIME_LIMIT,
+            )
+        ),
         test_timeout=float(trial.run.test_timeout),
         limits=sandbox_limits(),
     )
@@ -117,12 +122,15 @@ def _runner(trial: Trial):
     if pinning.agent_pin_sha256(pinned) != trial.agent_config_sha256:
         raise pinning.InputsTampered("the pinned agent configuration does not match its sha256")
     if pinned["kind"] == "harness" and pinned.get("harness_recipe") != harness_pin(pinned["config"]):
-        raise pinning.InputsTampered(f"the trial was launched with harness recipe {pinned.get('harness_recipe')}, "
-                                     f"this worker has {harness_pin(pinned['config'])}")
+        raise pinning.InputsTampered(
+            f"the trial was launched with harness recipe {pinned.get('harness_recipe')}, "
+            f"this worker has {harness_pin(pinned['config'])}"
+        )
     # The network mode as pinned: "none" or "model" (False from before the modes existed); a pin
     # asking for the host's network (True) is refused by build_runner, never run without it.
-    return build_runner(pinned["kind"], pinned["config"], network=pinned.get("network"),
-                        references=pinned.get("references") or {})
+    return build_runner(
+        pinned["kind"], pinned["config"], network=pinned.get("network"), references=pinned.get("references") or {}
+    )
 
 
 def _step_sink(claim: runs.Claim) -> Callable[[Step], None]:
@@ -148,8 +156,12 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], object]) -> str
         return runs.trial_fail(claim, f"cannot start the agent: {exc}", retryable=False, end=TrialEnd.AGENT_ERROR)
     if upstream is not None and selectors.run_budget_spent(trial.run):
         # Not the agent's doing, nor the infrastructure's: the run may spend nothing more.
-        return runs.trial_fail(claim, f"not started: the run's model budget of ${trial.run.budget_usd} is spent",
-                                   retryable=False, end=TrialEnd.BUDGET)
+        return runs.trial_fail(
+            claim,
+            f"not started: the run's model budget of ${trial.run.budget_usd} is spent",
+            retryable=False,
+            end=TrialEnd.BUDGET,
+        )
     archive = final_states.scratch_path(trial.pk) if final_states.keeping() else None
     try:
         with Heartbeat(claim, settings.VERIHARM_TRIAL_HEARTBEAT_SECONDS) as heartbeat:
@@ -157,8 +169,11 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], object]) -> str
             def stop_requested() -> bool:
                 return heartbeat.lost.is_set() or runs.trial_cancel_requested(claim)
 
-            gateway = (gateway_for_trial(claim.trial_id, upstream, attempt=claim.attempt) if upstream is not None
-                       else nullcontext(None))
+            gateway = (
+                gateway_for_trial(claim.trial_id, upstream, attempt=claim.attempt)
+                if upstream is not None
+                else nullcontext(None)
+            )
             try:
                 with gateway as gw:
                     if gw is not None:
@@ -167,8 +182,15 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], object]) -> str
                     if claim.took_over:
                         _cleanup_after_dead_worker(backend, claim)
                     identity = " ".join(filter(None, [backend.system_identity(environment), runner.identity()]))
-                    outcome = trial_run(backend, spec, runner, record=_step_sink(claim), cancelled=stop_requested,
-                                        final_state=archive, final_state_max_bytes=final_states.max_bytes())
+                    outcome = trial_run(
+                        backend,
+                        spec,
+                        runner,
+                        record=_step_sink(claim),
+                        cancelled=stop_requested,
+                        final_state=archive,
+                        final_state_max_bytes=final_states.max_bytes(),
+                    )
                     refused = gw.budget_refusals if gw is not None else 0
             except BudgetExhausted as exc:
                 return runs.trial_fail(claim, f"stopped by budget: {exc}", retryable=False, end=TrialEnd.BUDGET)
@@ -180,8 +202,7 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], object]) -> str
             except SoftTimeLimitExceeded:
                 return runs.trial_fail(claim, "the task's time limit was reached", retryable=False)
             except AgentError as exc:
-                return runs.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True,
-                                           end=TrialEnd.AGENT_ERROR)
+                return runs.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True, end=TrialEnd.AGENT_ERROR)
             except SandboxError as exc:
                 return runs.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True)
             except Exception:
@@ -190,8 +211,12 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], object]) -> str
         if refused:
             # A harness in the sandbox was told the budget is spent and ended as best it could: what
             # it left is not the agent's own result, so no verdict is recorded.
-            return runs.trial_fail(claim, f"stopped by budget: the gateway refused {refused} model call(s) "
-                                       "once the run's budget was spent", retryable=False, end=TrialEnd.BUDGET)
+            return runs.trial_fail(
+                claim,
+                f"stopped by budget: the gateway refused {refused} model call(s) once the run's budget was spent",
+                retryable=False,
+                end=TrialEnd.BUDGET,
+            )
         return "done" if _record(claim, trial, outcome, identity, archive) else "lost"
     finally:
         if archive is not None:
@@ -227,12 +252,16 @@ def default_backend_factory(name: str):
     from .sandbox.registry import shared_backend
 
     # The process's own backend, so that its warm pools serve trial after trial.
-    return shared_backend(name, pool_size=settings.VERIHARM_SANDBOX_POOL_SIZE,
-                          pool_environments=settings.VERIHARM_SANDBOX_POOL_ENVIRONMENTS)
+    return shared_backend(
+        name,
+        pool_size=settings.VERIHARM_SANDBOX_POOL_SIZE,
+        pool_environments=settings.VERIHARM_SANDBOX_POOL_ENVIRONMENTS,
+    )
 
 
-def trial_execute(trial_id: int, *, worker: str = "", backend_factory: Callable[[str], object] | None = None,
-                  abandoned: str = "") -> str:
+def trial_execute(
+    trial_id: int, *, worker: str = "", backend_factory: Callable[[str], object] | None = None, abandoned: str = ""
+) -> str:
     """Run a trial to its end unless it is finished, cancelled or held by a live worker.
 
     Returns "done", "unresolved", "cancelled", "lost", or a ClaimRefused value

@@ -1,4 +1,5 @@
 """Metrics of a run as CSV or JSON documents."""
+
 from __future__ import annotations
 
 import io
@@ -12,9 +13,18 @@ from .models import Run
 from .selectors import run_metrics_rows
 
 COLUMNS = [
-    "run", "agent", "model", "harness", "breakdown", "group", "n_candidates", "n_trials",
+    "run",
+    "agent",
+    "model",
+    "harness",
+    "breakdown",
+    "group",
+    "n_candidates",
+    "n_trials",
     *[f"{m}{suffix}" for m in METRICS for suffix in ("", "_se")],
-    "unresolved_trials", "stale_trials", "excluded_candidates",
+    "unresolved_trials",
+    "stale_trials",
+    "excluded_candidates",
 ]
 
 

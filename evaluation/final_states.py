@@ -4,6 +4,7 @@ The archives go through a Django storage (a directory on disk by default,
 `VERIHARM_FINAL_STATE_DIR`), so a deployment with several worker hosts can point
 every worker and the web server at one shared store.
 """
+
 from __future__ import annotations
 
 import hashlib

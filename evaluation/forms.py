@@ -37,15 +37,22 @@ class LaunchForm(forms.Form):
     agents = forms.ModelMultipleChoiceField(
         queryset=Agent.objects.filter(active=True).order_by("kind", "name"), widget=forms.CheckboxSelectMultiple
     )
-    protocol = forms.ChoiceField(choices=Protocol.choices, initial=Protocol.VERIHARM, widget=forms.RadioSelect,
-                                 required=False)
-    repetitions = forms.IntegerField(min_value=1, max_value=100, required=False,
-                                     help_text="Empty: 1, or 4 under V3AST-Bench")
+    protocol = forms.ChoiceField(
+        choices=Protocol.choices, initial=Protocol.VERIHARM, widget=forms.RadioSelect, required=False
+    )
+    repetitions = forms.IntegerField(
+        min_value=1, max_value=100, required=False, help_text="Empty: 1, or 4 under V3AST-Bench"
+    )
     backend = forms.ChoiceField(choices=Backend.choices)
     test_timeout = forms.IntegerField(min_value=1, max_value=3600, required=False, help_text="Seconds per test")
-    budget_usd = forms.DecimalField(required=False, min_value=Decimal("0.0001"), max_digits=12, decimal_places=4,
-                                    label="Budget (USD)",
-                                    help_text="What the run's model calls may cost in all; empty: no budget")
+    budget_usd = forms.DecimalField(
+        required=False,
+        min_value=Decimal("0.0001"),
+        max_digits=12,
+        decimal_places=4,
+        label="Budget (USD)",
+        help_text="What the run's model calls may cost in all; empty: no budget",
+    )
 
     def __init__(self, *args: Any, default_backend: str = "local", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

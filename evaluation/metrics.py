@@ -10,6 +10,7 @@ standard errors are clustered by candidate (repetitions of one candidate are not
   SE(NHSR)   = sqrt( sum_c (h_c - NHSR * t_c)^2 / (n (n - 1)) ) / TA   (the ratio's linearisation).
 Values are exact fractions, so TA = HSR + SSR holds exactly (h_c + s_c = t_c for every c).
 """
+
 from __future__ import annotations
 
 import math

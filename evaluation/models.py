@@ -1,4 +1,5 @@
 """Agents, runs of agents over candidates in sandboxes, and each trial's outcome and transcript."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -106,16 +107,18 @@ class Run(models.Model):
     notes = models.TextField(blank=True, default="")
     cancelled_at = models.DateTimeField(null=True, blank=True)
     # A run on a frozen release evaluates the release's records, and keeps which release and checksum.
-    release = models.ForeignKey("candidates.Release", null=True, blank=True, on_delete=models.PROTECT,
-                                related_name="runs")
+    release = models.ForeignKey(
+        "candidates.Release", null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
     release_checksum = models.CharField(max_length=64, blank=True, default="")
     # sha256 over every trial's (candidate, revision, inputs digest, agent configuration digest):
     # one value that names exactly what the run evaluated.
     inputs_sha256 = models.CharField(max_length=64, blank=True, default="")
     # USD the run's model calls may cost in all, set at launch; once the recorded cost reaches it
     # the model gateway refuses new calls and the trials still running end as stopped by budget.
-    budget_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True,
-                                     validators=[MinValueValidator(Decimal("0.0001"))])
+    budget_usd = models.DecimalField(
+        max_digits=12, decimal_places=4, null=True, blank=True, validators=[MinValueValidator(Decimal("0.0001"))]
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -128,7 +131,9 @@ class Run(models.Model):
             models.CheckConstraint(condition=Q(protocol__in=Protocol.values), name="run_known_protocol"),
             models.CheckConstraint(condition=Q(repetitions__gte=1, repetitions__lte=100), name="run_repetitions_range"),
             models.CheckConstraint(condition=Q(test_timeout__gte=1), name="run_test_timeout_positive"),
-            models.CheckConstraint(condition=Q(budget_usd__isnull=True) | Q(budget_usd__gt=0), name="run_budget_positive"),
+            models.CheckConstraint(
+                condition=Q(budget_usd__isnull=True) | Q(budget_usd__gt=0), name="run_budget_positive"
+            ),
             models.CheckConstraint(
                 condition=(Q(release__isnull=True) & Q(release_checksum=""))
                 | (Q(release__isnull=False) & Q(release_checksum__regex=r"^[0-9a-f]{64}$")),
@@ -196,10 +201,14 @@ class TrialInputs(models.Model):
         verbose_name_plural = "trial inputs"
         constraints = [
             models.CheckConstraint(
-                condition=Q(digest__regex=SHA256_PATTERN) & Q(instruction_sha256__regex=SHA256_PATTERN)
-                & Q(task_test_sha256__regex=SHA256_PATTERN) & Q(environment_sha256__regex=SHA256_PATTERN)
-                & ((Q(harm_test__isnull=True) & Q(harm_test_sha256=""))
-                   | (Q(harm_test__isnull=False) & Q(harm_test_sha256__regex=SHA256_PATTERN))),
+                condition=Q(digest__regex=SHA256_PATTERN)
+                & Q(instruction_sha256__regex=SHA256_PATTERN)
+                & Q(task_test_sha256__regex=SHA256_PATTERN)
+                & Q(environment_sha256__regex=SHA256_PATTERN)
+                & (
+                    (Q(harm_test__isnull=True) & Q(harm_test_sha256=""))
+                    | (Q(harm_test__isnull=False) & Q(harm_test_sha256__regex=SHA256_PATTERN))
+                ),
                 name="trial_inputs_hashes",
             ),
         ]
@@ -277,20 +286,27 @@ class Trial(models.Model):
             models.Index(fields=["candidate", "agent", "-finished_at"], name="trial_candidate_latest_idx"),
         ]
         constraints = [
-            models.UniqueConstraint(fields=["run", "candidate", "agent", "kind", "repetition"],
-                                    name="trial_one_per_slot"),
+            models.UniqueConstraint(
+                fields=["run", "candidate", "agent", "kind", "repetition"], name="trial_one_per_slot"
+            ),
             models.CheckConstraint(condition=Q(status__in=TrialStatus.values), name="trial_known_status"),
             models.CheckConstraint(condition=Q(kind__in=TrialKind.values), name="trial_known_kind"),
             models.CheckConstraint(condition=Q(repetition__gte=1), name="trial_repetition_positive"),
             models.CheckConstraint(
-                condition=(Q(r_task__isnull=True) | Q(r_task__in=(0, 1))) & (Q(r_harm__isnull=True) | Q(r_harm__in=(0, 1))),
+                condition=(Q(r_task__isnull=True) | Q(r_task__in=(0, 1)))
+                & (Q(r_harm__isnull=True) | Q(r_harm__in=(0, 1))),
                 name="trial_binary_results",
             ),
             # A finished risk trial has both results, a finished twin trial only r_task; any other has neither.
             models.CheckConstraint(
-                condition=(Q(status=TrialStatus.DONE) & Q(r_task__isnull=False)
-                           & ((Q(kind=TrialKind.RISK) & Q(r_harm__isnull=False))
-                              | (Q(kind=TrialKind.TWIN) & Q(r_harm__isnull=True))))
+                condition=(
+                    Q(status=TrialStatus.DONE)
+                    & Q(r_task__isnull=False)
+                    & (
+                        (Q(kind=TrialKind.RISK) & Q(r_harm__isnull=False))
+                        | (Q(kind=TrialKind.TWIN) & Q(r_harm__isnull=True))
+                    )
+                )
                 | (~Q(status=TrialStatus.DONE) & Q(r_task__isnull=True) & Q(r_harm__isnull=True)),
                 name="trial_done_has_results",
             ),
@@ -304,9 +320,13 @@ class Trial(models.Model):
             ),
             # Exactly the trials with evidence (or its recorded absence) carry a label of their own kind.
             models.CheckConstraint(
-                condition=(Q(status__in=LABELLED_STATUSES)
-                           & ((Q(kind=TrialKind.RISK) & Q(outcome__in=RISK_OUTCOMES))
-                              | (Q(kind=TrialKind.TWIN) & Q(outcome__in=TWIN_OUTCOMES))))
+                condition=(
+                    Q(status__in=LABELLED_STATUSES)
+                    & (
+                        (Q(kind=TrialKind.RISK) & Q(outcome__in=RISK_OUTCOMES))
+                        | (Q(kind=TrialKind.TWIN) & Q(outcome__in=TWIN_OUTCOMES))
+                    )
+                )
                 | (~Q(status__in=LABELLED_STATUSES) & Q(outcome="")),
                 name="trial_outcome_fits_kind",
             ),
@@ -391,11 +411,13 @@ class ModelCall(models.Model):
         indexes = [models.Index(fields=["trial", "attempt"], name="model_call_trial_attempt_idx")]
         constraints = [
             models.CheckConstraint(condition=Q(route__in=ModelRoute.values), name="model_call_known_route"),
-            models.CheckConstraint(condition=Q(status_code__gte=100, status_code__lte=599),
-                                   name="model_call_http_status"),
+            models.CheckConstraint(
+                condition=Q(status_code__gte=100, status_code__lte=599), name="model_call_http_status"
+            ),
             models.CheckConstraint(condition=Q(latency__gte=0), name="model_call_latency_non_negative"),
-            models.CheckConstraint(condition=Q(cost_usd__isnull=True) | Q(cost_usd__gte=0),
-                                   name="model_call_cost_non_negative"),
+            models.CheckConstraint(
+                condition=Q(cost_usd__isnull=True) | Q(cost_usd__gte=0), name="model_call_cost_non_negative"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -435,14 +457,21 @@ class ReferenceCheck(models.Model):
     class Meta:
         ordering = ["candidate", "-candidate_revision"]
         constraints = [
-            models.UniqueConstraint(fields=["candidate", "candidate_revision"], name="reference_check_one_per_revision"),
-            models.CheckConstraint(condition=Q(verdict__in=ReferenceVerdict.values), name="reference_check_known_verdict"),
+            models.UniqueConstraint(
+                fields=["candidate", "candidate_revision"], name="reference_check_one_per_revision"
+            ),
             models.CheckConstraint(
-                condition=(Q(verdict=ReferenceVerdict.FLAGGED)
-                           & (Q(harm_passes_untouched=True) | Q(task_passes_untouched=True)
-                              | Q(does_not_discriminate=True)))
-                | (~Q(verdict=ReferenceVerdict.FLAGGED)
-                   & Q(harm_passes_untouched=False, task_passes_untouched=False, does_not_discriminate=False)),
+                condition=Q(verdict__in=ReferenceVerdict.values), name="reference_check_known_verdict"
+            ),
+            models.CheckConstraint(
+                condition=(
+                    Q(verdict=ReferenceVerdict.FLAGGED)
+                    & (Q(harm_passes_untouched=True) | Q(task_passes_untouched=True) | Q(does_not_discriminate=True))
+                )
+                | (
+                    ~Q(verdict=ReferenceVerdict.FLAGGED)
+                    & Q(harm_passes_untouched=False, task_passes_untouched=False, does_not_discriminate=False)
+                ),
                 name="reference_check_flagged_has_reason",
             ),
         ]
@@ -464,6 +493,7 @@ FLAG_REASONS: dict[str, str] = {
     "does_not_discriminate": "tests do not discriminate safe from harmful",
 }
 
+
 class FinalState(models.Model):
     """The agent's final state of one trial, kept compressed so its tests can be run again later.
 
@@ -480,11 +510,14 @@ class FinalState(models.Model):
     pruned_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["expires_at"], name="final_state_expiry_idx",
-                                condition=Q(pruned_at__isnull=True))]
+        indexes = [
+            models.Index(fields=["expires_at"], name="final_state_expiry_idx", condition=Q(pruned_at__isnull=True))
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(sha256__regex=SHA256_PATTERN), name="final_state_sha256"),
-            models.CheckConstraint(condition=Q(pruned_at__isnull=False) | ~Q(archive=""), name="final_state_kept_or_pruned"),
+            models.CheckConstraint(
+                condition=Q(pruned_at__isnull=False) | ~Q(archive=""), name="final_state_kept_or_pruned"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -535,10 +568,15 @@ class Rescore(models.Model):
             models.UniqueConstraint(fields=["trial", "inputs"], name="rescore_one_per_tests"),
             models.CheckConstraint(condition=Q(status__in=RescoreStatus.values), name="rescore_known_status"),
             models.CheckConstraint(
-                condition=(Q(status=RescoreStatus.DONE) & Q(end__in=VERDICT_ENDS)
-                           & Q(r_task__in=(0, 1)) & Q(r_harm__in=(0, 1)))
-                | (Q(status=RescoreStatus.DONE) & Q(end__in=NO_VERDICT_ENDS)
-                   & Q(r_task__isnull=True) & Q(r_harm__isnull=True))
+                condition=(
+                    Q(status=RescoreStatus.DONE) & Q(end__in=VERDICT_ENDS) & Q(r_task__in=(0, 1)) & Q(r_harm__in=(0, 1))
+                )
+                | (
+                    Q(status=RescoreStatus.DONE)
+                    & Q(end__in=NO_VERDICT_ENDS)
+                    & Q(r_task__isnull=True)
+                    & Q(r_harm__isnull=True)
+                )
                 | (~Q(status=RescoreStatus.DONE) & Q(r_task__isnull=True) & Q(r_harm__isnull=True)),
                 name="rescore_done_has_results",
             ),

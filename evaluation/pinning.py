@@ -7,6 +7,7 @@ environment), stored once per distinct content (`TrialInputs`, content-addressed
 configuration, copied onto the trial with its hash. The worker runs exactly those, and checks the
 hashes before it does.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -63,14 +64,26 @@ def live_record(candidate: Candidate) -> dict[str, Any]:
 
 def live_candidates(candidate_ids: list[int]) -> list[PinnedCandidate]:
     """The candidates at their current revision, in the order of `candidate_ids`."""
-    rows = Candidate.objects.filter(pk__in=candidate_ids).select_related("source_task").only(
-        "pk", "external_id", "revision", "instruction", "harm_test", "references", "twin",
-        "source_task__task_test", "source_task__environment",
+    rows = (
+        Candidate.objects.filter(pk__in=candidate_ids)
+        .select_related("source_task")
+        .only(
+            "pk",
+            "external_id",
+            "revision",
+            "instruction",
+            "harm_test",
+            "references",
+            "twin",
+            "source_task__task_test",
+            "source_task__environment",
+        )
     )
     by_pk = {c.pk: c for c in rows}
     return [
         PinnedCandidate(pk, by_pk[pk].external_id, by_pk[pk].revision, live_record(by_pk[pk]))
-        for pk in candidate_ids if pk in by_pk
+        for pk in candidate_ids
+        if pk in by_pk
     ]
 
 
@@ -87,10 +100,16 @@ class InputParts:
 
     @property
     def digest(self) -> str:
-        return sha256_text(canonical_json({
-            "instruction": self.instruction, "task_test": self.task_test, "harm_test": self.harm_test,
-            "environment": dict(self.environment),
-        }))
+        return sha256_text(
+            canonical_json(
+                {
+                    "instruction": self.instruction,
+                    "task_test": self.task_test,
+                    "harm_test": self.harm_test,
+                    "environment": dict(self.environment),
+                }
+            )
+        )
 
 
 def parts_for(pinned: PinnedCandidate, kind: str) -> InputParts:
@@ -133,9 +152,11 @@ def _environment(inputs: TrialInputs) -> dict[str, Any]:
 
 def inputs_verified(inputs: TrialInputs) -> InputParts:
     """The stored inputs, after checking every part against its hash (a worker runs nothing else)."""
-    checks = [("instruction", inputs.instruction, inputs.instruction_sha256),
-              ("task test", inputs.task_test, inputs.task_test_sha256),
-              ("environment", inputs.environment, inputs.environment_sha256)]
+    checks = [
+        ("instruction", inputs.instruction, inputs.instruction_sha256),
+        ("task test", inputs.task_test, inputs.task_test_sha256),
+        ("environment", inputs.environment, inputs.environment_sha256),
+    ]
     if inputs.harm_test is not None:
         checks.append(("harm test", inputs.harm_test, inputs.harm_test_sha256))
     for name, text, recorded in checks:
@@ -152,8 +173,13 @@ def agent_pin(agent: Agent, kind: str, references: Mapping[str, str]) -> dict[st
     later edit of the candidate's references cannot change what the trial ran."""
     config = twins.twin_agent_config(agent.kind, agent.config) if kind == TrialKind.TWIN else dict(agent.config)
     pinned: dict[str, Any] = {
-        "name": agent.name, "kind": agent.kind, "model": agent.model, "harness": agent.harness,
-        "config": config, "network": agent.network, "time_limit": agent.time_limit,
+        "name": agent.name,
+        "kind": agent.kind,
+        "model": agent.model,
+        "harness": agent.harness,
+        "config": config,
+        "network": agent.network,
+        "time_limit": agent.time_limit,
     }
     if agent.kind == AgentKind.REFERENCE:
         script = config.get("script")

@@ -1,4 +1,5 @@
 """Metrics as table rows for the pages: percentages with one decimal, standard errors beside them."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -40,8 +41,13 @@ def _row(label: str, values: Metrics | None, **extra: Any) -> dict[str, Any]:
 def agent_rows(items: list[AgentMetrics]) -> list[dict[str, Any]]:
     return [
         _row(
-            item.agent.name, item.overall, model=item.agent.model, harness=item.agent.harness,
-            unresolved=item.unresolved, stale=item.stale, excluded=item.excluded_candidates,
+            item.agent.name,
+            item.overall,
+            model=item.agent.model,
+            harness=item.agent.harness,
+            unresolved=item.unresolved,
+            stale=item.stale,
+            excluded=item.excluded_candidates,
         )
         for item in items
     ]
@@ -54,7 +60,10 @@ def breakdown_rows(item: AgentMetrics, which: str) -> list[dict[str, Any]]:
 
 def breakdown_tables(items: list[AgentMetrics]) -> list[dict[str, Any]]:
     return [
-        {"agent": item.agent.name, "perturbation": breakdown_rows(item, "perturbation"),
-         "risk_category": breakdown_rows(item, "risk_category")}
+        {
+            "agent": item.agent.name,
+            "perturbation": breakdown_rows(item, "perturbation"),
+            "risk_category": breakdown_rows(item, "risk_category"),
+        }
         for item in items
     ]

@@ -11,6 +11,7 @@
 Publishing a trial that needs no message is harmless: a claim is exactly-once, and a surplus
 delivery ends as "finished" or "busy".
 """
+
 from __future__ import annotations
 
 import logging
@@ -50,14 +51,16 @@ def trials_needing_a_message(waiting: set[int] | None, now=None) -> tuple[list[i
     expired = list(
         Trial.objects.filter(status=TrialStatus.RUNNING)
         .filter(Q(heartbeat_at__lt=lease_start) | Q(heartbeat_at__isnull=True))
-        .order_by("heartbeat_at", "pk").values_list("pk", flat=True)[:BATCH]
+        .order_by("heartbeat_at", "pk")
+        .values_list("pk", flat=True)[:BATCH]
     )
     lost: list[int] = []
     if waiting is not None:
         queued_before = now - timedelta(seconds=settings.VERIHARM_RECOVERY_QUEUED_SECONDS)
         lost = list(
             Trial.objects.filter(status=TrialStatus.QUEUED, queued_at__lt=queued_before)
-            .order_by("queued_at", "pk").values_list("pk", flat=True)[:BATCH]
+            .order_by("queued_at", "pk")
+            .values_list("pk", flat=True)[:BATCH]
         )
     waiting = waiting or set()
     return [pk for pk in expired if pk not in waiting], [pk for pk in lost if pk not in waiting]
@@ -79,11 +82,15 @@ def trials_republish() -> SweepReport:
         backends = dict(Trial.objects.filter(pk__in=report.expired + report.lost).values_list("pk", "run__backend"))
         trials_publish([(pk, backends[pk]) for pk in report.expired + report.lost])
     if report.expired:
-        logger.warning("recovery: published again %d trial(s) whose worker stopped answering: %s",
-                       len(report.expired), report.expired)
+        logger.warning(
+            "recovery: published again %d trial(s) whose worker stopped answering: %s",
+            len(report.expired),
+            report.expired,
+        )
     if report.lost:
-        logger.warning("recovery: published again %d queued trial(s) with no message: %s", len(report.lost),
-                       report.lost)
+        logger.warning(
+            "recovery: published again %d queued trial(s) with no message: %s", len(report.lost), report.lost
+        )
     return report
 
 

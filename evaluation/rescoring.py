@@ -4,6 +4,7 @@ After a curator revises a candidate, an admin asks for its earlier risk trials t
 against the current revision's V_task and V_harm. Each re-score is a new result beside the
 trial's own (`Rescore`), with the tests' hashes in its inputs; the trial is never changed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from . import final_states, pinning
 from .models import FinalState, Rescore, RescoreStatus, Trial, TrialKind, TrialStatus
 from .taxonomy import VERDICT_ENDS, ExitStatus, end_of_tests
 
+
 class RescoreRefused(Refused):
     def __init__(self, message: str) -> None:
         super().__init__("", message)
@@ -28,8 +30,13 @@ class RescoreRefused(Refused):
 def _rescorable(candidate: Candidate) -> QuerySet[Trial]:
     """Risk trials of the candidate with a verdict and a kept final state."""
     return (
-        Trial.objects.filter(candidate=candidate, kind=TrialKind.RISK, status=TrialStatus.DONE,
-                             inputs__isnull=False, final_state__pruned_at__isnull=True)
+        Trial.objects.filter(
+            candidate=candidate,
+            kind=TrialKind.RISK,
+            status=TrialStatus.DONE,
+            inputs__isnull=False,
+            final_state__pruned_at__isnull=True,
+        )
         .exclude(final_state__archive="")
         .select_related("inputs")
         .order_by("pk")
@@ -46,8 +53,11 @@ def rescore_launch(candidate: Candidate, *, requested_by: Any = None) -> list[Re
         locked = Candidate.objects.select_for_update().select_related("source_task").get(pk=candidate.pk)
         task_test, harm_test = locked.source_task.task_test, locked.harm_test
         task_sha, harm_sha = pinning.sha256_text(task_test), pinning.sha256_text(harm_test)
-        trials = [t for t in _rescorable(locked)
-                  if (t.inputs.task_test_sha256, t.inputs.harm_test_sha256) != (task_sha, harm_sha)]
+        trials = [
+            t
+            for t in _rescorable(locked)
+            if (t.inputs.task_test_sha256, t.inputs.harm_test_sha256) != (task_sha, harm_sha)
+        ]
         if not trials:
             raise RescoreRefused(
                 f"nothing to re-score: no finished trial of {locked.external_id} with a kept final state ran "
@@ -57,9 +67,12 @@ def rescore_launch(candidate: Candidate, *, requested_by: Any = None) -> list[Re
         for trial in trials:
             inputs = pinning.inputs_store(pinning.rescore_parts(trial.inputs, task_test, harm_test))
             rescore, new = Rescore.objects.get_or_create(
-                trial=trial, inputs=inputs,
-                defaults={"candidate_revision": locked.revision,
-                          "requested_by": requested_by if getattr(requested_by, "pk", None) else None},
+                trial=trial,
+                inputs=inputs,
+                defaults={
+                    "candidate_revision": locked.revision,
+                    "requested_by": requested_by if getattr(requested_by, "pk", None) else None,
+                },
             )
             rescores.append(rescore)
             if new:
@@ -86,12 +99,19 @@ class Scored:
 
 def _scored(result: Any) -> Scored:
     task, harm = result.task, result.harm
-    end = end_of_tests(agent_timed_out=False, task=ExitStatus(task.exit_code, task.timed_out),
-                       harm=ExitStatus(harm.exit_code, harm.timed_out))
+    end = end_of_tests(
+        agent_timed_out=False,
+        task=ExitStatus(task.exit_code, task.timed_out),
+        harm=ExitStatus(harm.exit_code, harm.timed_out),
+    )
     verdict = end in VERDICT_ENDS
     fields = {
-        "task_exit_code": task.exit_code, "task_timed_out": task.timed_out, "task_output": task.output,
-        "harm_exit_code": harm.exit_code, "harm_timed_out": harm.timed_out, "harm_output": harm.output,
+        "task_exit_code": task.exit_code,
+        "task_timed_out": task.timed_out,
+        "task_output": task.output,
+        "harm_exit_code": harm.exit_code,
+        "harm_timed_out": harm.timed_out,
+        "harm_output": harm.output,
     }
     return Scored(end, int(task.passed) if verdict else None, int(harm.passed) if verdict else None, fields)
 
@@ -118,21 +138,35 @@ def rescore_execute(rescore_id: int, *, backend_factory: Any = None) -> str:
     environment = Environment.from_spec(dict(parts.environment) or None)
     try:
         with final_states.local_copy(state) as archive:
-            result = score_final_state(backend, environment, sandbox_limits(), archive, parts.task_test,
-                                       parts.harm_test, float(rescore.trial.run.test_timeout))
+            result = score_final_state(
+                backend,
+                environment,
+                sandbox_limits(),
+                archive,
+                parts.task_test,
+                parts.harm_test,
+                float(rescore.trial.run.test_timeout),
+            )
     except (FileNotFoundError, ValueError) as exc:
         return rescore_fail(rescore_id, f"cannot re-score: {exc}")
     scored = _scored(result)
     recorded = Rescore.objects.filter(pk=rescore_id, status=RescoreStatus.QUEUED).update(
-        status=RescoreStatus.DONE, end=scored.end, r_task=scored.r_task, r_harm=scored.r_harm,
-        system_identity=backend.system_identity(environment), finished_at=timezone.now(), **scored.fields,
+        status=RescoreStatus.DONE,
+        end=scored.end,
+        r_task=scored.r_task,
+        r_harm=scored.r_harm,
+        system_identity=backend.system_identity(environment),
+        finished_at=timezone.now(),
+        **scored.fields,
     )
     return "done" if recorded else "finished"
 
 
 def rescore_fail(rescore_id: int, error: str) -> str:
     updated = Rescore.objects.filter(pk=rescore_id, status=RescoreStatus.QUEUED).update(
-        status=RescoreStatus.FAILED, error=error.replace("\x00", ""), finished_at=timezone.now(),
+        status=RescoreStatus.FAILED,
+        error=error.replace("\x00", ""),
+        finished_at=timezone.now(),
     )
     return "failed" if updated else "finished"
 
@@ -159,8 +193,9 @@ def rescorable_count(candidate: Candidate) -> int:
     """How many trials a re-score against the current revision would score (for the button)."""
     task_sha = pinning.sha256_text(candidate.source_task.task_test)
     harm_sha = pinning.sha256_text(candidate.harm_test)
-    return sum((t.inputs.task_test_sha256, t.inputs.harm_test_sha256) != (task_sha, harm_sha)
-               for t in _rescorable(candidate))
+    return sum(
+        (t.inputs.task_test_sha256, t.inputs.harm_test_sha256) != (task_sha, harm_sha) for t in _rescorable(candidate)
+    )
 
 
 def trial_rescores(trial: Trial) -> list[Rescore]:

@@ -6,6 +6,7 @@ beside its log). Whatever started a build, the build script holds its lock file 
 a held lock means "building". The launch page shows the state, and `services.run_launch` refuses
 while the system is not ready: a trial launched before would only fail its attempts.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -35,13 +36,19 @@ class SandboxStatus:
         if self.state == READY:
             return "The sandbox system is built: trials can run."
         if self.state == BUILDING:
-            return (f"The sandbox system is being built ({BUILD_SCRIPT}, about a minute on first start, log "
-                    f"{build_log()}); launching waits until it is ready.")
+            return (
+                f"The sandbox system is being built ({BUILD_SCRIPT}, about a minute on first start, log "
+                f"{build_log()}); launching waits until it is ready."
+            )
         if self.state == FAILED:
-            return (f"Building the sandbox system failed (log {build_log()}); fix the cause and run {BUILD_SCRIPT} "
-                    "(it needs root, debootstrap and bubblewrap), then reload this page.")
-        return (f"The sandbox system is not built yet: build it once with {BUILD_SCRIPT} (needs root, debootstrap "
-                "and bubblewrap).")
+            return (
+                f"Building the sandbox system failed (log {build_log()}); fix the cause and run {BUILD_SCRIPT} "
+                "(it needs root, debootstrap and bubblewrap), then reload this page."
+            )
+        return (
+            f"The sandbox system is not built yet: build it once with {BUILD_SCRIPT} (needs root, debootstrap "
+            "and bubblewrap)."
+        )
 
     def refusal(self, backend: str) -> str:
         return f"backend {backend} cannot run trials yet: {self.explanation}"
@@ -57,8 +64,11 @@ def build_state_file() -> Path:
 
 def _is_built() -> bool:
     root = images.sandbox_root()
-    return (root / images.COMPLETE_MARKER).is_file() and (root / images.TREE_IDENTITY).is_file() \
+    return (
+        (root / images.COMPLETE_MARKER).is_file()
+        and (root / images.TREE_IDENTITY).is_file()
         and images.verifier_is_complete()
+    )
 
 
 def _build_running() -> bool:

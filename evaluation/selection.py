@@ -4,6 +4,7 @@ A selection is a small JSON object kept on the run, so the run page can say how 
 candidates were chosen. Resolving it is a read; bad input raises SelectionError
 with a message naming what is wrong.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -80,7 +81,9 @@ def _members(app_label: str, item_model: str, parent: str, selection: dict[str, 
     parent_id = _positive_int(selection.get(parent), parent)
     if not items._meta.get_field(parent).related_model.objects.filter(pk=parent_id).exists():
         raise SelectionError(f"no {parent} with id {parent_id}")
-    pks = list(items.objects.filter(**{f"{parent}_id": parent_id}).order_by(order).values_list("candidate_id", flat=True))
+    pks = list(
+        items.objects.filter(**{f"{parent}_id": parent_id}).order_by(order).values_list("candidate_id", flat=True)
+    )
     if not pks:
         raise SelectionError(f"{parent} {parent_id} has no items")
     return pks
@@ -157,8 +160,13 @@ def releases_available() -> list[tuple[int, str]]:
         release = apps.get_model("candidates", "Release")
     except LookupError:
         return []
-    return [(pk, f"{name} {version}") for pk, name, version in
-            release.objects.filter(items__isnull=False).distinct().order_by("-pk").values_list("pk", "name", "version")]
+    return [
+        (pk, f"{name} {version}")
+        for pk, name, version in release.objects.filter(items__isnull=False)
+        .distinct()
+        .order_by("-pk")
+        .values_list("pk", "name", "version")
+    ]
 
 
 def studies_available() -> list[tuple[int, str]]:

@@ -1,4 +1,5 @@
 """Reads of the evaluation app: runs and their progress, metrics, and each candidate's latest results."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -31,9 +32,7 @@ INPUT_TEXTS = ("inputs__instruction", "inputs__task_test", "inputs__harm_test", 
 
 
 def runs_list() -> QuerySet[Run]:
-    counts = {
-        f"n_{status}": Count("trials", filter=Q(trials__status=status)) for status in TrialStatus.values
-    }
+    counts = {f"n_{status}": Count("trials", filter=Q(trials__status=status)) for status in TrialStatus.values}
     return (
         Run.objects.select_related("created_by")
         .annotate(n_trials=Count("trials"), **counts)
@@ -69,9 +68,12 @@ def run_progress(run: Run, now: datetime | None = None) -> dict[str, Any]:
             ends[row["end"]] += row["n"]
     total = sum(counts.values())
     status = run_status(counts, run.cancelled)
-    last_finished = Trial.objects.filter(run=run, finished_at__isnull=False).order_by("-finished_at").values_list(
-        "finished_at", flat=True
-    ).first()
+    last_finished = (
+        Trial.objects.filter(run=run, finished_at__isnull=False)
+        .order_by("-finished_at")
+        .values_list("finished_at", flat=True)
+        .first()
+    )
     end = last_finished if status in ("finished", "cancelled") and last_finished else now
     elapsed = max((end - run.created_at).total_seconds(), 0.0)
     resolved = counts[TrialStatus.DONE] + counts[TrialStatus.UNRESOLVED]
@@ -79,9 +81,12 @@ def run_progress(run: Run, now: datetime | None = None) -> dict[str, Any]:
     eta = None
     if status in ("running", "queued") and resolved:
         # The rate so far, from the first start: queueing before the first worker picked up doesn't count.
-        first_start = Trial.objects.filter(run=run, started_at__isnull=False).order_by("started_at").values_list(
-            "started_at", flat=True
-        ).first()
+        first_start = (
+            Trial.objects.filter(run=run, started_at__isnull=False)
+            .order_by("started_at")
+            .values_list("started_at", flat=True)
+            .first()
+        )
         busy = max(((now - first_start).total_seconds() if first_start else elapsed), 1e-6)
         eta = remaining * busy / resolved
     return {
@@ -106,17 +111,29 @@ def run_stale_count(run: Run) -> int:
 
 
 def run_trials(run: Run, status: str = "") -> QuerySet[Trial]:
-    queryset = Trial.objects.filter(run=run).select_related("candidate", "agent", "inputs").defer(
-        "agent_output", "task_output", "harm_output", "candidate__instruction", "candidate__harm_test", *INPUT_TEXTS,
+    queryset = (
+        Trial.objects.filter(run=run)
+        .select_related("candidate", "agent", "inputs")
+        .defer(
+            "agent_output",
+            "task_output",
+            "harm_output",
+            "candidate__instruction",
+            "candidate__harm_test",
+            *INPUT_TEXTS,
+        )
     )
     if status in TrialStatus.values:
         queryset = queryset.filter(status=status)
-    return with_model_usage(queryset).order_by("candidate__rank", "candidate__external_id", "agent__name", "kind", "repetition")
+    return with_model_usage(queryset).order_by(
+        "candidate__rank", "candidate__external_id", "agent__name", "kind", "repetition"
+    )
 
 
 def trial_detail(pk: int) -> Trial:
-    return Trial.objects.select_related("run__release", "agent", "candidate__source_task", "inputs",
-                                        "final_state").get(pk=pk)
+    return Trial.objects.select_related("run__release", "agent", "candidate__source_task", "inputs", "final_state").get(
+        pk=pk
+    )
 
 
 @dataclass(frozen=True)
@@ -158,8 +175,15 @@ def run_metrics(run: Run) -> list[AgentMetrics]:
     """Per agent of the run: the metrics over its done risk trials; unresolved ones are counted, not
     scored. Capability twins have no harm test and stay out of Table 2."""
     rows = Trial.objects.filter(run=run, kind=TrialKind.RISK).values(
-        "agent_id", "candidate_id", "status", "r_task", "r_harm", "candidate_revision",
-        "candidate__revision", "candidate__perturbation", "candidate__risk_category",
+        "agent_id",
+        "candidate_id",
+        "status",
+        "r_task",
+        "r_harm",
+        "candidate_revision",
+        "candidate__revision",
+        "candidate__perturbation",
+        "candidate__risk_category",
     )
     observations: dict[int, list[metrics.Observation]] = defaultdict(list)
     unresolved: dict[int, int] = defaultdict(int)
@@ -176,8 +200,11 @@ def run_metrics(run: Run) -> list[AgentMetrics]:
             stale[agent] += 1
         observations[agent].append(
             metrics.Observation(
-                candidate=row["candidate_id"], r_task=row["r_task"], r_harm=row["r_harm"],
-                perturbation=row["candidate__perturbation"], risk_category=row["candidate__risk_category"],
+                candidate=row["candidate_id"],
+                r_task=row["r_task"],
+                r_harm=row["r_harm"],
+                perturbation=row["candidate__perturbation"],
+                risk_category=row["candidate__risk_category"],
             )
         )
     result = []
@@ -203,8 +230,12 @@ def run_metrics_rows(run: Run) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for item in run_metrics(run):
         base = {
-            "run": run.pk, "agent": item.agent.name, "model": item.agent.model, "harness": item.agent.harness,
-            "unresolved_trials": item.unresolved, "stale_trials": item.stale,
+            "run": run.pk,
+            "agent": item.agent.name,
+            "model": item.agent.model,
+            "harness": item.agent.harness,
+            "unresolved_trials": item.unresolved,
+            "stale_trials": item.stale,
             "excluded_candidates": item.excluded_candidates,
         }
         groups = [("all", "", item.overall)]
@@ -278,7 +309,11 @@ def harm_test_summaries(candidate_ids: list[int]) -> dict[int, dict[str, Any]]:
         tests_valid = None
         if check is not None and check.verdict != ReferenceVerdict.PENDING:
             tests_valid = check.verdict == ReferenceVerdict.DISCRIMINATES
-        summaries[pk] = {"results": results[pk], "harm_observed": harm_observed(results[pk]), "tests_valid": tests_valid}
+        summaries[pk] = {
+            "results": results[pk],
+            "harm_observed": harm_observed(results[pk]),
+            "tests_valid": tests_valid,
+        }
     return summaries
 
 
@@ -294,15 +329,13 @@ def disagrees_with_humans(human_valid: bool | None, summary: dict[str, Any]) -> 
 
 
 def candidate_trial_history(candidate_id: int, limit: int = 200) -> QuerySet[Trial]:
-    return (
-        with_model_usage(
-            Trial.objects.filter(candidate_id=candidate_id)
-            .select_related("agent", "run", "candidate", "inputs")
-            .defer("agent_output", "task_output", "harm_output", "candidate__instruction", "candidate__harm_test",
-                   *INPUT_TEXTS)
+    return with_model_usage(
+        Trial.objects.filter(candidate_id=candidate_id)
+        .select_related("agent", "run", "candidate", "inputs")
+        .defer(
+            "agent_output", "task_output", "harm_output", "candidate__instruction", "candidate__harm_test", *INPUT_TEXTS
         )
-        .order_by("-queued_at", "-pk")[:limit]
-    )
+    ).order_by("-queued_at", "-pk")[:limit]
 
 
 def reference_checks(candidate_ids: list[int]) -> dict[int, ReferenceCheck]:
@@ -319,8 +352,9 @@ def flagged_candidate_ids() -> set[int]:
     """Candidates whose current tests failed their reference check: a test passes on the untouched
     environment, or the tests do not discriminate."""
     return set(
-        ReferenceCheck.objects.filter(verdict=ReferenceVerdict.FLAGGED, candidate_revision=F("candidate__revision"))
-        .values_list("candidate_id", flat=True)
+        ReferenceCheck.objects.filter(
+            verdict=ReferenceVerdict.FLAGGED, candidate_revision=F("candidate__revision")
+        ).values_list("candidate_id", flat=True)
     )
 
 
@@ -328,7 +362,9 @@ def candidate_flag_reasons(candidate_ids: list[int]) -> dict[int, list[str]]:
     """What is wrong with the current tests of each flagged candidate among these, in words
     (`ReferenceCheck.flag_reasons`); candidates that are not flagged are absent."""
     checks = ReferenceCheck.objects.filter(
-        candidate_id__in=candidate_ids, candidate_revision=F("candidate__revision"), verdict=ReferenceVerdict.FLAGGED,
+        candidate_id__in=candidate_ids,
+        candidate_revision=F("candidate__revision"),
+        verdict=ReferenceVerdict.FLAGGED,
     ).only("candidate_id", "harm_passes_untouched", "task_passes_untouched", "does_not_discriminate")
     return {check.candidate_id: check.flag_reasons for check in checks}
 
@@ -411,8 +447,10 @@ def runs_model_usage(runs: list[Run]) -> dict[int, dict[str, Any]]:
             "budget_usd": budget,
             "budget_left_usd": None if budget is None else max(budget - total["cost_usd"], Decimal(0)),
             "budget_spent": budget is not None and total["cost_usd"] >= budget,
-            "by_agent": [{"agent": agent.name, **per_agent.get(agent.name, _usage(None))}
-                         for agent in sorted(run.agents.all(), key=lambda a: a.name)],
+            "by_agent": [
+                {"agent": agent.name, **per_agent.get(agent.name, _usage(None))}
+                for agent in sorted(run.agents.all(), key=lambda a: a.name)
+            ],
         }
     return usage
 
@@ -438,9 +476,18 @@ def harm_test_verdicts(candidate_ids: list[int]) -> dict[int, HarmTestVerdict]:
     """harm_test_summaries as read models, for `candidates.harm_test_verdicts` (registered in ready())."""
     return {
         pk: HarmTestVerdict(
-            results=tuple(AgentResult(agent=r["agent"], model=r["model"], harness=r["harness"], r_task=r["r_task"],
-                                      r_harm=r["r_harm"], stale=r["stale"], trial=r["trial"])
-                          for r in summary["results"]),
+            results=tuple(
+                AgentResult(
+                    agent=r["agent"],
+                    model=r["model"],
+                    harness=r["harness"],
+                    r_task=r["r_task"],
+                    r_harm=r["r_harm"],
+                    stale=r["stale"],
+                    trial=r["trial"],
+                )
+                for r in summary["results"]
+            ),
             harm_observed=summary["harm_observed"],
             tests_valid=summary["tests_valid"],
         )

@@ -23,8 +23,9 @@ class RunProgressSerializer(serializers.Serializer):
     queued = serializers.IntegerField()
     unresolved = serializers.IntegerField()
     cancelled = serializers.IntegerField()
-    ends = serializers.DictField(child=serializers.IntegerField(),
-                                 help_text="Finished trials by how they ended: " + ", ".join(TrialEnd.values))
+    ends = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Finished trials by how they ended: " + ", ".join(TrialEnd.values)
+    )
     elapsed_seconds = serializers.FloatField()
     eta_seconds = serializers.FloatField(allow_null=True)
     percent = serializers.FloatField()
@@ -34,8 +35,7 @@ class ModelUsageSerializer(serializers.Serializer):
     calls = serializers.IntegerField()
     input_tokens = serializers.IntegerField()
     output_tokens = serializers.IntegerField()
-    cost_usd = serializers.DecimalField(max_digits=20, decimal_places=8,
-                                        help_text="USD from the agents' price tables")
+    cost_usd = serializers.DecimalField(max_digits=20, decimal_places=8, help_text="USD from the agents' price tables")
     retries = serializers.IntegerField(help_text="Upstream retries after 429, 5xx or no answer")
     unpriced_calls = serializers.IntegerField(help_text="Calls of a model without a price: counted as 0 USD")
 
@@ -55,16 +55,37 @@ class RunSerializer(serializers.ModelSerializer):
     agents = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
     cancelled = serializers.BooleanField(read_only=True)
-    release = serializers.CharField(source="release.label", default=None, read_only=True, allow_null=True,
-                                    help_text="The frozen release the run evaluates exactly as frozen, if any")
-    model_usage = serializers.SerializerMethodField(help_text="Model calls through the gateway: tokens and cost, "
-                                                    "in all and per agent, beside the budget")
+    release = serializers.CharField(
+        source="release.label",
+        default=None,
+        read_only=True,
+        allow_null=True,
+        help_text="The frozen release the run evaluates exactly as frozen, if any",
+    )
+    model_usage = serializers.SerializerMethodField(
+        help_text="Model calls through the gateway: tokens and cost, in all and per agent, beside the budget"
+    )
 
     class Meta:
         model = Run
         fields = [
-            "id", "name", "backend", "protocol", "repetitions", "agents", "selection", "rerun_of", "test_timeout", "notes",
-            "created_by", "created_at", "cancelled", "release", "release_checksum", "inputs_sha256", "budget_usd",
+            "id",
+            "name",
+            "backend",
+            "protocol",
+            "repetitions",
+            "agents",
+            "selection",
+            "rerun_of",
+            "test_timeout",
+            "notes",
+            "created_by",
+            "created_at",
+            "cancelled",
+            "release",
+            "release_checksum",
+            "inputs_sha256",
+            "budget_usd",
             "model_usage",
         ]
 
@@ -88,25 +109,38 @@ def _agent_list(**kwargs) -> serializers.ListField:
 
 
 class LaunchSerializer(serializers.Serializer):
-    selection = serializers.DictField(help_text='e.g. {"kind": "ids", "ids": [...]}, {"kind": "top_k", "k": 150}, '
-                                      '{"kind": "filter", "perturbation": "..."}, {"kind": "study", "study": 3}, '
-                                      '{"kind": "release", "release": 2}')
+    selection = serializers.DictField(
+        help_text='e.g. {"kind": "ids", "ids": [...]}, {"kind": "top_k", "k": 150}, '
+        '{"kind": "filter", "perturbation": "..."}, {"kind": "study", "study": 3}, '
+        '{"kind": "release", "release": 2}'
+    )
     agents = _agent_list(allow_empty=False)
-    protocol = serializers.ChoiceField(choices=Protocol.choices, required=False,
-                                       help_text="v3ast also runs each candidate's capability twin")
-    repetitions = serializers.IntegerField(required=False, min_value=1, max_value=MAX_REPETITIONS_INPUT,
-                                           help_text="Default 1, or 4 under the v3ast protocol")
+    protocol = serializers.ChoiceField(
+        choices=Protocol.choices, required=False, help_text="v3ast also runs each candidate's capability twin"
+    )
+    repetitions = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_REPETITIONS_INPUT,
+        help_text="Default 1, or 4 under the v3ast protocol",
+    )
     backend = serializers.CharField(required=False, allow_blank=True, max_length=32)
     name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
     test_timeout = serializers.IntegerField(required=False, min_value=1, max_value=MAX_TEST_TIMEOUT)
-    budget_usd = serializers.DecimalField(max_digits=12, decimal_places=4, required=False, allow_null=True,
-                                          min_value=Decimal("0.0001"),
-                                          help_text="USD the run's model calls may cost in all; none: no budget")
+    budget_usd = serializers.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        required=False,
+        allow_null=True,
+        min_value=Decimal("0.0001"),
+        help_text="USD the run's model calls may cost in all; none: no budget",
+    )
 
 
 class RunRerunSerializer(serializers.Serializer):
-    backend = serializers.CharField(required=False, allow_blank=True, max_length=32,
-                                    help_text="Another sandbox backend; default: the run's")
+    backend = serializers.CharField(
+        required=False, allow_blank=True, max_length=32, help_text="Another sandbox backend; default: the run's"
+    )
 
 
 class CandidateRerunSerializer(serializers.Serializer):
@@ -135,27 +169,67 @@ class TrialSerializer(serializers.ModelSerializer):
     # Plain strings in the schema: "kind" would otherwise share an enum name with the agent's kind.
     kind = serializers.CharField(read_only=True, help_text="risk, or twin (a capability twin: no harm test)")
     outcome = serializers.CharField(read_only=True, help_text="The run's V3AST label; empty until it has one")
-    end = serializers.CharField(read_only=True, help_text="How the trial ended, empty while it runs: "
-                                + ", ".join(TrialEnd.values) + " (docs: evaluation.taxonomy)")
-    inputs_digest = serializers.CharField(source="inputs.digest", default=None, read_only=True,
-                                          help_text="sha256 of everything the trial ran (see inputs)")
+    end = serializers.CharField(
+        read_only=True,
+        help_text="How the trial ended, empty while it runs: "
+        + ", ".join(TrialEnd.values)
+        + " (docs: evaluation.taxonomy)",
+    )
+    inputs_digest = serializers.CharField(
+        source="inputs.digest",
+        default=None,
+        read_only=True,
+        help_text="sha256 of everything the trial ran (see inputs)",
+    )
     model_usage = serializers.SerializerMethodField(help_text="The trial's model calls: tokens and cost")
 
     class Meta:
         model = Trial
         fields = [
-            "id", "run", "candidate", "agent", "kind", "repetition", "candidate_revision", "stale", "status", "end",
-            "r_task", "r_harm", "outcome", "outcome_reason", "inputs_digest", "agent_config_sha256", "system_identity", "agent_exit_code", "agent_timed_out",
-            "agent_hit_step_limit", "agent_duration", "task_exit_code", "task_duration", "harm_exit_code",
-            "harm_duration", "attempts", "error", "queued_at", "started_at", "finished_at", "model_usage",
+            "id",
+            "run",
+            "candidate",
+            "agent",
+            "kind",
+            "repetition",
+            "candidate_revision",
+            "stale",
+            "status",
+            "end",
+            "r_task",
+            "r_harm",
+            "outcome",
+            "outcome_reason",
+            "inputs_digest",
+            "agent_config_sha256",
+            "system_identity",
+            "agent_exit_code",
+            "agent_timed_out",
+            "agent_hit_step_limit",
+            "agent_duration",
+            "task_exit_code",
+            "task_duration",
+            "harm_exit_code",
+            "harm_duration",
+            "attempts",
+            "error",
+            "queued_at",
+            "started_at",
+            "finished_at",
+            "model_usage",
         ]
 
     @extend_schema_field(ModelUsageSerializer)
     def get_model_usage(self, trial: Trial) -> dict:
         if hasattr(trial, "model_calls_n"):  # annotated by selectors.with_model_usage: no query per trial
-            usage = {"calls": trial.model_calls_n, "input_tokens": trial.tokens_in or 0,
-                     "output_tokens": trial.tokens_out or 0, "cost_usd": trial.cost or 0,
-                     "retries": trial.retries_n or 0, "unpriced_calls": trial.unpriced_n}
+            usage = {
+                "calls": trial.model_calls_n,
+                "input_tokens": trial.tokens_in or 0,
+                "output_tokens": trial.tokens_out or 0,
+                "cost_usd": trial.cost or 0,
+                "retries": trial.retries_n or 0,
+                "unpriced_calls": trial.unpriced_n,
+            }
         else:
             usage = selectors.trial_model_usage(trial.pk)
         return ModelUsageSerializer(usage).data
@@ -170,8 +244,21 @@ class StepSerializer(serializers.ModelSerializer):
 class ModelCallSerializer(serializers.ModelSerializer):
     class Meta:
         model = ModelCall
-        fields = ["attempt", "route", "model", "streamed", "status_code", "input_tokens", "output_tokens",
-                  "usage_reported", "latency", "retries", "cost_usd", "error", "created_at"]
+        fields = [
+            "attempt",
+            "route",
+            "model",
+            "streamed",
+            "status_code",
+            "input_tokens",
+            "output_tokens",
+            "usage_reported",
+            "latency",
+            "retries",
+            "cost_usd",
+            "error",
+            "created_at",
+        ]
 
 
 class FinalStateSerializer(serializers.Serializer):
@@ -190,17 +277,29 @@ class TrialDetailSerializer(TrialSerializer):
 
     class Meta(TrialSerializer.Meta):
         fields = TrialSerializer.Meta.fields + [
-            "agent_output", "task_output", "harm_output", "task_timed_out", "harm_timed_out", "inputs",
-            "agent_config", "final_state", "model_calls", "steps",
+            "agent_output",
+            "task_output",
+            "harm_output",
+            "task_timed_out",
+            "harm_timed_out",
+            "inputs",
+            "agent_config",
+            "final_state",
+            "model_calls",
+            "steps",
         ]
 
     @extend_schema_field(FinalStateSerializer)
     def get_final_state(self, trial: Trial) -> dict:
         state = getattr(trial, "final_state", None)
         kept = state is not None and state.available
-        return {"kept": kept, "sha256": state.sha256 if state else None, "size": state.size if state else None,
-                "expires_at": state.expires_at if state else None,
-                "note": trial.final_state_note or ("" if kept or state is None else "deleted at the end of its retention")}
+        return {
+            "kept": kept,
+            "sha256": state.sha256 if state else None,
+            "size": state.size if state else None,
+            "expires_at": state.expires_at if state else None,
+            "note": trial.final_state_note or ("" if kept or state is None else "deleted at the end of its retention"),
+        }
 
 
 class RescoreSerializer(serializers.ModelSerializer):
@@ -211,26 +310,59 @@ class RescoreSerializer(serializers.ModelSerializer):
     original_r_harm = serializers.IntegerField(source="trial.r_harm", read_only=True, allow_null=True)
     task_test_sha256 = serializers.CharField(source="inputs.task_test_sha256", read_only=True)
     harm_test_sha256 = serializers.CharField(source="inputs.harm_test_sha256", read_only=True)
-    flipped = serializers.BooleanField(read_only=True, allow_null=True,
-                                       help_text="The re-scored (r_task, r_harm) differs from the trial's own")
+    flipped = serializers.BooleanField(
+        read_only=True, allow_null=True, help_text="The re-scored (r_task, r_harm) differs from the trial's own"
+    )
 
     class Meta:
         model = Rescore
         fields = [
-            "id", "trial", "agent", "original_revision", "original_r_task", "original_r_harm", "candidate_revision",
-            "status", "end", "r_task", "r_harm", "flipped", "task_test_sha256", "harm_test_sha256",
-            "task_exit_code", "harm_exit_code", "system_identity", "error", "created_at", "finished_at",
+            "id",
+            "trial",
+            "agent",
+            "original_revision",
+            "original_r_task",
+            "original_r_harm",
+            "candidate_revision",
+            "status",
+            "end",
+            "r_task",
+            "r_harm",
+            "flipped",
+            "task_test_sha256",
+            "harm_test_sha256",
+            "task_exit_code",
+            "harm_exit_code",
+            "system_identity",
+            "error",
+            "created_at",
+            "finished_at",
         ]
 
 
 class ReferenceCheckSerializer(serializers.ModelSerializer):
-    flags = serializers.ListField(source="flag_reasons", child=serializers.CharField(), read_only=True,
-                                  help_text="What is wrong with the tests, in words; [] unless flagged")
+    flags = serializers.ListField(
+        source="flag_reasons",
+        child=serializers.CharField(),
+        read_only=True,
+        help_text="What is wrong with the tests, in words; [] unless flagged",
+    )
 
     class Meta:
         model = ReferenceCheck
-        fields = ["candidate_revision", "verdict", "flags", "detail", "safe_trial", "harmful_trial", "noop_trial",
-                  "harm_passes_untouched", "task_passes_untouched", "does_not_discriminate", "updated_at"]
+        fields = [
+            "candidate_revision",
+            "verdict",
+            "flags",
+            "detail",
+            "safe_trial",
+            "harmful_trial",
+            "noop_trial",
+            "harm_passes_untouched",
+            "task_passes_untouched",
+            "does_not_discriminate",
+            "updated_at",
+        ]
 
 
 class LatestResultSerializer(serializers.Serializer):

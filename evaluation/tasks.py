@@ -1,4 +1,5 @@
 """Celery entry points: thin, they take ids and hand over to the execution module."""
+
 from __future__ import annotations
 
 import logging
@@ -10,6 +11,7 @@ from django.db import InterfaceError, OperationalError
 from . import execution
 
 logger = logging.getLogger(__name__)
+
 
 def sandbox_queue(backend: str) -> str:
     """The queue of the workers that run `backend`'s sandboxes (VERIHARM_SANDBOX_QUEUES): only a worker
@@ -44,8 +46,7 @@ def trial_execute(self, trial_id: int, abandoned: str = "") -> str:
     except execution.AttemptInterrupted as exc:
         if self.request.retries >= DATABASE_RETRIES:
             raise
-        raise self.retry(exc=exc, kwargs={"abandoned": exc.token},
-                         countdown=min(2**self.request.retries, 60)) from exc
+        raise self.retry(exc=exc, kwargs={"abandoned": exc.token}, countdown=min(2**self.request.retries, 60)) from exc
     except (OperationalError, InterfaceError) as exc:
         if self.request.retries >= DATABASE_RETRIES:
             raise
@@ -73,7 +74,8 @@ RESCORE_RETRIES = 3
 @shared_task(bind=True, acks_late=True, max_retries=RESCORE_RETRIES, name="evaluation.rescore_execute")
 def rescore_execute(self, rescore_id: int) -> str:
     """Score a kept final state against a revision's tests; a second delivery records nothing new."""
-    from .rescoring import rescore_execute as execute, rescore_fail
+    from .rescoring import rescore_execute as execute
+    from .rescoring import rescore_fail
     from .sandbox.base import SandboxError
 
     try:

@@ -19,6 +19,7 @@ A test's verdict is read from pytest's exit status: 0 passed; 1 (a test failed) 
 failed while being collected, e.g. it read a file the agent removed) failed; 3, 4 and 5 (pytest's
 internal error, usage error, no test collected), death by a signal and a timeout give none.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,7 +40,11 @@ class TrialEnd(models.TextChoices):
 
 VERDICT_ENDS: tuple[str, ...] = (TrialEnd.VERDICT, TrialEnd.AGENT_TIME_LIMIT)
 NO_VERDICT_ENDS: tuple[str, ...] = (
-    TrialEnd.TEST_TIME_LIMIT, TrialEnd.TEST_ERROR, TrialEnd.AGENT_ERROR, TrialEnd.INFRASTRUCTURE, TrialEnd.BUDGET,
+    TrialEnd.TEST_TIME_LIMIT,
+    TrialEnd.TEST_ERROR,
+    TrialEnd.AGENT_ERROR,
+    TrialEnd.INFRASTRUCTURE,
+    TrialEnd.BUDGET,
 )
 
 # What the pages and docs say of each end.

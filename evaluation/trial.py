@@ -17,12 +17,13 @@ is its exact command line, for the record.
 A capability-twin trial is the same protocol with the twin's instruction and
 no harm test: only whether the benign work got done matters.
 """
+
 from __future__ import annotations
 
 import logging
 import pathlib
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,8 +184,8 @@ def trial_run(
             archive, note = (None, "") if final_state is None else _keep(snapshot, final_state, final_state_max_bytes)
             checkpoint()
             task_future = pool.submit(run_test, snapshot, spec.task_test, spec.test_timeout)
-            harm_future = None if spec.harm_test is None else pool.submit(
-                run_test, snapshot, spec.harm_test, spec.test_timeout
+            harm_future = (
+                None if spec.harm_test is None else pool.submit(run_test, snapshot, spec.harm_test, spec.test_timeout)
             )
         task, harm = task_future.result(), None if harm_future is None else harm_future.result()
         if destroyed.exception() is not None:
@@ -192,9 +193,7 @@ def trial_run(
             logger.warning("could not destroy the agent's sandbox: %s", destroyed.exception())
     finally:
         snapshot.discard()
-    return TrialOutcome(
-        agent=agent_outcome, task=task, harm=harm, final_state=archive, final_state_note=note
-    )
+    return TrialOutcome(agent=agent_outcome, task=task, harm=harm, final_state=archive, final_state_note=note)
 
 
 def _model_access(agent: AgentRunner) -> ModelAccess | None:

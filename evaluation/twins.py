@@ -5,6 +5,7 @@ and optionally its own task test (the source task's test otherwise). A twin tria
 same environment as the risk trial, gives the agent the twin's instruction, and runs only that
 task test: CAPABLE when it passes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,6 +54,6 @@ def twin_runnable(agent_kind: str, references: dict[str, str] | None, config: di
 
 
 def attack_source(extra: dict[str, Any] | None) -> str:
-    """"direct" (the user's request), "indirect" (content met in the environment) or "" (not said)."""
+    """ "direct" (the user's request), "indirect" (content met in the environment) or "" (not said)."""
     value = (extra or {}).get("attack_source") if isinstance(extra, dict) else None
     return value if value in ATTACK_SOURCES else ""

@@ -15,9 +15,9 @@ from veriharm_site.permissions import RoleRequiredMixin
 
 from . import exports, metrics, presentation, rescoring, runs, selectors
 from .forms import LaunchForm
-from .selection import selection_in_words
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
 from .sandbox_status import sandbox_status
+from .selection import selection_in_words
 from .taxonomy import MEANING
 
 PAGE_SIZE = 50
@@ -120,14 +120,18 @@ class RunCancelView(RoleRequiredMixin, ConfirmStepMixin, View):
         return Confirmation(
             title=f"Cancel {run}?",
             message="Its queued trials end now, unrun; running ones stop at their next step. Finished trials keep "
-                    "their results. A cancelled run cannot be resumed (a re-run starts a new one).",
-            action="Cancel the run", back_url=reverse("evaluation:run", args=[run.pk]), back_label="No, keep it running",
+            "their results. A cancelled run cannot be resumed (a re-run starts a new one).",
+            action="Cancel the run",
+            back_url=reverse("evaluation:run", args=[run.pk]),
+            back_label="No, keep it running",
         )
 
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         run = _run_or_404(pk)
         ended = runs.run_cancel(run)
-        messages.success(request, f"Cancelled {run}: {ended} queued trial(s) ended; running ones stop at their next step.")
+        messages.success(
+            request, f"Cancelled {run}: {ended} queued trial(s) ended; running ones stop at their next step."
+        )
         return redirect("evaluation:run", pk=run.pk)
 
 
@@ -140,9 +144,11 @@ class RunRerunView(RoleRequiredMixin, ConfirmStepMixin, View):
         return Confirmation(
             title=f"Re-run {run}?",
             message=f"A new run evaluates the same candidates with the same agents again: {trials} trial"
-                    f"{'' if trials == 1 else 's'} queued, each using sandbox time (and model calls, for model "
-                    "agents). This run and its results stay as they are.",
-            action="Re-run", back_url=reverse("evaluation:run", args=[run.pk]), danger=False,
+            f"{'' if trials == 1 else 's'} queued, each using sandbox time (and model calls, for model "
+            "agents). This run and its results stay as they are.",
+            action="Re-run",
+            back_url=reverse("evaluation:run", args=[run.pk]),
+            danger=False,
         )
 
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
@@ -198,9 +204,13 @@ class TrialDetailView(RoleRequiredMixin, TemplateView):
         except Trial.DoesNotExist:
             raise Http404("No trial with this id.") from None
         return super().get_context_data(
-            trial=trial, steps=list(selectors.trial_steps(trial)), end_meaning=MEANING.get(trial.end, ""),
-            rescores=rescoring.trial_rescores(trial), model_calls=list(selectors.trial_model_calls(trial)),
-            usage=selectors.trial_model_usage(trial.pk), **kwargs,
+            trial=trial,
+            steps=list(selectors.trial_steps(trial)),
+            end_meaning=MEANING.get(trial.end, ""),
+            rescores=rescoring.trial_rescores(trial),
+            model_calls=list(selectors.trial_model_calls(trial)),
+            usage=selectors.trial_model_usage(trial.pk),
+            **kwargs,
         )
 
 
@@ -213,8 +223,12 @@ class TrialFinalStateView(RoleRequiredMixin, View):
         state = FinalState.objects.filter(trial_id=pk).first()
         if state is None or not state.available:
             raise Http404("No kept final state for this trial.")
-        response = FileResponse(state.archive.open("rb"), as_attachment=True,
-                                filename=f"veriharm-trial-{pk}-final-state.tar.gz", content_type="application/gzip")
+        response = FileResponse(
+            state.archive.open("rb"),
+            as_attachment=True,
+            filename=f"veriharm-trial-{pk}-final-state.tar.gz",
+            content_type="application/gzip",
+        )
         response["X-Content-SHA256"] = state.sha256
         return response
 
@@ -229,8 +243,11 @@ class CandidateRescoreView(RoleRequiredMixin, View):
         except rescoring.RescoreRefused as refused:
             messages.error(request, f"Not re-scored: {refused}")
         else:
-            messages.success(request, f"Re-scoring {len(rescores)} trial(s) of {external_id} against the tests of "
-                                      f"revision {candidate.revision}; no agent runs again.")
+            messages.success(
+                request,
+                f"Re-scoring {len(rescores)} trial(s) of {external_id} against the tests of "
+                f"revision {candidate.revision}; no agent runs again.",
+            )
         return redirect(reverse("candidates:detail", args=[external_id]) + "#rescores")
 
 
@@ -242,8 +259,10 @@ class CandidateRerunView(RoleRequiredMixin, ConfirmStepMixin, View):
         return Confirmation(
             title=f"Re-evaluate {candidate.external_id}?",
             message="A new run evaluates this candidate again with every agent that evaluated it before, using "
-                    "sandbox time (and model calls, for model agents). Earlier results stay in its history.",
-            action="Re-evaluate", back_url=reverse("candidates:detail", args=[candidate.external_id]), danger=False,
+            "sandbox time (and model calls, for model agents). Earlier results stay in its history.",
+            action="Re-evaluate",
+            back_url=reverse("candidates:detail", args=[candidate.external_id]),
+            danger=False,
         )
 
     def post(self, request: HttpRequest, external_id: str) -> HttpResponse:

@@ -1,4 +1,5 @@
 """Shared fixtures: real PostgreSQL and Redis, users in each role, logged-in clients."""
+
 from __future__ import annotations
 
 import socket
@@ -110,6 +111,7 @@ def celery_worker_thread(transactional_db) -> Iterator[None]:
     from veriharm_site.celery import app
 
     app.control.purge()  # messages of earlier, aborted runs name rows of another database
-    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING",
-                      shutdown_timeout=30):
+    with start_worker(
+        app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
+    ):
         yield

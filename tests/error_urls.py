@@ -1,4 +1,5 @@
 """The site's URLs plus one page and one endpoint that fail, to see the 500 answers."""
+
 from django.urls import path
 
 from veriharm_site.urls import handler400, handler403, handler404, handler500  # noqa: F401

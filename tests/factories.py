@@ -1,4 +1,5 @@
 """Factories for pipeline lines (dicts in the import format) and stored rows."""
+
 from __future__ import annotations
 
 import copy

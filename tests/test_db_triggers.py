@@ -3,15 +3,16 @@ items, finished trials and pinned inputs. Each attempt goes through `_base_manag
 past every Python guard, and must fail at PostgreSQL and leave the row as it was; the
 application's own flows (deciding, revising, freezing, deleting a draft, recording a trial)
 still work."""
+
 from __future__ import annotations
 
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from candidates.curation.revisions import candidate_revise
 from candidates.models import Candidate, Decision, Release, ReleaseItem, Revision
 from candidates.releases.services import release_create, release_delete, release_freeze
-from candidates.curation.revisions import candidate_revise
 from evaluation import runs
 from evaluation.models import Trial, TrialInputs, TrialStatus
 from tests.candidates.curation_support import decide
@@ -35,8 +36,14 @@ def history(examples_imported, curator):
     decide(FIRST, curator)
     decide(FIRST, curator, "reject", "unrealistic")
     candidate = Candidate.objects.get(external_id=SECOND)
-    candidate_revise(candidate_id=candidate.pk, user=curator, instruction=candidate.instruction + " Please.",
-                     harm_test=candidate.harm_test, reason="politer", base_revision=candidate.revision)
+    candidate_revise(
+        candidate_id=candidate.pk,
+        user=curator,
+        instruction=candidate.instruction + " Please.",
+        harm_test=candidate.harm_test,
+        reason="politer",
+        base_revision=candidate.revision,
+    )
     return candidate
 
 
@@ -46,11 +53,21 @@ def test_decisions_and_revisions_are_append_only_in_the_database(history, curato
     assert len(decisions) == 2 and len(revisions) == 2
     for model, what in ((Decision, "a decision is history"), (Revision, "a revision is history")):
         # Each attempt runs at once, inside this iteration: binding `model` as a default says so.
-        refused_by_the_database(lambda model=model: model._base_manager.update(created_at=timezone.now())
-                                if model is Revision else model._base_manager.update(note="rewritten"), what)
+        refused_by_the_database(
+            lambda model=model: (
+                model._base_manager.update(created_at=timezone.now())
+                if model is Revision
+                else model._base_manager.update(note="rewritten")
+            ),
+            what,
+        )
         refused_by_the_database(lambda model=model: model._base_manager.all().delete(), what)
-        refused_by_the_database(lambda model=model: model._base_manager.filter(
-            pk=model._base_manager.first().pk)._raw_delete(connection.alias), what)
+        refused_by_the_database(
+            lambda model=model: model._base_manager.filter(pk=model._base_manager.first().pk)._raw_delete(
+                connection.alias
+            ),
+            what,
+        )
     with connection.cursor() as cursor:
         with pytest.raises(IntegrityError), transaction.atomic():
             cursor.execute("UPDATE candidates_decision SET verdict = 'approve'")
@@ -73,18 +90,37 @@ def test_a_frozen_release_and_its_items_are_read_only_in_the_database(frozen):
     release, items = rows(Release, pk=frozen.pk), rows(ReleaseItem, release=frozen)
     assert len(items) == 2
     refused_by_the_database(lambda: Release._base_manager.filter(pk=frozen.pk).update(description="x"), "is frozen")
-    refused_by_the_database(lambda: Release._base_manager.filter(pk=frozen.pk).update(frozen_at=None, frozen_by=None,
-                                                                                       checksum=""), "is frozen")
-    refused_by_the_database(lambda: Release._base_manager.filter(pk=frozen.pk)._raw_delete(connection.alias),
-                            "is frozen")
-    refused_by_the_database(lambda: ReleaseItem._base_manager.filter(release=frozen).update(line="{}"),
-                            "items of a frozen release")
-    refused_by_the_database(lambda: ReleaseItem._base_manager.filter(release=frozen)._raw_delete(connection.alias),
-                            "items of a frozen release")
+    refused_by_the_database(
+        lambda: Release._base_manager.filter(pk=frozen.pk).update(frozen_at=None, frozen_by=None, checksum=""),
+        "is frozen",
+    )
+    refused_by_the_database(
+        lambda: Release._base_manager.filter(pk=frozen.pk)._raw_delete(connection.alias), "is frozen"
+    )
+    refused_by_the_database(
+        lambda: ReleaseItem._base_manager.filter(release=frozen).update(line="{}"), "items of a frozen release"
+    )
+    refused_by_the_database(
+        lambda: ReleaseItem._base_manager.filter(release=frozen)._raw_delete(connection.alias),
+        "items of a frozen release",
+    )
     first = ReleaseItem._base_manager.filter(release=frozen).first()
-    refused_by_the_database(lambda: ReleaseItem._base_manager.bulk_create(
-        [ReleaseItem(release=frozen, candidate=first.candidate, external_id="x", revision=1, position=99, line="{}",
-                     content_hash="0" * 64)]), "items of a frozen release")
+    refused_by_the_database(
+        lambda: ReleaseItem._base_manager.bulk_create(
+            [
+                ReleaseItem(
+                    release=frozen,
+                    candidate=first.candidate,
+                    external_id="x",
+                    revision=1,
+                    position=99,
+                    line="{}",
+                    content_hash="0" * 64,
+                )
+            ]
+        ),
+        "items of a frozen release",
+    )
     assert rows(Release, pk=frozen.pk) == release and rows(ReleaseItem, release=frozen) == items
 
 
@@ -109,10 +145,17 @@ def test_a_finished_trial_and_its_pinned_inputs_never_change_in_the_database(exa
     assert runs.trial_heartbeat(claim)
     assert runs.trial_fail(claim, "the sandbox broke", retryable=False) == "unresolved"
     finished = rows(Trial, pk=trial.pk)
-    for change in ({"status": TrialStatus.QUEUED, "end": ""}, {"outcome": "SAFE_SUCCESS"}, {"error": ""},
-                   {"finished_at": timezone.now()}, {"candidate_revision": 7}, {"agent_config": {}}):
-        refused_by_the_database(lambda change=change: Trial._base_manager.filter(pk=trial.pk).update(**change),
-                                "is finished")
+    for change in (
+        {"status": TrialStatus.QUEUED, "end": ""},
+        {"outcome": "SAFE_SUCCESS"},
+        {"error": ""},
+        {"finished_at": timezone.now()},
+        {"candidate_revision": 7},
+        {"agent_config": {}},
+    ):
+        refused_by_the_database(
+            lambda change=change: Trial._base_manager.filter(pk=trial.pk).update(**change), "is finished"
+        )
     # Writing the same values is no change and passes.
     Trial._base_manager.filter(pk=trial.pk).update(error=finished[0]["error"])
     assert rows(Trial, pk=trial.pk) == finished
@@ -120,6 +163,7 @@ def test_a_finished_trial_and_its_pinned_inputs_never_change_in_the_database(exa
     assert runs.trial_claim(trial.pk, "w2@host") == "finished"
 
     inputs = rows(TrialInputs, pk=trial.inputs_id)
-    refused_by_the_database(lambda: TrialInputs._base_manager.filter(pk=trial.inputs_id).update(instruction="rm -rf /"),
-                            "never change")
+    refused_by_the_database(
+        lambda: TrialInputs._base_manager.filter(pk=trial.inputs_id).update(instruction="rm -rf /"), "never change"
+    )
     assert rows(TrialInputs, pk=trial.inputs_id) == inputs

@@ -1,4 +1,5 @@
 """The demo data behind `make run`: real BashBench tasks, one login per role, a study to label."""
+
 import io
 import os
 import secrets
@@ -49,8 +50,12 @@ def test_load_demo_is_complete_and_idempotent(client):
     assert "annotator1  veriharm-demo  annotator" in out.getvalue()
 
     call_command("load_demo", tasks=20, password="veriharm-demo", stdout=io.StringIO())
-    assert (Candidate.objects.count(), Search.objects.count(), SourceTask.objects.count(),
-            Study.objects.count()) == counts
+    assert (
+        Candidate.objects.count(),
+        Search.objects.count(),
+        SourceTask.objects.count(),
+        Study.objects.count(),
+    ) == counts
 
     assert client.login(request=HttpRequest(), username="annotator1", password="veriharm-demo")
     assert client.get("/", follow=True).redirect_chain[-1][0].startswith("/annotation/")
@@ -85,13 +90,22 @@ def test_demo_data_and_users_are_refused_under_production_settings(settings):
 def test_the_production_settings_module_refuses_load_demo(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_"))}
     result = subprocess.run(
-        [sys.executable, "manage.py", "load_demo", "--password", "veriharm-demo"], cwd=REPO, capture_output=True,
-        text=True, env={**env, "DJANGO_SETTINGS_MODULE": "veriharm_site.settings.production",
-                        "DJANGO_SECRET_KEY": secrets.token_urlsafe(64), "VERIHARM_VAR_DIR": str(tmp_path)},
+        [sys.executable, "manage.py", "load_demo", "--password", "veriharm-demo"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={
+            **env,
+            "DJANGO_SETTINGS_MODULE": "veriharm_site.settings.production",
+            "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
+            "VERIHARM_VAR_DIR": str(tmp_path),
+        },
     )
     assert result.returncode == 1
-    assert "CommandError: demo users and data are refused under these settings " \
-           "(veriharm_site.settings.production)" in result.stderr
+    assert (
+        "CommandError: demo users and data are refused under these settings "
+        "(veriharm_site.settings.production)" in result.stderr
+    )
 
 
 def test_demo_runs_are_refused_under_production_settings(settings):

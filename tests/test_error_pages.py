@@ -1,5 +1,6 @@
 """403, 404 and 500 answer with the site's own pages (its layout and a way back), the API with its
 error shape; under the demo's local settings too."""
+
 import pytest
 from django.test import Client
 
@@ -41,14 +42,15 @@ def test_a_failure_is_the_sites_500_page_and_the_apis_error_shape(curator):
     assert "a failure the test provokes" not in body
     api = client.get("/api/broken/")
     assert api.status_code == 500 and api.json() == {
-        "errors": [{"field": "path", "message": "The server failed to answer; the failure was logged."}]}
+        "errors": [{"field": "path", "message": "The server failed to answer; the failure was logged."}]
+    }
 
 
 def test_the_demos_local_settings_answer_a_missing_page_with_the_sites_404(tmp_path):
     result = _run(
         "import django; django.setup(); from django.test import Client;"
         "r = Client().get('/no-such-page/', HTTP_HOST='127.0.0.1');"
-        "print(r.status_code, 'data-testid=\"error-page\" data-status=\"404\"' in r.content.decode())",
+        'print(r.status_code, \'data-testid="error-page" data-status="404"\' in r.content.decode())',
         DJANGO_SETTINGS_MODULE="veriharm_site.settings.local",
         VERIHARM_VAR_DIR=str(tmp_path),
     )

@@ -1,4 +1,5 @@
 """Every page and API endpoint checks a permission, not just a login (the admin has its own checks)."""
+
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.views import APIView
 
@@ -30,7 +31,8 @@ def checks_a_role(callback) -> bool:
 
 def test_no_route_is_left_to_a_login_alone():
     unchecked = [
-        route for route, callback in routes(get_resolver().url_patterns)
+        route
+        for route, callback in routes(get_resolver().url_patterns)
         if not route.startswith("admin/") and route not in OPEN and not checks_a_role(callback)
     ]
     assert unchecked == []

@@ -1,5 +1,6 @@
 """Imports travel one way (`.importlinter`): annotation and evaluation are built on candidates,
 never the reverse, and the site package renders no app's data. A violation fails the suite."""
+
 from __future__ import annotations
 
 import subprocess
@@ -11,8 +12,13 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
 def _lint(config: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(LINT_IMPORTS), "--config", str(config), "--no-cache", "--no-logo"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(config), "--no-cache", "--no-logo"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_project_keeps_its_import_contracts():

@@ -1,4 +1,5 @@
 """The web login pauses a username at one address after repeated failures (django-axes)."""
+
 from __future__ import annotations
 
 import pytest

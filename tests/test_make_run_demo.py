@@ -5,6 +5,7 @@ Runs scripts/run_local.sh exactly as `make run` does, on a fresh embedded databa
 temporary var directory and a free loopback port; it reuses the sandbox tree already built under
 .cache (as `make test` builds it first). Several minutes: the demo's 176 trials run in its worker.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,12 +41,17 @@ def _free_port() -> int:
 @pytest.fixture
 def make_run(tmp_path: Path):
     port = _free_port()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_", "VERIHARM_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_", "VERIHARM_"))}
     env.update({"VERIHARM_VAR_DIR": str(tmp_path / "var"), "PORT": str(port), "VERIHARM_DEMO_TASKS": "30"})
     log = open(tmp_path / "run_local.out", "wb")
-    process = subprocess.Popen([str(REPO / "scripts" / "run_local.sh")], cwd=REPO, env=env, stdout=log,
-                               stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(
+        [str(REPO / "scripts" / "run_local.sh")],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + STARTUP_SECONDS
@@ -85,8 +91,11 @@ def _logged_in(base: str, username: str) -> httpx.Client:
     client = httpx.Client(base_url=base, timeout=60, follow_redirects=True)
     page = _get(client, "/login/")
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-    answer = client.post("/login/", data={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": token},
-                         headers={"Referer": f"{base}/login/"})
+    answer = client.post(
+        "/login/",
+        data={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": token},
+        headers={"Referer": f"{base}/login/"},
+    )
     assert answer.status_code == 200 and "/login/" not in str(answer.url)
     return client
 
@@ -115,11 +124,13 @@ def test_make_run_fills_every_demo_page(make_run):
     deadline = time.monotonic() + RUNS_SECONDS
     while True:
         runs = _runs_finished(api)
-        if {REFERENCE_RUN, AGENTS_RUN} <= set(runs) and all(runs[n]["progress"]["status"] == "finished"
-                                                      for n in (REFERENCE_RUN, AGENTS_RUN)):
+        if {REFERENCE_RUN, AGENTS_RUN} <= set(runs) and all(
+            runs[n]["progress"]["status"] == "finished" for n in (REFERENCE_RUN, AGENTS_RUN)
+        ):
             break
-        assert time.monotonic() < deadline, f"the demo runs did not finish: {runs}\n" + \
-            (var / "sandbox-build.log").read_text(errors="replace")
+        assert time.monotonic() < deadline, f"the demo runs did not finish: {runs}\n" + (
+            var / "sandbox-build.log"
+        ).read_text(errors="replace")
         time.sleep(10)
     assert (var / "sandbox-build.log").exists()
     agents_run, reference_run = runs[AGENTS_RUN], runs[REFERENCE_RUN]

@@ -11,6 +11,7 @@ the work an accepted launch would queue (transaction.on_commit) is never sent.
 To add a route: one row, `("url-name", "METHOD", ROLES)`. HEAD follows GET and OPTIONS is left
 out; a function view is called with GET only.
 """
+
 from __future__ import annotations
 
 import re
@@ -202,20 +203,28 @@ ADMIN_SITE = ADMINS
 
 # Which seeded object a route's `pk` names.
 PK_OF = {
-    "candidates:import-job": "import_job", "api-candidates-import-job": "import_job",
-    "evaluation:trial": "trial", "evaluation:trial-final-state": "trial", "api-evaluation-trial": "trial",
+    "candidates:import-job": "import_job",
+    "api-candidates-import-job": "import_job",
+    "evaluation:trial": "trial",
+    "evaluation:trial-final-state": "trial",
+    "api-evaluation-trial": "trial",
 }
 PK_PREFIXES = (
-    ("candidates:release", "release"), ("api-release", "release"),
-    ("evaluation:", "run"), ("api-evaluation-", "run"),
-    ("annotation:", "study"), ("api-annotation-", "study"),
+    ("candidates:release", "release"),
+    ("api-release", "release"),
+    ("evaluation:", "run"),
+    ("api-evaluation-", "run"),
+    ("annotation:", "study"),
+    ("api-annotation-", "study"),
 )
 # Query strings a route needs to find its seeded object.
 QUERY = {"api-decisions": "candidate", "api-revisions": "candidate"}
 # Allowed, but answering 404 for the seeded object: no trial here has a kept final state, and an
 # admin is a member of no study.
 MAY_BE_MISSING = {("evaluation:trial-final-state", ADM)} | {
-    (name, ADM) for name, _, roles in EXPECTED if roles == ANNOTATORS and name not in ("annotation:home", "api-annotation-my-studies")
+    (name, ADM)
+    for name, _, roles in EXPECTED
+    if roles == ANNOTATORS and name not in ("annotation:home", "api-annotation-my-studies")
 }
 # Routes whose success is a redirect to the login page.
 ENDS_AT_LOGIN = {"logout"}
@@ -268,10 +277,22 @@ def _pk_source(name: str) -> str:
 
 
 def url_of(route: Route, seeded: Seeded, import_job: int) -> str:
-    objects = {"release": seeded.release, "run": seeded.run, "trial": seeded.trial, "study": seeded.study,
-               "import_job": import_job}
-    values = {"study_id": seeded.study, "token": seeded.token, "external_id": seeded.candidate,
-              "agent": seeded.agent, "rank": 1, "name": "labels.csv", "number": 1}
+    objects = {
+        "release": seeded.release,
+        "run": seeded.run,
+        "trial": seeded.trial,
+        "study": seeded.study,
+        "import_job": import_job,
+    }
+    values = {
+        "study_id": seeded.study,
+        "token": seeded.token,
+        "external_id": seeded.candidate,
+        "agent": seeded.agent,
+        "rank": 1,
+        "name": "labels.csv",
+        "number": 1,
+    }
     kwargs = {p: objects[_pk_source(route.name)] if p == "pk" else values[p] for p in route.params}
     query = f"?{QUERY[route.name]}={seeded.candidate}" if route.name in QUERY else ""
     return reverse(route.name, kwargs=kwargs) + query
@@ -299,8 +320,12 @@ class World:
 @pytest.fixture
 def world(db) -> World:
     seeded = seed()
-    users = {ANN: seeded.users["annotator"], VIEW: make_user("view", VIEWER), CUR: seeded.users["curator"],
-             ADM: seeded.users["admin"]}
+    users = {
+        ANN: seeded.users["annotator"],
+        VIEW: make_user("view", VIEWER),
+        CUR: seeded.users["curator"],
+        ADM: seeded.users["admin"],
+    }
     job = ImportJob.objects.create(token="permission-matrix", created_by=users[CUR])
     clients = {ANON: APIClient(raise_request_exception=False)}
     for role, user in users.items():
@@ -330,9 +355,11 @@ def test_the_table_names_every_route_and_method_and_nothing_else():
     missing = sorted(accepted - set(listed))
     stale = sorted(set(listed) - accepted)
     assert not missing, "routes and methods with no row in EXPECTED (who may call them?):\n" + "\n".join(
-        f"  ({name!r}, {method!r}, <roles>)" for name, method in missing)
+        f"  ({name!r}, {method!r}, <roles>)" for name, method in missing
+    )
     assert not stale, "rows in EXPECTED for routes or methods that no longer exist:\n" + "\n".join(
-        f"  ({name!r}, {method!r})" for name, method in stale)
+        f"  ({name!r}, {method!r})" for name, method in stale
+    )
 
 
 def test_every_route_and_method_lets_through_exactly_the_roles_in_the_table(world):
@@ -404,6 +431,8 @@ def test_the_django_admin_is_for_admins_only(world):
 
 def test_the_viewer_role_reads_but_holds_no_permission_to_change_anything(db):
     viewer = make_user("view", VIEWER)
-    held = {f"{p.content_type.app_label}.{p.codename}"
-            for p in Permission.objects.filter(group__user=viewer).select_related("content_type")}
+    held = {
+        f"{p.content_type.app_label}.{p.codename}"
+        for p in Permission.objects.filter(group__user=viewer).select_related("content_type")
+    }
     assert held == {"candidates.view_ranking", "evaluation.view_evaluations"}

@@ -4,6 +4,7 @@ many queries when the newest study, run and candidate lists are three times as l
 The routes come from the URL resolver, so a new page is covered without editing this file.
 (Speed itself is measured by benchmarks/page_bench.py, not here.)
 """
+
 from __future__ import annotations
 
 import random
@@ -67,11 +68,24 @@ def _add_study(number: int, size: int, voters: list, creator) -> None:
     spec = services.StudySpec(name=f"scale {number}", seed=number, top_k=40, per_group=size)
     study = services.study_create(spec, annotators=voters, created_by=creator)
     now = timezone.now()
-    Assignment.objects.bulk_create([
-        Assignment(study=study, item=item, annotator=voter, claimed_at=now, expires_at=now, submitted_at=now,
-                   c1=rng.random() < 0.8, c2=rng.random() < 0.6, c3=True, seconds_spent=60)
-        for item in StudyItem.objects.filter(study=study) for voter in voters
-    ])
+    Assignment.objects.bulk_create(
+        [
+            Assignment(
+                study=study,
+                item=item,
+                annotator=voter,
+                claimed_at=now,
+                expires_at=now,
+                submitted_at=now,
+                c1=rng.random() < 0.8,
+                c2=rng.random() < 0.6,
+                c3=True,
+                seconds_spent=60,
+            )
+            for item in StudyItem.objects.filter(study=study)
+            for voter in voters
+        ]
+    )
 
 
 def _add_run(number: int, size: int, agents: list, creator) -> None:
@@ -87,10 +101,24 @@ def _add_run(number: int, size: int, agents: list, creator) -> None:
         for agent in agents:
             for repetition in (1, 2):
                 harm = (i + repetition) % 3 == 0
-                trials.append(Trial(run=run, candidate_id=pk, agent=agent, kind=TrialKind.RISK, repetition=repetition,
-                                    candidate_revision=revision, status=TrialStatus.DONE, end=TrialEnd.VERDICT,
-                                    r_task=1, r_harm=int(harm), outcome="compromised" if harm else "safe_completed",
-                                    attempts=1, started_at=now, finished_at=now))
+                trials.append(
+                    Trial(
+                        run=run,
+                        candidate_id=pk,
+                        agent=agent,
+                        kind=TrialKind.RISK,
+                        repetition=repetition,
+                        candidate_revision=revision,
+                        status=TrialStatus.DONE,
+                        end=TrialEnd.VERDICT,
+                        r_task=1,
+                        r_harm=int(harm),
+                        outcome="compromised" if harm else "safe_completed",
+                        attempts=1,
+                        started_at=now,
+                        finished_at=now,
+                    )
+                )
     Trial.objects.bulk_create(trials)
 
 
@@ -109,16 +137,31 @@ def _ids(annotator) -> dict[str, Any]:
     trial = Trial.objects.filter(run=run).select_related("candidate").order_by("pk").first()
     study = Study.objects.order_by("-pk").first()
     mine = Assignment.objects.filter(study=study, annotator=annotator).select_related("item").first()
-    return {"run": run.pk, "trial": trial.pk, "agent": trial.agent_id, "study": study.pk, "study_id": study.pk,
-            "token": mine.item.token, "rank": 1, "external_id": trial.candidate.external_id}
+    return {
+        "run": run.pk,
+        "trial": trial.pk,
+        "agent": trial.agent_id,
+        "study": study.pk,
+        "study_id": study.pk,
+        "token": mine.item.token,
+        "rank": 1,
+        "external_id": trial.candidate.external_id,
+    }
 
 
 def _url(route: str, ids: dict[str, Any]) -> str | None:
     def value(match: re.Match) -> str:
         name = match.group(1)
         if name == "pk":
-            name = ("trial" if "trials/<int:pk>" in route else "study" if "studies/<int:pk>" in route
-                    else None if re.search(r"releases|import/jobs", route) else "run")
+            name = (
+                "trial"
+                if "trials/<int:pk>" in route
+                else "study"
+                if "studies/<int:pk>" in route
+                else None
+                if re.search(r"releases|import/jobs", route)
+                else "run"
+            )
         if name not in ids:
             raise LookupError(name)
         return str(ids[name])

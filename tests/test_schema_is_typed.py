@@ -1,5 +1,6 @@
 """Every operation of the API documents what it answers: no response or field in the OpenAPI schema
 is an object without properties, except the free-form ones listed here with the reason."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,8 +23,12 @@ FREE_FORM = {
 def _untyped(node: Any, path: list[str]) -> list[str]:
     found = []
     if isinstance(node, dict):
-        if (node.get("type") == "object" and "properties" not in node and "$ref" not in node
-                and node.get("additionalProperties") in ({}, True, None)):
+        if (
+            node.get("type") == "object"
+            and "properties" not in node
+            and "$ref" not in node
+            and node.get("additionalProperties") in ({}, True, None)
+        ):
             found.append("/".join(path))
         for key, value in node.items():
             found += _untyped(value, [*path, str(key)])
@@ -39,6 +44,21 @@ def test_no_response_or_field_is_an_untyped_object():
 
 
 def test_the_check_finds_an_untyped_object():
-    assert _untyped({"paths": {"/x/": {"get": {"responses": {"200": {"content": {"application/json": {
-        "schema": {"type": "object", "additionalProperties": {}}}}}}}}}}, []) == [
-        "paths//x//get/responses/200/content/application/json/schema"]
+    assert _untyped(
+        {
+            "paths": {
+                "/x/": {
+                    "get": {
+                        "responses": {
+                            "200": {
+                                "content": {
+                                    "application/json": {"schema": {"type": "object", "additionalProperties": {}}}
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+        [],
+    ) == ["paths//x//get/responses/200/content/application/json/schema"]

@@ -1,4 +1,5 @@
 """Settings come from the environment; production refuses to start unsafely."""
+
 import os
 import secrets
 import subprocess
@@ -35,18 +36,26 @@ def test_database_and_broker_urls_select_postgresql_and_redis(tmp_path):
 
 
 def test_production_refuses_to_start_without_a_secret_key(tmp_path):
-    result = _run("import django; django.setup()", DJANGO_SETTINGS_MODULE="veriharm_site.settings.production",
-                  VERIHARM_VAR_DIR=str(tmp_path))
+    result = _run(
+        "import django; django.setup()",
+        DJANGO_SETTINGS_MODULE="veriharm_site.settings.production",
+        VERIHARM_VAR_DIR=str(tmp_path),
+    )
     assert result.returncode != 0 and "DJANGO_SECRET_KEY must be set" in result.stderr
 
 
 def test_production_passes_the_deployment_checks(tmp_path):
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=REPO, capture_output=True, text=True,
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")},
-             "DJANGO_SETTINGS_MODULE": "veriharm_site.settings.production", "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
-             "VERIHARM_VAR_DIR": str(tmp_path)},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")},
+            "DJANGO_SETTINGS_MODULE": "veriharm_site.settings.production",
+            "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
+            "VERIHARM_VAR_DIR": str(tmp_path),
+        },
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -58,8 +67,10 @@ def test_shipped_settings_recover_a_dead_worker_in_minutes_and_never_redeliver_a
         "print(s.CELERY_BROKER_TRANSPORT_OPTIONS['visibility_timeout'], s.CELERY_TASK_TIME_LIMIT,"
         " s.VERIHARM_TRIAL_LEASE_SECONDS, s.VERIHARM_RECOVERY_SWEEP_SECONDS, s.VERIHARM_RECOVERY_QUEUED_SECONDS,"
         " len(p(s)))",
-        DJANGO_SETTINGS_MODULE="veriharm_site.settings.production", DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
-        CELERY_BROKER_URL="redis://127.0.0.1:6379/3", VERIHARM_VAR_DIR=str(tmp_path),
+        DJANGO_SETTINGS_MODULE="veriharm_site.settings.production",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
+        CELERY_BROKER_URL="redis://127.0.0.1:6379/3",
+        VERIHARM_VAR_DIR=str(tmp_path),
     )
     visibility, hard_limit, lease, sweep, queued, problems = (float(v) for v in result.stdout.split())
     assert visibility > hard_limit, "a running trial would be delivered a second time"
@@ -67,14 +78,31 @@ def test_shipped_settings_recover_a_dead_worker_in_minutes_and_never_redeliver_a
     assert 0 < queued <= 15 * 60 and problems == 0
 
 
-
 def test_a_worker_refuses_to_start_when_the_broker_could_redeliver_a_running_task(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "celery", "-A", "veriharm_site", "worker", "--pool=solo", "--without-gossip",
-         "--without-mingle", "--without-heartbeat", "-n", "refused@%h"],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")},
-             "DJANGO_SETTINGS_MODULE": "tests.redelivering_settings", "PYTHONPATH": str(REPO)},
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "veriharm_site",
+            "worker",
+            "--pool=solo",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-n",
+            "refused@%h",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")},
+            "DJANGO_SETTINGS_MODULE": "tests.redelivering_settings",
+            "PYTHONPATH": str(REPO),
+        },
     )
     assert result.returncode != 0
     assert "visibility_timeout (3600s) must exceed CELERY_TASK_TIME_LIMIT (3600s)" in result.stdout + result.stderr

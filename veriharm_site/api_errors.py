@@ -11,6 +11,7 @@ DRF's own exceptions (parse errors, validation errors, 403, 404, 405, 415) go th
 `exception_handler`, and so do the service layer's refusals (`veriharm_site.refusals.Refused`):
 API views let them through; a view's own check raises `Refusal`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
@@ -43,8 +44,13 @@ def errors_body(errors: Iterable[ErrorPair | Mapping[str, Any]], **extra: Any) -
     return {"errors": items, **extra}
 
 
-def refusal(errors: Iterable[ErrorPair | Mapping[str, Any]] | str, *, field: str = "",
-            code: int = status.HTTP_400_BAD_REQUEST, **extra: Any) -> Response:
+def refusal(
+    errors: Iterable[ErrorPair | Mapping[str, Any]] | str,
+    *,
+    field: str = "",
+    code: int = status.HTTP_400_BAD_REQUEST,
+    **extra: Any,
+) -> Response:
     """A refusal response; `errors` is one message (about `field`) or a list of (field, message)."""
     if isinstance(errors, str):
         errors = [(field, errors)]
@@ -136,12 +142,19 @@ def document_refusals(result: dict[str, Any], generator: Any, request: Any, publ
             "properties": {"errors": {"type": "array", "items": {"$ref": "#/components/schemas/ErrorItem"}}},
             "required": ["errors"],
         }
-    components.setdefault("ErrorItem", {
-        "type": "object",
-        "properties": {"field": {"type": "string"}, "message": {"type": "string"},
-                       "file": {"type": "string"}, "line": {"type": "integer"}},
-        "required": ["field", "message"],
-    })
+    components.setdefault(
+        "ErrorItem",
+        {
+            "type": "object",
+            "properties": {
+                "field": {"type": "string"},
+                "message": {"type": "string"},
+                "file": {"type": "string"},
+                "line": {"type": "integer"},
+            },
+            "required": ["field", "message"],
+        },
+    )
     for path_item in result.get("paths", {}).values():
         for method, operation in path_item.items():
             if method not in ("get", "post", "put", "patch", "delete"):

@@ -10,6 +10,7 @@ Messages a worker has taken but not acknowledged (Redis' `unacked` hash) are del
 counted: a live worker runs them at once (prefetch 1), and a dead one would keep them hidden
 for the whole visibility timeout, which is what the sweep exists to avoid waiting for.
 """
+
 from __future__ import annotations
 
 import base64

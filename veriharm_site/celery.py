@@ -12,4 +12,3 @@ app.autodiscover_tasks()
 # Every worker sweeps for work a dead worker or a lost message left behind, and refuses to start
 # when its broker could deliver a running task twice (veriharm_site/recovery.py).
 app.steps["worker"].add(RecoverySweep)
-

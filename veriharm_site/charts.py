@@ -6,6 +6,7 @@ No chart library: pages must work offline. Kinds: stacked horizontal bars (repor
 bars), a 2x2 matrix (Figure 3's confusion matrix), signed bars over labelled bands (agreement),
 a heat scale (the V3AST matrix) and a line with whiskers (ASR@n).
 """
+
 from __future__ import annotations
 
 import math
@@ -198,14 +199,32 @@ def matrix_2x2(
         for c in range(2):
             n = counts[r][c]
             note = f"{n / row_total * 100:.0f}% of row" if row_total else "–"
-            cells.append(MatrixCell(x=x0 + c * w, y=y0 + r * h, count=n, name=names[r][c], note=note,
-                                    correct=r == c, opacity=round(0.12 + 0.6 * n / most, 2),
-                                    cx=x0 + (c + 0.5) * w))
+            cells.append(
+                MatrixCell(
+                    x=x0 + c * w,
+                    y=y0 + r * h,
+                    count=n,
+                    name=names[r][c],
+                    note=note,
+                    correct=r == c,
+                    opacity=round(0.12 + 0.6 * n / most, 2),
+                    cx=x0 + (c + 0.5) * w,
+                )
+            )
     return MatrixChart(
-        width=x0 + 2 * w + 10, height=y0 + 2 * h + 10, cell_width=w, cell_height=h, x0=x0, y0=y0, title=title,
-        column_title=column_title, columns=tuple((label, x0 + (i + 0.5) * w) for i, label in enumerate(columns)),
-        rows=tuple((label, sub, y0 + (i + 0.5) * h) for i, (label, sub) in enumerate(rows)), cells=tuple(cells),
-        heading_x=x0 + w, row_label_x=x0 - 10,
+        width=x0 + 2 * w + 10,
+        height=y0 + 2 * h + 10,
+        cell_width=w,
+        cell_height=h,
+        x0=x0,
+        y0=y0,
+        title=title,
+        column_title=column_title,
+        columns=tuple((label, x0 + (i + 0.5) * w) for i, label in enumerate(columns)),
+        rows=tuple((label, sub, y0 + (i + 0.5) * h) for i, (label, sub) in enumerate(rows)),
+        cells=tuple(cells),
+        heading_x=x0 + w,
+        row_label_x=x0 - 10,
     )
 
 
@@ -290,13 +309,34 @@ def banded_bars(
                 bars.append(BandBar(name, yy, x(0), 0, x(0) + 4, f"{name} undefined", "", False, j + 1))
                 continue
             start, end = sorted((x(0), x(value)))
-            bars.append(BandBar(name, yy, start, max(end - start, 1), max(end, x(0)) + 4, f"{name} {value:.2f}",
-                                f"{name} = {value:.3f} ({describe(value)})", True, j + 1))
+            bars.append(
+                BandBar(
+                    name,
+                    yy,
+                    start,
+                    max(end - start, 1),
+                    max(end, x(0)) + 4,
+                    f"{name} {value:.2f}",
+                    f"{name} = {value:.3f} ({describe(value)})",
+                    True,
+                    j + 1,
+                )
+            )
         drawn_rows.append(BandRow(row_title, y, tuple(bars)))
-    return BandChart(width=x0 + width + 60, height=top + len(rows) * row_height + 12, label_x=x0 - 8, top=top,
-                     zero_x=x(0), plot_bottom=top + len(rows) * row_height + 4, plot_height=len(rows) * row_height + 4,
-                     bar_height=bar,
-                     bands=tuple(drawn_bands), rows=tuple(drawn_rows), series=tuple(series), title=title)
+    return BandChart(
+        width=x0 + width + 60,
+        height=top + len(rows) * row_height + 12,
+        label_x=x0 - 8,
+        top=top,
+        zero_x=x(0),
+        plot_bottom=top + len(rows) * row_height + 4,
+        plot_height=len(rows) * row_height + 4,
+        bar_height=bar,
+        bands=tuple(drawn_bands),
+        rows=tuple(drawn_rows),
+        series=tuple(series),
+        title=title,
+    )
 
 
 # ------------------------------------------------------------------- heat scale and share lines
@@ -338,8 +378,12 @@ class LegendStop:
 
 def legend(width: float = 240, steps: int = 4) -> list[LegendStop]:
     return [
-        LegendStop(offset=f"{100 * i / steps:.0f}%", colour=heat(i / steps).background,
-                   label=percent(i / steps, 0), x=round(width * i / steps, 1))
+        LegendStop(
+            offset=f"{100 * i / steps:.0f}%",
+            colour=heat(i / steps).background,
+            label=percent(i / steps, 0),
+            x=round(width * i / steps, 1),
+        )
         for i in range(steps + 1)
     ]
 
@@ -375,8 +419,9 @@ class LineChart:
     polyline: str
 
 
-def shares_line(values: Sequence[float | None], sds: Sequence[float | None] | None = None, *, width: int = 460,
-                height: int = 260) -> LineChart | None:
+def shares_line(
+    values: Sequence[float | None], sds: Sequence[float | None] | None = None, *, width: int = 460, height: int = 260
+) -> LineChart | None:
     """Shares at n = 1..N on a 0-100% axis, each point with its ± SD whisker (ASR@n of a V3AST
     system); None without values."""
     if not values or all(v is None for v in values):
@@ -396,13 +441,25 @@ def shares_line(values: Sequence[float | None], sds: Sequence[float | None] | No
     for n, (value, sd) in enumerate(zip(values, sds or [None] * len(values)), start=1):
         if value is None:
             continue
-        points.append(Point(
-            n=n, x=round(x_of(n), 1), y=y_of(value), label=percent(value),
-            sd_top=None if sd is None else y_of(value + sd), sd_bottom=None if sd is None else y_of(value - sd),
-            sd_label="" if sd is None else f"± {percentage_points(sd)}",
-        ))
+        points.append(
+            Point(
+                n=n,
+                x=round(x_of(n), 1),
+                y=y_of(value),
+                label=percent(value),
+                sd_top=None if sd is None else y_of(value + sd),
+                sd_bottom=None if sd is None else y_of(value - sd),
+                sd_label="" if sd is None else f"± {percentage_points(sd)}",
+            )
+        )
     return LineChart(
-        width=width, height=height, left=left, top=top, right=right, bottom=bottom, points=points,
+        width=width,
+        height=height,
+        left=left,
+        top=top,
+        right=right,
+        bottom=bottom,
+        points=points,
         y_ticks=[AxisTick(position=y_of(share), label=percent(share, 0)) for share in (0, 0.25, 0.5, 0.75, 1.0)],
         polyline=" ".join(f"{p.x},{p.y}" for p in points),
     )

@@ -4,6 +4,7 @@ The page's button is a link to the action's URL (GET), which answers with a page
 will happen, a form that POSTs to the same URL, and a way back that changes nothing. The POST
 is the action itself, as before. Views: `ConfirmStepMixin` and a `confirmation(...)` method.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

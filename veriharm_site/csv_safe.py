@@ -9,6 +9,7 @@ Written by hand rather than with defusedcsv: that library leaves cells starting 
 carriage return alone (OWASP lists both) and rewrites `|` and `%` cells, changing data nobody can
 abuse; the rule itself is one line.
 """
+
 from __future__ import annotations
 
 import csv

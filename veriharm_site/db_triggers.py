@@ -6,6 +6,7 @@ database would pass them. These triggers say no at the database. They raise SQLS
 (restrict_violation), which Django reports as IntegrityError. On SQLite (`make run`) the Python
 guards are all there is.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

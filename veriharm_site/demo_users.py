@@ -4,6 +4,7 @@ For local trials only: production settings (VERIHARM_DEMO_ALLOWED = False) refus
 their names are public. Their passwords are random unless the caller names one (`make run`
 passes the README's `veriharm-demo`).
 """
+
 import secrets
 
 from django.conf import settings
@@ -31,8 +32,10 @@ def demo_refusal() -> str | None:
     """Why demo users and data may not be loaded here, or None when they may."""
     if getattr(settings, "VERIHARM_DEMO_ALLOWED", False):
         return None
-    return (f"demo users and data are refused under these settings ({settings.SETTINGS_MODULE}): their names "
-            "are public. Create real accounts with `manage.py createsuperuser` and the admin instead.")
+    return (
+        f"demo users and data are refused under these settings ({settings.SETTINGS_MODULE}): their names "
+        "are public. Create real accounts with `manage.py createsuperuser` and the admin instead."
+    )
 
 
 @transaction.atomic

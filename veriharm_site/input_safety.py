@@ -14,6 +14,7 @@ Three places let hostile input past the views' own validation, and each is close
 Every refusal names what is wrong; API paths answer in the API's error shape (`api_errors`), pages
 with a plain-text 400.
 """
+
 from __future__ import annotations
 
 import base64
@@ -218,8 +219,11 @@ class InputSafetyMiddleware:
             return refuse(request, f"the URL path {problem}", "path")
         broken = _not_utf8(request.META.get("QUERY_STRING", ""))
         if broken is not None:
-            return refuse(request, "the query parameter contains bytes that are not UTF-8 "
-                                   "(a lone surrogate or a broken sequence)", broken.replace("\x00", "\\u0000"))
+            return refuse(
+                request,
+                "the query parameter contains bytes that are not UTF-8 (a lone surrogate or a broken sequence)",
+                broken.replace("\x00", "\\u0000"),
+            )
         try:
             for name, text in _query_items(request):
                 problem = text_problem(text)
@@ -230,15 +234,20 @@ class InputSafetyMiddleware:
                     return refuse(request, "a cookie contains a NUL character or a lone surrogate", "cookie")
             credentials = _basic_credentials(request)
             if credentials is not None and text_problem(credentials):
-                return refuse(request, "the Basic credentials contain a NUL character or invalid UTF-8",
-                              "authorization")
+                return refuse(
+                    request, "the Basic credentials contain a NUL character or invalid UTF-8", "authorization"
+                )
             if request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
                 broken = _not_utf8(request.body)
                 if broken is not None:
-                    return refuse(request, "the form field contains bytes that are not UTF-8 "
-                                           "(a lone surrogate or a broken sequence)", broken.replace("\x00", "\\u0000"))
+                    return refuse(
+                        request,
+                        "the form field contains bytes that are not UTF-8 (a lone surrogate or a broken sequence)",
+                        broken.replace("\x00", "\\u0000"),
+                    )
             if request.method == "POST" and request.content_type in (
-                "application/x-www-form-urlencoded", "multipart/form-data"
+                "application/x-www-form-urlencoded",
+                "multipart/form-data",
             ):
                 for key, values in request.POST.lists():
                     for text in (key, *values):
@@ -246,11 +255,17 @@ class InputSafetyMiddleware:
                         if problem:
                             return refuse(request, problem, key.replace("\x00", "\\u0000"))
         except RequestDataTooBig:
-            return refuse(request, f"the form is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes "
-                                   "(DATA_UPLOAD_MAX_MEMORY_SIZE)", "body", 413)
+            return refuse(
+                request,
+                f"the form is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)",
+                "body",
+                413,
+            )
         except TooManyFieldsSent:
-            return refuse(request, f"more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} parameters "
-                                   "(DATA_UPLOAD_MAX_NUMBER_FIELDS)")
+            return refuse(
+                request,
+                f"more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} parameters (DATA_UPLOAD_MAX_NUMBER_FIELDS)",
+            )
         except (MultiPartParserError, SuspiciousOperation) as exc:
             return refuse(request, f"the form cannot be read: {exc}", "body")
         return None
@@ -265,6 +280,7 @@ class InputSafetyMiddleware:
         else:
             limit, name = settings.DATA_UPLOAD_MAX_MEMORY_SIZE, "DATA_UPLOAD_MAX_MEMORY_SIZE"
         if length > limit:
-            return refuse(request, f"the request body is {length} bytes, more than the limit of {limit} ({name})",
-                          "body", 413)
+            return refuse(
+                request, f"the request body is {length} bytes, more than the limit of {limit} ({name})", "body", 413
+            )
         return None

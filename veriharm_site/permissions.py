@@ -1,4 +1,5 @@
 """Role checks shared by pages and API views: every check names a permission."""
+
 from __future__ import annotations
 
 from django.contrib.auth.mixins import LoginRequiredMixin, PermissionRequiredMixin

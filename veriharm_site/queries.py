@@ -5,6 +5,7 @@ exception handler (`{"errors": [{"field", "message"}]}`, 400); a page built on `
 answers it with 400 and a page naming each wrong parameter, so `?k=abc` is refused the same way
 on both, never silently ignored.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -15,6 +15,7 @@ It runs in the main process, not in a pool child, so that a sweep is never stuck
 long trial, and each sweep closes its database connection so no connection is open when the
 pool forks a new child.
 """
+
 from __future__ import annotations
 
 import logging
@@ -92,8 +93,9 @@ class RecoverySweep(bootsteps.StartStopStep):
         if interval <= 0:
             return
         self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, args=(interval,), name="veriharm-recovery-sweep",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop, args=(interval,), name="veriharm-recovery-sweep", daemon=True
+        )
         self._thread.start()
         logger.info("recovery sweep every %.0fs", interval)
 
@@ -127,9 +129,12 @@ def broker_settings_problems(settings) -> list[str]:
         if not hard or timeout <= hard:
             problems.append(
                 f"the broker's visibility_timeout ({timeout}s) must exceed CELERY_TASK_TIME_LIMIT ({hard}s), "
-                "or a running task is delivered a second time")
+                "or a running task is delivered a second time"
+            )
     lease = getattr(settings, "VERIHARM_TRIAL_LEASE_SECONDS", None)
     beat = getattr(settings, "VERIHARM_TRIAL_HEARTBEAT_SECONDS", None)
     if lease and beat and beat * 3 > lease:
-        problems.append(f"VERIHARM_TRIAL_HEARTBEAT_SECONDS ({beat}) must beat at least three times per lease ({lease}s)")
+        problems.append(
+            f"VERIHARM_TRIAL_HEARTBEAT_SECONDS ({beat}) must beat at least three times per lease ({lease}s)"
+        )
     return problems

@@ -6,6 +6,7 @@ field it names; the API's exception handler (`veriharm_site.api_errors.exception
 any of them into `{"errors": [{"field", "message"}]}` with the refusal's status code, so no API
 view maps refusals itself.
 """
+
 from __future__ import annotations
 
 from typing import Any

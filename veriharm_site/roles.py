@@ -8,6 +8,7 @@
 Every page and endpoint checks a permission, never a group name, so an admin
 can compose other roles in the Django admin without touching code.
 """
+
 from django.contrib.auth.models import Group, Permission
 
 ANNOTATOR = "annotator"

@@ -6,168 +6,280 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('candidates', '0002_search_indexes'),
+        ("candidates", "0002_search_indexes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Study',
+            name="Study",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(help_text='Annotators see this name.', max_length=200, unique=True)),
-                ('description', models.TextField(blank=True, default='', help_text='For curators only.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('status', models.CharField(choices=[('open', 'Open'), ('closed', 'Closed')], default='open', max_length=10)),
-                ('closed_at', models.DateTimeField(blank=True, null=True)),
-                ('seed', models.PositiveIntegerField()),
-                ('top_k', models.PositiveIntegerField()),
-                ('per_group', models.PositiveIntegerField()),
-                ('stratify_by', models.CharField(blank=True, choices=[('', 'No stratification'), ('perturbation', 'Perturbation type'), ('risk_category', 'Risk category'), ('target_agent', 'Target agent'), ('proposer', 'Proposer')], default='', max_length=32)),
-                ('annotators_per_item', models.PositiveSmallIntegerField(default=3)),
-                ('claim_timeout_minutes', models.PositiveIntegerField(default=30)),
-                ('ranked_at_sampling', models.PositiveIntegerField(default=0)),
-                ('strata_report', models.JSONField(blank=True, default=dict)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(help_text="Annotators see this name.", max_length=200, unique=True)),
+                ("description", models.TextField(blank=True, default="", help_text="For curators only.")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "status",
+                    models.CharField(choices=[("open", "Open"), ("closed", "Closed")], default="open", max_length=10),
+                ),
+                ("closed_at", models.DateTimeField(blank=True, null=True)),
+                ("seed", models.PositiveIntegerField()),
+                ("top_k", models.PositiveIntegerField()),
+                ("per_group", models.PositiveIntegerField()),
+                (
+                    "stratify_by",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("", "No stratification"),
+                            ("perturbation", "Perturbation type"),
+                            ("risk_category", "Risk category"),
+                            ("target_agent", "Target agent"),
+                            ("proposer", "Proposer"),
+                        ],
+                        default="",
+                        max_length=32,
+                    ),
+                ),
+                ("annotators_per_item", models.PositiveSmallIntegerField(default=3)),
+                ("claim_timeout_minutes", models.PositiveIntegerField(default=30)),
+                ("ranked_at_sampling", models.PositiveIntegerField(default=0)),
+                ("strata_report", models.JSONField(blank=True, default=dict)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'studies',
-                'ordering': ['-created_at', '-id'],
-                'permissions': [('annotate', 'Can label study items'), ('manage_studies', 'Can create, close and read the results of annotation studies'), ('export_identities', "Can export labels with the annotators' identities")],
+                "verbose_name_plural": "studies",
+                "ordering": ["-created_at", "-id"],
+                "permissions": [
+                    ("annotate", "Can label study items"),
+                    ("manage_studies", "Can create, close and read the results of annotation studies"),
+                    ("export_identities", "Can export labels with the annotators' identities"),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='StudyItem',
+            name="StudyItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('token', models.CharField(max_length=24, unique=True)),
-                ('group', models.CharField(choices=[('top', 'Top-K (predicted valid)'), ('bottom', 'Bottom-K (predicted invalid)')], max_length=10)),
-                ('stratum', models.CharField(blank=True, default='', max_length=200)),
-                ('rank_at_sampling', models.PositiveIntegerField()),
-                ('quality_at_sampling', models.FloatField()),
-                ('revision_at_sampling', models.PositiveIntegerField()),
-                ('candidate', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='study_items', to='candidates.candidate')),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='annotation.study')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveIntegerField()),
+                ("token", models.CharField(max_length=24, unique=True)),
+                (
+                    "group",
+                    models.CharField(
+                        choices=[("top", "Top-K (predicted valid)"), ("bottom", "Bottom-K (predicted invalid)")],
+                        max_length=10,
+                    ),
+                ),
+                ("stratum", models.CharField(blank=True, default="", max_length=200)),
+                ("rank_at_sampling", models.PositiveIntegerField()),
+                ("quality_at_sampling", models.FloatField()),
+                ("revision_at_sampling", models.PositiveIntegerField()),
+                (
+                    "candidate",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="study_items",
+                        to="candidates.candidate",
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="items", to="annotation.study"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['study', 'number'],
+                "ordering": ["study", "number"],
             },
         ),
         migrations.CreateModel(
-            name='Assignment',
+            name="Assignment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('claimed_at', models.DateTimeField()),
-                ('expires_at', models.DateTimeField()),
-                ('submitted_at', models.DateTimeField(blank=True, null=True)),
-                ('updated_at', models.DateTimeField(blank=True, null=True)),
-                ('c1', models.BooleanField(null=True, verbose_name='C1 benign and realistic')),
-                ('c2', models.BooleanField(null=True, verbose_name='C2 harm unintended')),
-                ('c3', models.BooleanField(null=True, verbose_name='C3 harm test correct')),
-                ('comment', models.TextField(blank=True, default='')),
-                ('seconds_spent', models.FloatField(default=0)),
-                ('revisions', models.PositiveIntegerField(default=0)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='assignments', to=settings.AUTH_USER_MODEL)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='annotation.study')),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='annotation.studyitem')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("claimed_at", models.DateTimeField()),
+                ("expires_at", models.DateTimeField()),
+                ("submitted_at", models.DateTimeField(blank=True, null=True)),
+                ("updated_at", models.DateTimeField(blank=True, null=True)),
+                ("c1", models.BooleanField(null=True, verbose_name="C1 benign and realistic")),
+                ("c2", models.BooleanField(null=True, verbose_name="C2 harm unintended")),
+                ("c3", models.BooleanField(null=True, verbose_name="C3 harm test correct")),
+                ("comment", models.TextField(blank=True, default="")),
+                ("seconds_spent", models.FloatField(default=0)),
+                ("revisions", models.PositiveIntegerField(default=0)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="assignments",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="assignments", to="annotation.study"
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="assignments",
+                        to="annotation.studyitem",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['item', 'submitted_at'],
+                "ordering": ["item", "submitted_at"],
             },
         ),
         migrations.CreateModel(
-            name='StudyMember',
+            name="StudyMember",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('pseudonym', models.CharField(max_length=20)),
-                ('added_at', models.DateTimeField(auto_now_add=True)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='annotation.study')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='study_memberships', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("pseudonym", models.CharField(max_length=20)),
+                ("added_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="memberships", to="annotation.study"
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="study_memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['study', 'pseudonym'],
+                "ordering": ["study", "pseudonym"],
             },
         ),
         migrations.AddField(
-            model_name='study',
-            name='members',
-            field=models.ManyToManyField(related_name='annotation_studies', through='annotation.StudyMember', to=settings.AUTH_USER_MODEL),
+            model_name="study",
+            name="members",
+            field=models.ManyToManyField(
+                related_name="annotation_studies", through="annotation.StudyMember", to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.AddConstraint(
-            model_name='studyitem',
-            constraint=models.UniqueConstraint(fields=('study', 'candidate'), name='item_candidate_once_per_study'),
+            model_name="studyitem",
+            constraint=models.UniqueConstraint(fields=("study", "candidate"), name="item_candidate_once_per_study"),
         ),
         migrations.AddConstraint(
-            model_name='studyitem',
-            constraint=models.UniqueConstraint(fields=('study', 'number'), name='item_number_unique'),
+            model_name="studyitem",
+            constraint=models.UniqueConstraint(fields=("study", "number"), name="item_number_unique"),
         ),
         migrations.AddConstraint(
-            model_name='studyitem',
-            constraint=models.CheckConstraint(condition=models.Q(('group__in', ['top', 'bottom'])), name='item_known_group'),
+            model_name="studyitem",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("group__in", ["top", "bottom"])), name="item_known_group"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='studyitem',
-            constraint=models.CheckConstraint(condition=models.Q(('number__gte', 1)), name='item_number_positive'),
+            model_name="studyitem",
+            constraint=models.CheckConstraint(condition=models.Q(("number__gte", 1)), name="item_number_positive"),
         ),
         migrations.AddIndex(
-            model_name='assignment',
-            index=models.Index(fields=['study', 'annotator', 'submitted_at'], name='assignment_study_annot_idx'),
+            model_name="assignment",
+            index=models.Index(fields=["study", "annotator", "submitted_at"], name="assignment_study_annot_idx"),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(fields=('item', 'annotator'), name='assignment_one_per_item_and_annotator'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(
+                fields=("item", "annotator"), name="assignment_one_per_item_and_annotator"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(condition=models.Q(('submitted_at__isnull', True)), fields=('study', 'annotator'), name='assignment_one_open_claim_per_study'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("submitted_at__isnull", True)),
+                fields=("study", "annotator"),
+                name="assignment_one_open_claim_per_study",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.CheckConstraint(condition=models.Q(('submitted_at__isnull', True), models.Q(('c1__isnull', False), ('c2__isnull', False), ('c3__isnull', False)), _connector='OR'), name='assignment_submitted_has_answers'),
+            model_name="assignment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("submitted_at__isnull", True),
+                    models.Q(("c1__isnull", False), ("c2__isnull", False), ("c3__isnull", False)),
+                    _connector="OR",
+                ),
+                name="assignment_submitted_has_answers",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.CheckConstraint(condition=models.Q(('seconds_spent__gte', 0)), name='assignment_time_not_negative'),
+            model_name="assignment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("seconds_spent__gte", 0)), name="assignment_time_not_negative"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.CheckConstraint(condition=models.Q(('expires_at__gte', models.F('claimed_at'))), name='assignment_expiry_after_claim'),
+            model_name="assignment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("expires_at__gte", models.F("claimed_at"))), name="assignment_expiry_after_claim"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='studymember',
-            constraint=models.UniqueConstraint(fields=('study', 'user'), name='member_once_per_study'),
+            model_name="studymember",
+            constraint=models.UniqueConstraint(fields=("study", "user"), name="member_once_per_study"),
         ),
         migrations.AddConstraint(
-            model_name='studymember',
-            constraint=models.UniqueConstraint(fields=('study', 'pseudonym'), name='member_pseudonym_unique'),
+            model_name="studymember",
+            constraint=models.UniqueConstraint(fields=("study", "pseudonym"), name="member_pseudonym_unique"),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('annotators_per_item__gte', 1)), name='study_annotators_positive'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("annotators_per_item__gte", 1)), name="study_annotators_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('per_group__gte', 1)), name='study_per_group_positive'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("per_group__gte", 1)), name="study_per_group_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('top_k__gte', 1)), name='study_top_k_positive'),
+            model_name="study",
+            constraint=models.CheckConstraint(condition=models.Q(("top_k__gte", 1)), name="study_top_k_positive"),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('claim_timeout_minutes__gte', 1)), name='study_timeout_positive'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("claim_timeout_minutes__gte", 1)), name="study_timeout_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('stratify_by__in', ['', 'perturbation', 'risk_category', 'target_agent', 'proposer'])), name='study_known_stratify_by'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("stratify_by__in", ["", "perturbation", "risk_category", "target_agent", "proposer"])
+                ),
+                name="study_known_stratify_by",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['open', 'closed'])), name='study_known_status'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["open", "closed"])), name="study_known_status"
+            ),
         ),
     ]

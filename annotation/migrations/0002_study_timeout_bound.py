@@ -5,15 +5,16 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0001_initial'),
+        ("annotation", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('claim_timeout_minutes__lte', 43200)), name='study_timeout_at_most_30_days'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("claim_timeout_minutes__lte", 43200)), name="study_timeout_at_most_30_days"
+            ),
         ),
     ]

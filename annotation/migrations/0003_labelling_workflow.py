@@ -6,144 +6,190 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0002_study_timeout_bound'),
-        ('candidates', '0008_import_jobs'),
+        ("annotation", "0002_study_timeout_bound"),
+        ("candidates", "0008_import_jobs"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Adjudication',
+            name="Adjudication",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('c1', models.BooleanField()),
-                ('c2', models.BooleanField()),
-                ('c3', models.BooleanField()),
-                ('reason', models.TextField()),
-                ('decided_at', models.DateTimeField()),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("c1", models.BooleanField()),
+                ("c2", models.BooleanField()),
+                ("c3", models.BooleanField()),
+                ("reason", models.TextField()),
+                ("decided_at", models.DateTimeField()),
             ],
         ),
         migrations.CreateModel(
-            name='ItemSkip',
+            name="ItemSkip",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('skipped_at', models.DateTimeField()),
-                ('returned_at', models.DateTimeField(blank=True, null=True)),
-                ('unclear', models.BooleanField(default=False)),
-                ('reason', models.TextField(blank=True, default='')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("skipped_at", models.DateTimeField()),
+                ("returned_at", models.DateTimeField(blank=True, null=True)),
+                ("unclear", models.BooleanField(default=False)),
+                ("reason", models.TextField(blank=True, default="")),
             ],
             options={
-                'ordering': ['item', 'skipped_at'],
+                "ordering": ["item", "skipped_at"],
             },
         ),
         migrations.CreateModel(
-            name='LabelChange',
+            name="LabelChange",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('c1', models.BooleanField()),
-                ('c2', models.BooleanField()),
-                ('c3', models.BooleanField()),
-                ('comment', models.TextField(blank=True, default='')),
-                ('answered_at', models.DateTimeField()),
-                ('replaced_at', models.DateTimeField()),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("c1", models.BooleanField()),
+                ("c2", models.BooleanField()),
+                ("c3", models.BooleanField()),
+                ("comment", models.TextField(blank=True, default="")),
+                ("answered_at", models.DateTimeField()),
+                ("replaced_at", models.DateTimeField()),
             ],
             options={
-                'ordering': ['assignment', 'replaced_at'],
+                "ordering": ["assignment", "replaced_at"],
             },
         ),
         migrations.AddField(
-            model_name='study',
-            name='gold_rate',
-            field=models.FloatField(default=0.0, help_text="The share of each annotator's items drawn from the gold items, while any are left."),
+            model_name="study",
+            name="gold_rate",
+            field=models.FloatField(
+                default=0.0,
+                help_text="The share of each annotator's items drawn from the gold items, while any are left.",
+            ),
         ),
         migrations.AddField(
-            model_name='study',
-            name='guidelines',
-            field=models.TextField(blank=True, default='', help_text='Shown to annotators before their first item and one key (G) away after: worked examples.'),
+            model_name="study",
+            name="guidelines",
+            field=models.TextField(
+                blank=True,
+                default="",
+                help_text="Shown to annotators before their first item and one key (G) away after: worked examples.",
+            ),
         ),
         migrations.AddField(
-            model_name='study',
-            name='routing',
-            field=models.CharField(choices=[('fixed', 'Every item gets the same number of annotators'), ('two_plus_one', '2+1: two annotators, a third only when they disagree')], default='fixed', max_length=16),
+            model_name="study",
+            name="routing",
+            field=models.CharField(
+                choices=[
+                    ("fixed", "Every item gets the same number of annotators"),
+                    ("two_plus_one", "2+1: two annotators, a third only when they disagree"),
+                ],
+                default="fixed",
+                max_length=16,
+            ),
         ),
         migrations.AddField(
-            model_name='studyitem',
-            name='gold_c1',
+            model_name="studyitem",
+            name="gold_c1",
             field=models.BooleanField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='studyitem',
-            name='gold_c2',
+            model_name="studyitem",
+            name="gold_c2",
             field=models.BooleanField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='studyitem',
-            name='gold_c3',
+            model_name="studyitem",
+            name="gold_c3",
             field=models.BooleanField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='studymember',
-            name='guidelines_read_at',
+            model_name="studymember",
+            name="guidelines_read_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('routing__in', ['fixed', 'two_plus_one'])), name='study_known_routing'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("routing__in", ["fixed", "two_plus_one"])), name="study_known_routing"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('gold_rate__gte', 0), ('gold_rate__lte', 1)), name='study_gold_rate_share'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("gold_rate__gte", 0), ("gold_rate__lte", 1)), name="study_gold_rate_share"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('routing', 'two_plus_one'), _negated=True), ('annotators_per_item', 2), _connector='OR'), name='study_two_plus_one_has_two'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("routing", "two_plus_one"), _negated=True), ("annotators_per_item", 2), _connector="OR"
+                ),
+                name="study_two_plus_one_has_two",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='studyitem',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('gold_c1__isnull', True), ('gold_c2__isnull', True), ('gold_c3__isnull', True)), models.Q(('gold_c1__isnull', False), ('gold_c2__isnull', False), ('gold_c3__isnull', False)), _connector='OR'), name='item_gold_all_or_none'),
+            model_name="studyitem",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("gold_c1__isnull", True), ("gold_c2__isnull", True), ("gold_c3__isnull", True)),
+                    models.Q(("gold_c1__isnull", False), ("gold_c2__isnull", False), ("gold_c3__isnull", False)),
+                    _connector="OR",
+                ),
+                name="item_gold_all_or_none",
+            ),
         ),
         migrations.AddField(
-            model_name='adjudication',
-            name='decided_by',
-            field=models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="adjudication",
+            name="decided_by",
+            field=models.ForeignKey(
+                null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.AddField(
-            model_name='adjudication',
-            name='item',
-            field=models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='adjudication', to='annotation.studyitem'),
+            model_name="adjudication",
+            name="item",
+            field=models.OneToOneField(
+                on_delete=django.db.models.deletion.CASCADE, related_name="adjudication", to="annotation.studyitem"
+            ),
         ),
         migrations.AddField(
-            model_name='itemskip',
-            name='annotator',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="itemskip",
+            name="annotator",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.AddField(
-            model_name='itemskip',
-            name='item',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='skips', to='annotation.studyitem'),
+            model_name="itemskip",
+            name="item",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="skips", to="annotation.studyitem"
+            ),
         ),
         migrations.AddField(
-            model_name='itemskip',
-            name='study',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='skips', to='annotation.study'),
+            model_name="itemskip",
+            name="study",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="skips", to="annotation.study"
+            ),
         ),
         migrations.AddField(
-            model_name='labelchange',
-            name='assignment',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='history', to='annotation.assignment'),
+            model_name="labelchange",
+            name="assignment",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="history", to="annotation.assignment"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='adjudication',
-            constraint=models.CheckConstraint(condition=models.Q(('reason', ''), _negated=True), name='adjudication_has_reason'),
+            model_name="adjudication",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("reason", ""), _negated=True), name="adjudication_has_reason"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='itemskip',
-            constraint=models.UniqueConstraint(fields=('item', 'annotator'), name='skip_once_per_item_and_annotator'),
+            model_name="itemskip",
+            constraint=models.UniqueConstraint(fields=("item", "annotator"), name="skip_once_per_item_and_annotator"),
         ),
         migrations.AddConstraint(
-            model_name='itemskip',
-            constraint=models.CheckConstraint(condition=models.Q(('unclear', False), models.Q(('reason', ''), _negated=True), _connector='OR'), name='skip_unclear_has_reason'),
+            model_name="itemskip",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("unclear", False), models.Q(("reason", ""), _negated=True), _connector="OR"),
+                name="skip_unclear_has_reason",
+            ),
         ),
     ]

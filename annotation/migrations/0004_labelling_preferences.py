@@ -6,21 +6,29 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0003_labelling_workflow'),
-        ('auth', '0012_alter_user_first_name_max_length'),
+        ("annotation", "0003_labelling_workflow"),
+        ("auth", "0012_alter_user_first_name_max_length"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='LabellingPreferences',
+            name="LabellingPreferences",
             fields=[
-                ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='labelling_preferences', serialize=False, to=settings.AUTH_USER_MODEL)),
-                ('single_key_shortcuts', models.BooleanField(default=True)),
+                (
+                    "user",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="labelling_preferences",
+                        serialize=False,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                ("single_key_shortcuts", models.BooleanField(default=True)),
             ],
             options={
-                'verbose_name_plural': 'labelling preferences',
+                "verbose_name_plural": "labelling preferences",
             },
         ),
     ]

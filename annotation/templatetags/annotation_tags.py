@@ -1,4 +1,5 @@
 """Small formatting filters for annotation pages."""
+
 from __future__ import annotations
 
 from typing import Any

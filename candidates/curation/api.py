@@ -3,6 +3,7 @@
 Reading needs `candidates.view_ranking`, writing `candidates.curate`. A frozen release
 answers every attempt to change it with 409 Conflict and a message, and stays unchanged.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -22,29 +23,29 @@ from veriharm_site.api_errors import API_ERRORS, refusal
 from veriharm_site.permissions import api_permission
 from veriharm_site.queries import query_of
 
-from . import review, revisions
+from ..models import Candidate, Decision, Perturbation, Release, Revision
+from ..queries import GroupSizeQuery
 from ..releases import services as releases
+from ..releases.bundle import release_bundle
+from ..releases.bundle_import import release_bundle_import
+from . import review, revisions
+from .descriptive import breakdown
+from .search_report import search_report
 from .selectors import descriptive_cells, search_funnel, search_rows
 from .serializers import (
-    DescriptiveSerializer,
-    ReviewQueueSerializer,
-    SearchReportSerializer,
     BundleImportRequestSerializer,
     DecisionRequestSerializer,
     DecisionSerializer,
+    DescriptiveSerializer,
     ReleaseCreateSerializer,
     ReleaseDetailSerializer,
     ReleaseSerializer,
     ReleaseUpdateSerializer,
+    ReviewQueueSerializer,
     RevisionRequestSerializer,
     RevisionSerializer,
+    SearchReportSerializer,
 )
-from .descriptive import breakdown
-from ..queries import GroupSizeQuery
-from ..models import Candidate, Decision, Perturbation, Release, Revision
-from ..releases.bundle import release_bundle
-from ..releases.bundle_import import release_bundle_import
-from .search_report import search_report
 
 READ = "candidates.view_ranking"
 CURATE = "candidates.curate"
@@ -321,7 +322,11 @@ class SearchReportApi(APIView):
             {
                 "budget": report.budget,
                 "blocks": [
-                    {"proposer": b.proposer or None, "rows": [_report_row(r) for r in b.rows], "overall": _report_row(b.overall)}
+                    {
+                        "proposer": b.proposer or None,
+                        "rows": [_report_row(r) for r in b.rows],
+                        "overall": _report_row(b.overall),
+                    }
                     for b in report.blocks
                 ],
                 "overall": _report_row(report.overall),
@@ -346,4 +351,10 @@ class DescriptiveApi(APIView):
                 "total": asdict(r.total),
             }
 
-        return Response({"perturbations": list(table.perturbations), "rows": [row(r) for r in table.rows], "total": row(table.totals)})
+        return Response(
+            {
+                "perturbations": list(table.perturbations),
+                "rows": [row(r) for r in table.rows],
+                "total": row(table.totals),
+            }
+        )

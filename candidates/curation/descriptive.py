@@ -1,5 +1,6 @@
 """The descriptive breakdown (the paper's Table 6 kind of view): counts of candidates, approved
 instances and harmful successes by risk category and perturbation type (pure)."""
+
 from __future__ import annotations
 
 from collections import defaultdict

@@ -1,5 +1,6 @@
 """Forms of the curation pages: they check types only; the services check the rules and their
 refusals are put back on the form field they name."""
+
 from __future__ import annotations
 
 from django import forms
@@ -23,10 +24,16 @@ class DecisionForm(forms.Form):
 class RevisionForm(forms.Form):
     base_revision = forms.IntegerField(min_value=1, max_value=2**31 - 1, widget=forms.HiddenInput)
     instruction = forms.CharField(
-        max_length=settings.VERIHARM_PIPELINE_MAX_TEXT_CHARS, strip=False, widget=forms.Textarea(attrs={"rows": 10, "class": "prose-input"}), label="Instruction (t~)"
+        max_length=settings.VERIHARM_PIPELINE_MAX_TEXT_CHARS,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 10, "class": "prose-input"}),
+        label="Instruction (t~)",
     )
     harm_test = forms.CharField(
-        max_length=settings.VERIHARM_PIPELINE_MAX_TEXT_CHARS, strip=False, widget=forms.Textarea(attrs={"rows": 16, "class": "code-input"}), label="Harm test (V_harm)"
+        max_length=settings.VERIHARM_PIPELINE_MAX_TEXT_CHARS,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 16, "class": "code-input"}),
+        label="Harm test (V_harm)",
     )
     reason = forms.CharField(
         max_length=2000, widget=forms.Textarea(attrs={"rows": 2}), label="Why (kept with the revision)"
@@ -36,14 +43,18 @@ class RevisionForm(forms.Form):
 class ReleaseForm(forms.Form):
     name = forms.CharField(max_length=100, initial="veriharm-bench")
     version = forms.CharField(max_length=50, widget=forms.TextInput(attrs={"placeholder": "1.0"}))
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
-                                  max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS)
+    description = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS
+    )
 
 
 class ReleaseDescriptionForm(forms.Form):
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
-                                  max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS)
+    description = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS
+    )
 
 
 class BundleImportForm(forms.Form):
-    bundle = forms.FileField(label="Release bundle (.tar.gz)", widget=forms.ClearableFileInput(attrs={"accept": ".gz,.tgz"}))
+    bundle = forms.FileField(
+        label="Release bundle (.tar.gz)", widget=forms.ClearableFileInput(attrs={"accept": ".gz,.tgz"})
+    )

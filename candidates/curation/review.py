@@ -5,6 +5,7 @@ current decision is simply its latest (by time, then id). Keeping the history as
 rather than a status column makes "who decided what, when, and what changed their mind"
 a plain query.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,9 +14,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F, OuterRef, QuerySet, Subquery
 
+from veriharm_site.refusals import Refused
+
 from ..flags import candidate_flags, flag_warning
 from ..models import APPROVE_REASONS, REJECT_REASONS, Candidate, Decision, DecisionReason, Verdict
-from veriharm_site.refusals import Refused
 from ..selectors import ranking_bounds
 
 
@@ -88,8 +90,9 @@ def decision_record(
         candidate = Candidate.objects.select_for_update().only("pk", "external_id", "revision").get(pk=candidate_id)
         if seen_revision is not None and seen_revision != candidate.revision:
             raise DecisionRefused(
-                "candidate", status_code=409, message=
-                f"the candidate was edited since you opened it (now revision {candidate.revision}); "
+                "candidate",
+                status_code=409,
+                message=f"the candidate was edited since you opened it (now revision {candidate.revision}); "
                 "read the new text and decide again",
             )
         warning = ""
@@ -229,8 +232,9 @@ def review_queue(k: int | None = None) -> ReviewQueue:
 
 def approvals_with_warning(candidate_ids: list[int]) -> dict[int, Decision]:
     """The current decision of each of these candidates that was approved despite a warning."""
-    return {pk: d for pk, d in current_decisions(candidate_ids).items()
-            if d.verdict == Verdict.APPROVE and d.flag_warning}
+    return {
+        pk: d for pk, d in current_decisions(candidate_ids).items() if d.verdict == Verdict.APPROVE and d.flag_warning
+    }
 
 
 def candidate_at_rank(rank: int) -> Candidate:

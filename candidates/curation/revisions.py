@@ -9,6 +9,7 @@ line, so importing that same line again is "unchanged" and leaves the edit in pl
 with other content is a conflict, as for any stored candidate; only the explicit replace
 mode overwrites, and then the pipeline's text wins over the edit.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,10 +18,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils.safestring import SafeString, mark_safe
 
+from veriharm_site.refusals import Refused
+
 from .. import diffing
 from ..diffing import AddedWords, search_text
 from ..models import Candidate, Revision
-from veriharm_site.refusals import Refused
 
 
 class RevisionRefused(Refused):
@@ -65,8 +67,9 @@ def candidate_revise(
         candidate = Candidate.objects.select_for_update().get(pk=candidate_id)
         if base_revision != candidate.revision:
             raise RevisionRefused(
-                "candidate", status_code=409, message=
-                f"revision {candidate.revision} was saved while you edited revision {base_revision}; "
+                "candidate",
+                status_code=409,
+                message=f"revision {candidate.revision} was saved while you edited revision {base_revision}; "
                 "start from the current text",
             )
         if instruction == candidate.instruction and harm_test == candidate.harm_test:

@@ -13,6 +13,7 @@ and does not depend on the database. The definitions follow section 4.1:
 * revised = successes that needed at least one revision (first success after iteration 1),
   over the successes.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict

@@ -1,5 +1,6 @@
 """Reads of curation: plain rows out of the database for the pure report modules, and a
 candidate's decisions and revisions as one read model."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -8,18 +9,20 @@ from typing import Any
 
 from django.db.models import Count
 
-from .descriptive import CountRow, Counts
 from ..models import Candidate, Decision, DecisionReason, Search, SearchAttempt
+from ..selectors import ranking_bounds
+from .descriptive import CountRow, Counts
 from .review import approved_candidates, decision_history
 from .revisions import revision_history
 from .search_report import FunnelStage, SearchRow, funnel
-from ..selectors import ranking_bounds
 
 
 def search_rows() -> list[SearchRow]:
     """Every imported search with its attempts in order: the input of Table 1."""
     attempts: dict[int, list[tuple[bool, bool]]] = defaultdict(list)
-    rows = SearchAttempt.objects.order_by("search_id", "iteration").values_list("search_id", "task_passed", "harm_detected")
+    rows = SearchAttempt.objects.order_by("search_id", "iteration").values_list(
+        "search_id", "task_passed", "harm_detected"
+    )
     for search_id, task_passed, harm_detected in rows.iterator(chunk_size=5000):
         attempts[search_id].append((task_passed, harm_detected))
     searches = Search.objects.values_list("pk", "proposer", "target_agent", "budget")
@@ -80,5 +83,9 @@ class CurationHistory:
 
 def curation_history(candidate_id: int) -> CurationHistory:
     decisions = decision_history(candidate_id)
-    return CurationHistory(current=decisions[0] if decisions else None, decisions=decisions,
-                           revisions=revision_history(candidate_id), reason_labels=dict(DecisionReason.choices))
+    return CurationHistory(
+        current=decisions[0] if decisions else None,
+        decisions=decisions,
+        revisions=revision_history(candidate_id),
+        reason_labels=dict(DecisionReason.choices),
+    )

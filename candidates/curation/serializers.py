@@ -11,22 +11,37 @@ class DecisionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Decision
-        fields = ["id", "candidate", "verdict", "reason", "note", "candidate_revision", "decided_by", "decided_at",
-                  "flag_warning"]
+        fields = [
+            "id",
+            "candidate",
+            "verdict",
+            "reason",
+            "note",
+            "candidate_revision",
+            "decided_by",
+            "decided_at",
+            "flag_warning",
+        ]
 
 
 class DecisionRequestSerializer(serializers.Serializer):
     candidate = serializers.CharField(help_text="The candidate's id", max_length=200)
     verdict = serializers.ChoiceField(choices=Verdict.choices)
     reason = serializers.ChoiceField(choices=DecisionReason.choices)
-    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=settings.VERIHARM_MAX_COMMENT_CHARS)
+    note = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=settings.VERIHARM_MAX_COMMENT_CHARS
+    )
     revision = serializers.IntegerField(
-        required=False, min_value=1, max_value=2**31 - 1, help_text="The revision decided on; refused if the candidate has moved on"
+        required=False,
+        min_value=1,
+        max_value=2**31 - 1,
+        help_text="The revision decided on; refused if the candidate has moved on",
     )
     acknowledge_flags = serializers.BooleanField(
-        required=False, default=False,
+        required=False,
+        default=False,
         help_text="Approve a flagged candidate anyway (its tests failed their reference check); without it such "
-                  "an approval is refused with the flags named. The decision keeps the warning.",
+        "an approval is refused with the flags named. The decision keeps the warning.",
     )
 
 
@@ -48,7 +63,9 @@ class RevisionRequestSerializer(serializers.Serializer):
     instruction = serializers.CharField(trim_whitespace=False, max_length=settings.VERIHARM_PIPELINE_MAX_TEXT_CHARS)
     harm_test = serializers.CharField(trim_whitespace=False, max_length=settings.VERIHARM_PIPELINE_MAX_TEXT_CHARS)
     reason = serializers.CharField(max_length=2000)
-    base_revision = serializers.IntegerField(min_value=1, max_value=2**31 - 1, help_text="The revision the edit starts from")
+    base_revision = serializers.IntegerField(
+        min_value=1, max_value=2**31 - 1, help_text="The revision the edit starts from"
+    )
 
 
 class ReleaseItemSerializer(serializers.ModelSerializer):
@@ -70,8 +87,19 @@ class ReleaseSerializer(serializers.ModelSerializer):
     class Meta:
         model = Release
         fields = [
-            "id", "name", "version", "description", "frozen", "created_by", "created_at", "frozen_by", "frozen_at",
-            "checksum", "previous", "instances", "changelog",
+            "id",
+            "name",
+            "version",
+            "description",
+            "frozen",
+            "created_by",
+            "created_at",
+            "frozen_by",
+            "frozen_at",
+            "checksum",
+            "previous",
+            "instances",
+            "changelog",
         ]
 
     def get_frozen_by(self, obj: Release) -> str | None:
@@ -100,8 +128,9 @@ class ReleaseDetailSerializer(ReleaseSerializer):
 class ReleaseCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     version = serializers.CharField(max_length=50)
-    description = serializers.CharField(required=False, allow_blank=True, default="",
-                                        max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS)
+    description = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS
+    )
 
 
 class ReleaseUpdateSerializer(serializers.Serializer):

@@ -3,10 +3,10 @@
 None of them starts with a candidate id: ids may contain slashes, and a path after an id
 would be ambiguous with the candidate routes.
 """
+
 from django.urls import path
 
-from . import api
-from . import views
+from . import api, views
 
 urlpatterns = [
     path("review/", views.ReviewQueueView.as_view(), name="review-queue"),

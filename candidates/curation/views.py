@@ -1,5 +1,6 @@
 """Pages of curation: the review queue, edits, releases and the reports. Thin: they call the
 services and selectors and show refusals on the form field they name."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,24 +13,22 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
+from veriharm_site.charts import BarSpec, Chart, count_label, nice_ceiling, stacked_bars
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin
 from veriharm_site.queries import QueryPageMixin
 
-from . import review, revisions
-from ..releases import services as releases
-from veriharm_site.charts import BarSpec, Chart, count_label, nice_ceiling, stacked_bars
-from .forms import BundleImportForm, DecisionForm, ReleaseDescriptionForm, ReleaseForm, RevisionForm
-from .selectors import descriptive_cells, search_funnel, search_rows
-from .descriptive import breakdown
-from ..queries import GroupSizeQuery
 from ..models import Candidate, Perturbation, Release, ReleaseFrozen, Verdict
+from ..queries import GroupSizeQuery
+from ..releases import services as releases
 from ..releases.bundle import BundleRefused, release_bundle
 from ..releases.bundle_import import release_bundle_import
-from .search_report import ALL, FunnelStage, SearchReport, search_report
 from ..views import CandidateDetailView
-
-
+from . import review, revisions
+from .descriptive import breakdown
+from .forms import BundleImportForm, DecisionForm, ReleaseDescriptionForm, ReleaseForm, RevisionForm
+from .search_report import ALL, FunnelStage, SearchReport, search_report
+from .selectors import descriptive_cells, search_funnel, search_rows
 
 
 def _review_url(rank: int, k: int | None) -> str:
@@ -139,7 +138,9 @@ class ReviseView(RoleRequiredMixin, View):
         except Candidate.DoesNotExist:
             raise Http404("No candidate with this id.") from None
 
-    def _render(self, request: HttpRequest, candidate: Candidate, form: RevisionForm, status: int = 200) -> HttpResponse:
+    def _render(
+        self, request: HttpRequest, candidate: Candidate, form: RevisionForm, status: int = 200
+    ) -> HttpResponse:
         context = {"candidate": candidate, "form": form, "history": revisions.revision_history(candidate.pk)}
         return render(request, self.template_name, context, status=status)
 
@@ -181,7 +182,9 @@ class ReviseView(RoleRequiredMixin, View):
 def _release_list(request: HttpRequest, status: int = 200, **context: Any) -> HttpResponse:
     context.setdefault("form", ReleaseForm())
     context.setdefault("import_form", BundleImportForm())
-    return render(request, "candidates/release_list.html", {"releases": releases.release_list(), **context}, status=status)
+    return render(
+        request, "candidates/release_list.html", {"releases": releases.release_list(), **context}, status=status
+    )
 
 
 class ReleaseListView(RoleRequiredMixin, View):
@@ -263,8 +266,9 @@ class ReleaseFreezeView(ConfirmStepMixin, _ReleaseAction):
         return Confirmation(
             title=f"Freeze {release.label}?",
             message="Freezing takes every approved candidate at its current revision. A frozen release can never "
-                    "change or be deleted; a later edit of a candidate makes a new revision the release does not see.",
-            action=f"Freeze {release.label}", back_url=reverse("candidates:release", args=[release.pk]),
+            "change or be deleted; a later edit of a candidate makes a new revision the release does not see.",
+            action=f"Freeze {release.label}",
+            back_url=reverse("candidates:release", args=[release.pk]),
         )
 
     def act(self, request: HttpRequest, release: Release) -> HttpResponse:
@@ -290,8 +294,9 @@ class ReleaseDeleteView(ConfirmStepMixin, _ReleaseAction):
         return Confirmation(
             title=f"Delete the draft {release.label}?",
             message="The draft, its description and its list of candidates are removed. The candidates themselves and "
-                    "their decisions stay.",
-            action="Delete the draft", back_url=reverse("candidates:release", args=[release.pk]),
+            "their decisions stay.",
+            action="Delete the draft",
+            back_url=reverse("candidates:release", args=[release.pk]),
         )
 
     def act(self, request: HttpRequest, release: Release) -> HttpResponse:

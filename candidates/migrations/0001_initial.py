@@ -5,161 +5,234 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Candidate',
+            name="Candidate",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=200, unique=True)),
-                ('instruction', models.TextField()),
-                ('harm_test', models.TextField()),
-                ('perturbation', models.CharField(choices=[('underspecification', 'Underspecification'), ('delegation_of_control', 'Delegation of control')], max_length=32)),
-                ('target_agent', models.CharField(max_length=200)),
-                ('proposer', models.CharField(max_length=200)),
-                ('iteration', models.PositiveSmallIntegerField()),
-                ('harm_summary', models.TextField(blank=True, default='')),
-                ('risk_category', models.CharField(blank=True, default='', max_length=100)),
-                ('references', models.JSONField(blank=True, default=dict)),
-                ('twin', models.JSONField(blank=True, null=True)),
-                ('extra', models.JSONField(blank=True, default=dict)),
-                ('content_hash', models.CharField(max_length=64)),
-                ('revision', models.PositiveIntegerField(default=1)),
-                ('quality', models.FloatField(blank=True, null=True)),
-                ('rank', models.PositiveIntegerField(blank=True, null=True)),
-                ('imported_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("external_id", models.CharField(max_length=200, unique=True)),
+                ("instruction", models.TextField()),
+                ("harm_test", models.TextField()),
+                (
+                    "perturbation",
+                    models.CharField(
+                        choices=[
+                            ("underspecification", "Underspecification"),
+                            ("delegation_of_control", "Delegation of control"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("target_agent", models.CharField(max_length=200)),
+                ("proposer", models.CharField(max_length=200)),
+                ("iteration", models.PositiveSmallIntegerField()),
+                ("harm_summary", models.TextField(blank=True, default="")),
+                ("risk_category", models.CharField(blank=True, default="", max_length=100)),
+                ("references", models.JSONField(blank=True, default=dict)),
+                ("twin", models.JSONField(blank=True, null=True)),
+                ("extra", models.JSONField(blank=True, default=dict)),
+                ("content_hash", models.CharField(max_length=64)),
+                ("revision", models.PositiveIntegerField(default=1)),
+                ("quality", models.FloatField(blank=True, null=True)),
+                ("rank", models.PositiveIntegerField(blank=True, null=True)),
+                ("imported_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['rank', 'external_id'],
-                'permissions': [('view_ranking', 'Can see the ranking, judge scores and search provenance'), ('import_pipeline', 'Can import and export pipeline output'), ('curate', 'Can approve candidates and freeze releases')],
+                "ordering": ["rank", "external_id"],
+                "permissions": [
+                    ("view_ranking", "Can see the ranking, judge scores and search provenance"),
+                    ("import_pipeline", "Can import and export pipeline output"),
+                    ("curate", "Can approve candidates and freeze releases"),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='SourceTask',
+            name="SourceTask",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=200, unique=True)),
-                ('instruction', models.TextField()),
-                ('task_test', models.TextField()),
-                ('environment', models.JSONField(blank=True, default=dict)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("external_id", models.CharField(max_length=200, unique=True)),
+                ("instruction", models.TextField()),
+                ("task_test", models.TextField()),
+                ("environment", models.JSONField(blank=True, default=dict)),
             ],
             options={
-                'ordering': ['external_id'],
+                "ordering": ["external_id"],
             },
         ),
         migrations.CreateModel(
-            name='Search',
+            name="Search",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source_task_external_id', models.CharField(max_length=200)),
-                ('target_agent', models.CharField(max_length=200)),
-                ('proposer', models.CharField(max_length=200)),
-                ('budget', models.PositiveSmallIntegerField()),
-                ('succeeded', models.BooleanField()),
-                ('content_hash', models.CharField(max_length=64)),
-                ('candidate', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='searches', to='candidates.candidate')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("source_task_external_id", models.CharField(max_length=200)),
+                ("target_agent", models.CharField(max_length=200)),
+                ("proposer", models.CharField(max_length=200)),
+                ("budget", models.PositiveSmallIntegerField()),
+                ("succeeded", models.BooleanField()),
+                ("content_hash", models.CharField(max_length=64)),
+                (
+                    "candidate",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="searches",
+                        to="candidates.candidate",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['source_task_external_id', 'target_agent', 'proposer'],
+                "ordering": ["source_task_external_id", "target_agent", "proposer"],
             },
         ),
         migrations.CreateModel(
-            name='SearchAttempt',
+            name="SearchAttempt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('iteration', models.PositiveSmallIntegerField()),
-                ('task_passed', models.BooleanField()),
-                ('harm_detected', models.BooleanField()),
-                ('search', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='attempts', to='candidates.search')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("iteration", models.PositiveSmallIntegerField()),
+                ("task_passed", models.BooleanField()),
+                ("harm_detected", models.BooleanField()),
+                (
+                    "search",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="attempts", to="candidates.search"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['search', 'iteration'],
+                "ordering": ["search", "iteration"],
             },
         ),
         migrations.AddField(
-            model_name='candidate',
-            name='source_task',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='candidates', to='candidates.sourcetask'),
+            model_name="candidate",
+            name="source_task",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="candidates", to="candidates.sourcetask"
+            ),
         ),
         migrations.CreateModel(
-            name='Judgement',
+            name="Judgement",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('judge', models.CharField(max_length=200)),
-                ('position', models.PositiveSmallIntegerField(default=0, help_text='Order in the imported line')),
-                ('harm_test_correctness', models.PositiveSmallIntegerField()),
-                ('harm_unintendedness', models.PositiveSmallIntegerField()),
-                ('harm_test_correspondence', models.PositiveSmallIntegerField()),
-                ('harm_feasibility', models.PositiveSmallIntegerField()),
-                ('perturbation_stealth', models.PositiveSmallIntegerField()),
-                ('rationale', models.TextField(blank=True, default='')),
-                ('candidate', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='judgements', to='candidates.candidate')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("judge", models.CharField(max_length=200)),
+                ("position", models.PositiveSmallIntegerField(default=0, help_text="Order in the imported line")),
+                ("harm_test_correctness", models.PositiveSmallIntegerField()),
+                ("harm_unintendedness", models.PositiveSmallIntegerField()),
+                ("harm_test_correspondence", models.PositiveSmallIntegerField()),
+                ("harm_feasibility", models.PositiveSmallIntegerField()),
+                ("perturbation_stealth", models.PositiveSmallIntegerField()),
+                ("rationale", models.TextField(blank=True, default="")),
+                (
+                    "candidate",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="judgements",
+                        to="candidates.candidate",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['candidate', 'position'],
-                'constraints': [models.UniqueConstraint(fields=('candidate', 'judge'), name='judgement_one_per_judge'), models.CheckConstraint(condition=models.Q(('harm_test_correctness__gte', 1), ('harm_test_correctness__lte', 5)), name='judgement_harm_test_correctness_1_5'), models.CheckConstraint(condition=models.Q(('harm_unintendedness__gte', 1), ('harm_unintendedness__lte', 5)), name='judgement_harm_unintendedness_1_5'), models.CheckConstraint(condition=models.Q(('harm_test_correspondence__gte', 1), ('harm_test_correspondence__lte', 5)), name='judgement_harm_test_correspondence_1_5'), models.CheckConstraint(condition=models.Q(('harm_feasibility__gte', 1), ('harm_feasibility__lte', 5)), name='judgement_harm_feasibility_1_5'), models.CheckConstraint(condition=models.Q(('perturbation_stealth__gte', 1), ('perturbation_stealth__lte', 5)), name='judgement_perturbation_stealth_1_5')],
+                "ordering": ["candidate", "position"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("candidate", "judge"), name="judgement_one_per_judge"),
+                    models.CheckConstraint(
+                        condition=models.Q(("harm_test_correctness__gte", 1), ("harm_test_correctness__lte", 5)),
+                        name="judgement_harm_test_correctness_1_5",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("harm_unintendedness__gte", 1), ("harm_unintendedness__lte", 5)),
+                        name="judgement_harm_unintendedness_1_5",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("harm_test_correspondence__gte", 1), ("harm_test_correspondence__lte", 5)),
+                        name="judgement_harm_test_correspondence_1_5",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("harm_feasibility__gte", 1), ("harm_feasibility__lte", 5)),
+                        name="judgement_harm_feasibility_1_5",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("perturbation_stealth__gte", 1), ("perturbation_stealth__lte", 5)),
+                        name="judgement_perturbation_stealth_1_5",
+                    ),
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='search',
-            constraint=models.UniqueConstraint(fields=('source_task_external_id', 'target_agent', 'proposer'), name='search_one_per_triple'),
+            model_name="search",
+            constraint=models.UniqueConstraint(
+                fields=("source_task_external_id", "target_agent", "proposer"), name="search_one_per_triple"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='search',
-            constraint=models.CheckConstraint(condition=models.Q(('budget__gte', 1)), name='search_budget_positive'),
+            model_name="search",
+            constraint=models.CheckConstraint(condition=models.Q(("budget__gte", 1)), name="search_budget_positive"),
         ),
         migrations.AddConstraint(
-            model_name='search',
-            constraint=models.CheckConstraint(condition=models.Q(('succeeded', False), ('candidate__isnull', False), _connector='OR'), name='search_success_has_candidate'),
+            model_name="search",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("succeeded", False), ("candidate__isnull", False), _connector="OR"),
+                name="search_success_has_candidate",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='searchattempt',
-            constraint=models.UniqueConstraint(fields=('search', 'iteration'), name='attempt_one_per_iteration'),
+            model_name="searchattempt",
+            constraint=models.UniqueConstraint(fields=("search", "iteration"), name="attempt_one_per_iteration"),
         ),
         migrations.AddConstraint(
-            model_name='searchattempt',
-            constraint=models.CheckConstraint(condition=models.Q(('iteration__gte', 1)), name='attempt_iteration_positive'),
+            model_name="searchattempt",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("iteration__gte", 1)), name="attempt_iteration_positive"
+            ),
         ),
         migrations.AddIndex(
-            model_name='candidate',
-            index=models.Index(fields=['rank'], name='candidate_rank_idx'),
+            model_name="candidate",
+            index=models.Index(fields=["rank"], name="candidate_rank_idx"),
         ),
         migrations.AddIndex(
-            model_name='candidate',
-            index=models.Index(fields=['-quality', 'external_id'], name='candidate_quality_idx'),
+            model_name="candidate",
+            index=models.Index(fields=["-quality", "external_id"], name="candidate_quality_idx"),
         ),
         migrations.AddIndex(
-            model_name='candidate',
-            index=models.Index(fields=['perturbation', 'rank'], name='candidate_pert_rank_idx'),
+            model_name="candidate",
+            index=models.Index(fields=["perturbation", "rank"], name="candidate_pert_rank_idx"),
         ),
         migrations.AddIndex(
-            model_name='candidate',
-            index=models.Index(fields=['risk_category', 'rank'], name='candidate_risk_rank_idx'),
+            model_name="candidate",
+            index=models.Index(fields=["risk_category", "rank"], name="candidate_risk_rank_idx"),
         ),
         migrations.AddIndex(
-            model_name='candidate',
-            index=models.Index(fields=['target_agent', 'rank'], name='candidate_agent_rank_idx'),
+            model_name="candidate",
+            index=models.Index(fields=["target_agent", "rank"], name="candidate_agent_rank_idx"),
         ),
         migrations.AddIndex(
-            model_name='candidate',
-            index=models.Index(fields=['proposer', 'rank'], name='candidate_proposer_rank_idx'),
+            model_name="candidate",
+            index=models.Index(fields=["proposer", "rank"], name="candidate_proposer_rank_idx"),
         ),
         migrations.AddConstraint(
-            model_name='candidate',
-            constraint=models.CheckConstraint(condition=models.Q(('perturbation__in', ['underspecification', 'delegation_of_control'])), name='candidate_known_perturbation'),
+            model_name="candidate",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("perturbation__in", ["underspecification", "delegation_of_control"])),
+                name="candidate_known_perturbation",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='candidate',
-            constraint=models.CheckConstraint(condition=models.Q(('iteration__gte', 1), ('iteration__lte', 20)), name='candidate_iteration_range'),
+            model_name="candidate",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("iteration__gte", 1), ("iteration__lte", 20)), name="candidate_iteration_range"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='candidate',
-            constraint=models.CheckConstraint(condition=models.Q(('quality__isnull', True), models.Q(('quality__gte', 5), ('quality__lte', 25)), _connector='OR'), name='candidate_quality_range'),
+            model_name="candidate",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("quality__isnull", True), models.Q(("quality__gte", 5), ("quality__lte", 25)), _connector="OR"
+                ),
+                name="candidate_quality_range",
+            ),
         ),
     ]

@@ -1,6 +1,7 @@
 """Searching the ranking: the words each perturbation added, and trigram indexes on PostgreSQL
 for substring search over ids and those words. SQLite (the embedded default) scans instead.
 """
+
 from django.db import migrations, models
 
 CREATE = [
@@ -28,8 +29,6 @@ def _run(statements):
 class Migration(migrations.Migration):
     dependencies = [("candidates", "0001_initial")]
     operations = [
-        migrations.AddField(
-            model_name="candidate", name="added_text", field=models.TextField(blank=True, default="")
-        ),
+        migrations.AddField(model_name="candidate", name="added_text", field=models.TextField(blank=True, default="")),
         migrations.RunPython(_run(CREATE), _run(DROP)),
     ]

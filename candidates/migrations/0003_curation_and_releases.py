@@ -8,128 +8,267 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('candidates', '0002_search_indexes'),
+        ("candidates", "0002_search_indexes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Release',
+            name="Release",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, validators=[django.core.validators.RegexValidator('^[a-z0-9][a-z0-9._-]{0,99}$')])),
-                ('version', models.CharField(max_length=50, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9][A-Za-z0-9.+_-]{0,49}$')])),
-                ('description', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('frozen_at', models.DateTimeField(blank=True, null=True)),
-                ('checksum', models.CharField(blank=True, default='', max_length=64)),
-                ('changelog', models.JSONField(blank=True, default=dict)),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('frozen_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('previous', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='candidates.release')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "name",
+                    models.CharField(
+                        max_length=100,
+                        validators=[django.core.validators.RegexValidator("^[a-z0-9][a-z0-9._-]{0,99}$")],
+                    ),
+                ),
+                (
+                    "version",
+                    models.CharField(
+                        max_length=50,
+                        validators=[django.core.validators.RegexValidator("^[A-Za-z0-9][A-Za-z0-9.+_-]{0,49}$")],
+                    ),
+                ),
+                ("description", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("frozen_at", models.DateTimeField(blank=True, null=True)),
+                ("checksum", models.CharField(blank=True, default="", max_length=64)),
+                ("changelog", models.JSONField(blank=True, default=dict)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "frozen_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "previous",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="candidates.release",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name', '-created_at', '-id'],
+                "ordering": ["name", "-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='ReleaseItem',
+            name="ReleaseItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=200)),
-                ('revision', models.PositiveIntegerField()),
-                ('position', models.PositiveIntegerField(help_text='Order in the release: rank order when frozen')),
-                ('line', models.TextField()),
-                ('content_hash', models.CharField(max_length=64)),
-                ('candidate', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='release_items', to='candidates.candidate')),
-                ('release', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='items', to='candidates.release')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("external_id", models.CharField(max_length=200)),
+                ("revision", models.PositiveIntegerField()),
+                ("position", models.PositiveIntegerField(help_text="Order in the release: rank order when frozen")),
+                ("line", models.TextField()),
+                ("content_hash", models.CharField(max_length=64)),
+                (
+                    "candidate",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="release_items",
+                        to="candidates.candidate",
+                    ),
+                ),
+                (
+                    "release",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="items", to="candidates.release"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['release', 'position'],
+                "ordering": ["release", "position"],
             },
         ),
         migrations.CreateModel(
-            name='Revision',
+            name="Revision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('instruction', models.TextField()),
-                ('harm_test', models.TextField()),
-                ('reason', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('author', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='revisions', to=settings.AUTH_USER_MODEL)),
-                ('candidate', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='revisions', to='candidates.candidate')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveIntegerField()),
+                ("instruction", models.TextField()),
+                ("harm_test", models.TextField()),
+                ("reason", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="revisions",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "candidate",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="revisions", to="candidates.candidate"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['candidate', 'number'],
+                "ordering": ["candidate", "number"],
             },
         ),
         migrations.CreateModel(
-            name='Decision',
+            name="Decision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('verdict', models.CharField(choices=[('approve', 'Approve'), ('reject', 'Reject')], max_length=16)),
-                ('reason', models.CharField(choices=[('valid', 'Valid: a benign request, an unintended harm, a correct harm test'), ('harm_requested', 'The instruction asks for the harm or gives it away'), ('harm_test_wrong', 'The harm test is wrong or checks an unrelated change'), ('unrealistic', "Not a realistic benign request, or the source task's goal is lost"), ('other', 'Other (say why in the note)')], max_length=32)),
-                ('note', models.TextField(blank=True, default='')),
-                ('candidate_revision', models.PositiveIntegerField()),
-                ('decided_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('candidate', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='decisions', to='candidates.candidate')),
-                ('decided_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='decisions', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("verdict", models.CharField(choices=[("approve", "Approve"), ("reject", "Reject")], max_length=16)),
+                (
+                    "reason",
+                    models.CharField(
+                        choices=[
+                            ("valid", "Valid: a benign request, an unintended harm, a correct harm test"),
+                            ("harm_requested", "The instruction asks for the harm or gives it away"),
+                            ("harm_test_wrong", "The harm test is wrong or checks an unrelated change"),
+                            ("unrealistic", "Not a realistic benign request, or the source task's goal is lost"),
+                            ("other", "Other (say why in the note)"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("note", models.TextField(blank=True, default="")),
+                ("candidate_revision", models.PositiveIntegerField()),
+                ("decided_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "candidate",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="decisions", to="candidates.candidate"
+                    ),
+                ),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="decisions",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['candidate', '-decided_at', '-id'],
-                'indexes': [models.Index(fields=['candidate', '-decided_at', '-id'], name='decision_latest_idx')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('verdict__in', ['approve', 'reject'])), name='decision_known_verdict'), models.CheckConstraint(condition=models.Q(models.Q(('reason__in', ['valid', 'other']), ('verdict', 'approve')), models.Q(('reason__in', ['harm_requested', 'harm_test_wrong', 'unrealistic', 'other']), ('verdict', 'reject')), _connector='OR'), name='decision_reason_fits_verdict'), models.CheckConstraint(condition=models.Q(models.Q(('reason', 'other'), _negated=True), models.Q(('note', ''), _negated=True), _connector='OR'), name='decision_other_needs_note'), models.CheckConstraint(condition=models.Q(('candidate_revision__gte', 1)), name='decision_revision_positive')],
+                "ordering": ["candidate", "-decided_at", "-id"],
+                "indexes": [models.Index(fields=["candidate", "-decided_at", "-id"], name="decision_latest_idx")],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("verdict__in", ["approve", "reject"])), name="decision_known_verdict"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(("reason__in", ["valid", "other"]), ("verdict", "approve")),
+                            models.Q(
+                                ("reason__in", ["harm_requested", "harm_test_wrong", "unrealistic", "other"]),
+                                ("verdict", "reject"),
+                            ),
+                            _connector="OR",
+                        ),
+                        name="decision_reason_fits_verdict",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(("reason", "other"), _negated=True),
+                            models.Q(("note", ""), _negated=True),
+                            _connector="OR",
+                        ),
+                        name="decision_other_needs_note",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("candidate_revision__gte", 1)), name="decision_revision_positive"
+                    ),
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.UniqueConstraint(fields=('name', 'version'), name='release_unique_name_version'),
+            model_name="release",
+            constraint=models.UniqueConstraint(fields=("name", "version"), name="release_unique_name_version"),
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.CheckConstraint(condition=models.Q(('name__regex', '^[a-z0-9][a-z0-9._-]{0,99}$')), name='release_name_format'),
+            model_name="release",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("name__regex", "^[a-z0-9][a-z0-9._-]{0,99}$")), name="release_name_format"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.CheckConstraint(condition=models.Q(('version__regex', '^[A-Za-z0-9][A-Za-z0-9.+_-]{0,49}$')), name='release_version_format'),
+            model_name="release",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("version__regex", "^[A-Za-z0-9][A-Za-z0-9.+_-]{0,49}$")),
+                name="release_version_format",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('checksum', ''), ('frozen_at__isnull', True), ('frozen_by__isnull', True)), models.Q(('checksum__regex', '^[0-9a-f]{64}$'), ('frozen_at__isnull', False), ('frozen_by__isnull', False)), _connector='OR'), name='release_frozen_is_complete'),
+            model_name="release",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("checksum", ""), ("frozen_at__isnull", True), ("frozen_by__isnull", True)),
+                    models.Q(
+                        ("checksum__regex", "^[0-9a-f]{64}$"),
+                        ("frozen_at__isnull", False),
+                        ("frozen_by__isnull", False),
+                    ),
+                    _connector="OR",
+                ),
+                name="release_frozen_is_complete",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.CheckConstraint(condition=models.Q(('previous', models.F('id')), _negated=True), name='release_previous_not_self'),
+            model_name="release",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("previous", models.F("id")), _negated=True), name="release_previous_not_self"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='releaseitem',
-            constraint=models.UniqueConstraint(fields=('release', 'candidate'), name='release_item_one_per_candidate'),
+            model_name="releaseitem",
+            constraint=models.UniqueConstraint(fields=("release", "candidate"), name="release_item_one_per_candidate"),
         ),
         migrations.AddConstraint(
-            model_name='releaseitem',
-            constraint=models.UniqueConstraint(fields=('release', 'position'), name='release_item_one_per_position'),
+            model_name="releaseitem",
+            constraint=models.UniqueConstraint(fields=("release", "position"), name="release_item_one_per_position"),
         ),
         migrations.AddConstraint(
-            model_name='releaseitem',
-            constraint=models.CheckConstraint(condition=models.Q(('revision__gte', 1)), name='release_item_revision_positive'),
+            model_name="releaseitem",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("revision__gte", 1)), name="release_item_revision_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='releaseitem',
-            constraint=models.CheckConstraint(condition=models.Q(('position__gte', 1)), name='release_item_position_positive'),
+            model_name="releaseitem",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("position__gte", 1)), name="release_item_position_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='revision',
-            constraint=models.UniqueConstraint(fields=('candidate', 'number'), name='revision_one_per_number'),
+            model_name="revision",
+            constraint=models.UniqueConstraint(fields=("candidate", "number"), name="revision_one_per_number"),
         ),
         migrations.AddConstraint(
-            model_name='revision',
-            constraint=models.CheckConstraint(condition=models.Q(('number__gte', 1)), name='revision_number_positive'),
+            model_name="revision",
+            constraint=models.CheckConstraint(condition=models.Q(("number__gte", 1)), name="revision_number_positive"),
         ),
         migrations.AddConstraint(
-            model_name='revision',
-            constraint=models.CheckConstraint(condition=models.Q(('number', 1), models.Q(('author__isnull', False), models.Q(('reason', ''), _negated=True)), _connector='OR'), name='revision_edit_has_author'),
+            model_name="revision",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("number", 1),
+                    models.Q(("author__isnull", False), models.Q(("reason", ""), _negated=True)),
+                    _connector="OR",
+                ),
+                name="revision_edit_has_author",
+            ),
         ),
     ]

@@ -5,19 +5,21 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('candidates', '0003_curation_and_releases'),
+        ("candidates", "0003_curation_and_releases"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='revision',
-            name='revision_edit_has_author',
+            model_name="revision",
+            name="revision_edit_has_author",
         ),
         migrations.AddConstraint(
-            model_name='revision',
-            constraint=models.CheckConstraint(condition=models.Q(('number', 1), models.Q(('reason', ''), _negated=True), _connector='OR'), name='revision_change_has_reason'),
+            model_name="revision",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("number", 1), models.Q(("reason", ""), _negated=True), _connector="OR"),
+                name="revision_change_has_reason",
+            ),
         ),
     ]

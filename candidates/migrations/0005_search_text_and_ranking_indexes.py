@@ -1,5 +1,6 @@
 """The ranking's search reads one column (the id and the words the edit added) through one
 trigram index, and every way of reading the ranking has an index in its full order (rank, id)."""
+
 from django.db import migrations, models
 
 POSTGRES_FORWARD = [

@@ -7,35 +7,76 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('candidates', '0007_history_and_frozen_release_triggers'),
+        ("candidates", "0007_history_and_frozen_release_triggers"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ImportJob',
+            name="ImportJob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('token', models.CharField(max_length=32, unique=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('replace', models.BooleanField(default=False)),
-                ('files', models.JSONField(default=list)),
-                ('total_lines', models.PositiveIntegerField(default=0)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Imported'), ('refused', 'Refused: nothing imported'), ('failed', 'Failed')], default='queued', max_length=16)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('summary', models.JSONField(blank=True, default=dict)),
-                ('errors', models.JSONField(blank=True, default=list)),
-                ('failure', models.TextField(blank=True, default='')),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("token", models.CharField(max_length=32, unique=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("replace", models.BooleanField(default=False)),
+                ("files", models.JSONField(default=list)),
+                ("total_lines", models.PositiveIntegerField(default=0)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("done", "Imported"),
+                            ("refused", "Refused: nothing imported"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("summary", models.JSONField(blank=True, default=dict)),
+                ("errors", models.JSONField(blank=True, default=list)),
+                ("failure", models.TextField(blank=True, default="")),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['status', 'created_at'], name='import_job_status_idx')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('status__in', ['queued', 'running', 'done', 'refused', 'failed'])), name='import_job_known_status'), models.CheckConstraint(condition=models.Q(models.Q(('status__in', ('done', 'refused', 'failed')), ('finished_at__isnull', False)), models.Q(models.Q(('status__in', ('done', 'refused', 'failed')), _negated=True), ('finished_at__isnull', True)), _connector='OR'), name='import_job_finished_when_ended'), models.CheckConstraint(condition=models.Q(models.Q(('status', 'refused'), _negated=True), models.Q(('errors', []), _negated=True), _connector='OR'), name='import_job_refusal_names_errors')],
+                "ordering": ["-created_at", "-id"],
+                "indexes": [models.Index(fields=["status", "created_at"], name="import_job_status_idx")],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("status__in", ["queued", "running", "done", "refused", "failed"])),
+                        name="import_job_known_status",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(("status__in", ("done", "refused", "failed")), ("finished_at__isnull", False)),
+                            models.Q(
+                                models.Q(("status__in", ("done", "refused", "failed")), _negated=True),
+                                ("finished_at__isnull", True),
+                            ),
+                            _connector="OR",
+                        ),
+                        name="import_job_finished_when_ended",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(("status", "refused"), _negated=True),
+                            models.Q(("errors", []), _negated=True),
+                            _connector="OR",
+                        ),
+                        name="import_job_refusal_names_errors",
+                    ),
+                ],
             },
         ),
     ]

@@ -10,6 +10,7 @@ cannot store), then validated by its kind's model; pydantic's first error become
 message. Anything orjson refuses is read again by the standard library, whose messages name
 the column and whose checks name the reason (too deep, NaN, a lone surrogate).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,12 +28,12 @@ from veriharm_site.input_safety import first_bad_text, loads_checked
 
 from .models import (
     FORMAT_VERSION,
+    INT_RANGES,
     MAX_BUDGET,
     MAX_FILES,
     MAX_JUDGEMENTS,
     MAX_NAME,
     MAX_RISK_CATEGORY,
-    INT_RANGES,
     MODELS,
     PATTERN_MESSAGES,
     PERTURBATIONS,
@@ -200,7 +201,9 @@ def _error(error: Any) -> _Invalid:
         return _Invalid(path, f"is {len(value)} characters long; at most {ctx['max_length']} are allowed")
     if kind == "too_long":
         what = {"judgements": "judgements", "files": "files"}.get(str(error["loc"][-1]), "items")
-        return _Invalid(path, f"has {ctx.get('actual_length', len(value))} {what}; at most {ctx['max_length']} are allowed")
+        return _Invalid(
+            path, f"has {ctx.get('actual_length', len(value))} {what}; at most {ctx['max_length']} are allowed"
+        )
     message = error["msg"]
     return _Invalid(path, message[:1].lower() + message[1:])
 
@@ -254,8 +257,9 @@ def _check_text_lengths(data: dict[str, Any], limit: int) -> None:
     while stack:
         item, where = stack.pop()
         if isinstance(item, str) and len(item) > limit:
-            raise _Invalid(where, f"is {len(item)} characters long; at most {limit} are allowed "
-                                  "(VERIHARM_PIPELINE_MAX_TEXT_CHARS)")
+            raise _Invalid(
+                where, f"is {len(item)} characters long; at most {limit} are allowed (VERIHARM_PIPELINE_MAX_TEXT_CHARS)"
+            )
         if isinstance(item, dict):
             stack.extend((child, f"{where}.{key}") for key, child in reversed(item.items()))
         elif isinstance(item, list):
@@ -338,13 +342,17 @@ def parse_stream(
             if seen is None:
                 source_tasks[task["id"]] = (task, location)
             elif seen[0] != task:
-                yield FormatError(location, "source_task", f"conflicts with source task {task['id']!r} as given at {seen[1]}")
+                yield FormatError(
+                    location, "source_task", f"conflicts with source task {task['id']!r} as given at {seen[1]}"
+                )
                 continue
             if candidate_duplicates:
                 earlier = candidates.get(data["id"])
                 if earlier is not None:
                     if earlier[0] != record.content_hash:
-                        yield FormatError(location, "id", f"candidate {data['id']!r} appears with other content at {earlier[1]}")
+                        yield FormatError(
+                            location, "id", f"candidate {data['id']!r} appears with other content at {earlier[1]}"
+                        )
                     continue
                 candidates[data["id"]] = (record.content_hash, location)
         else:
@@ -352,8 +360,9 @@ def parse_stream(
             earlier_search = searches.get(key)
             if earlier_search is not None:
                 if earlier_search[0] != record.content_hash:
-                    yield FormatError(location, "source_task_id",
-                                      f"the same search appears with other content at {earlier_search[1]}")
+                    yield FormatError(
+                        location, "source_task_id", f"the same search appears with other content at {earlier_search[1]}"
+                    )
                 continue
             searches[key] = (record.content_hash, location)
         yield record

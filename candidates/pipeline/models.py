@@ -9,6 +9,7 @@ judge scores once, attempts numbered 1..n, a success needs its candidate) are mo
 their errors carry the field they are about in `ctx["field"]`, which format.py turns into the
 field of the message.
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
@@ -20,7 +21,6 @@ from pydantic import (
     ConfigDict,
     Field,
     TypeAdapter,
-    ValidationInfo,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -67,7 +67,9 @@ Iteration = Annotated[int, Field(ge=1, le=20)]
 Budget = Annotated[int, Field(ge=1, le=MAX_BUDGET)]
 # Both bounds of each bounded integer, for messages that name them (pydantic's name only the one crossed).
 INT_RANGES: dict[str, tuple[int, int]] = {
-    **{key: (1, 5) for key in SCORE_KEYS}, "provenance.iteration": (1, 20), "budget": (1, MAX_BUDGET),
+    **{key: (1, 5) for key in SCORE_KEYS},
+    "provenance.iteration": (1, 20),
+    "budget": (1, MAX_BUDGET),
 }
 PATTERN_MESSAGES = {
     NOT_BLANK: "must not be empty",
@@ -107,8 +109,13 @@ class Environment(_Strict):
     network: bool = False
 
     def record(self) -> dict[str, Any]:
-        return {"workdir": self.workdir, "files": dict(self.files), "setup": self.setup, "image": self.image,
-                "network": self.network}
+        return {
+            "workdir": self.workdir,
+            "files": dict(self.files),
+            "setup": self.setup,
+            "image": self.image,
+            "network": self.network,
+        }
 
 
 class SourceTask(_Strict):
@@ -120,8 +127,12 @@ class SourceTask(_Strict):
     environment: Environment = Field(default_factory=Environment)
 
     def record(self) -> dict[str, Any]:
-        return {"id": self.id, "instruction": self.instruction, "task_test": self.task_test,
-                "environment": self.environment.record()}
+        return {
+            "id": self.id,
+            "instruction": self.instruction,
+            "task_test": self.task_test,
+            "environment": self.environment.record(),
+        }
 
 
 class Provenance(_Strict):
@@ -196,7 +207,9 @@ class CandidateLine(_Strict):
         judges = [j.judge for j in self.judgements]
         if len(set(judges)) != len(judges):
             raise PydanticCustomError(
-                "judge_twice", "{message}", {"field": "judgements", "message": "a judge may score a candidate only once"}
+                "judge_twice",
+                "{message}",
+                {"field": "judgements", "message": "a judge may score a candidate only once"},
             )
         return self
 
@@ -220,8 +233,11 @@ class CandidateLine(_Strict):
             "instruction": self.instruction,
             "harm_test": self.harm_test,
             "perturbation": self.perturbation,
-            "provenance": {"target_agent": provenance.target_agent, "proposer": provenance.proposer,
-                           "iteration": provenance.iteration},
+            "provenance": {
+                "target_agent": provenance.target_agent,
+                "proposer": provenance.proposer,
+                "iteration": provenance.iteration,
+            },
             "judgements": [j.record() for j in self.judgements],
             "harm_summary": self.harm_summary,
             "risk_category": self.risk_category,
@@ -260,11 +276,15 @@ class SearchLine(_Strict):
             raise refuse("attempts", f"has {len(attempts)} attempts, more than the budget {self.budget}")
         for index, attempt in enumerate(attempts):
             if attempt.iteration != index + 1:
-                raise refuse(f"attempts[{index}].iteration", f"must be {index + 1}: attempts are numbered 1..n in order")
+                raise refuse(
+                    f"attempts[{index}].iteration", f"must be {index + 1}: attempts are numbered 1..n in order"
+                )
         for index, attempt in enumerate(attempts[:-1]):
             if attempt.task_passed and attempt.harm_detected:
-                raise refuse(f"attempts[{index}]",
-                             "a harmful success before the last attempt: the search stops at its first success")
+                raise refuse(
+                    f"attempts[{index}]",
+                    "a harmful success before the last attempt: the search stops at its first success",
+                )
         succeeded = attempts[-1].task_passed and attempts[-1].harm_detected
         if succeeded and self.candidate_id is None:
             raise refuse("candidate_id", "is required when the search succeeded")
@@ -279,8 +299,10 @@ class SearchLine(_Strict):
             "target_agent": self.target_agent,
             "proposer": self.proposer,
             "budget": self.budget,
-            "attempts": [{"iteration": a.iteration, "task_passed": a.task_passed, "harm_detected": a.harm_detected}
-                         for a in self.attempts],
+            "attempts": [
+                {"iteration": a.iteration, "task_passed": a.task_passed, "harm_detected": a.harm_detected}
+                for a in self.attempts
+            ],
             "candidate_id": self.candidate_id,
         }
 

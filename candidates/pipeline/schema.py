@@ -6,6 +6,7 @@ Rules the schema cannot say (a judge scores once, a success names its candidate,
 numbered 1..n, the depth of `extra`, text PostgreSQL cannot store, limits set in settings) are
 in the descriptions and enforced by the import.
 """
+
 from __future__ import annotations
 
 import json

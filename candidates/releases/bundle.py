@@ -10,6 +10,7 @@ one runs is what one imports.
 
 The archive is deterministic: the same frozen release always gives the same bytes.
 """
+
 from __future__ import annotations
 
 import gzip

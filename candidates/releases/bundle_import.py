@@ -1,4 +1,5 @@
 """Importing a release bundle: its candidates, then the release itself, frozen, all or nothing."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,10 +10,10 @@ from django.db import transaction
 
 from .. import pipeline_format as fmt
 from ..models import Candidate, Release
-from .bundle import RELEASE_JSONL, BundleContent, BundleRefused, bundle_read
-from .services import ReleaseRefused, candidate_snapshot, release_adopt
 from ..selectors import judgements_prefetch
 from ..services import ImportRefused, candidate_import, candidate_to_record
+from .bundle import RELEASE_JSONL, BundleContent, BundleRefused, bundle_read
+from .services import ReleaseRefused, candidate_snapshot, release_adopt
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,10 @@ def _import_missing(content: BundleContent) -> tuple[int, int]:
         line_numbers = {ext: n for n, ext in enumerate(sorted(e.id for e in content.entries), start=1)}
         records = [
             fmt.Record(
-                "candidate", entry.record, fmt.Location(RELEASE_JSONL, line_numbers[entry.id]), fmt.content_hash(entry.record)
+                "candidate",
+                entry.record,
+                fmt.Location(RELEASE_JSONL, line_numbers[entry.id]),
+                fmt.content_hash(entry.record),
             )
             for entry in missing
         ]
@@ -80,8 +84,10 @@ def release_bundle_import(stream: IO[bytes], *, user: AbstractBaseUser) -> Bundl
             snapshot = candidate_snapshot(stored[entry.id], entry.position)
             if snapshot.line != entry.line:
                 raise BundleRefused(
-                    [f"{entry.id}: stored here with other content (revision {stored[entry.id].revision}) "
-                     "than the bundle's; the candidate was edited or replaced in this database"]
+                    [
+                        f"{entry.id}: stored here with other content (revision {stored[entry.id].revision}) "
+                        "than the bundle's; the candidate was edited or replaced in this database"
+                    ]
                 )
             snapshots.append(snapshot)
         try:

@@ -10,6 +10,7 @@ The checksum is the sha256 of the release's JSONL export: one canonical JSON lin
 `sha256sum veriharm-bench-1.0.jsonl` on a downloaded export gives the checksum shown in the
 application, and the checksum is recomputable from the stored lines at any time.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,7 +25,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, QuerySet
 from django.utils import timezone
 
+from veriharm_site.refusals import Refused
+
 from .. import pipeline_format as fmt
+from ..curation.review import approved_candidates
 from ..models import (
     RELEASE_NAME_PATTERN,
     RELEASE_VERSION_PATTERN,
@@ -33,8 +37,6 @@ from ..models import (
     ReleaseFrozen,
     ReleaseItem,
 )
-from veriharm_site.refusals import Refused
-from ..curation.review import approved_candidates
 from ..selectors import judgements_prefetch
 from ..services import candidate_to_record
 
@@ -193,11 +195,23 @@ def release_get(release_id: int) -> Release:
 
 
 def release_items(release: Release) -> QuerySet[ReleaseItem]:
-    return release.items.select_related("candidate").only(
-        "id", "release_id", "external_id", "revision", "position", "content_hash",
-        "candidate__id", "candidate__revision", "candidate__rank", "candidate__risk_category",
-        "candidate__perturbation",
-    ).order_by("position")
+    return (
+        release.items.select_related("candidate")
+        .only(
+            "id",
+            "release_id",
+            "external_id",
+            "revision",
+            "position",
+            "content_hash",
+            "candidate__id",
+            "candidate__revision",
+            "candidate__rank",
+            "candidate__risk_category",
+            "candidate__perturbation",
+        )
+        .order_by("position")
+    )
 
 
 def previous_release(name: str, *, exclude: int | None = None) -> Release | None:
@@ -231,7 +245,9 @@ class Preview:
 def release_preview(release: Release) -> Preview:
     snapshots = approved_snapshot()
     previous = previous_release(release.name, exclude=release.pk)
-    log = changelog(_item_states(previous) if previous else None, _states(snapshots), previous.label if previous else None)
+    log = changelog(
+        _item_states(previous) if previous else None, _states(snapshots), previous.label if previous else None
+    )
     return Preview(snapshots=snapshots, changelog=log, checksum=checksum(lines_in_id_order(snapshots)))
 
 
@@ -344,7 +360,9 @@ def _freeze(release: Release, snapshots: Sequence[Snapshot], user: AbstractBaseU
         batch_size=1000,
     )
     previous = previous_release(release.name, exclude=release.pk)
-    log = changelog(_item_states(previous) if previous else None, _states(snapshots), previous.label if previous else None)
+    log = changelog(
+        _item_states(previous) if previous else None, _states(snapshots), previous.label if previous else None
+    )
     release.previous = previous
     release.changelog = log.as_json()
     release.checksum = checksum(lines_in_id_order(snapshots))
@@ -393,4 +411,3 @@ def release_adopt(
                 "release", f"the content's checksum {release.checksum} is not the bundle's {expected_checksum}"
             )
     return release, True
-

@@ -3,6 +3,7 @@
 An agent sees only the sandbox and the perturbed task t~; the trial protocol
 (`evaluation.trial`) owns everything before and after.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -62,12 +63,25 @@ class AgentOutcome:
 
 
 def command_step(command: str, result: ExecResult, output: str) -> Step:
-    return Step(kind="command", command=command, content=output, exit_code=result.exit_code,
-                timed_out=result.timed_out, duration=result.duration)
+    return Step(
+        kind="command",
+        command=command,
+        content=output,
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        duration=result.duration,
+    )
 
 
-def run_single_command(sandbox: Sandbox, command: str, *, shown: str, time_limit: float, record: StepSink,
-                       env: dict[str, str] | None = None) -> AgentOutcome:
+def run_single_command(
+    sandbox: Sandbox,
+    command: str,
+    *,
+    shown: str,
+    time_limit: float,
+    record: StepSink,
+    env: dict[str, str] | None = None,
+) -> AgentOutcome:
     """The whole agent is one command: run it, record it as the only step, and end with its status."""
     result = sandbox.exec(command, timeout=time_limit, env=env)
     output = output_tail(combined_output(result.stdout, result.stderr))

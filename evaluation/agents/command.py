@@ -8,6 +8,7 @@ With a `gateway` block the sandbox runs in network mode "model" and the command
 finds the trial's gateway through its environment (`harness_env`: a base URL on the
 sandbox's loopback and a dummy key); without one, mode "none".
 """
+
 from __future__ import annotations
 
 import shlex
@@ -35,5 +36,6 @@ class CommandAgent(AgentRunner):
     def run(self, sandbox, task: str, *, time_limit: float, record: StepSink, should_stop: StopCheck) -> AgentOutcome:
         sandbox.write_file(TASK_FILE, task.encode(), mode=0o644)
         command = render_command(self.template, task_file=TASK_FILE, workdir=sandbox.workdir)
-        return run_single_command(sandbox, command, shown=command, time_limit=time_limit, record=record,
-                                  env=self.env or None)
+        return run_single_command(
+            sandbox, command, shown=command, time_limit=time_limit, record=record, env=self.env or None
+        )

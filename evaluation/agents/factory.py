@@ -1,4 +1,5 @@
 """From a stored agent (kind + config) to a runnable harness."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,8 +24,9 @@ def validate_config(kind: str, config: dict[str, Any]) -> None:
         raise ValueError("config must be a JSON object")
     if kind == "reference":
         if config.get("script") not in CHECKS or set(config) - {"script"}:
-            raise ValueError('a reference agent needs exactly {"script": "safe"}, {"script": "harmful"} '
-                             'or {"script": "noop"}')
+            raise ValueError(
+                'a reference agent needs exactly {"script": "safe"}, {"script": "harmful"} or {"script": "noop"}'
+            )
     elif kind == "command":
         template = config.get("command")
         if not isinstance(template, str) or "{task_file}" not in template:
@@ -67,8 +69,11 @@ def check_network(kind: str, config: dict[str, Any], network: Any) -> str:
         raise ValueError(f"network must be one of {', '.join(MODES)}, got {network!r}")
     needed = network_mode(kind, config)
     if network != needed:
-        why = ("it reaches its model from inside the sandbox through the trial's gateway" if needed == MODEL
-               else "only a harness or a command with a gateway block reaches a model from the sandbox")
+        why = (
+            "it reaches its model from inside the sandbox through the trial's gateway"
+            if needed == MODEL
+            else "only a harness or a command with a gateway block reaches a model from the sandbox"
+        )
         raise ValueError(f"network must be {needed!r} for this agent ({why}), not {network!r}")
     return network
 

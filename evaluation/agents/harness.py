@@ -10,6 +10,7 @@ trial time. docs/harnesses.md says how to add one.
 Config: {"harness": name, "model": the model name the gateway's upstream knows, "gateway": upstream,
 "step_limit": model calls (default 30), "command_timeout": seconds per command (default 120)}.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,8 +62,7 @@ class HarnessRecipe:
 # sys.path by the -c bootstrap; -I -S keep the sandbox's PYTHON* variables and writable site
 # directories out of the harness (the commands it runs still see the normal system).
 _MINI_BOOT = (
-    "import sys; sys.path.insert(0, '{lib}'); sys.argv[0] = 'mini'; "
-    "from minisweagent.run.mini import app; app()"
+    "import sys; sys.path.insert(0, '{lib}'); sys.argv[0] = 'mini'; from minisweagent.run.mini import app; app()"
 )
 _MINI_TRAJECTORY = f"{OUTPUT_DIR}/mini-swe-agent.traj.json"
 
@@ -94,8 +94,13 @@ def _mini_env(config: dict[str, Any]) -> dict[str, str]:
 
 RECIPES: dict[str, HarnessRecipe] = {
     "mini-swe-agent": HarnessRecipe(
-        name="mini-swe-agent", version="2.4.6+veriharm.1", apis=(Api.OPENAI,), task_via="argument",
-        command=_mini_command, env=_mini_env, trajectory=_MINI_TRAJECTORY,
+        name="mini-swe-agent",
+        version="2.4.6+veriharm.1",
+        apis=(Api.OPENAI,),
+        task_via="argument",
+        command=_mini_command,
+        env=_mini_env,
+        trajectory=_MINI_TRAJECTORY,
     ),
 }
 
@@ -112,8 +117,9 @@ def validate_harness_config(config: dict[str, Any]) -> HarnessRecipe:
     """The recipe the configuration names; ValueError naming what is wrong."""
     unknown = sorted(set(config) - set(CONFIG_KEYS))
     if unknown:
-        raise ValueError(f"a harness agent's config has unknown field(s) {', '.join(unknown)}; "
-                         f"it takes {', '.join(CONFIG_KEYS)}")
+        raise ValueError(
+            f"a harness agent's config has unknown field(s) {', '.join(unknown)}; it takes {', '.join(CONFIG_KEYS)}"
+        )
     recipe = RECIPES.get(config.get("harness"))  # type: ignore[arg-type]
     if recipe is None:
         raise ValueError(f"harness must be one of {', '.join(sorted(RECIPES))}, got {config.get('harness')!r}")
@@ -153,19 +159,27 @@ class HarnessAgent(AgentRunner):
     def identity(self) -> str:
         """The runtime this trial runs, for the record of what system it ran on."""
         runtime = require_harness(self.recipe.name) / self.recipe.name
-        return f"harness {self.recipe.name} {self.recipe.version} {read_identity(runtime / HARNESS_IDENTITY, 'harness')}"
+        return (
+            f"harness {self.recipe.name} {self.recipe.version} {read_identity(runtime / HARNESS_IDENTITY, 'harness')}"
+        )
 
-    def run(self, sandbox: Sandbox, task: str, *, time_limit: float, record: StepSink,
-            should_stop: StopCheck) -> AgentOutcome:
+    def run(
+        self, sandbox: Sandbox, task: str, *, time_limit: float, record: StepSink, should_stop: StopCheck
+    ) -> AgentOutcome:
         sandbox.write_file(TASK_FILE, task.encode(), mode=0o644)
         command = f"mkdir -p {OUTPUT_DIR} && cd {shlex.quote(sandbox.workdir)} && {self.recipe.command(self.config)}"
-        outcome = run_single_command(sandbox, command, shown=command, time_limit=time_limit, record=record,
-                                     env=self.recipe.env(self.config))
+        outcome = run_single_command(
+            sandbox, command, shown=command, time_limit=time_limit, record=record, env=self.recipe.env(self.config)
+        )
         status = self._trajectory(sandbox, record)
         if status == "LimitsExceeded":
-            return AgentOutcome(exit_code=1 if outcome.exit_code == 0 else outcome.exit_code,
-                                timed_out=outcome.timed_out, duration=outcome.duration, output=outcome.output,
-                                hit_step_limit=True)
+            return AgentOutcome(
+                exit_code=1 if outcome.exit_code == 0 else outcome.exit_code,
+                timed_out=outcome.timed_out,
+                duration=outcome.duration,
+                output=outcome.output,
+                hit_step_limit=True,
+            )
         return outcome
 
     def _trajectory(self, sandbox: Sandbox, record: StepSink) -> str:
@@ -187,7 +201,11 @@ class HarnessAgent(AgentRunner):
                     commands.append(action["command"])
         info = data.get("info") if isinstance(data.get("info"), dict) else {}
         status = str(info.get("exit_status") or "")
-        record(Step(kind="note", content=f"{self.recipe.name} trajectory (as left in the sandbox): exit status "
-                                         f"{status or 'unknown'}; commands: "
-                                         + "; ".join(c[:200] for c in commands)[:4000]))
+        record(
+            Step(
+                kind="note",
+                content=f"{self.recipe.name} trajectory (as left in the sandbox): exit status "
+                f"{status or 'unknown'}; commands: " + "; ".join(c[:200] for c in commands)[:4000],
+            )
+        )
         return status

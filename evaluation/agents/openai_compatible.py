@@ -6,6 +6,7 @@ the key, counts tokens and cost, applies the run's budget and the endpoint's lim
 Only the shell commands the model asks for run inside the sandbox, so the sandbox needs neither
 network nor secrets.
 """
+
 from __future__ import annotations
 
 import json
@@ -176,13 +177,15 @@ class OpenAICompatibleAgent(AgentRunner):
             content = message.get("content") or ""
             record(Step(kind="message", content=content, command="\n".join(_command_of(c) or "" for c in calls)))
             # Sent back as received (role, content, tool_calls) so the endpoint sees a valid history.
-            messages.append({"role": "assistant", "content": content or None, **({"tool_calls": calls} if calls else {})})
+            messages.append(
+                {"role": "assistant", "content": content or None, **({"tool_calls": calls} if calls else {})}
+            )
             if not calls:
                 return AgentOutcome(exit_code=0, timed_out=False, duration=time.monotonic() - started, output=content)
             for call in calls:
                 command = _command_of(call)
                 if command is None:
-                    result_text = "error: call the bash tool with JSON arguments {\"command\": \"...\"}"
+                    result_text = 'error: call the bash tool with JSON arguments {"command": "..."}'
                     record(Step(kind="note", content=result_text))
                 else:
                     if should_stop():
@@ -199,8 +202,9 @@ class OpenAICompatibleAgent(AgentRunner):
                 messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": result_text})
         record(Step(kind="note", content=f"step limit of {self.config.max_steps} model calls reached"))
         # Not done by its own account: a distinct non-zero status, unlike a timeout (None).
-        return AgentOutcome(exit_code=1, timed_out=False, duration=time.monotonic() - started, output=last_output,
-                            hit_step_limit=True)
+        return AgentOutcome(
+            exit_code=1, timed_out=False, duration=time.monotonic() - started, output=last_output, hit_step_limit=True
+        )
 
     def _timed_out(self, started: float, last_output: str, record: StepSink) -> AgentOutcome:
         record(Step(kind="note", content="time limit reached"))

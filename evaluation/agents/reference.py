@@ -5,6 +5,7 @@ Running them and checking safe -> (1, 0), harmful -> (1, 1) shows whether the ca
 tests discriminate the harmful execution from the safe one; noop -> (0, 0) shows that neither
 test already passes before any agent acts (a test that does measures nothing).
 """
+
 from __future__ import annotations
 
 import secrets

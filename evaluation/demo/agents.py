@@ -12,6 +12,7 @@ sha256. What it then does is its temperament:
 On a task it does not know it does nothing. The program runs inside the sandbox with the sandbox's
 own python3.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,7 +29,7 @@ NAME_PREFIX = "demo-"
 # The heredoc's end marker; a playbook containing it on a line of its own would end the program early.
 _END = "VERIHARM_DEMO_AGENT_END"
 
-_PROGRAM = r'''
+_PROGRAM = r"""
 import hashlib, json, random, subprocess, sys
 
 TEMPERAMENT = __TEMPERAMENT__
@@ -52,7 +53,7 @@ else:
 script = entry["harmful"] if plan == "harmful" else entry["safe"] + (BROKEN if plan == "half-done" else "")
 print(f"demo agent ({TEMPERAMENT}): {'the benign twin' if twin else 'the task'} {title!r}; plan: {plan}", flush=True)
 sys.exit(subprocess.run(["bash", "-c", script]).returncode)
-'''
+"""
 
 
 def _title(instruction: str) -> str:
@@ -66,8 +67,10 @@ def playbook(lines: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         references = line.get("references") or {}
         if not references.get("safe") or not references.get("harmful"):
             continue
-        entry = book.setdefault(_title(line["source_task"]["instruction"]),
-                                {"safe": references["safe"], "harmful": references["harmful"], "twins": []})
+        entry = book.setdefault(
+            _title(line["source_task"]["instruction"]),
+            {"safe": references["safe"], "harmful": references["harmful"], "twins": []},
+        )
         if line.get("twin"):
             entry["twins"].append(hashlib.sha256(line["twin"]["instruction"].encode()).hexdigest())
     return book
@@ -76,8 +79,9 @@ def playbook(lines: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def command_template(temperament: str, lines: list[dict[str, Any]]) -> str:
     if temperament not in TEMPERAMENTS:
         raise ValueError(f"temperament must be one of {', '.join(TEMPERAMENTS)}")
-    program = (_PROGRAM.replace("__TEMPERAMENT__", repr(temperament))
-               .replace("__PLAYBOOK__", repr(json.dumps(playbook(lines), sort_keys=True))))
+    program = _PROGRAM.replace("__TEMPERAMENT__", repr(temperament)).replace(
+        "__PLAYBOOK__", repr(json.dumps(playbook(lines), sort_keys=True))
+    )
     if f"\n{_END}\n" in program:
         raise ValueError("the playbook contains the program's end marker")
     return f"python3 - {{task_file}} <<'{_END}'\n{program.strip()}\n{_END}\n"
@@ -86,7 +90,13 @@ def command_template(temperament: str, lines: list[dict[str, Any]]) -> str:
 def agent_specs(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The keyword arguments of `runs.agent_create` for each demo agent."""
     return [
-        {"name": f"{NAME_PREFIX}{temperament}", "kind": AgentKind.COMMAND, "model": f"{NAME_PREFIX}{temperament}",
-         "harness": HARNESS, "config": {"command": command_template(temperament, lines)}, "time_limit": TIME_LIMIT}
+        {
+            "name": f"{NAME_PREFIX}{temperament}",
+            "kind": AgentKind.COMMAND,
+            "model": f"{NAME_PREFIX}{temperament}",
+            "harness": HARNESS,
+            "config": {"command": command_template(temperament, lines)},
+            "time_limit": TIME_LIMIT,
+        }
         for temperament in TEMPERAMENTS
     ]

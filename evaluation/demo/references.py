@@ -5,6 +5,7 @@ reference agents of an evaluation would run it: the safe script must give (r_tas
 (1, 0), the harmful one (1, 1) and the no-op (0, 0). Its capability twin is run with the safe
 script and must pass its task test. `manage.py check_demo_references` prints the table.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,19 +54,35 @@ def _runs(line: dict[str, Any]) -> Iterable[tuple[str, AgentRunner, TrialSpec, t
     environment = source.get("environment")
     for check in (*line["references"], NOOP):
         agent: AgentRunner = NoopAgent() if check == NOOP else ReferenceAgent(line["references"][check])
-        spec = TrialSpec(environment=environment, instruction=line["instruction"], task_test=source["task_test"],
-                         harm_test=line["harm_test"], agent_time_limit=AGENT_TIME_LIMIT, test_timeout=TEST_TIMEOUT)
+        spec = TrialSpec(
+            environment=environment,
+            instruction=line["instruction"],
+            task_test=source["task_test"],
+            harm_test=line["harm_test"],
+            agent_time_limit=AGENT_TIME_LIMIT,
+            test_timeout=TEST_TIMEOUT,
+        )
         yield check, agent, spec, EXPECTED[check]
     twin = line.get("twin")
     if twin and line["references"].get(TWIN_REFERENCE_SCRIPT):
-        spec = TrialSpec(environment=environment, instruction=twin["instruction"],
-                         task_test=twin.get("task_test") or source["task_test"], harm_test=None,
-                         agent_time_limit=AGENT_TIME_LIMIT, test_timeout=TEST_TIMEOUT)
+        spec = TrialSpec(
+            environment=environment,
+            instruction=twin["instruction"],
+            task_test=twin.get("task_test") or source["task_test"],
+            harm_test=None,
+            agent_time_limit=AGENT_TIME_LIMIT,
+            test_timeout=TEST_TIMEOUT,
+        )
         yield TWIN, ReferenceAgent(line["references"][TWIN_REFERENCE_SCRIPT]), spec, (1, None)
 
 
-def references_check(lines: list[dict[str, Any]], *, backend: str = "local", workers: int = 2,
-                     progress: Callable[[ReferenceResult], None] = lambda result: None) -> list[ReferenceResult]:
+def references_check(
+    lines: list[dict[str, Any]],
+    *,
+    backend: str = "local",
+    workers: int = 2,
+    progress: Callable[[ReferenceResult], None] = lambda result: None,
+) -> list[ReferenceResult]:
     """Every reference run of `lines` in the sandbox; results in the order of the lines."""
     jobs = [(line["id"], *run) for line in lines for run in _runs(line)]
 

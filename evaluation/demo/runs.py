@@ -5,6 +5,7 @@
 - the scripted demo agents on the checked candidates under the V3AST-Bench protocol, each beside its
   capability twin, for run metrics, the model x harness matrix and per-task pages.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -41,15 +42,26 @@ def demo_runs_launch(*, study_id: int | None, created_by: Any = None) -> list[Ru
     launched = []
     if study_id is not None and not Run.objects.filter(name=REFERENCE_RUN).exists():
         references = runs.reference_agents_ensure()
-        launched.append(runs.run_launch(
-            selection={"kind": "study", "study": study_id}, agent_ids=[a.pk for a in references],
-            created_by=created_by, name=REFERENCE_RUN, protocol=Protocol.VERIHARM, repetitions=1,
-        ))
+        launched.append(
+            runs.run_launch(
+                selection={"kind": "study", "study": study_id},
+                agent_ids=[a.pk for a in references],
+                created_by=created_by,
+                name=REFERENCE_RUN,
+                protocol=Protocol.VERIHARM,
+                repetitions=1,
+            )
+        )
     if not Run.objects.filter(name=AGENTS_RUN).exists():
         agents = demo_agents_ensure()
-        launched.append(runs.run_launch(
-            selection={"kind": "ids", "ids": [demo_checked.candidate_id(t) for t in demo_checked.TASKS]},
-            agent_ids=[a.pk for a in agents], created_by=created_by, name=AGENTS_RUN, protocol=Protocol.V3AST,
-            repetitions=AGENT_REPETITIONS,
-        ))
+        launched.append(
+            runs.run_launch(
+                selection={"kind": "ids", "ids": [demo_checked.candidate_id(t) for t in demo_checked.TASKS]},
+                agent_ids=[a.pk for a in agents],
+                created_by=created_by,
+                name=AGENTS_RUN,
+                protocol=Protocol.V3AST,
+                repetitions=AGENT_REPETITIONS,
+            )
+        )
     return launched

@@ -11,11 +11,23 @@ key (from the worker's environment variable the configuration names, VERIHARM_AG
 every call with its tokens and cost, stops at the run's budget, and applies the endpoint's
 concurrency and rate limits and bounded retries.
 """
+
 from .config import KEY_ENV_PREFIX, Api, Price, Upstream, upstream_from_config
 from .core import Budget, BudgetExhausted, Gateway, GatewayResponse
 from .server import SOCKET_NAME, TrialGateway, gateway_for_trial, serve
 
 __all__ = [
-    "KEY_ENV_PREFIX", "SOCKET_NAME", "Api", "Budget", "BudgetExhausted", "Gateway", "GatewayResponse", "Price",
-    "TrialGateway", "Upstream", "gateway_for_trial", "serve", "upstream_from_config",
+    "KEY_ENV_PREFIX",
+    "SOCKET_NAME",
+    "Api",
+    "Budget",
+    "BudgetExhausted",
+    "Gateway",
+    "GatewayResponse",
+    "Price",
+    "TrialGateway",
+    "Upstream",
+    "gateway_for_trial",
+    "serve",
+    "upstream_from_config",
 ]

@@ -7,6 +7,7 @@ key itself never appears in a configuration; the variable's name must start with
 KEY_ENV_PREFIX so that no configuration can make the worker send any other variable anywhere
 (DJANGO_SECRET_KEY, DATABASE_URL, a cloud token).
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,16 @@ ROUTES: dict[str, dict[str, str]] = {
 ROUTE_NAMES = {"/v1/chat/completions": "chat_completions", "/v1/responses": "responses", "/v1/messages": "messages"}
 
 # Keys of an upstream block (for an openai_compatible agent they sit in its config beside the loop's own).
-UPSTREAM_KEYS = ("api", "base_url", "api_key_env", "prices", "max_concurrency", "requests_per_minute",
-                 "max_retries", "request_timeout")
+UPSTREAM_KEYS = (
+    "api",
+    "base_url",
+    "api_key_env",
+    "prices",
+    "max_concurrency",
+    "requests_per_minute",
+    "max_retries",
+    "request_timeout",
+)
 MAX_CONCURRENCY = 64
 MAX_REQUESTS_PER_MINUTE = 100_000
 MAX_RETRIES = 10
@@ -124,8 +133,10 @@ def check_key_env(value: Any) -> str:
     if value in (None, ""):
         return ""
     if not isinstance(value, str) or not value.startswith(KEY_ENV_PREFIX):
-        raise ValueError(f"api_key_env must name a variable starting with {KEY_ENV_PREFIX} "
-                         f"(got {value!r}); no other variable of the worker is ever sent")
+        raise ValueError(
+            f"api_key_env must name a variable starting with {KEY_ENV_PREFIX} "
+            f"(got {value!r}); no other variable of the worker is ever sent"
+        )
     if not KEY_ENV_PATTERN.match(value):
         raise ValueError(f"api_key_env {value!r} may hold only A-Z, 0-9 and _ after {KEY_ENV_PREFIX}")
     return value
@@ -152,8 +163,9 @@ def check_prices(value: Any) -> dict[str, Price]:
     for model, entry in value.items():
         if not isinstance(entry, dict) or set(entry) != {"input", "output"}:
             raise ValueError(f'prices[{model!r}] must be {{"input": USD, "output": USD}} per million tokens')
-        prices[model] = Price(_decimal(entry["input"], f"prices[{model!r}].input"),
-                              _decimal(entry["output"], f"prices[{model!r}].output"))
+        prices[model] = Price(
+            _decimal(entry["input"], f"prices[{model!r}].input"), _decimal(entry["output"], f"prices[{model!r}].output")
+        )
     return prices
 
 
@@ -187,8 +199,9 @@ def upstream_from_config(config: dict[str, Any], *, default_api: str | None = No
         api_key_env=check_key_env(config.get("api_key_env", "")),
         prices=check_prices(config.get("prices")),
         max_concurrency=_bounded_int(config.get("max_concurrency"), "max_concurrency", 1, MAX_CONCURRENCY),
-        requests_per_minute=_bounded_int(config.get("requests_per_minute"), "requests_per_minute", 1,
-                                         MAX_REQUESTS_PER_MINUTE),
+        requests_per_minute=_bounded_int(
+            config.get("requests_per_minute"), "requests_per_minute", 1, MAX_REQUESTS_PER_MINUTE
+        ),
         max_retries=_bounded_int(config.get("max_retries"), "max_retries", 0, MAX_RETRIES),
         request_timeout=float(timeout),
     )

@@ -8,6 +8,7 @@ environment except the one variable the agent's configuration names (`Upstream.a
 httpx client is built with trust_env=False so no proxy setting or .netrc credential of the worker
 is ever applied to a request.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,10 +36,17 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "gateway", "model-gateway", "veriharm-gateway"})
 # Request headers passed on; every other one (credentials, cookies, proxy and hop-by-hop headers,
 # anything a harness invents) is dropped. The credential is added by the gateway alone.
-FORWARDED_REQUEST_HEADERS = frozenset({
-    "content-type", "accept", "user-agent", "anthropic-version", "anthropic-beta", "openai-beta",
-    "idempotency-key",
-})
+FORWARDED_REQUEST_HEADERS = frozenset(
+    {
+        "content-type",
+        "accept",
+        "user-agent",
+        "anthropic-version",
+        "anthropic-beta",
+        "openai-beta",
+        "idempotency-key",
+    }
+)
 # Response headers passed back; the body is re-framed by whoever sends it (length or chunks).
 FORWARDED_RESPONSE_HEADERS = frozenset({"content-type", "retry-after", "x-request-id", "request-id"})
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504, 520, 529})
@@ -101,8 +109,8 @@ class KeyScrubber:
         if len(data) <= keep:
             self._tail = data
             return b""
-        self._tail = data[len(data) - keep:] if keep else b""
-        return data[:len(data) - keep]
+        self._tail = data[len(data) - keep :] if keep else b""
+        return data[: len(data) - keep]
 
     def flush(self) -> bytes:
         tail, self._tail = self._tail, b""
@@ -121,7 +129,7 @@ def backoff_delay(retry: int, retry_after: str | None) -> float:
             return min(max(float(retry_after), 0.0), cap)
         except ValueError:
             pass
-    base = float(settings.VERIHARM_GATEWAY_BACKOFF_SECONDS) * (2 ** retry)
+    base = float(settings.VERIHARM_GATEWAY_BACKOFF_SECONDS) * (2**retry)
     return min(base * (0.5 + random.random() / 2), cap)
 
 
@@ -144,8 +152,15 @@ class Gateway:
     """Forwards the routes of one upstream's API for one trial attempt (or, without a trial, for a
     caller that needs no accounting, such as a harness tried out on its own)."""
 
-    def __init__(self, upstream: Upstream, *, trial_id: int | None = None, attempt: int | None = None,
-                 budget: Budget | None = None, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        upstream: Upstream,
+        *,
+        trial_id: int | None = None,
+        attempt: int | None = None,
+        budget: Budget | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.upstream = upstream
         self.trial_id = trial_id
         self.attempt = attempt
@@ -155,12 +170,17 @@ class Gateway:
             upstream.max_concurrency or settings.VERIHARM_GATEWAY_MAX_CONCURRENCY,
             upstream.requests_per_minute or settings.VERIHARM_GATEWAY_REQUESTS_PER_MINUTE,
         )
-        self.max_retries = (upstream.max_retries if upstream.max_retries is not None
-                            else settings.VERIHARM_GATEWAY_MAX_RETRIES)
+        self.max_retries = (
+            upstream.max_retries if upstream.max_retries is not None else settings.VERIHARM_GATEWAY_MAX_RETRIES
+        )
         # No redirects: a Location elsewhere would be a second upstream. trust_env=False: the worker's
         # proxy variables and .netrc never shape a request.
-        self.client = httpx.Client(trust_env=False, follow_redirects=False, transport=transport,
-                                   timeout=httpx.Timeout(upstream.request_timeout, connect=10.0))
+        self.client = httpx.Client(
+            trust_env=False,
+            follow_redirects=False,
+            transport=transport,
+            timeout=httpx.Timeout(upstream.request_timeout, connect=10.0),
+        )
         self._lock = threading.Lock()
         self.budget_refusals = 0
         self.calls = 0
@@ -174,21 +194,28 @@ class Gateway:
         api = self.upstream.api
         served = ", ".join(f"POST {path}" for path in ROUTES[api])
         if not target.startswith("/"):
-            return _error(api, 400, "invalid_request_error",
-                          f"the gateway forwards only to its own upstream; the request target {target[:200]!r} "
-                          f"names a host (use an origin-form path: {served})")
+            return _error(
+                api,
+                400,
+                "invalid_request_error",
+                f"the gateway forwards only to its own upstream; the request target {target[:200]!r} "
+                f"names a host (use an origin-form path: {served})",
+            )
         path = urlsplit(target).path
         if path not in ROUTES[api]:
             return _error(api, 404, "not_found_error", f"the gateway serves only {served}, not {path[:200]!r}")
         if method != "POST":
-            return _error(api, 405, "invalid_request_error", f"{path} takes POST only, not {method[:20]}",
-                          allow="POST")
+            return _error(api, 405, "invalid_request_error", f"{path} takes POST only, not {method[:20]}", allow="POST")
         host = headers.get("host", "")
         if host:
             name = urlsplit(f"//{host}").hostname or ""
             if name not in LOCAL_HOSTS and name != urlsplit(self.upstream.base_url).hostname:
-                return _error(api, 421, "invalid_request_error",
-                              f"Host {host[:200]!r} names another upstream; this gateway forwards only to its own")
+                return _error(
+                    api,
+                    421,
+                    "invalid_request_error",
+                    f"Host {host[:200]!r} names another upstream; this gateway forwards only to its own",
+                )
         return None
 
     def _budget_refusal(self, model: str) -> GatewayResponse | None:
@@ -198,22 +225,31 @@ class Gateway:
 
         api = self.upstream.api
         if self.upstream.price_of(model) is None:
-            return _error(api, 403, "permission_error",
-                          f"the run has a budget but the agent's price table has no entry for model {model!r}: "
-                          "its calls could not be counted against the budget")
+            return _error(
+                api,
+                403,
+                "permission_error",
+                f"the run has a budget but the agent's price table has no entry for model {model!r}: "
+                "its calls could not be counted against the budget",
+            )
         spent = selectors.run_model_cost(self.budget.run_id)
         if spent >= self.budget.budget_usd:
             with self._lock:
                 self.budget_refusals += 1
-            return _error(api, 429, "budget_exhausted",
-                          f"the run's model budget of ${self.budget.budget_usd} is spent (${spent:.4f} recorded): "
-                          "the gateway accepts no more model calls for this run")
+            return _error(
+                api,
+                429,
+                "budget_exhausted",
+                f"the run's model budget of ${self.budget.budget_usd} is spent (${spent:.4f} recorded): "
+                "the gateway accepts no more model calls for this run",
+            )
         return None
 
     # --- the one path ----------------------------------------------------------------------------
 
-    def handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes,
-               timeout: float | None = None) -> GatewayResponse:
+    def handle(
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes, timeout: float | None = None
+    ) -> GatewayResponse:
         """Serve one request. `target` as on the request line; `timeout` caps the call's own
         (request_timeout), retries and waits for a slot included."""
         headers = {k.lower(): v for k, v in headers.items()}
@@ -257,12 +293,14 @@ class Gateway:
         query = urlsplit(target).query
         url = self.upstream.upstream_url(path) + (f"?{query}" if query else "")
         limit = self.upstream.request_timeout if timeout is None else min(timeout, self.upstream.request_timeout)
-        call = _Call(route=ROUTE_NAMES[path], model=model[:200], streamed=streamed, started=time.monotonic(),
-                     timeout=limit)
+        call = _Call(
+            route=ROUTE_NAMES[path], model=model[:200], streamed=streamed, started=time.monotonic(), timeout=limit
+        )
         return self._forward(call, url, forwarded, body, KeyScrubber(key))
 
-    def _forward(self, call: _Call, url: str, headers: dict[str, str], body: bytes,
-                 scrubber: KeyScrubber) -> GatewayResponse:
+    def _forward(
+        self, call: _Call, url: str, headers: dict[str, str], body: bytes, scrubber: KeyScrubber
+    ) -> GatewayResponse:
         api = self.upstream.api
         deadline = call.started + call.timeout
         last: httpx.Response | None = None
@@ -276,8 +314,9 @@ class Gateway:
             response = None
             try:
                 left = max(deadline - time.monotonic(), 0.1)
-                request = self.client.build_request("POST", url, headers=headers, content=body,
-                                                    timeout=httpx.Timeout(left, connect=min(10.0, left)))
+                request = self.client.build_request(
+                    "POST", url, headers=headers, content=body, timeout=httpx.Timeout(left, connect=min(10.0, left))
+                )
                 response = self.client.send(request, stream=True)
             except httpx.TimeoutException as exc:
                 call.status, call.error = 504, f"the upstream did not answer in time: {exc}"
@@ -295,7 +334,8 @@ class Gateway:
                     response.close()
                 call.status, retry_after = response.status_code, response.headers.get("retry-after")
                 call.error = f"HTTP {response.status_code}: " + scrub(response.content[:300], scrubber.key).decode(
-                    "utf-8", "replace")
+                    "utf-8", "replace"
+                )
             last = response
             self.limiter.release()
             delay = backoff_delay(call.retries, retry_after)
@@ -307,8 +347,12 @@ class Gateway:
         if last is not None and last.status_code == call.status:
             # The upstream's own final answer (e.g. its 429 with Retry-After) goes back as it was.
             return GatewayResponse(last.status_code, self._headers(last), scrub(last.content, scrubber.key))
-        return _error(api, call.status or 502, "api_error",
-                      f"{call.error} (after {call.retries} retr{'y' if call.retries == 1 else 'ies'})")
+        return _error(
+            api,
+            call.status or 502,
+            "api_error",
+            f"{call.error} (after {call.retries} retr{'y' if call.retries == 1 else 'ies'})",
+        )
 
     @staticmethod
     def _headers(response: httpx.Response) -> list[tuple[str, str]]:
@@ -351,18 +395,32 @@ class Gateway:
         price = self.upstream.price_of(call.model)
         cost = None if price is None else price.cost(call.usage.input_tokens, call.usage.output_tokens)
         runs.model_call_record(
-            trial_id=self.trial_id, attempt=self.attempt or 1, route=call.route, model=call.model,
-            streamed=call.streamed, status_code=call.status, input_tokens=call.usage.input_tokens,
-            output_tokens=call.usage.output_tokens, usage_reported=call.usage.reported,
-            latency=time.monotonic() - call.started, retries=call.retries, cost_usd=cost, error=call.error,
+            trial_id=self.trial_id,
+            attempt=self.attempt or 1,
+            route=call.route,
+            model=call.model,
+            streamed=call.streamed,
+            status_code=call.status,
+            input_tokens=call.usage.input_tokens,
+            output_tokens=call.usage.output_tokens,
+            usage_reported=call.usage.reported,
+            latency=time.monotonic() - call.started,
+            retries=call.retries,
+            cost_usd=cost,
+            error=call.error,
         )
 
     # --- in-process callers ------------------------------------------------------------------------
 
     def post_json(self, path: str, payload: dict[str, Any], timeout: float | None = None) -> tuple[int, Any]:
         """For callers in the worker (the built-in chat loop): the same path as a socket request."""
-        response = self.handle("POST", path, {"content-type": "application/json", "host": "gateway"},
-                               json.dumps(payload).encode(), timeout=timeout)
+        response = self.handle(
+            "POST",
+            path,
+            {"content-type": "application/json", "host": "gateway"},
+            json.dumps(payload).encode(),
+            timeout=timeout,
+        )
         try:
             content = response.read()
         finally:

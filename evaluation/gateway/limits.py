@@ -5,6 +5,7 @@ once and several gateways may run in one process (threads); the limits sit in a 
 registry keyed by the endpoint, so they hold across all of them. They do not reach across worker
 processes: size them per process (a deployment with N worker processes allows N times as much).
 """
+
 from __future__ import annotations
 
 import threading
@@ -38,16 +39,19 @@ class EndpointLimiter:
                     return
                 wait = 60.0 - (now - self._starts[0])
             if now + wait > deadline:
-                raise LimitTimeout(f"the endpoint's limit of {self.requests_per_minute} requests per minute "
-                                   "leaves no slot before the call's deadline")
+                raise LimitTimeout(
+                    f"the endpoint's limit of {self.requests_per_minute} requests per minute "
+                    "leaves no slot before the call's deadline"
+                )
             time.sleep(min(wait, 1.0))
 
     def acquire(self, deadline: float) -> None:
         """Take one of the endpoint's concurrent slots and a start within its rate, for one upstream
         request; the caller releases the slot when the answer has been read to its end."""
         if not self._slots.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
-            raise LimitTimeout(f"all {self.max_concurrency} concurrent slots of the endpoint stayed busy "
-                               "until the call's deadline")
+            raise LimitTimeout(
+                f"all {self.max_concurrency} concurrent slots of the endpoint stayed busy until the call's deadline"
+            )
         try:
             self._wait_for_rate(deadline)
         except BaseException:

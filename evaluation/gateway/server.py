@@ -5,6 +5,7 @@ backend binds that directory (or the socket) into the sandbox, where the harness
 as http://gateway/v1/... through it, with any dummy key. Inside the sandbox the socket is the only
 way out, so it accepts any user there (0666); on the host the directory keeps other users out.
 """
+
 from __future__ import annotations
 
 import logging
@@ -81,8 +82,12 @@ class _Handler(BaseHTTPRequestHandler):
                     response = self.server.gateway.handle(self.command, self.path, headers, body)
                 except Exception:  # the database or a bug: the harness gets an answer, the log the cause
                     logger.exception("model gateway of trial %s failed on a request", self.server.gateway.trial_id)
-                    response = _error(self.server.gateway.upstream.api, 502, "api_error",
-                                      "the gateway failed on this request; see the worker's log")
+                    response = _error(
+                        self.server.gateway.upstream.api,
+                        502,
+                        "api_error",
+                        "the gateway failed on this request; see the worker's log",
+                    )
             self._send(response)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -141,8 +146,12 @@ def serve(gateway: Gateway, socket_dir: Path | None = None) -> Iterator[TrialGat
     server = _Server(str(path), _Handler)
     server.gateway = gateway
     path.chmod(0o666)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
-                              name=f"model-gateway-{gateway.trial_id}", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever,
+        kwargs={"poll_interval": 0.2},
+        name=f"model-gateway-{gateway.trial_id}",
+        daemon=True,
+    )
     thread.start()
     try:
         yield TrialGateway(gateway=gateway, socket_dir=directory, socket_path=path)
@@ -155,15 +164,20 @@ def serve(gateway: Gateway, socket_dir: Path | None = None) -> Iterator[TrialGat
 
 
 @contextmanager
-def gateway_for_trial(trial_id: int, endpoint: Upstream, *, attempt: int | None = None,
-                      socket_dir: Path | None = None) -> Iterator[TrialGateway]:
+def gateway_for_trial(
+    trial_id: int, endpoint: Upstream, *, attempt: int | None = None, socket_dir: Path | None = None
+) -> Iterator[TrialGateway]:
     """The model gateway of one trial attempt: forwards to `endpoint` only, records every call for
     the trial, and refuses calls once the trial's run has spent its budget."""
     from evaluation import selectors
 
     run_id, budget, attempts = selectors.trial_budget(trial_id)
-    gateway = Gateway(endpoint, trial_id=trial_id, attempt=attempt or max(attempts, 1),
-                      budget=Budget(run_id=run_id, budget_usd=budget))
+    gateway = Gateway(
+        endpoint,
+        trial_id=trial_id,
+        attempt=attempt or max(attempts, 1),
+        budget=Budget(run_id=run_id, budget_usd=budget),
+    )
     if socket_dir is None and settings.VERIHARM_GATEWAY_SOCKET_DIR:
         # A worker in a container shares this directory with the Docker engine's host, at the same path.
         socket_dir = Path(settings.VERIHARM_GATEWAY_SOCKET_DIR)

@@ -8,6 +8,7 @@ Anthropic messages: `usage.input_tokens` (+ cache creation and cache reads, bill
 `output_tokens`; streamed, input in `message_start`'s `message.usage`, output in `message_delta`'s
 `usage` (a running total: the last one counts).
 """
+
 from __future__ import annotations
 
 import json

@@ -6,181 +6,329 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('candidates', '0001_initial'),
+        ("candidates", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Agent',
+            name="Agent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('kind', models.CharField(choices=[('reference', 'Reference script'), ('command', 'Command in the sandbox'), ('openai_compatible', 'OpenAI-compatible bash-tool loop')], max_length=32)),
-                ('model', models.CharField(blank=True, default='', max_length=200)),
-                ('harness', models.CharField(blank=True, default='', max_length=200)),
-                ('config', models.JSONField(blank=True, default=dict)),
-                ('network', models.BooleanField(default=False)),
-                ('time_limit', models.PositiveIntegerField(default=600, help_text='Seconds the agent may run in one trial')),
-                ('active', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100, unique=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("reference", "Reference script"),
+                            ("command", "Command in the sandbox"),
+                            ("openai_compatible", "OpenAI-compatible bash-tool loop"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("model", models.CharField(blank=True, default="", max_length=200)),
+                ("harness", models.CharField(blank=True, default="", max_length=200)),
+                ("config", models.JSONField(blank=True, default=dict)),
+                ("network", models.BooleanField(default=False)),
+                (
+                    "time_limit",
+                    models.PositiveIntegerField(default=600, help_text="Seconds the agent may run in one trial"),
+                ),
+                ("active", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('kind__in', ['reference', 'command', 'openai_compatible'])), name='agent_known_kind'), models.CheckConstraint(condition=models.Q(('time_limit__gte', 1)), name='agent_time_limit_positive')],
+                "ordering": ["name"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("kind__in", ["reference", "command", "openai_compatible"])),
+                        name="agent_known_kind",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("time_limit__gte", 1)), name="agent_time_limit_positive"
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(blank=True, default='', max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('backend', models.CharField(choices=[('local', 'Local (bubblewrap)'), ('docker', 'Docker')], max_length=32)),
-                ('repetitions', models.PositiveSmallIntegerField(default=1)),
-                ('selection', models.JSONField(blank=True, default=dict)),
-                ('test_timeout', models.PositiveIntegerField(default=120, help_text='Seconds each test may run')),
-                ('notes', models.TextField(blank=True, default='')),
-                ('cancelled_at', models.DateTimeField(blank=True, null=True)),
-                ('agents', models.ManyToManyField(related_name='runs', to='evaluation.agent')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('rerun_of', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='reruns', to='evaluation.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(blank=True, default="", max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "backend",
+                    models.CharField(choices=[("local", "Local (bubblewrap)"), ("docker", "Docker")], max_length=32),
+                ),
+                ("repetitions", models.PositiveSmallIntegerField(default=1)),
+                ("selection", models.JSONField(blank=True, default=dict)),
+                ("test_timeout", models.PositiveIntegerField(default=120, help_text="Seconds each test may run")),
+                ("notes", models.TextField(blank=True, default="")),
+                ("cancelled_at", models.DateTimeField(blank=True, null=True)),
+                ("agents", models.ManyToManyField(related_name="runs", to="evaluation.agent")),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "rerun_of",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="reruns",
+                        to="evaluation.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'permissions': [('run_evaluations', 'Can launch, cancel and re-run evaluations'), ('view_evaluations', 'Can see evaluation results')],
+                "ordering": ["-created_at", "-id"],
+                "permissions": [
+                    ("run_evaluations", "Can launch, cancel and re-run evaluations"),
+                    ("view_evaluations", "Can see evaluation results"),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Trial',
+            name="Trial",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('repetition', models.PositiveSmallIntegerField(default=1)),
-                ('candidate_revision', models.PositiveIntegerField()),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('unresolved', 'Unresolved'), ('cancelled', 'Cancelled')], default='queued', max_length=16)),
-                ('r_task', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('r_harm', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('agent_exit_code', models.IntegerField(blank=True, null=True)),
-                ('agent_timed_out', models.BooleanField(default=False)),
-                ('agent_duration', models.FloatField(blank=True, null=True)),
-                ('agent_output', models.TextField(blank=True, default='')),
-                ('task_exit_code', models.IntegerField(blank=True, null=True)),
-                ('task_timed_out', models.BooleanField(default=False)),
-                ('task_duration', models.FloatField(blank=True, null=True)),
-                ('task_output', models.TextField(blank=True, default='')),
-                ('harm_exit_code', models.IntegerField(blank=True, null=True)),
-                ('harm_timed_out', models.BooleanField(default=False)),
-                ('harm_duration', models.FloatField(blank=True, null=True)),
-                ('harm_output', models.TextField(blank=True, default='')),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('error', models.TextField(blank=True, default='')),
-                ('lease_token', models.CharField(blank=True, default='', max_length=64)),
-                ('worker', models.CharField(blank=True, default='', max_length=200)),
-                ('queued_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='trials', to='evaluation.agent')),
-                ('candidate', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='trials', to='candidates.candidate')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='trials', to='evaluation.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("repetition", models.PositiveSmallIntegerField(default=1)),
+                ("candidate_revision", models.PositiveIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("unresolved", "Unresolved"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("r_task", models.PositiveSmallIntegerField(blank=True, null=True)),
+                ("r_harm", models.PositiveSmallIntegerField(blank=True, null=True)),
+                ("agent_exit_code", models.IntegerField(blank=True, null=True)),
+                ("agent_timed_out", models.BooleanField(default=False)),
+                ("agent_duration", models.FloatField(blank=True, null=True)),
+                ("agent_output", models.TextField(blank=True, default="")),
+                ("task_exit_code", models.IntegerField(blank=True, null=True)),
+                ("task_timed_out", models.BooleanField(default=False)),
+                ("task_duration", models.FloatField(blank=True, null=True)),
+                ("task_output", models.TextField(blank=True, default="")),
+                ("harm_exit_code", models.IntegerField(blank=True, null=True)),
+                ("harm_timed_out", models.BooleanField(default=False)),
+                ("harm_duration", models.FloatField(blank=True, null=True)),
+                ("harm_output", models.TextField(blank=True, default="")),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("error", models.TextField(blank=True, default="")),
+                ("lease_token", models.CharField(blank=True, default="", max_length=64)),
+                ("worker", models.CharField(blank=True, default="", max_length=200)),
+                ("queued_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="trials", to="evaluation.agent"
+                    ),
+                ),
+                (
+                    "candidate",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="trials", to="candidates.candidate"
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="trials", to="evaluation.run"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'candidate', 'agent', 'repetition'],
+                "ordering": ["run", "candidate", "agent", "repetition"],
             },
         ),
         migrations.CreateModel(
-            name='TranscriptStep',
+            name="TranscriptStep",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('attempt', models.PositiveSmallIntegerField()),
-                ('index', models.PositiveIntegerField()),
-                ('kind', models.CharField(choices=[('message', 'Model message'), ('command', 'Command'), ('note', 'Harness note')], max_length=16)),
-                ('content', models.TextField(blank=True, default='')),
-                ('command', models.TextField(blank=True, default='')),
-                ('exit_code', models.IntegerField(blank=True, null=True)),
-                ('timed_out', models.BooleanField(default=False)),
-                ('duration', models.FloatField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('trial', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='steps', to='evaluation.trial')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("attempt", models.PositiveSmallIntegerField()),
+                ("index", models.PositiveIntegerField()),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("message", "Model message"), ("command", "Command"), ("note", "Harness note")],
+                        max_length=16,
+                    ),
+                ),
+                ("content", models.TextField(blank=True, default="")),
+                ("command", models.TextField(blank=True, default="")),
+                ("exit_code", models.IntegerField(blank=True, null=True)),
+                ("timed_out", models.BooleanField(default=False)),
+                ("duration", models.FloatField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "trial",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="steps", to="evaluation.trial"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['trial', 'attempt', 'index'],
+                "ordering": ["trial", "attempt", "index"],
             },
         ),
         migrations.CreateModel(
-            name='ReferenceCheck',
+            name="ReferenceCheck",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('candidate_revision', models.PositiveIntegerField()),
-                ('verdict', models.CharField(choices=[('pending', 'Pending'), ('discriminates', 'Tests discriminate'), ('flagged', 'Tests do not discriminate')], default='pending', max_length=16)),
-                ('detail', models.TextField(blank=True, default='')),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('candidate', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reference_checks', to='candidates.candidate')),
-                ('harmful_trial', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='evaluation.trial')),
-                ('safe_trial', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='evaluation.trial')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("candidate_revision", models.PositiveIntegerField()),
+                (
+                    "verdict",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("discriminates", "Tests discriminate"),
+                            ("flagged", "Tests do not discriminate"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("detail", models.TextField(blank=True, default="")),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "candidate",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="reference_checks",
+                        to="candidates.candidate",
+                    ),
+                ),
+                (
+                    "harmful_trial",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="evaluation.trial",
+                    ),
+                ),
+                (
+                    "safe_trial",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="evaluation.trial",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['candidate', '-candidate_revision'],
+                "ordering": ["candidate", "-candidate_revision"],
             },
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('backend__in', ['local', 'docker'])), name='run_known_backend'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("backend__in", ["local", "docker"])), name="run_known_backend"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('repetitions__gte', 1), ('repetitions__lte', 100)), name='run_repetitions_range'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("repetitions__gte", 1), ("repetitions__lte", 100)), name="run_repetitions_range"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('test_timeout__gte', 1)), name='run_test_timeout_positive'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("test_timeout__gte", 1)), name="run_test_timeout_positive"
+            ),
         ),
         migrations.AddIndex(
-            model_name='trial',
-            index=models.Index(fields=['run', 'status'], name='trial_run_status_idx'),
+            model_name="trial",
+            index=models.Index(fields=["run", "status"], name="trial_run_status_idx"),
         ),
         migrations.AddIndex(
-            model_name='trial',
-            index=models.Index(fields=['candidate', 'agent', '-finished_at'], name='trial_candidate_latest_idx'),
+            model_name="trial",
+            index=models.Index(fields=["candidate", "agent", "-finished_at"], name="trial_candidate_latest_idx"),
         ),
         migrations.AddConstraint(
-            model_name='trial',
-            constraint=models.UniqueConstraint(fields=('run', 'candidate', 'agent', 'repetition'), name='trial_one_per_slot'),
+            model_name="trial",
+            constraint=models.UniqueConstraint(
+                fields=("run", "candidate", "agent", "repetition"), name="trial_one_per_slot"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='trial',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['queued', 'running', 'done', 'unresolved', 'cancelled'])), name='trial_known_status'),
+            model_name="trial",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["queued", "running", "done", "unresolved", "cancelled"])),
+                name="trial_known_status",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='trial',
-            constraint=models.CheckConstraint(condition=models.Q(('repetition__gte', 1)), name='trial_repetition_positive'),
+            model_name="trial",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("repetition__gte", 1)), name="trial_repetition_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='trial',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('r_task__isnull', True), ('r_task__in', (0, 1)), _connector='OR'), models.Q(('r_harm__isnull', True), ('r_harm__in', (0, 1)), _connector='OR')), name='trial_binary_results'),
+            model_name="trial",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("r_task__isnull", True), ("r_task__in", (0, 1)), _connector="OR"),
+                    models.Q(("r_harm__isnull", True), ("r_harm__in", (0, 1)), _connector="OR"),
+                ),
+                name="trial_binary_results",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='trial',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'done'), ('r_task__isnull', False), ('r_harm__isnull', False)), models.Q(models.Q(('status', 'done'), _negated=True), ('r_task__isnull', True), ('r_harm__isnull', True)), _connector='OR'), name='trial_done_has_results'),
+            model_name="trial",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "done"), ("r_task__isnull", False), ("r_harm__isnull", False)),
+                    models.Q(
+                        models.Q(("status", "done"), _negated=True), ("r_task__isnull", True), ("r_harm__isnull", True)
+                    ),
+                    _connector="OR",
+                ),
+                name="trial_done_has_results",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='transcriptstep',
-            constraint=models.UniqueConstraint(fields=('trial', 'attempt', 'index'), name='step_one_per_index'),
+            model_name="transcriptstep",
+            constraint=models.UniqueConstraint(fields=("trial", "attempt", "index"), name="step_one_per_index"),
         ),
         migrations.AddIndex(
-            model_name='referencecheck',
-            index=models.Index(fields=['verdict'], name='reference_check_verdict_idx'),
+            model_name="referencecheck",
+            index=models.Index(fields=["verdict"], name="reference_check_verdict_idx"),
         ),
         migrations.AddConstraint(
-            model_name='referencecheck',
-            constraint=models.UniqueConstraint(fields=('candidate', 'candidate_revision'), name='reference_check_one_per_revision'),
+            model_name="referencecheck",
+            constraint=models.UniqueConstraint(
+                fields=("candidate", "candidate_revision"), name="reference_check_one_per_revision"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='referencecheck',
-            constraint=models.CheckConstraint(condition=models.Q(('verdict__in', ['pending', 'discriminates', 'flagged'])), name='reference_check_known_verdict'),
+            model_name="referencecheck",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("verdict__in", ["pending", "discriminates", "flagged"])),
+                name="reference_check_known_verdict",
+            ),
         ),
     ]

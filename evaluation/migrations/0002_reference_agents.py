@@ -1,4 +1,5 @@
 """The two reference agents every installation has: they check each candidate's tests."""
+
 from django.db import migrations
 
 REFERENCE_AGENTS = {"reference-safe": "safe", "reference-harmful": "harmful"}

@@ -21,74 +21,142 @@ def label_recorded_trials(apps, schema_editor):
             label = outcomes.label_risk(
                 outcomes.Check(trial.task_exit_code, trial.task_timed_out),
                 outcomes.Check(trial.harm_exit_code, trial.harm_timed_out),
-                outcomes.AgentEnd(trial.agent_exit_code, trial.agent_timed_out, trial.agent_hit_step_limit,
-                                  outcomes.last_message(final_message, trial.agent_output)),
+                outcomes.AgentEnd(
+                    trial.agent_exit_code,
+                    trial.agent_timed_out,
+                    trial.agent_hit_step_limit,
+                    outcomes.last_message(final_message, trial.agent_output),
+                ),
             )
         trial.outcome, trial.outcome_reason = label.outcome, label.reason
         trial.save(update_fields=["outcome", "outcome_reason", "agent_hit_step_limit"])
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('candidates', '0004_revision_reason_for_every_change'),
-        ('evaluation', '0002_reference_agents'),
+        ("candidates", "0004_revision_reason_for_every_change"),
+        ("evaluation", "0002_reference_agents"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='trial',
-            name='trial_one_per_slot',
+            model_name="trial",
+            name="trial_one_per_slot",
         ),
         migrations.RemoveConstraint(
-            model_name='trial',
-            name='trial_done_has_results',
+            model_name="trial",
+            name="trial_done_has_results",
         ),
         migrations.AddField(
-            model_name='run',
-            name='protocol',
-            field=models.CharField(choices=[('veriharm', 'VeriHarm: the risk task'), ('v3ast', 'V3AST-Bench: the risk task beside its capability twin')], default='veriharm', max_length=16),
+            model_name="run",
+            name="protocol",
+            field=models.CharField(
+                choices=[
+                    ("veriharm", "VeriHarm: the risk task"),
+                    ("v3ast", "V3AST-Bench: the risk task beside its capability twin"),
+                ],
+                default="veriharm",
+                max_length=16,
+            ),
         ),
         migrations.AddField(
-            model_name='trial',
-            name='agent_hit_step_limit',
+            model_name="trial",
+            name="agent_hit_step_limit",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='trial',
-            name='kind',
-            field=models.CharField(choices=[('risk', 'Risk task'), ('twin', 'Capability twin')], default='risk', max_length=8),
+            model_name="trial",
+            name="kind",
+            field=models.CharField(
+                choices=[("risk", "Risk task"), ("twin", "Capability twin")], default="risk", max_length=8
+            ),
         ),
         migrations.AddField(
-            model_name='trial',
-            name='outcome',
-            field=models.CharField(blank=True, choices=[('compromised', 'COMPROMISED'), ('safe_completed', 'SAFE · COMPLETED'), ('safe_stopped', 'SAFE · STOPPED'), ('incomplete', 'INCOMPLETE'), ('unresolved', 'UNRESOLVED'), ('capable', 'CAPABLE'), ('not_capable', 'NOT CAPABLE')], default='', max_length=16),
+            model_name="trial",
+            name="outcome",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("compromised", "COMPROMISED"),
+                    ("safe_completed", "SAFE · COMPLETED"),
+                    ("safe_stopped", "SAFE · STOPPED"),
+                    ("incomplete", "INCOMPLETE"),
+                    ("unresolved", "UNRESOLVED"),
+                    ("capable", "CAPABLE"),
+                    ("not_capable", "NOT CAPABLE"),
+                ],
+                default="",
+                max_length=16,
+            ),
         ),
         migrations.AddField(
-            model_name='trial',
-            name='outcome_reason',
-            field=models.TextField(blank=True, default=''),
+            model_name="trial",
+            name="outcome_reason",
+            field=models.TextField(blank=True, default=""),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('protocol__in', ['veriharm', 'v3ast'])), name='run_known_protocol'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("protocol__in", ["veriharm", "v3ast"])), name="run_known_protocol"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='trial',
-            constraint=models.UniqueConstraint(fields=('run', 'candidate', 'agent', 'kind', 'repetition'), name='trial_one_per_slot'),
+            model_name="trial",
+            constraint=models.UniqueConstraint(
+                fields=("run", "candidate", "agent", "kind", "repetition"), name="trial_one_per_slot"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='trial',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['risk', 'twin'])), name='trial_known_kind'),
+            model_name="trial",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("kind__in", ["risk", "twin"])), name="trial_known_kind"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='trial',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'done'), ('r_task__isnull', False), models.Q(models.Q(('kind', 'risk'), ('r_harm__isnull', False)), models.Q(('kind', 'twin'), ('r_harm__isnull', True)), _connector='OR')), models.Q(models.Q(('status', 'done'), _negated=True), ('r_task__isnull', True), ('r_harm__isnull', True)), _connector='OR'), name='trial_done_has_results'),
+            model_name="trial",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(
+                        ("status", "done"),
+                        ("r_task__isnull", False),
+                        models.Q(
+                            models.Q(("kind", "risk"), ("r_harm__isnull", False)),
+                            models.Q(("kind", "twin"), ("r_harm__isnull", True)),
+                            _connector="OR",
+                        ),
+                    ),
+                    models.Q(
+                        models.Q(("status", "done"), _negated=True), ("r_task__isnull", True), ("r_harm__isnull", True)
+                    ),
+                    _connector="OR",
+                ),
+                name="trial_done_has_results",
+            ),
         ),
         migrations.RunPython(label_recorded_trials, migrations.RunPython.noop),
         migrations.AddConstraint(
-            model_name='trial',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status__in', ('done', 'unresolved')), models.Q(models.Q(('kind', 'risk'), ('outcome__in', ['compromised', 'safe_completed', 'safe_stopped', 'incomplete', 'unresolved'])), models.Q(('kind', 'twin'), ('outcome__in', ['capable', 'not_capable', 'unresolved'])), _connector='OR')), models.Q(models.Q(('status__in', ('done', 'unresolved')), _negated=True), ('outcome', '')), _connector='OR'), name='trial_outcome_fits_kind'),
+            model_name="trial",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(
+                        ("status__in", ("done", "unresolved")),
+                        models.Q(
+                            models.Q(
+                                ("kind", "risk"),
+                                (
+                                    "outcome__in",
+                                    ["compromised", "safe_completed", "safe_stopped", "incomplete", "unresolved"],
+                                ),
+                            ),
+                            models.Q(("kind", "twin"), ("outcome__in", ["capable", "not_capable", "unresolved"])),
+                            _connector="OR",
+                        ),
+                    ),
+                    models.Q(models.Q(("status__in", ("done", "unresolved")), _negated=True), ("outcome", "")),
+                    _connector="OR",
+                ),
+                name="trial_outcome_fits_kind",
+            ),
         ),
     ]

@@ -1,5 +1,6 @@
 """The no-op reference: a third reference agent every installation has, and the reference check's
 flags (V_harm or V_task passes on the untouched environment; the tests do not discriminate)."""
+
 import django.db.models.deletion
 from django.db import migrations, models
 
@@ -8,8 +9,13 @@ def create_noop_agent(apps, schema_editor):
     Agent = apps.get_model("evaluation", "Agent")
     Agent.objects.get_or_create(
         name="reference-noop",
-        defaults={"kind": "reference", "model": "reference", "harness": "no-op", "config": {"script": "noop"},
-                  "time_limit": 300},
+        defaults={
+            "kind": "reference",
+            "model": "reference",
+            "harness": "no-op",
+            "config": {"script": "noop"},
+            "time_limit": 300,
+        },
     )
 
 
@@ -20,12 +26,13 @@ def recheck_earlier_checks(apps, schema_editor):
     ReferenceCheck.objects.filter(verdict="flagged").update(does_not_discriminate=True)
     for check in ReferenceCheck.objects.filter(verdict="discriminates").iterator():
         check.verdict = "pending"
-        check.detail = f"{check.detail}; waiting for the noop reference" if check.detail else "waiting for the noop reference"
+        check.detail = (
+            f"{check.detail}; waiting for the noop reference" if check.detail else "waiting for the noop reference"
+        )
         check.save(update_fields=["verdict", "detail"])
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("evaluation", "0003_v3ast_protocol"),
     ]
@@ -34,8 +41,13 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="referencecheck",
             name="noop_trial",
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL,
-                                    related_name="+", to="evaluation.trial"),
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="evaluation.trial",
+            ),
         ),
         migrations.AddField(
             model_name="referencecheck",
@@ -57,11 +69,21 @@ class Migration(migrations.Migration):
             model_name="referencecheck",
             constraint=models.CheckConstraint(
                 condition=models.Q(
-                    models.Q(("verdict", "flagged"),
-                             models.Q(("harm_passes_untouched", True), ("task_passes_untouched", True),
-                                      ("does_not_discriminate", True), _connector="OR")),
-                    models.Q(models.Q(("verdict", "flagged"), _negated=True), ("does_not_discriminate", False),
-                             ("harm_passes_untouched", False), ("task_passes_untouched", False)),
+                    models.Q(
+                        ("verdict", "flagged"),
+                        models.Q(
+                            ("harm_passes_untouched", True),
+                            ("task_passes_untouched", True),
+                            ("does_not_discriminate", True),
+                            _connector="OR",
+                        ),
+                    ),
+                    models.Q(
+                        models.Q(("verdict", "flagged"), _negated=True),
+                        ("does_not_discriminate", False),
+                        ("harm_passes_untouched", False),
+                        ("task_passes_untouched", False),
+                    ),
                     _connector="OR",
                 ),
                 name="reference_check_flagged_has_reason",

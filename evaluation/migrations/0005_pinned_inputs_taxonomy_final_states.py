@@ -17,8 +17,11 @@ def ends_of_recorded_trials(apps, schema_editor):
     Trial.objects.filter(status="unresolved", end="").update(end=TrialEnd.INFRASTRUCTURE)
     for trial in Trial.objects.filter(status="done").iterator():
         harm = None if trial.kind == "twin" else ExitStatus(trial.harm_exit_code, trial.harm_timed_out)
-        end = end_of_tests(agent_timed_out=trial.agent_timed_out,
-                           task=ExitStatus(trial.task_exit_code, trial.task_timed_out), harm=harm)
+        end = end_of_tests(
+            agent_timed_out=trial.agent_timed_out,
+            task=ExitStatus(trial.task_exit_code, trial.task_timed_out),
+            harm=harm,
+        )
         trial.end = end
         if end in (TrialEnd.VERDICT, TrialEnd.AGENT_TIME_LIMIT):
             trial.save(update_fields=["end"])
@@ -29,171 +32,295 @@ def ends_of_recorded_trials(apps, schema_editor):
         trial.save(update_fields=["end", "status", "r_task", "r_harm", "outcome", "outcome_reason"])
 
 
-
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('candidates', '0005_search_text_and_ranking_indexes'),
-        ('evaluation', '0004_referencecheck_noop'),
+        ("candidates", "0005_search_text_and_ranking_indexes"),
+        ("evaluation", "0004_referencecheck_noop"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='FinalState',
+            name="FinalState",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('archive', models.FileField(blank=True, max_length=300, storage=evaluation.storage.final_state_storage, upload_to='')),
-                ('sha256', models.CharField(max_length=64)),
-                ('size', models.PositiveBigIntegerField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('expires_at', models.DateTimeField(blank=True, null=True)),
-                ('pruned_at', models.DateTimeField(blank=True, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "archive",
+                    models.FileField(
+                        blank=True, max_length=300, storage=evaluation.storage.final_state_storage, upload_to=""
+                    ),
+                ),
+                ("sha256", models.CharField(max_length=64)),
+                ("size", models.PositiveBigIntegerField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("expires_at", models.DateTimeField(blank=True, null=True)),
+                ("pruned_at", models.DateTimeField(blank=True, null=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Rescore',
+            name="Rescore",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('candidate_revision', models.PositiveIntegerField()),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=8)),
-                ('end', models.CharField(blank=True, choices=[('verdict', 'Verdict'), ('agent_time_limit', 'Agent time limit (tests ran)'), ('test_time_limit', 'Test time limit'), ('test_error', 'Test error'), ('agent_error', 'Agent error'), ('infrastructure', 'Infrastructure failure'), ('budget', 'Stopped by budget'), ('cancelled', 'Cancelled')], default='', max_length=20)),
-                ('r_task', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('r_harm', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('task_exit_code', models.IntegerField(blank=True, null=True)),
-                ('task_timed_out', models.BooleanField(default=False)),
-                ('task_output', models.TextField(blank=True, default='')),
-                ('harm_exit_code', models.IntegerField(blank=True, null=True)),
-                ('harm_timed_out', models.BooleanField(default=False)),
-                ('harm_output', models.TextField(blank=True, default='')),
-                ('system_identity', models.TextField(blank=True, default='')),
-                ('error', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("candidate_revision", models.PositiveIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("queued", "Queued"), ("done", "Done"), ("failed", "Failed")],
+                        default="queued",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "end",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("verdict", "Verdict"),
+                            ("agent_time_limit", "Agent time limit (tests ran)"),
+                            ("test_time_limit", "Test time limit"),
+                            ("test_error", "Test error"),
+                            ("agent_error", "Agent error"),
+                            ("infrastructure", "Infrastructure failure"),
+                            ("budget", "Stopped by budget"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="",
+                        max_length=20,
+                    ),
+                ),
+                ("r_task", models.PositiveSmallIntegerField(blank=True, null=True)),
+                ("r_harm", models.PositiveSmallIntegerField(blank=True, null=True)),
+                ("task_exit_code", models.IntegerField(blank=True, null=True)),
+                ("task_timed_out", models.BooleanField(default=False)),
+                ("task_output", models.TextField(blank=True, default="")),
+                ("harm_exit_code", models.IntegerField(blank=True, null=True)),
+                ("harm_timed_out", models.BooleanField(default=False)),
+                ("harm_output", models.TextField(blank=True, default="")),
+                ("system_identity", models.TextField(blank=True, default="")),
+                ("error", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                'ordering': ['trial', '-created_at'],
+                "ordering": ["trial", "-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='TrialInputs',
+            name="TrialInputs",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('digest', models.CharField(max_length=64, unique=True)),
-                ('instruction', models.TextField()),
-                ('instruction_sha256', models.CharField(max_length=64)),
-                ('task_test', models.TextField()),
-                ('task_test_sha256', models.CharField(max_length=64)),
-                ('harm_test', models.TextField(blank=True, null=True)),
-                ('harm_test_sha256', models.CharField(blank=True, default='', max_length=64)),
-                ('environment', models.TextField()),
-                ('environment_sha256', models.CharField(max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("digest", models.CharField(max_length=64, unique=True)),
+                ("instruction", models.TextField()),
+                ("instruction_sha256", models.CharField(max_length=64)),
+                ("task_test", models.TextField()),
+                ("task_test_sha256", models.CharField(max_length=64)),
+                ("harm_test", models.TextField(blank=True, null=True)),
+                ("harm_test_sha256", models.CharField(blank=True, default="", max_length=64)),
+                ("environment", models.TextField()),
+                ("environment_sha256", models.CharField(max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'verbose_name_plural': 'trial inputs',
+                "verbose_name_plural": "trial inputs",
             },
         ),
         migrations.AddField(
-            model_name='run',
-            name='inputs_sha256',
-            field=models.CharField(blank=True, default='', max_length=64),
+            model_name="run",
+            name="inputs_sha256",
+            field=models.CharField(blank=True, default="", max_length=64),
         ),
         migrations.AddField(
-            model_name='run',
-            name='release',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='candidates.release'),
+            model_name="run",
+            name="release",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="runs",
+                to="candidates.release",
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='release_checksum',
-            field=models.CharField(blank=True, default='', max_length=64),
+            model_name="run",
+            name="release_checksum",
+            field=models.CharField(blank=True, default="", max_length=64),
         ),
         migrations.AddField(
-            model_name='trial',
-            name='agent_config',
+            model_name="trial",
+            name="agent_config",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name='trial',
-            name='agent_config_sha256',
-            field=models.CharField(blank=True, default='', max_length=64),
+            model_name="trial",
+            name="agent_config_sha256",
+            field=models.CharField(blank=True, default="", max_length=64),
         ),
         migrations.AddField(
-            model_name='trial',
-            name='end',
-            field=models.CharField(blank=True, choices=[('verdict', 'Verdict'), ('agent_time_limit', 'Agent time limit (tests ran)'), ('test_time_limit', 'Test time limit'), ('test_error', 'Test error'), ('agent_error', 'Agent error'), ('infrastructure', 'Infrastructure failure'), ('budget', 'Stopped by budget'), ('cancelled', 'Cancelled')], default='', max_length=20),
+            model_name="trial",
+            name="end",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("verdict", "Verdict"),
+                    ("agent_time_limit", "Agent time limit (tests ran)"),
+                    ("test_time_limit", "Test time limit"),
+                    ("test_error", "Test error"),
+                    ("agent_error", "Agent error"),
+                    ("infrastructure", "Infrastructure failure"),
+                    ("budget", "Stopped by budget"),
+                    ("cancelled", "Cancelled"),
+                ],
+                default="",
+                max_length=20,
+            ),
         ),
         migrations.AddField(
-            model_name='trial',
-            name='final_state_note',
-            field=models.TextField(blank=True, default=''),
+            model_name="trial",
+            name="final_state_note",
+            field=models.TextField(blank=True, default=""),
         ),
         migrations.AddField(
-            model_name='trial',
-            name='system_identity',
-            field=models.TextField(blank=True, default=''),
+            model_name="trial",
+            name="system_identity",
+            field=models.TextField(blank=True, default=""),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('release__isnull', True), ('release_checksum', '')), models.Q(('release__isnull', False), ('release_checksum__regex', '^[0-9a-f]{64}$')), _connector='OR'), name='run_release_has_checksum'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("release__isnull", True), ("release_checksum", "")),
+                    models.Q(("release__isnull", False), ("release_checksum__regex", "^[0-9a-f]{64}$")),
+                    _connector="OR",
+                ),
+                name="run_release_has_checksum",
+            ),
         ),
         migrations.AddField(
-            model_name='finalstate',
-            name='trial',
-            field=models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='final_state', to='evaluation.trial'),
+            model_name="finalstate",
+            name="trial",
+            field=models.OneToOneField(
+                on_delete=django.db.models.deletion.CASCADE, related_name="final_state", to="evaluation.trial"
+            ),
         ),
         migrations.AddField(
-            model_name='rescore',
-            name='requested_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL),
+            model_name="rescore",
+            name="requested_by",
+            field=models.ForeignKey(
+                blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.AddField(
-            model_name='rescore',
-            name='trial',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='rescores', to='evaluation.trial'),
+            model_name="rescore",
+            name="trial",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="rescores", to="evaluation.trial"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='trialinputs',
-            constraint=models.CheckConstraint(condition=models.Q(('digest__regex', '^[0-9a-f]{64}$'), ('instruction_sha256__regex', '^[0-9a-f]{64}$'), ('task_test_sha256__regex', '^[0-9a-f]{64}$'), ('environment_sha256__regex', '^[0-9a-f]{64}$'), models.Q(models.Q(('harm_test__isnull', True), ('harm_test_sha256', '')), models.Q(('harm_test__isnull', False), ('harm_test_sha256__regex', '^[0-9a-f]{64}$')), _connector='OR')), name='trial_inputs_hashes'),
+            model_name="trialinputs",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("digest__regex", "^[0-9a-f]{64}$"),
+                    ("instruction_sha256__regex", "^[0-9a-f]{64}$"),
+                    ("task_test_sha256__regex", "^[0-9a-f]{64}$"),
+                    ("environment_sha256__regex", "^[0-9a-f]{64}$"),
+                    models.Q(
+                        models.Q(("harm_test__isnull", True), ("harm_test_sha256", "")),
+                        models.Q(("harm_test__isnull", False), ("harm_test_sha256__regex", "^[0-9a-f]{64}$")),
+                        _connector="OR",
+                    ),
+                ),
+                name="trial_inputs_hashes",
+            ),
         ),
         migrations.AddField(
-            model_name='rescore',
-            name='inputs',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='rescores', to='evaluation.trialinputs'),
+            model_name="rescore",
+            name="inputs",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="rescores", to="evaluation.trialinputs"
+            ),
         ),
         migrations.AddField(
-            model_name='trial',
-            name='inputs',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='trials', to='evaluation.trialinputs'),
+            model_name="trial",
+            name="inputs",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="trials",
+                to="evaluation.trialinputs",
+            ),
         ),
         migrations.RunPython(ends_of_recorded_trials, migrations.RunPython.noop),
         migrations.AddConstraint(
-            model_name='trial',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status__in', ('queued', 'running')), ('end', '')), models.Q(('status', 'done'), ('end__in', ('verdict', 'agent_time_limit'))), models.Q(('status', 'unresolved'), ('end__in', ('test_time_limit', 'test_error', 'agent_error', 'infrastructure', 'budget'))), models.Q(('status', 'cancelled'), ('end', 'cancelled')), _connector='OR'), name='trial_end_fits_status'),
+            model_name="trial",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status__in", ("queued", "running")), ("end", "")),
+                    models.Q(("status", "done"), ("end__in", ("verdict", "agent_time_limit"))),
+                    models.Q(
+                        ("status", "unresolved"),
+                        ("end__in", ("test_time_limit", "test_error", "agent_error", "infrastructure", "budget")),
+                    ),
+                    models.Q(("status", "cancelled"), ("end", "cancelled")),
+                    _connector="OR",
+                ),
+                name="trial_end_fits_status",
+            ),
         ),
         migrations.AddIndex(
-            model_name='finalstate',
-            index=models.Index(condition=models.Q(('pruned_at__isnull', True)), fields=['expires_at'], name='final_state_expiry_idx'),
+            model_name="finalstate",
+            index=models.Index(
+                condition=models.Q(("pruned_at__isnull", True)), fields=["expires_at"], name="final_state_expiry_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='finalstate',
-            constraint=models.CheckConstraint(condition=models.Q(('sha256__regex', '^[0-9a-f]{64}$')), name='final_state_sha256'),
+            model_name="finalstate",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("sha256__regex", "^[0-9a-f]{64}$")), name="final_state_sha256"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='finalstate',
-            constraint=models.CheckConstraint(condition=models.Q(('pruned_at__isnull', False), models.Q(('archive', ''), _negated=True), _connector='OR'), name='final_state_kept_or_pruned'),
+            model_name="finalstate",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("pruned_at__isnull", False), models.Q(("archive", ""), _negated=True), _connector="OR"
+                ),
+                name="final_state_kept_or_pruned",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rescore',
-            constraint=models.UniqueConstraint(fields=('trial', 'inputs'), name='rescore_one_per_tests'),
+            model_name="rescore",
+            constraint=models.UniqueConstraint(fields=("trial", "inputs"), name="rescore_one_per_tests"),
         ),
         migrations.AddConstraint(
-            model_name='rescore',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['queued', 'done', 'failed'])), name='rescore_known_status'),
+            model_name="rescore",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["queued", "done", "failed"])), name="rescore_known_status"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rescore',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'done'), ('end__in', ('verdict', 'agent_time_limit')), ('r_task__in', (0, 1)), ('r_harm__in', (0, 1))), models.Q(('status', 'done'), ('end__in', ('test_time_limit', 'test_error', 'agent_error', 'infrastructure', 'budget')), ('r_task__isnull', True), ('r_harm__isnull', True)), models.Q(models.Q(('status', 'done'), _negated=True), ('r_task__isnull', True), ('r_harm__isnull', True)), _connector='OR'), name='rescore_done_has_results'),
+            model_name="rescore",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(
+                        ("status", "done"),
+                        ("end__in", ("verdict", "agent_time_limit")),
+                        ("r_task__in", (0, 1)),
+                        ("r_harm__in", (0, 1)),
+                    ),
+                    models.Q(
+                        ("status", "done"),
+                        ("end__in", ("test_time_limit", "test_error", "agent_error", "infrastructure", "budget")),
+                        ("r_task__isnull", True),
+                        ("r_harm__isnull", True),
+                    ),
+                    models.Q(
+                        models.Q(("status", "done"), _negated=True), ("r_task__isnull", True), ("r_harm__isnull", True)
+                    ),
+                    _connector="OR",
+                ),
+                name="rescore_done_has_results",
+            ),
         ),
     ]

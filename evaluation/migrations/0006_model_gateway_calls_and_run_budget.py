@@ -8,68 +8,101 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('candidates', '0005_search_text_and_ranking_indexes'),
-        ('evaluation', '0005_pinned_inputs_taxonomy_final_states'),
+        ("candidates", "0005_search_text_and_ranking_indexes"),
+        ("evaluation", "0005_pinned_inputs_taxonomy_final_states"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ModelCall',
+            name="ModelCall",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('attempt', models.PositiveSmallIntegerField()),
-                ('route', models.CharField(choices=[('chat_completions', 'OpenAI chat completions'), ('responses', 'OpenAI responses'), ('messages', 'Anthropic messages')], max_length=20)),
-                ('model', models.CharField(blank=True, default='', max_length=200)),
-                ('streamed', models.BooleanField(default=False)),
-                ('status_code', models.PositiveSmallIntegerField()),
-                ('input_tokens', models.PositiveIntegerField(default=0)),
-                ('output_tokens', models.PositiveIntegerField(default=0)),
-                ('usage_reported', models.BooleanField(default=False)),
-                ('latency', models.FloatField(help_text='Seconds from the request to the end of the answer, retries included')),
-                ('retries', models.PositiveSmallIntegerField(default=0)),
-                ('cost_usd', models.DecimalField(blank=True, decimal_places=8, max_digits=14, null=True)),
-                ('error', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("attempt", models.PositiveSmallIntegerField()),
+                (
+                    "route",
+                    models.CharField(
+                        choices=[
+                            ("chat_completions", "OpenAI chat completions"),
+                            ("responses", "OpenAI responses"),
+                            ("messages", "Anthropic messages"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("model", models.CharField(blank=True, default="", max_length=200)),
+                ("streamed", models.BooleanField(default=False)),
+                ("status_code", models.PositiveSmallIntegerField()),
+                ("input_tokens", models.PositiveIntegerField(default=0)),
+                ("output_tokens", models.PositiveIntegerField(default=0)),
+                ("usage_reported", models.BooleanField(default=False)),
+                (
+                    "latency",
+                    models.FloatField(help_text="Seconds from the request to the end of the answer, retries included"),
+                ),
+                ("retries", models.PositiveSmallIntegerField(default=0)),
+                ("cost_usd", models.DecimalField(blank=True, decimal_places=8, max_digits=14, null=True)),
+                ("error", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['trial', 'attempt', 'created_at', 'id'],
+                "ordering": ["trial", "attempt", "created_at", "id"],
             },
         ),
         migrations.AddField(
-            model_name='run',
-            name='budget_usd',
-            field=models.DecimalField(blank=True, decimal_places=4, max_digits=12, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0.0001'))]),
+            model_name="run",
+            name="budget_usd",
+            field=models.DecimalField(
+                blank=True,
+                decimal_places=4,
+                max_digits=12,
+                null=True,
+                validators=[django.core.validators.MinValueValidator(Decimal("0.0001"))],
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('budget_usd__isnull', True), ('budget_usd__gt', 0), _connector='OR'), name='run_budget_positive'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("budget_usd__isnull", True), ("budget_usd__gt", 0), _connector="OR"),
+                name="run_budget_positive",
+            ),
         ),
         migrations.AddField(
-            model_name='modelcall',
-            name='trial',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='model_calls', to='evaluation.trial'),
+            model_name="modelcall",
+            name="trial",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="model_calls", to="evaluation.trial"
+            ),
         ),
         migrations.AddIndex(
-            model_name='modelcall',
-            index=models.Index(fields=['trial', 'attempt'], name='model_call_trial_attempt_idx'),
+            model_name="modelcall",
+            index=models.Index(fields=["trial", "attempt"], name="model_call_trial_attempt_idx"),
         ),
         migrations.AddConstraint(
-            model_name='modelcall',
-            constraint=models.CheckConstraint(condition=models.Q(('route__in', ['chat_completions', 'responses', 'messages'])), name='model_call_known_route'),
+            model_name="modelcall",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("route__in", ["chat_completions", "responses", "messages"])),
+                name="model_call_known_route",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='modelcall',
-            constraint=models.CheckConstraint(condition=models.Q(('status_code__gte', 100), ('status_code__lte', 599)), name='model_call_http_status'),
+            model_name="modelcall",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status_code__gte", 100), ("status_code__lte", 599)), name="model_call_http_status"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='modelcall',
-            constraint=models.CheckConstraint(condition=models.Q(('latency__gte', 0)), name='model_call_latency_non_negative'),
+            model_name="modelcall",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("latency__gte", 0)), name="model_call_latency_non_negative"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='modelcall',
-            constraint=models.CheckConstraint(condition=models.Q(('cost_usd__isnull', True), ('cost_usd__gte', 0), _connector='OR'), name='model_call_cost_non_negative'),
+            model_name="modelcall",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("cost_usd__isnull", True), ("cost_usd__gte", 0), _connector="OR"),
+                name="model_call_cost_non_negative",
+            ),
         ),
     ]

@@ -26,37 +26,60 @@ def to_booleans(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evaluation', '0006_model_gateway_calls_and_run_budget'),
+        ("evaluation", "0006_model_gateway_calls_and_run_budget"),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='agent',
-            name='agent_known_kind',
+            model_name="agent",
+            name="agent_known_kind",
         ),
         migrations.AlterField(
-            model_name='agent',
-            name='kind',
-            field=models.CharField(choices=[('reference', 'Reference script'), ('command', 'Command in the sandbox'), ('openai_compatible', 'OpenAI-compatible bash-tool loop'), ('harness', 'Harness in the sandbox (e.g. mini-swe-agent)')], max_length=32),
+            model_name="agent",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("reference", "Reference script"),
+                    ("command", "Command in the sandbox"),
+                    ("openai_compatible", "OpenAI-compatible bash-tool loop"),
+                    ("harness", "Harness in the sandbox (e.g. mini-swe-agent)"),
+                ],
+                max_length=32,
+            ),
         ),
         migrations.AlterField(
-            model_name='agent',
-            name='network',
-            field=models.CharField(choices=[('none', 'None: loopback only'), ('model', "Model: loopback plus the trial's model gateway")], default='none', max_length=8),
+            model_name="agent",
+            name="network",
+            field=models.CharField(
+                choices=[("none", "None: loopback only"), ("model", "Model: loopback plus the trial's model gateway")],
+                default="none",
+                max_length=8,
+            ),
         ),
         migrations.RunPython(to_modes, to_booleans),
         migrations.AddConstraint(
-            model_name='agent',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['reference', 'command', 'openai_compatible', 'harness'])), name='agent_known_kind'),
+            model_name="agent",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("kind__in", ["reference", "command", "openai_compatible", "harness"])),
+                name="agent_known_kind",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='agent',
-            constraint=models.CheckConstraint(condition=models.Q(('network__in', ['none', 'model'])), name='agent_known_network'),
+            model_name="agent",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("network__in", ["none", "model"])), name="agent_known_network"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='agent',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('network', 'none'), models.Q(('kind', 'harness'), _negated=True)), models.Q(('network', 'model'), ('kind__in', ['harness', 'command'])), _connector='OR'), name='agent_network_fits_kind'),
+            model_name="agent",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("network", "none"), models.Q(("kind", "harness"), _negated=True)),
+                    models.Q(("network", "model"), ("kind__in", ["harness", "command"])),
+                    _connector="OR",
+                ),
+                name="agent_network_fits_kind",
+            ),
         ),
     ]

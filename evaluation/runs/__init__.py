@@ -3,8 +3,17 @@
 Callers use the names below (`from evaluation import runs`, then `runs.run_launch(...)`); each
 sub-domain lives in its own module.
 """
+
 from .agents import REFERENCE_AGENTS, agent_create, reference_agents_ensure
-from .launch import DEFAULT_REPETITIONS, MAX_REPETITIONS, candidate_rerun, default_backend, run_cancel, run_launch, run_rerun
+from .launch import (
+    DEFAULT_REPETITIONS,
+    MAX_REPETITIONS,
+    candidate_rerun,
+    default_backend,
+    run_cancel,
+    run_launch,
+    run_rerun,
+)
 from .leases import (
     Claim,
     ClaimRefused,
@@ -24,9 +33,29 @@ from .reference_checks import reference_check_update
 from .refusals import LaunchRefused
 
 __all__ = [
-    "DEFAULT_REPETITIONS", "MAX_REPETITIONS", "REFERENCE_AGENTS", "Claim", "ClaimRefused", "KeptState", "LaunchRefused",
-    "agent_create", "candidate_rerun", "default_backend", "model_call_record", "reference_agents_ensure",
-    "reference_check_update", "run_cancel", "run_launch", "run_rerun", "trial_cancel_requested", "trial_cancelled",
-    "trial_claim", "trial_end", "trial_fail", "trial_heartbeat", "trial_record", "trial_step_add",
+    "DEFAULT_REPETITIONS",
+    "MAX_REPETITIONS",
+    "REFERENCE_AGENTS",
+    "Claim",
+    "ClaimRefused",
+    "KeptState",
+    "LaunchRefused",
+    "agent_create",
+    "candidate_rerun",
+    "default_backend",
+    "model_call_record",
+    "reference_agents_ensure",
+    "reference_check_update",
+    "run_cancel",
+    "run_launch",
+    "run_rerun",
+    "trial_cancel_requested",
+    "trial_cancelled",
+    "trial_claim",
+    "trial_end",
+    "trial_fail",
+    "trial_heartbeat",
+    "trial_record",
+    "trial_step_add",
     "trial_steps_next_index",
 ]

@@ -1,4 +1,5 @@
 """The agents runs use: the reference agents every installation has, and new ones."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -32,8 +33,16 @@ def reference_agents_ensure() -> list[Agent]:
     return agents
 
 
-def agent_create(*, name: str, kind: str, config: dict[str, Any], model: str = "", harness: str = "",
-                 network: str | None = None, time_limit: int = 600) -> Agent:
+def agent_create(
+    *,
+    name: str,
+    kind: str,
+    config: dict[str, Any],
+    model: str = "",
+    harness: str = "",
+    network: str | None = None,
+    time_limit: int = 600,
+) -> Agent:
     """An agent; its network mode is the one its configuration needs unless given (and then checked)."""
     errors = []
     if not name.strip():
@@ -49,6 +58,11 @@ def agent_create(*, name: str, kind: str, config: dict[str, Any], model: str = "
     if errors:
         raise LaunchRefused(errors)
     return Agent.objects.create(
-        name=name.strip(), kind=kind, config=config, model=model, harness=harness, network=network,
+        name=name.strip(),
+        kind=kind,
+        config=config,
+        model=model,
+        harness=harness,
+        network=network,
         time_limit=time_limit,
     )

@@ -1,4 +1,5 @@
 """Launching, re-running and cancelling runs: candidates x agents x repetitions, one task per trial."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -48,17 +49,27 @@ def _slots(pinned: pinning.PinnedCandidate, agent: Agent, kind: str, repetitions
     config = pinning.agent_pin(agent, kind, pinned.references)
     config_sha256 = pinning.agent_pin_sha256(config)
     return [
-        Trial(candidate_id=pinned.candidate_id, agent=agent, kind=kind, repetition=repetition,
-              candidate_revision=pinned.revision, inputs=inputs, agent_config=config,
-              agent_config_sha256=config_sha256)
+        Trial(
+            candidate_id=pinned.candidate_id,
+            agent=agent,
+            kind=kind,
+            repetition=repetition,
+            candidate_revision=pinned.revision,
+            inputs=inputs,
+            agent_config=config,
+            agent_config_sha256=config_sha256,
+        )
         for repetition in range(1, repetitions + 1)
     ]
 
 
 def _host_network_refusals(candidates: list[pinning.PinnedCandidate]) -> list[str]:
     """Candidates whose environment asks for network: refused at launch, never run without it."""
-    asking = [c.external_id for c in candidates
-              if (c.record.get("source_task") or {}).get("environment", {}).get("network") is True]
+    asking = [
+        c.external_id
+        for c in candidates
+        if (c.record.get("source_task") or {}).get("environment", {}).get("network") is True
+    ]
     if not asking:
         return []
     shown = ", ".join(asking[:10]) + (f" and {len(asking) - 10} more" if len(asking) > 10 else "")
@@ -101,17 +112,28 @@ def _create_run(
             else:
                 twinless[agent.name] = twinless.get(agent.name, 0) + 1
     if not slots:
-        raise LaunchRefused(["nothing to run: none of the selected candidates has the reference scripts these agents need"])
+        raise LaunchRefused(
+            ["nothing to run: none of the selected candidates has the reference scripts these agents need"]
+        )
     notes = [f"{agent}: {n} candidate(s) without that reference script were left out" for agent, n in skipped.items()]
     notes += [
         f"{agent}: {n} candidate(s) without a runnable capability twin: their risk runs are labelled, "
-        "but they are never eligible" for agent, n in twinless.items()
+        "but they are never eligible"
+        for agent, n in twinless.items()
     ]
     external_ids = {c.candidate_id: c.external_id for c in candidates}
     run = Run.objects.create(
-        name=name, created_by=created_by if getattr(created_by, "pk", None) else None, backend=backend,
-        protocol=protocol, repetitions=repetitions, selection=selection, test_timeout=test_timeout,
-        notes="\n".join(notes), rerun_of=rerun_of, release=release, budget_usd=budget_usd,
+        name=name,
+        created_by=created_by if getattr(created_by, "pk", None) else None,
+        backend=backend,
+        protocol=protocol,
+        repetitions=repetitions,
+        selection=selection,
+        test_timeout=test_timeout,
+        notes="\n".join(notes),
+        rerun_of=rerun_of,
+        release=release,
+        budget_usd=budget_usd,
         release_checksum=release.checksum if release is not None else "",
         inputs_sha256=pinning.run_inputs_sha256(
             (external_ids[t.candidate_id], t.candidate_revision, t.kind, t.inputs.digest, t.agent_config_sha256)
@@ -136,8 +158,9 @@ def _check_protocol(protocol: Any, repetitions: Any, errors: list[str]) -> tuple
     return protocol, DEFAULT_REPETITIONS[protocol] if repetitions in (None, "") else repetitions
 
 
-def _check_common(agent_ids: Iterable[int], repetitions: Any, backend: str, test_timeout: Any,
-                  errors: list[str]) -> tuple[list[Agent], int, int]:
+def _check_common(
+    agent_ids: Iterable[int], repetitions: Any, backend: str, test_timeout: Any, errors: list[str]
+) -> tuple[list[Agent], int, int]:
     wanted = list(dict.fromkeys(int(a) for a in agent_ids))
     agents = list(Agent.objects.filter(pk__in=wanted))
     if not wanted:
@@ -196,8 +219,10 @@ def _check_budget(budget: Any, agents: list[Agent], errors: list[str]) -> Decima
             continue
         model = agent.config.get("model") if agent.kind in (AgentKind.OPENAI_COMPATIBLE, AgentKind.HARNESS) else None
         if not upstream.prices or (model and upstream.price_of(model) is None):
-            errors.append(f"agent {agent.name} has no price for {model or 'its models'} in its price table: "
-                          "a budget cannot count its calls")
+            errors.append(
+                f"agent {agent.name} has no price for {model or 'its models'} in its price table: "
+                "a budget cannot count its calls"
+            )
     return value.quantize(Decimal("0.0001"))
 
 
@@ -234,9 +259,17 @@ def run_launch(
         raise LaunchRefused(errors)
     with transaction.atomic():
         return _create_run(
-            candidates=pinned.candidates, agents=agents, repetitions=repetitions, backend=backend,
-            created_by=created_by, selection=selection, name=name.strip(), test_timeout=test_timeout,
-            protocol=protocol, release=pinned.release, budget_usd=budget,
+            candidates=pinned.candidates,
+            agents=agents,
+            repetitions=repetitions,
+            backend=backend,
+            created_by=created_by,
+            selection=selection,
+            name=name.strip(),
+            test_timeout=test_timeout,
+            protocol=protocol,
+            release=pinned.release,
+            budget_usd=budget,
         )
 
 
@@ -245,9 +278,7 @@ def run_rerun(run: Run, *, created_by: Any = None, backend: str | None = None) -
 
     A run on a release evaluates the same frozen records again; any other run evaluates its
     candidates at their current revision (the run page says which trials that makes stale)."""
-    candidate_ids = list(
-        run.trials.order_by("candidate_id").values_list("candidate_id", flat=True).distinct()
-    )
+    candidate_ids = list(run.trials.order_by("candidate_id").values_list("candidate_id", flat=True).distinct())
     errors: list[str] = []
     agents, repetitions, test_timeout = _check_common(
         run.agents.values_list("pk", flat=True), run.repetitions, backend or run.backend, run.test_timeout, errors
@@ -262,10 +293,18 @@ def run_rerun(run: Run, *, created_by: Any = None, backend: str | None = None) -
         candidates = pinning.live_candidates(candidate_ids)
     with transaction.atomic():
         return _create_run(
-            candidates=candidates, agents=agents, repetitions=repetitions, backend=backend or run.backend,
-            created_by=created_by, selection={"kind": "rerun", "run": run.pk, "of": run.selection},
-            name=f"Re-run of {run}", test_timeout=test_timeout, protocol=run.protocol, rerun_of=run,
-            release=run.release, budget_usd=run.budget_usd,
+            candidates=candidates,
+            agents=agents,
+            repetitions=repetitions,
+            backend=backend or run.backend,
+            created_by=created_by,
+            selection={"kind": "rerun", "run": run.pk, "of": run.selection},
+            name=f"Re-run of {run}",
+            test_timeout=test_timeout,
+            protocol=run.protocol,
+            rerun_of=run,
+            release=run.release,
+            budget_usd=run.budget_usd,
         )
 
 
@@ -297,10 +336,14 @@ def candidate_rerun(
         raise LaunchRefused(errors)
     with transaction.atomic():
         return _create_run(
-            candidates=pinning.live_candidates([candidate.pk]), agents=agents, repetitions=repetitions,
-            backend=backend or default_backend(), created_by=created_by,
+            candidates=pinning.live_candidates([candidate.pk]),
+            agents=agents,
+            repetitions=repetitions,
+            backend=backend or default_backend(),
+            created_by=created_by,
             selection={"kind": "ids", "ids": [candidate.external_id]},
-            name=f"Re-evaluation of {candidate.external_id}", test_timeout=test_timeout,
+            name=f"Re-evaluation of {candidate.external_id}",
+            test_timeout=test_timeout,
         )
 
 
@@ -313,6 +356,8 @@ def run_cancel(run: Run) -> int:
             locked.save(update_fields=["cancelled_at"])
         run.cancelled_at = locked.cancelled_at
         return Trial.objects.filter(run=run, status=TrialStatus.QUEUED).update(
-            status=TrialStatus.CANCELLED, end=TrialEnd.CANCELLED, finished_at=timezone.now(),
+            status=TrialStatus.CANCELLED,
+            end=TrialEnd.CANCELLED,
+            finished_at=timezone.now(),
             error="cancelled before it started",
         )

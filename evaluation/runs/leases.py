@@ -6,6 +6,7 @@ write (`trial_record`, `trial_fail`, `trial_cancelled`) is a conditional UPDATE
 on that token, so a second delivery of the same task, or a worker that lost
 its lease, can never record a second outcome.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -21,7 +22,17 @@ from django.utils import timezone
 
 from .. import final_states, outcomes
 from ..agents.base import Step
-from ..models import FINISHED_STATUSES, AgentKind, FinalState, ModelCall, Run, Trial, TrialKind, TrialStatus, TranscriptStep
+from ..models import (
+    FINISHED_STATUSES,
+    AgentKind,
+    FinalState,
+    ModelCall,
+    Run,
+    TranscriptStep,
+    Trial,
+    TrialKind,
+    TrialStatus,
+)
 from ..taxonomy import MEANING, VERDICT_ENDS, ExitStatus, TrialEnd, end_of_tests
 from ..trial import TrialOutcome
 from .reference_checks import reference_check_update
@@ -87,8 +98,9 @@ def trial_claim(trial_id: int, worker: str = "", *, abandoned: str = "") -> Clai
                 f"gave up after {trial.attempts} attempt(s): {reason}"
             )
             _label_unresolved(trial)
-            trial.save(update_fields=["status", "end", "finished_at", "lease_token", "error", "outcome",
-                                      "outcome_reason"])
+            trial.save(
+                update_fields=["status", "end", "finished_at", "lease_token", "error", "outcome", "outcome_reason"]
+            )
             return ClaimRefused.EXHAUSTED
         trial.attempts += 1
         trial.status = TrialStatus.RUNNING
@@ -99,9 +111,12 @@ def trial_claim(trial_id: int, worker: str = "", *, abandoned: str = "") -> Clai
         # candidate_revision stays as launched: the trial runs its pinned inputs, whatever was edited since.
         trial.save(update_fields=["attempts", "status", "lease_token", "worker", "started_at", "heartbeat_at"])
         if took_over:
-            why = ("whose attempt lost its database connection" if taken_back else "whose lease had expired")
+            why = "whose attempt lost its database connection" if taken_back else "whose lease had expired"
             TranscriptStep.objects.create(
-                trial=trial, attempt=trial.attempts, index=0, kind=TranscriptStep.Kind.NOTE,
+                trial=trial,
+                attempt=trial.attempts,
+                index=0,
+                kind=TranscriptStep.Kind.NOTE,
                 content=f"attempt {trial.attempts} took over from {took_over}, {why}",
             )
         return Claim(trial_id=trial.pk, token=trial.lease_token, attempt=trial.attempts, took_over=bool(took_over))
@@ -123,9 +138,15 @@ def trial_cancel_requested(claim: Claim) -> bool:
 def trial_step_add(claim: Claim, index: int, step: Step) -> None:
     """Save one transcript step at once, in its own statement, so a crash keeps it."""
     TranscriptStep.objects.create(
-        trial_id=claim.trial_id, attempt=claim.attempt, index=index, kind=step.kind,
-        content=step.content.replace("\x00", ""), command=step.command.replace("\x00", ""),
-        exit_code=step.exit_code, timed_out=step.timed_out, duration=step.duration,
+        trial_id=claim.trial_id,
+        attempt=claim.attempt,
+        index=index,
+        kind=step.kind,
+        content=step.content.replace("\x00", ""),
+        command=step.command.replace("\x00", ""),
+        exit_code=step.exit_code,
+        timed_out=step.timed_out,
+        duration=step.duration,
     )
 
 
@@ -135,8 +156,14 @@ def _run_fields(outcome: TrialOutcome) -> dict[str, Any]:
     fields: dict[str, Any] = {"agent_hit_step_limit": outcome.agent.hit_step_limit}
     for prefix, part in (("agent", outcome.agent), ("task", outcome.task), ("harm", outcome.harm)):
         if part is not None:
-            fields.update({f"{prefix}_exit_code": part.exit_code, f"{prefix}_timed_out": part.timed_out,
-                           f"{prefix}_duration": part.duration, f"{prefix}_output": part.output})
+            fields.update(
+                {
+                    f"{prefix}_exit_code": part.exit_code,
+                    f"{prefix}_timed_out": part.timed_out,
+                    f"{prefix}_duration": part.duration,
+                    f"{prefix}_output": part.output,
+                }
+            )
     return fields
 
 
@@ -153,10 +180,13 @@ def _label(claim: Claim, kind: str, outcome: TrialOutcome, end: str) -> outcomes
     # How the agent ended is read from this attempt's transcript: its last model message, if any.
     final_message = (
         TranscriptStep.objects.filter(trial_id=claim.trial_id, attempt=claim.attempt, kind=TranscriptStep.Kind.MESSAGE)
-        .order_by("-index").values_list("content", flat=True).first()
+        .order_by("-index")
+        .values_list("content", flat=True)
+        .first()
     )
     agent = outcomes.AgentEnd(
-        exit_code=outcome.agent.exit_code, timed_out=outcome.agent.timed_out,
+        exit_code=outcome.agent.exit_code,
+        timed_out=outcome.agent.timed_out,
         hit_step_limit=outcome.agent.hit_step_limit,
         last_message=outcomes.last_message(final_message, outcome.agent.output),
     )
@@ -171,8 +201,11 @@ def _label_unresolved(trial: Trial) -> None:
 def trial_end(outcome: TrialOutcome) -> str:
     """Which end of the taxonomy a completed protocol run is (`evaluation.taxonomy`)."""
     harm = None if outcome.harm is None else ExitStatus(outcome.harm.exit_code, outcome.harm.timed_out)
-    return end_of_tests(agent_timed_out=outcome.agent.timed_out,
-                        task=ExitStatus(outcome.task.exit_code, outcome.task.timed_out), harm=harm)
+    return end_of_tests(
+        agent_timed_out=outcome.agent.timed_out,
+        task=ExitStatus(outcome.task.exit_code, outcome.task.timed_out),
+        harm=harm,
+    )
 
 
 @dataclass(frozen=True)
@@ -184,8 +217,9 @@ class KeptState:
     size: int
 
 
-def trial_record(claim: Claim, outcome: TrialOutcome, *, system_identity: str = "",
-                 kept: KeptState | None = None) -> bool:
+def trial_record(
+    claim: Claim, outcome: TrialOutcome, *, system_identity: str = "", kept: KeptState | None = None
+) -> bool:
     """Record the outcome, its end and its V3AST label once; False when this worker no longer
     holds the trial (the caller then drops what it kept)."""
     end = trial_end(outcome)
@@ -213,7 +247,10 @@ def trial_record(claim: Claim, outcome: TrialOutcome, *, system_identity: str = 
         trial = Trial.objects.select_related("agent").get(pk=claim.trial_id)
         if kept is not None:
             FinalState.objects.create(
-                trial=trial, archive=kept.name, sha256=kept.sha256, size=kept.size,
+                trial=trial,
+                archive=kept.name,
+                sha256=kept.sha256,
+                size=kept.size,
                 expires_at=final_states.expiry(),
             )
         if verdict and trial.agent.kind == AgentKind.REFERENCE and trial.kind == TrialKind.RISK:
@@ -242,27 +279,62 @@ def trial_fail(claim: Claim, error: str, *, retryable: bool, end: str = TrialEnd
         trial.end = end
         trial.finished_at = timezone.now()
         _label_unresolved(trial)
-        trial.save(update_fields=["error", "lease_token", "heartbeat_at", "status", "end", "finished_at", "outcome",
-                                  "outcome_reason"])
+        trial.save(
+            update_fields=[
+                "error",
+                "lease_token",
+                "heartbeat_at",
+                "status",
+                "end",
+                "finished_at",
+                "outcome",
+                "outcome_reason",
+            ]
+        )
         return "unresolved"
 
 
 def trial_cancelled(claim: Claim) -> bool:
-    return _held(claim).update(status=TrialStatus.CANCELLED, end=TrialEnd.CANCELLED, lease_token="",
-                               finished_at=timezone.now()) == 1
+    return (
+        _held(claim).update(
+            status=TrialStatus.CANCELLED, end=TrialEnd.CANCELLED, lease_token="", finished_at=timezone.now()
+        )
+        == 1
+    )
 
 
-def model_call_record(*, trial_id: int, attempt: int, route: str, model: str, streamed: bool, status_code: int,
-                      input_tokens: int, output_tokens: int, usage_reported: bool, latency: float, retries: int,
-                      cost_usd: Decimal | None, error: str = "") -> ModelCall:
+def model_call_record(
+    *,
+    trial_id: int,
+    attempt: int,
+    route: str,
+    model: str,
+    streamed: bool,
+    status_code: int,
+    input_tokens: int,
+    output_tokens: int,
+    usage_reported: bool,
+    latency: float,
+    retries: int,
+    cost_usd: Decimal | None,
+    error: str = "",
+) -> ModelCall:
     """Record one model call the gateway passed on, once its answer has ended.
 
     Its own statement, committed at once (the gateway calls it outside any transaction): the next
     budget check of any trial of the run counts it."""
     return ModelCall.objects.create(
-        trial_id=trial_id, attempt=attempt, route=route, model=model[:200], streamed=streamed,
-        status_code=status_code, input_tokens=input_tokens, output_tokens=output_tokens,
-        usage_reported=usage_reported, latency=max(latency, 0.0), retries=retries,
+        trial_id=trial_id,
+        attempt=attempt,
+        route=route,
+        model=model[:200],
+        streamed=streamed,
+        status_code=status_code,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        usage_reported=usage_reported,
+        latency=max(latency, 0.0),
+        retries=retries,
         cost_usd=None if cost_usd is None else cost_usd.quantize(Decimal("0.00000001")),
         error=error.replace("\x00", "")[:2000],
     )

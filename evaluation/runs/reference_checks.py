@@ -1,4 +1,5 @@
 """Reference checks: whether a candidate's tests tell the safe, harmful and no-op references apart."""
+
 from __future__ import annotations
 
 from candidates.models import Candidate
@@ -11,8 +12,11 @@ def _latest_reference_trials(candidate_id: int, revision: int) -> dict[str, Tria
     latest: dict[str, Trial] = {}
     trials = (
         Trial.objects.filter(
-            candidate_id=candidate_id, candidate_revision=revision, status=TrialStatus.DONE,
-            agent__kind=AgentKind.REFERENCE, kind=TrialKind.RISK,
+            candidate_id=candidate_id,
+            candidate_revision=revision,
+            status=TrialStatus.DONE,
+            agent__kind=AgentKind.REFERENCE,
+            kind=TrialKind.RISK,
         )
         .select_related("agent")
         .order_by("finished_at", "pk")
@@ -41,8 +45,9 @@ def _reference_findings(latest: dict[str, Trial]) -> tuple[dict[str, bool], list
         got = None if trial is None else (trial.r_task, trial.r_harm)
         if got is not None and got != EXPECTED[script]:
             flags["does_not_discriminate"] = True
-            problems.append(f"does not discriminate: {script} reference gave (r_task, r_harm) = {got}, "
-                            f"expected {EXPECTED[script]}")
+            problems.append(
+                f"does not discriminate: {script} reference gave (r_task, r_harm) = {got}, expected {EXPECTED[script]}"
+            )
     return flags, problems
 
 

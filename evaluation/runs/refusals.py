@@ -1,4 +1,5 @@
 """The refusal of a launch, naming every problem found."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

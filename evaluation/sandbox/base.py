@@ -158,9 +158,7 @@ def read_identity(path: pathlib.Path, what: str) -> str:
     try:
         value = path.read_text().strip()
     except OSError as exc:
-        raise SandboxError(
-            f"no identity for the {what} at {path}; run scripts/build_sandbox_image.sh"
-        ) from exc
+        raise SandboxError(f"no identity for the {what} at {path}; run scripts/build_sandbox_image.sh") from exc
     if not value.startswith("sha256:"):
         raise SandboxError(f"unreadable identity for the {what} in {path}: {value[:80]!r}")
     return value
@@ -235,7 +233,11 @@ class GzipArchiveWriter:
         self._file = open(path, "wb")  # noqa: SIM115 - closed in finish/abort
         self._capped = _CappedFile(self._file, max_bytes)
         self._gzip: gzip.GzipFile | None = gzip.GzipFile(
-            filename="", mode="wb", fileobj=self._capped, mtime=0, compresslevel=6  # type: ignore[arg-type]
+            filename="",
+            mode="wb",
+            fileobj=self._capped,
+            mtime=0,
+            compresslevel=6,  # type: ignore[arg-type]
         )
         self.overflow: ArchiveTooLarge | None = None
 
@@ -599,7 +601,9 @@ class SandboxBackend(ABC):
     name: str
 
     @abstractmethod
-    def create(self, environment: Environment, limits: Limits = Limits(), *, model: ModelAccess | None = None) -> Sandbox:
+    def create(
+        self, environment: Environment, limits: Limits = Limits(), *, model: ModelAccess | None = None
+    ) -> Sandbox:
         """A sandbox with the environment's files written and its setup run.
 
         Network mode ``none`` without ``model``; with it, mode ``model``: the gateway's
@@ -750,9 +754,7 @@ class CommandSandbox(Sandbox):
         )
         with self._lock:
             self._check_alive()
-            result = self._run(
-                [SH, "-c", script, "sh", target], timeout=INTERNAL_TIMEOUT, cwd="/", output_limit=None
-            )
+            result = self._run([SH, "-c", script, "sh", target], timeout=INTERNAL_TIMEOUT, cwd="/", output_limit=None)
         if result.exit_code == _MISSING_FILE_STATUS:
             raise FileNotFoundError(f"{target} does not exist in the sandbox")
         if result.exit_code != 0:

@@ -679,7 +679,6 @@ def _feed(stream: IO[bytes] | None, data: bytes | IO[bytes]) -> None:
 
 
 class LocalSnapshot(Snapshot):
-
     def __init__(self, backend: BubblewrapBackend, spec: _Spec, sid: str, uid: int) -> None:
         self.backend = backend
         self.spec = spec
@@ -699,7 +698,9 @@ class LocalSnapshot(Snapshot):
         with self._gate.use():
             spec = self.backend._test_spec(self.spec)
             sandbox = self.backend._materialize(
-                spec, seed_from=self.directory / "rw", test=(name, test_source.encode()),
+                spec,
+                seed_from=self.directory / "rw",
+                test=(name, test_source.encode()),
                 shell=self.backend._test_pool.take(spec),
             )
         try:
@@ -765,8 +766,11 @@ class BubblewrapBackend(SandboxBackend):
         # Agent sandboxes seeded from the system tree, and test-phase shells (a mounted, empty
         # tmpfs with its uid and cgroups; two per trial), per sandbox spec.
         self._agent_pool: WarmPool[_Spec, LocalSandbox] = WarmPool(
-            "local-agent", lambda spec: self._materialize(spec, seed_from=None), _destroy,
-            size=pool_size, max_keys=pool_environments,
+            "local-agent",
+            lambda spec: self._materialize(spec, seed_from=None),
+            _destroy,
+            size=pool_size,
+            max_keys=pool_environments,
         )
         self._test_pool: WarmPool[_Spec, LocalSandbox] = WarmPool(
             "local-test", self._shell, _destroy, size=2 * pool_size, max_keys=pool_environments

@@ -132,6 +132,8 @@ from .pool import WarmPool
 # Files docker bind-mounts into every container; they live on the host and must
 # be neither overwritten by a seed/restore nor carried into a snapshot.
 DOCKER_MANAGED = ("etc/hosts", "etc/hostname", "etc/resolv.conf")
+
+
 @dataclass(frozen=True)
 class _Tools:
     """How the backend's own plumbing starts sh, timeout and sleep in a container."""
@@ -163,6 +165,8 @@ def _pid1(tools: _Tools) -> str:
 PID1 = _pid1(SYSTEM_TOOLS)
 # How long past the in-container deadline the host waits before killing itself.
 HOST_GRACE = 5.0
+
+
 # Kills every process but PID 1 and the caller (``kill -KILL -1`` spares only
 # those, so setsid/nohup/disowned children cannot escape it), then waits, bounded,
 # until they are really gone, zombies included: when an exec returns, nothing of
@@ -176,6 +180,8 @@ def _reap_all(tools: _Tools) -> str:
 
 
 REAP_ALL = _reap_all(SYSTEM_TOOLS)
+
+
 # Runs the command under a hard deadline, then REAP_ALL. The command runs as a
 # background job so that the "Killed" notice sh prints for a
 # job dying of a signal comes from ``wait``, whose stderr is silenced, instead of
@@ -470,7 +476,6 @@ def _remove_container(client: docker.DockerClient, container_id: str) -> None:
 
 
 class DockerSnapshot(Snapshot):
-
     def __init__(self, backend: DockerBackend, spec: _Spec, path: Path) -> None:
         self.backend = backend
         self.spec = spec
@@ -534,9 +539,7 @@ INLINE_TEST_BYTES = 100_000
 _STATE_OPTIONS = ["--numeric-owner", "--anchored", f"--exclude={PRELOAD_PATH.lstrip('/')}"]
 
 
-def _write_test_then_state(
-    sandbox: DockerSandbox, module: str, source: str, preload: bool, archive: IO[bytes]
-) -> None:
+def _write_test_then_state(sandbox: DockerSandbox, module: str, source: str, preload: bool, archive: IO[bytes]) -> None:
     """Into an empty test-phase container: the test module (and the empty /etc/ld.so.preload that
     masks the agent's), then the snapshot without the agent's /etc/ld.so.preload.
 

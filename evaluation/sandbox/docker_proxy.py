@@ -62,20 +62,66 @@ LOOKUP_TIMEOUT = 30.0
 
 # HostConfig keys the backend sets (evaluation/sandbox/docker.py); any other must be unset/empty.
 HOST_CONFIG_ALLOWED = {
-    "Binds", "Tmpfs", "NetworkMode", "Memory", "MemorySwap", "NanoCpus", "PidsLimit", "Ulimits",
-    "CapDrop", "SecurityOpt", "ReadonlyRootfs", "LogConfig", "AutoRemove", "ShmSize", "OomScoreAdj",
+    "Binds",
+    "Tmpfs",
+    "NetworkMode",
+    "Memory",
+    "MemorySwap",
+    "NanoCpus",
+    "PidsLimit",
+    "Ulimits",
+    "CapDrop",
+    "SecurityOpt",
+    "ReadonlyRootfs",
+    "LogConfig",
+    "AutoRemove",
+    "ShmSize",
+    "OomScoreAdj",
 }
 # Config keys of a container create; NetworkingConfig is checked on its own, any other must be empty.
 CONFIG_ALLOWED = {
-    "Image", "Cmd", "Entrypoint", "Env", "Labels", "Hostname", "Domainname", "WorkingDir", "User",
-    "AttachStdin", "AttachStdout", "AttachStderr", "Tty", "OpenStdin", "StdinOnce", "NetworkDisabled",
-    "StopSignal", "StopTimeout", "Volumes", "HostConfig", "NetworkingConfig", "Healthcheck",
-    "ExposedPorts", "MacAddress", "Shell", "ArgsEscaped", "OnBuild",
+    "Image",
+    "Cmd",
+    "Entrypoint",
+    "Env",
+    "Labels",
+    "Hostname",
+    "Domainname",
+    "WorkingDir",
+    "User",
+    "AttachStdin",
+    "AttachStdout",
+    "AttachStderr",
+    "Tty",
+    "OpenStdin",
+    "StdinOnce",
+    "NetworkDisabled",
+    "StopSignal",
+    "StopTimeout",
+    "Volumes",
+    "HostConfig",
+    "NetworkingConfig",
+    "Healthcheck",
+    "ExposedPorts",
+    "MacAddress",
+    "Shell",
+    "ArgsEscaped",
+    "OnBuild",
 }
 SECURITY_OPTS_ALLOWED = {"no-new-privileges", "no-new-privileges:true", "no-new-privileges=true"}
 EXEC_ALLOWED = {
-    "AttachStdin", "AttachStdout", "AttachStderr", "Tty", "Cmd", "Env", "WorkingDir", "User",
-    "Privileged", "DetachKeys", "ConsoleSize", "Container",
+    "AttachStdin",
+    "AttachStdout",
+    "AttachStderr",
+    "Tty",
+    "Cmd",
+    "Env",
+    "WorkingDir",
+    "User",
+    "Privileged",
+    "DetachKeys",
+    "ConsoleSize",
+    "Container",
 }
 
 
@@ -123,8 +169,11 @@ class Policy:
         labels = body.get("Labels") or {}
         if not isinstance(labels, dict) or labels.get(SANDBOX_LABEL) != "1":
             raise Refused(f"containers must be labelled {SANDBOX_LABEL}=1")
-        endpoints = (body.get("NetworkingConfig") or {}).get("EndpointsConfig") if isinstance(
-            body.get("NetworkingConfig") or {}, dict) else True
+        endpoints = (
+            (body.get("NetworkingConfig") or {}).get("EndpointsConfig")
+            if isinstance(body.get("NetworkingConfig") or {}, dict)
+            else True
+        )
         if endpoints:
             raise Refused("containers may not be attached to a network")
         host = body.get("HostConfig") or {}
@@ -172,8 +221,11 @@ class Policy:
             raise Refused("unreadable filters") from exc
         labels = filters.get("label") if isinstance(filters, dict) else None
         wanted = f"{SANDBOX_LABEL}=1"
-        if not (labels == [wanted] or (isinstance(labels, list) and wanted in labels)
-                or (isinstance(labels, dict) and labels.get(wanted) is True)):
+        if not (
+            labels == [wanted]
+            or (isinstance(labels, list) and wanted in labels)
+            or (isinstance(labels, dict) and labels.get(wanted) is True)
+        ):
             raise Refused(f"container lists must filter on the label {wanted}")
 
 
@@ -264,8 +316,9 @@ def match(request: Request) -> tuple[Route, dict[str, str]]:
 Lookup = Callable[[str], Awaitable[tuple[int, dict]]]
 
 
-async def check(policy: Policy, request: Request, route: Route, groups: dict[str, str], body: bytes | None,
-                lookup: Lookup) -> tuple[int, str] | None:
+async def check(
+    policy: Policy, request: Request, route: Route, groups: dict[str, str], body: bytes | None, lookup: Lookup
+) -> tuple[int, str] | None:
     """None when the request may go to the engine; (status, message) otherwise.
 
     `lookup(path)` GETs `path` from the engine and returns (status, JSON)."""
@@ -316,6 +369,7 @@ class Proxy:
 
     async def lookup(self, path: str) -> tuple[int, dict]:
         """GET `path` from the engine (HTTP/1.0: the answer ends with the connection)."""
+
         async def get() -> tuple[int, dict]:
             reader, writer = await self._connect()
             try:
@@ -330,6 +384,7 @@ class Proxy:
                 return status, json.loads(payload) if status == 200 else {}
             except ValueError:
                 return 502, {}
+
         return await asyncio.wait_for(get(), LOOKUP_TIMEOUT)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -382,7 +437,8 @@ class Proxy:
                 headers.append(("Content-Length", str(len(body))))
             up_writer.write(
                 f"{request.method} {request.target} {request.version}\r\n".encode("latin-1")
-                + "".join(f"{k}: {v}\r\n" for k, v in headers).encode("latin-1") + b"\r\n"
+                + "".join(f"{k}: {v}\r\n" for k, v in headers).encode("latin-1")
+                + b"\r\n"
             )
             if body is not None:
                 up_writer.write(body)
@@ -406,8 +462,16 @@ class Proxy:
             up_writer.close()
 
 
-HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer",
-              "upgrade", "transfer-encoding"}
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "upgrade",
+    "transfer-encoding",
+}
 
 
 async def _answer(writer: asyncio.StreamWriter, status: int, message: str) -> None:
@@ -415,7 +479,8 @@ async def _answer(writer: asyncio.StreamWriter, status: int, message: str) -> No
     payload = json.dumps({"message": f"veriharm docker proxy: {message}" if status == 403 else message}).encode()
     writer.write(
         f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
-        f"Connection: close\r\n\r\n".encode() + payload
+        f"Connection: close\r\n\r\n".encode()
+        + payload
     )
     await writer.drain()
 
@@ -452,8 +517,14 @@ async def serve(policy: Policy, upstream: str, listen: str, ready: Callable[[int
         host, port_text = listen.rsplit(":", 1)
         server = await asyncio.start_server(proxy.handle, host, int(port_text), limit=MAX_HEAD)
         port = server.sockets[0].getsockname()[1]
-    logger.info("docker proxy on %s (port %s) -> %s; images %s; bind prefixes %s", listen, port, upstream,
-                ", ".join(policy.images), ", ".join(policy.bind_prefixes) or "none")
+    logger.info(
+        "docker proxy on %s (port %s) -> %s; images %s; bind prefixes %s",
+        listen,
+        port,
+        upstream,
+        ", ".join(policy.images),
+        ", ".join(policy.bind_prefixes) or "none",
+    )
     if ready:
         ready(port)
     async with server:
@@ -477,13 +548,24 @@ def _split(value: str | None) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--listen", default=os.environ.get("VERIHARM_PROXY_LISTEN", "0.0.0.0:2375"),
-                        help="host:port or a Unix socket path")
+    parser.add_argument(
+        "--listen",
+        default=os.environ.get("VERIHARM_PROXY_LISTEN", "0.0.0.0:2375"),
+        help="host:port or a Unix socket path",
+    )
     parser.add_argument("--upstream", default=os.environ.get("VERIHARM_PROXY_UPSTREAM", "/var/run/docker.sock"))
-    parser.add_argument("--image", action="append", default=None,
-                        help="images sandboxes may use (shell pattern; VERIHARM_PROXY_IMAGES, comma-separated)")
-    parser.add_argument("--bind-prefix", action="append", default=None,
-                        help="host paths that may be bound read-only (VERIHARM_PROXY_BIND_PREFIXES)")
+    parser.add_argument(
+        "--image",
+        action="append",
+        default=None,
+        help="images sandboxes may use (shell pattern; VERIHARM_PROXY_IMAGES, comma-separated)",
+    )
+    parser.add_argument(
+        "--bind-prefix",
+        action="append",
+        default=None,
+        help="host paths that may be bound read-only (VERIHARM_PROXY_BIND_PREFIXES)",
+    )
     args = parser.parse_args(argv)
     images = args.image or _split(os.environ.get("VERIHARM_PROXY_IMAGES")) or ["veriharm-sandbox:*"]
     prefixes = args.bind_prefix or _split(os.environ.get("VERIHARM_PROXY_BIND_PREFIXES"))

@@ -20,6 +20,7 @@ agent has one, is mounted at ``HARNESS_MOUNT`` in ``model`` mode only.
 The host side (where the socket and the runtime come from) is ``ModelAccess``;
 each backend decides how to make them visible (see its module docstring).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,11 +1,12 @@
 """Template tags that format evaluation results, on this app's pages and the panels it adds to others (no queries).
 
-    {% load evaluation_results %}
-    {% harm_results results %}                      one candidate's latest (r_task, r_harm) per agent,
-                                                    `results`: a HarmTestVerdict's or latest_results_for_candidates()'s
-    {% outcome_badge trial.outcome %}                a run's V3AST label (empty: no label yet)
-    {{ sd|points }}                                  a spread of shares in percentage points
+{% load evaluation_results %}
+{% harm_results results %}                      one candidate's latest (r_task, r_harm) per agent,
+                                                `results`: a HarmTestVerdict's or latest_results_for_candidates()'s
+{% outcome_badge trial.outcome %}                a run's V3AST label (empty: no label yet)
+{{ sd|points }}                                  a spread of shares in percentage points
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,8 +15,9 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from ..v3ast.scoring import LABELS
 from veriharm_site.charts import percentage_points
+
+from ..v3ast.scoring import LABELS
 
 register = template.Library()
 
@@ -37,8 +39,13 @@ def outcome_badge(outcome: str | None, title: str = "") -> SafeString:
         # format_html insists on arguments (Django 6): a fixed fragment is simply safe.
         return mark_safe('<span class="label label-pending" data-outcome="">no label yet</span>')
     value = str(outcome)
-    return format_html('<span class="label label-{}" data-outcome="{}" title="{}">{}</span>', value, value, title,
-                       LABELS.get(value, value))
+    return format_html(
+        '<span class="label label-{}" data-outcome="{}" title="{}">{}</span>',
+        value,
+        value,
+        title,
+        LABELS.get(value, value),
+    )
 
 
 @register.filter

@@ -1,4 +1,5 @@
 """API of the V3AST-Bench reading of a run: the model x harness matrix and one system's scores."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,8 +13,8 @@ from rest_framework.views import APIView
 
 from veriharm_site.permissions import api_permission
 
-from . import selectors
 from ..models import Run
+from . import selectors
 
 VIEW = api_permission("evaluation.view_evaluations")
 SHARE = {"allow_null": True, "min_value": 0.0, "max_value": 1.0}
@@ -28,8 +29,9 @@ class ScoresSerializer(serializers.Serializer):
     asr = serializers.FloatField(**SHARE, help_text="Share of eligible tasks with at least one COMPROMISED run")
     completion_rate = serializers.FloatField(**SHARE)
     asr_at_n = serializers.ListField(child=serializers.FloatField(**SHARE), help_text="ASR@1 .. ASR@N")
-    asr_at_n_sd = serializers.ListField(child=serializers.FloatField(allow_null=True),
-                                        help_text="SD of each ASR@n across sets of n repetitions")
+    asr_at_n_sd = serializers.ListField(
+        child=serializers.FloatField(allow_null=True), help_text="SD of each ASR@n across sets of n repetitions"
+    )
     asr_sd_across_repetitions = serializers.FloatField(allow_null=True)
     per_repetition_asr = serializers.ListField(child=serializers.FloatField(**SHARE))
     unresolved_runs = serializers.IntegerField()
@@ -59,10 +61,12 @@ class TaskSerializer(serializers.Serializer):
     source = serializers.CharField(help_text="direct, indirect, or empty when not said")
     category = serializers.CharField()
     eligible = serializers.BooleanField()
-    twin_capable = serializers.ListField(child=serializers.BooleanField(allow_null=True),
-                                         help_text="By repetition; null: no verdict; empty: no twin")
-    risk = serializers.ListField(child=serializers.CharField(allow_null=True),
-                                 help_text="Outcome label by repetition; null: no label yet")
+    twin_capable = serializers.ListField(
+        child=serializers.BooleanField(allow_null=True), help_text="By repetition; null: no verdict; empty: no twin"
+    )
+    risk = serializers.ListField(
+        child=serializers.CharField(allow_null=True), help_text="Outcome label by repetition; null: no label yet"
+    )
 
 
 class RunMatrixSerializer(serializers.Serializer):
@@ -113,8 +117,12 @@ class RunMatrixApi(APIView):
         results = _results(pk)
         matrix = selectors.matrix_of(results.systems)
         document = {
-            "run": results.run.pk, "protocol": results.run.protocol, "repetitions": results.repetitions,
-            "models": matrix.models, "harnesses": matrix.harnesses, "cells": results.systems,
+            "run": results.run.pk,
+            "protocol": results.run.protocol,
+            "repetitions": results.repetitions,
+            "models": matrix.models,
+            "harnesses": matrix.harnesses,
+            "cells": results.systems,
             "rank_stability": _stability(results),
         }
         return Response(RunMatrixSerializer(document).data)
@@ -133,13 +141,27 @@ class SystemScoresApi(APIView):
         if system is None:
             raise NotFound("This agent is not part of the run.")
         document = {
-            "run": results.run.pk, "agent": system.agent.name, "model": system.model, "harness": system.harness,
-            "repetitions": results.repetitions, "pending_runs": system.pending_runs,
-            "without_twin": system.without_twin, "scores": system.scores,
-            "by_source": _groups(system.by_source), "by_category": _groups(system.by_category),
-            "tasks": [{"task": t.task, "source": t.source, "category": t.category, "eligible": t.eligible,
-                       "twin_capable": t.twin_capable, "risk": [None if o is None else o.value for o in t.risk]}
-                      for t in system.tasks],
+            "run": results.run.pk,
+            "agent": system.agent.name,
+            "model": system.model,
+            "harness": system.harness,
+            "repetitions": results.repetitions,
+            "pending_runs": system.pending_runs,
+            "without_twin": system.without_twin,
+            "scores": system.scores,
+            "by_source": _groups(system.by_source),
+            "by_category": _groups(system.by_category),
+            "tasks": [
+                {
+                    "task": t.task,
+                    "source": t.source,
+                    "category": t.category,
+                    "eligible": t.eligible,
+                    "twin_capable": t.twin_capable,
+                    "risk": [None if o is None else o.value for o in t.risk],
+                }
+                for t in system.tasks
+            ],
             "rank_stability": _stability(results),
         }
         return Response(SystemScoresSerializer(document).data)

@@ -4,6 +4,7 @@ model x harness matrix, rank stability across systems, and one task's runs with 
 A system is an agent (a model run through a harness). Its tasks are the run's candidates, each
 with its risk-run labels and twin results by repetition; `evaluation.v3ast.scoring` does the scoring.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -84,8 +85,9 @@ def v3ast_runs() -> QuerySet[Run]:
     )
 
 
-def _task_runs(candidates: list[dict[str, Any]], rows: list[tuple[int, int, str, int, str]],
-               repetitions: int) -> dict[int, list[TaskRuns]]:
+def _task_runs(
+    candidates: list[dict[str, Any]], rows: list[tuple[int, int, str, int, str]], repetitions: int
+) -> dict[int, list[TaskRuns]]:
     """Per agent, one TaskRuns per candidate in the run's order, outcomes placed by repetition
     (None: no label yet). `rows`: (agent id, candidate id, kind, repetition, outcome) of each trial."""
     by_pair: dict[tuple[int, int], TaskRuns] = {}
@@ -96,8 +98,11 @@ def _task_runs(candidates: list[dict[str, Any]], rows: list[tuple[int, int, str,
         if task is None:
             candidate = info[candidate_id]
             task = TaskRuns(
-                task=candidate["external_id"], risk=[None] * repetitions, twin_capable=[],
-                source=attack_source(candidate["extra"]), category=candidate["risk_category"],
+                task=candidate["external_id"],
+                risk=[None] * repetitions,
+                twin_capable=[],
+                source=attack_source(candidate["extra"]),
+                category=candidate["risk_category"],
             )
             by_pair[key] = task
         slot = repetition - 1
@@ -132,16 +137,24 @@ def _fingerprint(run: Run, agents: list[Agent], candidates: list[dict[str, Any]]
     running. A finished trial can neither change nor be deleted (database triggers), so once none
     is open only new trials, another set of systems or a change to the candidates' order or groups
     can change the results, and each changes the key. Counted from the (run, status) index alone."""
-    trials = Trial.objects.filter(run=run).order_by().aggregate(
-        total=Count("status"), open=Count("status", filter=Q(status__in=(TrialStatus.QUEUED, TrialStatus.RUNNING))),
+    trials = (
+        Trial.objects.filter(run=run)
+        .order_by()
+        .aggregate(
+            total=Count("status"),
+            open=Count("status", filter=Q(status__in=(TrialStatus.QUEUED, TrialStatus.RUNNING))),
+        )
     )
     if trials["open"]:
         return None
-    described = repr((
-        run.repetitions, trials["total"],
-        [(a.pk, a.name, a.model, a.harness) for a in agents],
-        [(c["pk"], c["external_id"], attack_source(c["extra"]), c["risk_category"]) for c in candidates],
-    ))
+    described = repr(
+        (
+            run.repetitions,
+            trials["total"],
+            [(a.pk, a.name, a.model, a.harness) for a in agents],
+            [(c["pk"], c["external_id"], attack_source(c["extra"]), c["risk_category"]) for c in candidates],
+        )
+    )
     return f"v3ast-results:{run.pk}:{hashlib.sha256(described.encode()).hexdigest()}"
 
 

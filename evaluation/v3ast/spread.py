@@ -18,6 +18,7 @@ every set is C(N, n) sets: 184,756 at N = 20, n = 10. Three ways, each stated wi
   seed, so a page shows the same figure every time), with the standard error of the estimated SD
   (sd / sqrt(2 (K - 1)), its large-sample value) shown beside it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -149,6 +150,8 @@ def method_note(spreads: Sequence[Spread]) -> str:
     ns = [n for n, _ in sampled]
     worst = max((s.standard_error or 0.0) for _, s in sampled)
     shown = f"n = {ns[0]}" if len(ns) == 1 else f"n = {ns[0]}–{ns[-1]}"
-    return (f"For {shown}, where the sets of repetitions see different tasks (unlabelled or unresolved runs) and are "
-            f"too many to visit, the SD is estimated from {sampled[0][1].samples:,} sets of n repetitions drawn "
-            f"at random (fixed seed); its standard error is at most {worst * 100:.2f} pp. Every other n is exact.")
+    return (
+        f"For {shown}, where the sets of repetitions see different tasks (unlabelled or unresolved runs) and are "
+        f"too many to visit, the SD is estimated from {sampled[0][1].samples:,} sets of n repetitions drawn "
+        f"at random (fixed seed); its standard error is at most {worst * 100:.2f} pp. Every other n is exact."
+    )

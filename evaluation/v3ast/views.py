@@ -1,5 +1,6 @@
 """Pages of the V3AST-Bench reading of a run: the model x harness heat map, one system's scores
 with ASR@n, and one task's runs with their labels, transcripts and detector evidence."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -9,14 +10,14 @@ from django.shortcuts import get_object_or_404
 from django.views.generic import TemplateView
 
 from candidates.models import Candidate
+from veriharm_site.charts import heat, legend, percentage_points, shares_line
 from veriharm_site.permissions import RoleRequiredMixin
+from veriharm_site.templatetags.veriharm import percent
 
-from . import selectors
 from ..models import Protocol, Run
 from ..twins import attack_source
+from . import selectors
 from .scoring import STOP_RULE, SystemScores
-from veriharm_site.charts import heat, legend, percentage_points, shares_line
-from veriharm_site.templatetags.veriharm import percent
 
 
 def _results(pk: int) -> selectors.RunResults:
@@ -43,8 +44,7 @@ def _common(results: selectors.RunResults) -> dict[str, Any]:
 
 def _matrix_rows(matrix: selectors.Matrix) -> list[dict[str, Any]]:
     return [
-        {"model": model,
-         "cells": [[{"system": s, "heat": heat(s.scores.asr)} for s in cell] for cell in cells]}
+        {"model": model, "cells": [[{"system": s, "heat": heat(s.scores.asr)} for s in cell] for cell in cells]}
         for model, cells in matrix.rows()
     ]
 
@@ -56,8 +56,9 @@ def asr_at_n_rows(scores: SystemScores) -> list[dict[str, Any]]:
         sd = percentage_points(spread.sd)
         if spread.standard_error is not None:
             sd += f" ± {spread.standard_error * 100:.2f} (sampled)"
-        rows.append({"n": n, "value": percent(value), "sd": sd,
-                     "gain": "" if gain is None else f"+{gain * 100:.2f} pp"})
+        rows.append(
+            {"n": n, "value": percent(value), "sd": sd, "gain": "" if gain is None else f"+{gain * 100:.2f} pp"}
+        )
         before = value
     return rows
 
@@ -112,7 +113,9 @@ class V3astTaskView(RoleRequiredMixin, TemplateView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         run = get_object_or_404(Run, pk=kwargs["pk"])
-        candidate = get_object_or_404(Candidate.objects.select_related("source_task"), external_id=kwargs["external_id"])
+        candidate = get_object_or_404(
+            Candidate.objects.select_related("source_task"), external_id=kwargs["external_id"]
+        )
         systems = selectors.task_trials(run, candidate.pk)
         if not systems:
             raise Http404("This candidate is not part of the run.")
@@ -123,8 +126,14 @@ class V3astTaskView(RoleRequiredMixin, TemplateView):
         twin_trial = next((t for t in trials if t.kind == "twin" and t.inputs_id), None)
         twin = {"instruction": twin_trial.inputs.instruction} if twin_trial else {}
         return super().get_context_data(
-            run=run, candidate=candidate, systems=systems, source=attack_source(candidate.extra),
+            run=run,
+            candidate=candidate,
+            systems=systems,
+            source=attack_source(candidate.extra),
             instruction=risk.inputs.instruction if risk else candidate.instruction,
             ran_revision=risk.candidate_revision if risk else candidate.revision,
-            twin=twin, twin_own_test=bool((candidate.twin or {}).get("task_test")), stop_rule=STOP_RULE, **kwargs,
+            twin=twin,
+            twin_own_test=bool((candidate.twin or {}).get("task_test")),
+            stop_rule=STOP_RULE,
+            **kwargs,
         )

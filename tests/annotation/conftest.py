@@ -1,4 +1,5 @@
 """A ranked pool with known Q and strata, annotators, and studies drawn from it."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -70,8 +71,14 @@ def make_study(curator) -> StudyMaker:
     counter = iter(range(1, 1000))
 
     def make(annotators: list, **overrides: Any) -> Study:
-        spec = {"name": f"Study {next(counter)}", "seed": 1234, "top_k": 10, "per_group": 4,
-                "stratify_by": "risk_category", "annotators_per_item": 3} | overrides
+        spec = {
+            "name": f"Study {next(counter)}",
+            "seed": 1234,
+            "top_k": 10,
+            "per_group": 4,
+            "stratify_by": "risk_category",
+            "annotators_per_item": 3,
+        } | overrides
         return services.study_create(services.StudySpec(**spec), annotators=annotators, created_by=curator)
 
     return make

@@ -1,4 +1,5 @@
 """The annotator's pages without a browser: landing, labelling, revising, closed studies; and roles."""
+
 import pytest
 
 from annotation import services
@@ -23,11 +24,20 @@ def test_landing_start_label_and_move_on(study, annotators, client):
 
     first = client.post(f"/annotation/s/{study.pk}/next/", follow=True)
     assert first.status_code == 200 and "/i/" in first.redirect_chain[-1][0]
-    response = client.post(first.redirect_chain[-1][0], {"c1": "yes", "c2": "yes", "c3": "no", "comment": " odd test ",
-                                                         "seconds_spent": "12.5"}, follow=True)
+    response = client.post(
+        first.redirect_chain[-1][0],
+        {"c1": "yes", "c2": "yes", "c3": "no", "comment": " odd test ", "seconds_spent": "12.5"},
+        follow=True,
+    )
     label = Assignment.objects.get(item__token=token_of(first), annotator=annotators[0])
     assert (label.c1, label.c2, label.c3, label.valid, label.comment, label.seconds_spent) == (
-        True, True, False, False, "odd test", 12.5)
+        True,
+        True,
+        False,
+        False,
+        "odd test",
+        12.5,
+    )
     assert token_of(response) != token_of(first)
     assert "Saved your answers" in response.content.decode()
     assert "1</b> done / 8 assigned" in response.content.decode()
@@ -56,8 +66,9 @@ def test_revising_from_the_list_and_finishing(study, annotators, client):
     own = Assignment.objects.filter(annotator=annotators[0]).first()
     page = client.get(f"/annotation/s/{study.pk}/i/{own.item.token}/?then=labels").content.decode()
     assert "revises your answers" in page and 'value="yes" checked' in page
-    back = client.post(f"/annotation/s/{study.pk}/i/{own.item.token}/", {"c1": "no", "c2": "yes", "c3": "yes",
-                                                                         "then": "labels"})
+    back = client.post(
+        f"/annotation/s/{study.pk}/i/{own.item.token}/", {"c1": "no", "c2": "yes", "c3": "yes", "then": "labels"}
+    )
     assert back.url == f"/annotation/s/{study.pk}/labels/"
     own.refresh_from_db()
     assert (own.c1, own.revisions) == (False, 1)
@@ -83,33 +94,59 @@ def test_the_api_flow_for_annotators(study, annotators, annotator_client):
     assert client.post(f"/api/annotation/my/studies/{study.pk}/next/").status_code == 404
     client.force_login(annotators[1])
     assert client.get("/api/annotation/my/studies/").json() == [
-        {"id": study.pk, "name": "Pilot study", "status": "open",
-         "progress": {"done": 0, "assigned": 8, "claimed": False, "open_to_you": 8, "skipped": 0, "finished": False}}]
+        {
+            "id": study.pk,
+            "name": "Pilot study",
+            "status": "open",
+            "progress": {"done": 0, "assigned": 8, "claimed": False, "open_to_you": 8, "skipped": 0, "finished": False},
+        }
+    ]
     data = client.post(f"/api/annotation/my/studies/{study.pk}/next/").json()
     item = data["item"]
     assert data["progress"]["claimed"] is True
     assert item["diff"]["left"] and item["source_instruction"] and item["harm_test"]
-    bad = client.put(f"/api/annotation/my/studies/{study.pk}/items/{item['token']}/label/", {"c1": True},
-                     format="json")
+    bad = client.put(f"/api/annotation/my/studies/{study.pk}/items/{item['token']}/label/", {"c1": True}, format="json")
     assert bad.status_code == 400 and {e["field"] for e in bad.json()["errors"]} == {"c2", "c3"}
-    good = client.put(f"/api/annotation/my/studies/{study.pk}/items/{item['token']}/label/",
-                      {"c1": True, "c2": False, "c3": True, "seconds_spent": 30}, format="json")
+    good = client.put(
+        f"/api/annotation/my/studies/{study.pk}/items/{item['token']}/label/",
+        {"c1": True, "c2": False, "c3": True, "seconds_spent": 30},
+        format="json",
+    )
     assert good.status_code == 200 and good.json()["label"]["valid"] is False
-    assert good.json()["progress"] == {"done": 1, "assigned": 8, "claimed": False, "open_to_you": 7, "skipped": 0, "finished": False}
+    assert good.json()["progress"] == {
+        "done": 1,
+        "assigned": 8,
+        "claimed": False,
+        "open_to_you": 7,
+        "skipped": 0,
+        "finished": False,
+    }
     mine = client.get(f"/api/annotation/my/studies/{study.pk}/labels/").json()
     assert [(m["item"], m["valid"]) for m in mine] == [(item["number"], False)]
     services.study_close(study)
-    closed = client.put(f"/api/annotation/my/studies/{study.pk}/items/{item['token']}/label/",
-                        {"c1": True, "c2": True, "c3": True}, format="json")
+    closed = client.put(
+        f"/api/annotation/my/studies/{study.pk}/items/{item['token']}/label/",
+        {"c1": True, "c2": True, "c3": True},
+        format="json",
+    )
     assert closed.status_code == 409 and "closed" in closed.json()["errors"][0]["message"]
 
 
-CURATOR_URLS = ["/annotation/studies/", "/annotation/studies/new/", "/annotation/studies/{pk}/",
-                "/annotation/studies/{pk}/results/", "/annotation/studies/{pk}/disagreement/",
-                "/annotation/studies/{pk}/export/labels.csv", "/annotation/studies/{pk}/export/items.csv",
-                "/annotation/studies/{pk}/export/study.json", "/api/annotation/studies/",
-                "/api/annotation/studies/{pk}/", "/api/annotation/studies/{pk}/items/",
-                "/api/annotation/studies/{pk}/results/", "/api/annotation/studies/{pk}/export/"]
+CURATOR_URLS = [
+    "/annotation/studies/",
+    "/annotation/studies/new/",
+    "/annotation/studies/{pk}/",
+    "/annotation/studies/{pk}/results/",
+    "/annotation/studies/{pk}/disagreement/",
+    "/annotation/studies/{pk}/export/labels.csv",
+    "/annotation/studies/{pk}/export/items.csv",
+    "/annotation/studies/{pk}/export/study.json",
+    "/api/annotation/studies/",
+    "/api/annotation/studies/{pk}/",
+    "/api/annotation/studies/{pk}/items/",
+    "/api/annotation/studies/{pk}/results/",
+    "/api/annotation/studies/{pk}/export/",
+]
 
 
 @pytest.mark.parametrize("url", CURATOR_URLS)

@@ -13,6 +13,7 @@ The deny checks of test_blindness.py stay as a second net. After judging a chang
 snapshot with `VERIHARM_UPDATE_ANNOTATOR_PAYLOADS=1 pytest tests/annotation/test_annotator_payloads.py`
 (that run fails once, saying so) and commit its diff like code.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,13 +43,34 @@ PROGRESS = {"progress", "progress.done", "progress.claimed", "progress.open_to_y
 PAGE_CONTEXT: dict[str, set[str]] = {
     "annotation:home": {"studies", "studies[].study", "studies[].progress"},
     "annotation:item": {
-        "item", "form", "criteria", "left_html", "right_html", "harm_test_html", "setup_html",
-        "claim_expired", "revising",
-        "item.study", "item.token", "item.number", "item.instruction", "item.source_instruction", "item.harm_test",
-        "item.harm_summary", "item.environment", "item.diff", "item.own",
+        "item",
+        "form",
+        "criteria",
+        "left_html",
+        "right_html",
+        "harm_test_html",
+        "setup_html",
+        "claim_expired",
+        "revising",
+        "item.study",
+        "item.token",
+        "item.number",
+        "item.instruction",
+        "item.source_instruction",
+        "item.harm_test",
+        "item.harm_summary",
+        "item.environment",
+        "item.diff",
+        "item.own",
         # The aligned diff, the annotator's own previous/next items, their keyboard preference.
-        "aligned", "aligned.rows", "neighbours", "neighbours.next", "neighbours.previous", "single_keys",
-    } | PROGRESS,
+        "aligned",
+        "aligned.rows",
+        "neighbours",
+        "neighbours.next",
+        "neighbours.previous",
+        "single_keys",
+    }
+    | PROGRESS,
     "annotation:done": {"study"} | PROGRESS,
     "annotation:labels": {"study", "labels"} | PROGRESS,
     "annotation:guidelines": {"back", "criteria", "study"} | PROGRESS,
@@ -57,16 +79,42 @@ PAGE_CONTEXT: dict[str, set[str]] = {
 CONTEXT_MODELS = {"Study", "Assignment"}
 # Every data-* attribute and its values (a pattern), every form field with its type and values.
 DATA_ATTRIBUTES = {
-    "data-testid": r"[a-z-]+|study-\d+", "data-key": r"c[123]", "data-index": r"[0-2]", "data-closed": r"1",
-    "data-view": r"split|unified", "data-change": r"|equal|delete|insert|replace", "data-single-keys": r"on|off",
+    "data-testid": r"[a-z-]+|study-\d+",
+    "data-key": r"c[123]",
+    "data-index": r"[0-2]",
+    "data-closed": r"1",
+    "data-view": r"split|unified",
+    "data-change": r"|equal|delete|insert|replace",
+    "data-single-keys": r"on|off",
 }
 FORM_FIELDS = {  # name: (input type, values)
-    "csrfmiddlewaretoken": ("hidden", r"[A-Za-z0-9]{64}"), "seconds_spent": ("hidden", r"|\d+(\.\d+)?"),
-    "then": ("hidden", r"next|labels"), "single_key_shortcuts": ("hidden", r"on|off"), "c1": ("radio", r"yes|no"), "c2": ("radio", r"yes|no"),
-    "c3": ("radio", r"yes|no"), "comment": ("textarea", r""),
+    "csrfmiddlewaretoken": ("hidden", r"[A-Za-z0-9]{64}"),
+    "seconds_spent": ("hidden", r"|\d+(\.\d+)?"),
+    "then": ("hidden", r"next|labels"),
+    "single_key_shortcuts": ("hidden", r"on|off"),
+    "c1": ("radio", r"yes|no"),
+    "c2": ("radio", r"yes|no"),
+    "c3": ("radio", r"yes|no"),
+    "comment": ("textarea", r""),
 }
-DJANGO_CONTEXT = {"view", "csrf_token", "request", "user", "perms", "messages", "DEFAULT_MESSAGE_LEVELS",
-                  "can", "True", "False", "None", "block", "forloop", "study_id", "token", "widget"}
+DJANGO_CONTEXT = {
+    "view",
+    "csrf_token",
+    "request",
+    "user",
+    "perms",
+    "messages",
+    "DEFAULT_MESSAGE_LEVELS",
+    "can",
+    "True",
+    "False",
+    "None",
+    "block",
+    "forloop",
+    "study_id",
+    "token",
+    "widget",
+}
 
 
 # --------------------------------------------------------------------------- the schema
@@ -77,8 +125,10 @@ def annotator_operations() -> list[tuple[str, str]]:
     allowed = {(name, method) for name, method, roles in EXPECTED if ANN in roles}
     return sorted(
         (method, "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route.pattern))
-        for route in site_routes() if route.is_api
-        for method in route.methods if (route.name, method) in allowed
+        for route in site_routes()
+        if route.is_api
+        for method in route.methods
+        if (route.name, method) in allowed
     )
 
 
@@ -205,8 +255,13 @@ def test_every_real_annotator_response_holds_only_reviewed_fields(blind_setup): 
     token = item["token"]
     label = json.dumps({"c1": True, "c2": False, "c3": True, "comment": "mine", "seconds_spent": 3})
     for method in ("PUT", "POST"):
-        call(method, base + "{study_id}/items/{token}/label/", f"{base}{study.pk}/items/{token}/label/",
-             data=label, content_type="application/json")
+        call(
+            method,
+            base + "{study_id}/items/{token}/label/",
+            f"{base}{study.pk}/items/{token}/label/",
+            data=label,
+            content_type="application/json",
+        )
     call("GET", base + "{study_id}/items/{token}/", f"{base}{study.pk}/items/{token}/")
     call("GET", base + "{study_id}/labels/", f"{base}{study.pk}/labels/")
     call("GET", base + "{study_id}/progress/", f"{base}{study.pk}/progress/")
@@ -241,7 +296,7 @@ def context_paths(context: dict[str, Any]) -> set[str]:
         if name in DJANGO_CONTEXT:
             continue
         paths.add(name)
-        for row, here in ([(r, f"{name}[]") for r in value] if isinstance(value, list) else [(value, name)]):
+        for row, here in [(r, f"{name}[]") for r in value] if isinstance(value, list) else [(value, name)]:
             if isinstance(row, dict):
                 paths |= {f"{here}.{key}" for key in row}
             elif dataclasses.is_dataclass(row) and not isinstance(row, type):
@@ -292,7 +347,9 @@ def test_annotator_pages_hold_only_reviewed_context_attributes_and_fields(blind_
     client.force_login(me)
     claimed = client.post(f"/annotation/s/{study.pk}/next/", follow=True)
     token = claimed.redirect_chain[-1][0].rstrip("/").split("/")[-1]
-    saved = client.post(f"/annotation/s/{study.pk}/i/{token}/", {"c1": "yes", "c2": "no", "c3": "yes", "then": "labels"})
+    saved = client.post(
+        f"/annotation/s/{study.pk}/i/{token}/", {"c1": "yes", "c2": "no", "c3": "yes", "then": "labels"}
+    )
     assert saved.status_code == 302
     pages = {
         "annotation:home": "/annotation/",
@@ -301,8 +358,9 @@ def test_annotator_pages_hold_only_reviewed_context_attributes_and_fields(blind_
         "annotation:labels": f"/annotation/s/{study.pk}/labels/",
         "annotation:guidelines": f"/annotation/s/{study.pk}/guidelines/",
     }
-    annotator_pages = {name for name, method, roles in EXPECTED
-                       if ANN in roles and method == "GET" and name.startswith("annotation:")}
+    annotator_pages = {
+        name for name, method, roles in EXPECTED if ANN in roles and method == "GET" and name.startswith("annotation:")
+    }
     assert set(pages) == annotator_pages, "a new annotator page: add it here and to PAGE_CONTEXT"
     problems: list[str] = []
     for name, url in pages.items():

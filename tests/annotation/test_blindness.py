@@ -1,5 +1,6 @@
 """As an annotator, every reachable page and API response is searched for what must stay hidden:
 the group, Q, judges, search provenance, candidate ids and other annotators' labels."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,8 @@ from annotation import services
 from annotation.models import Study
 from candidates.models import Candidate
 from tests.annotation.conftest import AGENTS, JUDGES, PROPOSERS, import_pool
-from tests.factories import bashbench_task
 from tests.conftest import make_user
+from tests.factories import bashbench_task
 from veriharm_site.roles import ANNOTATOR
 
 pytestmark = pytest.mark.django_db
@@ -24,9 +25,28 @@ pytestmark = pytest.mark.django_db
 # Words that would name a group, a score or a ranking; the candidates' own texts are chosen free of them.
 GROUP_WORDS = re.compile(r"\b(top|bottom|groups?|rank(ed|ing)?|quality|judges?|scores?)\b", re.IGNORECASE)
 FORBIDDEN_KEYS = {
-    "group", "quality", "q", "rank", "rank_at_sampling", "q_at_sampling", "judge", "judgements", "judge_sums",
-    "target_agent", "proposer", "iteration", "provenance", "candidate", "candidate_id", "candidate_pk",
-    "external_id", "stratum", "annotator", "username", "pseudonym", "labels",
+    "group",
+    "quality",
+    "q",
+    "rank",
+    "rank_at_sampling",
+    "q_at_sampling",
+    "judge",
+    "judgements",
+    "judge_sums",
+    "target_agent",
+    "proposer",
+    "iteration",
+    "provenance",
+    "candidate",
+    "candidate_id",
+    "candidate_pk",
+    "external_id",
+    "stratum",
+    "annotator",
+    "username",
+    "pseudonym",
+    "labels",
 }
 OTHERS_COMMENT = "comment-written-by-someone-else"
 
@@ -84,7 +104,9 @@ class Leaks:
     def __init__(self, study: Study, others: list) -> None:
         self.markers = [*AGENTS, *PROPOSERS, *JUDGES, "pool-0", OTHERS_COMMENT, *(o.username for o in others)]
         # Q values as numbers of their own: "13.0" inside a timestamp such as 11:03:13.012 is no leak.
-        numbers = sorted({n for q in Candidate.objects.values_list("quality", flat=True) for n in (f"{q:.2f}", repr(q))})
+        numbers = sorted(
+            {n for q in Candidate.objects.values_list("quality", flat=True) for n in (f"{q:.2f}", repr(q))}
+        )
         self.numbers = [(n, re.compile(rf"(?<![\d.:]){re.escape(n)}(?![\d])")) for n in numbers]
         self.study = study
 
@@ -120,7 +142,9 @@ def every_url(study_id: int, token: str, external_id: str) -> list[str]:
     for route, _ in url_patterns(get_resolver()):
         if route.startswith("admin/") or route.startswith("^") or "(?P" in route:
             continue
-        url = re.sub(r"<(?:(\w+):)?(\w+)>", lambda m: "labels.csv" if m[2] == "name" else values.get(m[1] or "str"), route)
+        url = re.sub(
+            r"<(?:(\w+):)?(\w+)>", lambda m: "labels.csv" if m[2] == "name" else values.get(m[1] or "str"), route
+        )
         urls.append("/" + url)
     return sorted(set(urls))
 
@@ -134,8 +158,12 @@ def blind_setup(make_study):
     # The others label everything first, with comments, so there is something to leak.
     for other in others:
         while (a := services.item_claim_next(study.pk, other)) is not None:
-            services.label_submit(study.pk, a.item.token, other,
-                                  services.LabelInput(False, True, False, f"{OTHERS_COMMENT} {other.username}"))
+            services.label_submit(
+                study.pk,
+                a.item.token,
+                other,
+                services.LabelInput(False, True, False, f"{OTHERS_COMMENT} {other.username}"),
+            )
     return study, me, others
 
 
@@ -164,8 +192,12 @@ def test_no_annotator_reachable_response_reveals_hidden_information(blind_setup,
     check("post", f"/annotation/s/{study.pk}/i/{token}/", data={"c1": "yes", "c2": "no", "c3": "yes"}, follow=True)
     api_next = check("post", f"/api/annotation/my/studies/{study.pk}/next/").json()
     api_token = api_next["item"]["token"]
-    check("put", f"/api/annotation/my/studies/{study.pk}/items/{api_token}/label/",
-          data={"c1": True, "c2": True, "c3": True, "comment": "mine"}, content_type="application/json")
+    check(
+        "put",
+        f"/api/annotation/my/studies/{study.pk}/items/{api_token}/label/",
+        data={"c1": True, "c2": True, "c3": True, "comment": "mine"},
+        content_type="application/json",
+    )
     own = check("post", f"/api/annotation/my/studies/{study.pk}/next/").json()["item"]["token"]
 
     # Then every route of the site, with the annotator's own item and with the items they never saw.
@@ -177,9 +209,13 @@ def test_no_annotator_reachable_response_reveals_hidden_information(blind_setup,
 
     assert not found, "\n".join(found)
     must_serve = {
-        "/annotation/", f"/annotation/s/{study.pk}/i/{own}/", f"/annotation/s/{study.pk}/labels/",
-        "/api/annotation/my/studies/", f"/api/annotation/my/studies/{study.pk}/items/{own}/",
-        f"/api/annotation/my/studies/{study.pk}/labels/", f"/api/annotation/my/studies/{study.pk}/progress/",
+        "/annotation/",
+        f"/annotation/s/{study.pk}/i/{own}/",
+        f"/annotation/s/{study.pk}/labels/",
+        "/api/annotation/my/studies/",
+        f"/api/annotation/my/studies/{study.pk}/items/{own}/",
+        f"/api/annotation/my/studies/{study.pk}/labels/",
+        f"/api/annotation/my/studies/{study.pk}/progress/",
     }
     assert must_serve <= set(served)  # the search really covered the annotator's pages
 
@@ -190,9 +226,14 @@ def test_annotators_cannot_reach_items_they_do_not_hold_or_curator_pages(blind_s
     item = study.items.first()
     assert client.get(f"/annotation/s/{study.pk}/i/{item.token}/").status_code == 404
     assert client.get(f"/api/annotation/my/studies/{study.pk}/items/{item.token}/").status_code == 404
-    for url in (f"/annotation/studies/{study.pk}/", f"/annotation/studies/{study.pk}/results/",
-                f"/annotation/studies/{study.pk}/export/labels.csv", f"/api/annotation/studies/{study.pk}/items/",
-                f"/api/annotation/studies/{study.pk}/export/", "/annotation/studies/"):
+    for url in (
+        f"/annotation/studies/{study.pk}/",
+        f"/annotation/studies/{study.pk}/results/",
+        f"/annotation/studies/{study.pk}/export/labels.csv",
+        f"/api/annotation/studies/{study.pk}/items/",
+        f"/api/annotation/studies/{study.pk}/export/",
+        "/annotation/studies/",
+    ):
         assert client.get(url).status_code == 403, url
 
 

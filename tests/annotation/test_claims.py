@@ -1,4 +1,5 @@
 """Claiming and labelling: places per item, one label per annotator, expiry, revisions, closing."""
+
 from datetime import timedelta
 
 import pytest
@@ -19,7 +20,9 @@ YES = services.LabelInput(True, True, True)
 def expire(assignment: Assignment) -> None:
     """Move a claim into the past, as if its holder had walked away."""
     an_hour_ago = timezone.now() - timedelta(hours=1)
-    Assignment.objects.filter(pk=assignment.pk).update(claimed_at=an_hour_ago, expires_at=an_hour_ago + timedelta(minutes=5))
+    Assignment.objects.filter(pk=assignment.pk).update(
+        claimed_at=an_hour_ago, expires_at=an_hour_ago + timedelta(minutes=5)
+    )
 
 
 def test_asking_again_returns_the_open_claim(pool, annotators, make_study):
@@ -61,8 +64,17 @@ def test_the_database_refuses_a_second_label_and_a_second_open_claim(pool, annot
     a = services.item_claim_next(study.pk, annotators[0])
     now = timezone.now()
     with pytest.raises(IntegrityError), transaction.atomic():
-        Assignment.objects.create(study=study, item=a.item, annotator=annotators[0], claimed_at=now, expires_at=now,
-                                  submitted_at=now, c1=True, c2=True, c3=True)
+        Assignment.objects.create(
+            study=study,
+            item=a.item,
+            annotator=annotators[0],
+            claimed_at=now,
+            expires_at=now,
+            submitted_at=now,
+            c1=True,
+            c2=True,
+            c3=True,
+        )
     other = study.items.exclude(pk=a.item_id).first()
     with pytest.raises(IntegrityError), transaction.atomic():
         Assignment.objects.create(study=study, item=other, annotator=annotators[0], claimed_at=now, expires_at=now)
@@ -103,10 +115,12 @@ def test_an_expired_claim_still_counts_when_nobody_took_its_place(pool, annotato
 def test_labels_can_be_revised_until_the_study_is_closed(pool, annotators, make_study):
     study = make_study(annotators)
     a = services.item_claim_next(study.pk, annotators[0])
-    services.label_submit(study.pk, a.item.token, annotators[0],
-                          services.LabelInput(True, True, False, "first look", seconds_spent=40))
-    revised = services.label_submit(study.pk, a.item.token, annotators[0],
-                                    services.LabelInput(True, True, True, "on reflection", seconds_spent=15))
+    services.label_submit(
+        study.pk, a.item.token, annotators[0], services.LabelInput(True, True, False, "first look", seconds_spent=40)
+    )
+    revised = services.label_submit(
+        study.pk, a.item.token, annotators[0], services.LabelInput(True, True, True, "on reflection", seconds_spent=15)
+    )
     assert (revised.c3, revised.valid, revised.comment, revised.revisions) == (True, True, "on reflection", 1)
     assert revised.seconds_spent == pytest.approx(55)
 

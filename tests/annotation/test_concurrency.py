@@ -1,4 +1,5 @@
 """30 annotators claim and label at once, each thread on its own PostgreSQL connection."""
+
 import random
 import threading
 import time
@@ -31,8 +32,12 @@ def test_thirty_annotators_fill_the_study_exactly(pool, make_study):
             start.wait()
             while (assignment := services.item_claim_next(study.pk, person)) is not None:
                 time.sleep(rng.uniform(0, 0.004))  # reading the item; lets other claims interleave
-                services.label_submit(study.pk, assignment.item.token, person,
-                                      services.LabelInput(rng.random() < 0.7, rng.random() < 0.8, True))
+                services.label_submit(
+                    study.pk,
+                    assignment.item.token,
+                    person,
+                    services.LabelInput(rng.random() < 0.7, rng.random() < 0.8, True),
+                )
                 labelled[person.pk] += 1
         except BaseException as error:  # noqa: BLE001 - re-raised in the main thread below
             errors.append(error)
@@ -47,7 +52,9 @@ def test_thirty_annotators_fill_the_study_exactly(pool, make_study):
     assert not any(t.is_alive() for t in threads)
     assert not errors, errors
 
-    per_item = Counter(Assignment.objects.filter(study=study, submitted_at__isnull=False).values_list("item_id", flat=True))
+    per_item = Counter(
+        Assignment.objects.filter(study=study, submitted_at__isnull=False).values_list("item_id", flat=True)
+    )
     assert len(per_item) == items == 20
     assert set(per_item.values()) == {3}
     assert not Assignment.objects.filter(study=study, submitted_at__isnull=True).exists()
@@ -70,6 +77,7 @@ def test_a_claim_waits_for_the_last_free_item_rather_than_reporting_done(pool, m
         from django.db import transaction
 
         from annotation.models import StudyItem
+
         try:
             with transaction.atomic():
                 StudyItem.objects.select_for_update().get(pk=last.pk)

@@ -1,5 +1,6 @@
 """Gold items, adjudication, 2+1 routing and the per-annotator dashboard, each figure checked against
 an independent computation written out here from the textbook formulas."""
+
 from __future__ import annotations
 
 import csv
@@ -23,8 +24,9 @@ INVALID = (True, True, False)
 def label(study, annotator, answers, seconds: float | None = None) -> Assignment:
     claim = services.item_claim_next(study.pk, annotator)
     assert claim is not None
-    return services.label_submit(study.pk, claim.item.token, annotator,
-                                 services.LabelInput(*answers, seconds_spent=seconds))
+    return services.label_submit(
+        study.pk, claim.item.token, annotator, services.LabelInput(*answers, seconds_spent=seconds)
+    )
 
 
 def label_by_number(study, annotator, plan: dict[int, tuple[bool, bool, bool]], seconds=None) -> list[int]:
@@ -33,8 +35,9 @@ def label_by_number(study, annotator, plan: dict[int, tuple[bool, bool, bool]], 
     while (claim := services.item_claim_next(study.pk, annotator)) is not None:
         number = claim.item.number
         spent = seconds(number) if seconds else None
-        services.label_submit(study.pk, claim.item.token, annotator,
-                              services.LabelInput(*plan[number], seconds_spent=spent))
+        services.label_submit(
+            study.pk, claim.item.token, annotator, services.LabelInput(*plan[number], seconds_spent=spent)
+        )
         numbers.append(number)
     return numbers
 
@@ -121,8 +124,11 @@ def test_two_plus_one_needs_two_per_item_and_three_annotators(pool, annotators, 
 def test_a_fixed_design_reports_fleiss_on_complete_items(pool, annotators, make_study):
     study = make_study(annotators, per_group=2)
     numbers = sorted(study.items.values_list("number", flat=True))
-    plans = [{n: VALID for n in numbers}, {n: VALID if n % 2 else INVALID for n in numbers},
-             {n: INVALID if n == numbers[0] else VALID for n in numbers}]
+    plans = [
+        {n: VALID for n in numbers},
+        {n: VALID if n % 2 else INVALID for n in numbers},
+        {n: INVALID if n == numbers[0] else VALID for n in numbers},
+    ]
     for annotator, plan in zip(annotators, plans):
         label_by_number(study, annotator, plan)
     results = selectors.study_results(study)
@@ -209,19 +215,31 @@ def test_adjudication_sets_a_final_label_and_results_show_both(pool, annotators,
     items = list(study.items.order_by("number"))
     numbers = [i.number for i in items]
     # Every item is judged valid by two of three, except the first, judged invalid by two of three.
-    plans = [{n: VALID for n in numbers} | {numbers[0]: INVALID}, {n: VALID for n in numbers} | {numbers[0]: INVALID},
-             {n: INVALID for n in numbers} | {numbers[0]: VALID}]
+    plans = [
+        {n: VALID for n in numbers} | {numbers[0]: INVALID},
+        {n: VALID for n in numbers} | {numbers[0]: INVALID},
+        {n: INVALID for n in numbers} | {numbers[0]: VALID},
+    ]
     for annotator, plan in zip(annotators, plans):
         label_by_number(study, annotator, plan)
     raw = selectors.study_results(study).prediction
 
     client.force_login(curator)
     url = f"/annotation/studies/{study.pk}/items/{numbers[0]}/"
-    refused = client.post(url, {"action": "adjudicate", "adj-c1": "yes", "adj-c2": "yes", "adj-c3": "yes",
-                                "adj-reason": "   "})
+    refused = client.post(
+        url, {"action": "adjudicate", "adj-c1": "yes", "adj-c2": "yes", "adj-c3": "yes", "adj-reason": "   "}
+    )
     assert refused.status_code == 400 and not Adjudication.objects.exists()
-    client.post(url, {"action": "adjudicate", "adj-c1": "yes", "adj-c2": "yes", "adj-c3": "yes",
-                      "adj-reason": "The harm test reads the right file after all."})
+    client.post(
+        url,
+        {
+            "action": "adjudicate",
+            "adj-c1": "yes",
+            "adj-c2": "yes",
+            "adj-c3": "yes",
+            "adj-reason": "The harm test reads the right file after all.",
+        },
+    )
     results = selectors.study_results(study)
 
     def expected(final_first: bool):
@@ -236,7 +254,9 @@ def test_adjudication_sets_a_final_label_and_results_show_both(pool, annotators,
         return tp, fp, fn, tn
 
     assert (raw.tp, raw.fp, raw.fn, raw.tn) == expected(False)
-    assert (results.prediction.tp, results.prediction.fp, results.prediction.fn, results.prediction.tn) == expected(False)
+    assert (results.prediction.tp, results.prediction.fp, results.prediction.fn, results.prediction.tn) == expected(
+        False
+    )
     adj = results.adjudicated_prediction
     assert (adj.tp, adj.fp, adj.fn, adj.tn) == expected(True)
     assert results.adjudicated == 1
@@ -244,8 +264,12 @@ def test_adjudication_sets_a_final_label_and_results_show_both(pool, annotators,
     assert Assignment.objects.filter(item=items[0], c3=False).count() == 2
     page = client.get(f"/annotation/studies/{study.pk}/results/").content.decode()
     assert "Raw majority" in page and "Adjudicated" in page and "The harm test reads the right file" in page
-    exported = {int(r["item"]): r for r in csv.DictReader(io.StringIO(
-        client.get(f"/annotation/studies/{study.pk}/export/items.csv").content.decode()))}
+    exported = {
+        int(r["item"]): r
+        for r in csv.DictReader(
+            io.StringIO(client.get(f"/annotation/studies/{study.pk}/export/items.csv").content.decode())
+        )
+    }
     assert (exported[numbers[0]]["valid_agg"], exported[numbers[0]]["adjudicated_valid"]) == ("0", "1")
     assert exported[numbers[1]]["adjudicated_valid"] == ""
     summary = client.get(f"/annotation/studies/{study.pk}/export/study.json").json()["results"]
@@ -277,7 +301,8 @@ def test_the_annotator_dashboard_against_hand_computed_figures(pool, annotators,
         assert q.median_seconds == pytest.approx(pystats.median(times))
         assert q.fast_share == pytest.approx(sum(t < 2 for t in times) / len(times))
         assert q.majority_agreement == pytest.approx(
-            sum(valid_plan[index][n] == majorities[n] for n in numbers) / len(numbers))
+            sum(valid_plan[index][n] == majorities[n] for n in numbers) / len(numbers)
+        )
         for other in range(3):
             if other == index:
                 continue

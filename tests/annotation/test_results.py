@@ -1,7 +1,8 @@
 """Results of a labelled study: majorities, agreement, Figure 3, disagreement, exports, the evaluation hook."""
+
 import csv
-import re
 import io
+import re
 
 import krippendorff
 import numpy as np
@@ -28,6 +29,7 @@ def paper_study(annotators, make_study) -> Study:
     bottom = sorted(study.items.filter(group="bottom").values_list("number", flat=True))
     valid_items = set(top[:21]) | set(bottom[:2])
     for position, annotator in enumerate(annotators):
+
         def answer(number: int, position=position) -> tuple[bool, bool, bool]:
             valid = number in valid_items
             if position == 2 and number % 3 == 0:
@@ -35,9 +37,14 @@ def paper_study(annotators, make_study) -> Study:
             return VALID if valid else INVALID
 
         while (a := services.item_claim_next(study.pk, annotator)) is not None:
-            services.label_submit(study.pk, a.item.token, annotator,
-                                  services.LabelInput(*answer(a.item.number),
-                                                      comment="unsure about the test" if a.item.number == 3 else ""))
+            services.label_submit(
+                study.pk,
+                a.item.token,
+                annotator,
+                services.LabelInput(
+                    *answer(a.item.number), comment="unsure about the test" if a.item.number == 3 else ""
+                ),
+            )
     return study
 
 
@@ -63,8 +70,9 @@ def test_agreement_equals_the_libraries_on_the_same_labels(paper_study):
     matrix = np.array([[float(row.unit("valid")[a]) for row in rows] for a in annotator_ids])
     valid = next(a.agreement for a in results.agreement if a.measure == "valid")
     assert valid.fleiss.value == pytest.approx(fleiss_kappa(table))
-    assert valid.alpha.value == pytest.approx(krippendorff.alpha(reliability_data=matrix,
-                                                                 level_of_measurement="nominal"))
+    assert valid.alpha.value == pytest.approx(
+        krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal")
+    )
     assert len(valid.pairs) == 3 and all(p.common == 50 for p in valid.pairs)
     c1 = next(a.agreement for a in results.agreement if a.measure == "c1")
     assert c1.percent.value == 1.0 and c1.fleiss.value is None  # everyone said yes to C1
@@ -127,14 +135,31 @@ def test_harm_results_stand_beside_the_votes_and_disagreements_can_be_shown_alon
     invalid = [r for r in rows if r.valid_agg is False]
     agent = Agent.objects.create(name="agent-under-test", kind=AgentKind.COMMAND)
     run = Run.objects.create(backend="local")
-    Trial.objects.create(run=run, candidate_id=valid[0].candidate_pk, agent=agent, candidate_revision=1,
-                         status=TrialStatus.DONE, end="verdict", r_task=1, r_harm=1, outcome="compromised",
-                         finished_at=timezone.now())
-    checks = [(valid[0], ReferenceVerdict.FLAGGED), (invalid[0], ReferenceVerdict.DISCRIMINATES),
-              (valid[1], ReferenceVerdict.DISCRIMINATES), (invalid[1], ReferenceVerdict.FLAGGED)]
+    Trial.objects.create(
+        run=run,
+        candidate_id=valid[0].candidate_pk,
+        agent=agent,
+        candidate_revision=1,
+        status=TrialStatus.DONE,
+        end="verdict",
+        r_task=1,
+        r_harm=1,
+        outcome="compromised",
+        finished_at=timezone.now(),
+    )
+    checks = [
+        (valid[0], ReferenceVerdict.FLAGGED),
+        (invalid[0], ReferenceVerdict.DISCRIMINATES),
+        (valid[1], ReferenceVerdict.DISCRIMINATES),
+        (invalid[1], ReferenceVerdict.FLAGGED),
+    ]
     for row, verdict in checks:
-        ReferenceCheck.objects.create(candidate_id=row.candidate_pk, candidate_revision=1, verdict=verdict,
-                                      does_not_discriminate=verdict == ReferenceVerdict.FLAGGED)
+        ReferenceCheck.objects.create(
+            candidate_id=row.candidate_pk,
+            candidate_revision=1,
+            verdict=verdict,
+            does_not_discriminate=verdict == ReferenceVerdict.FLAGGED,
+        )
 
     url = f"/annotation/studies/{paper_study.pk}/results/"
     page = curator_client.get(url).content.decode()
@@ -154,7 +179,9 @@ def test_harm_results_stand_beside_the_votes_and_disagreements_can_be_shown_alon
     assert len(every) == len(rows)
     first = next(item for item in every if item["item"] == valid[0].number)
     assert first["harm_tests"]["tests_valid"] is False and first["harm_tests"]["disagrees"] is True
-    assert [(r["agent"], r["r_task"], r["r_harm"]) for r in first["harm_tests"]["results"]] == [("agent-under-test", 1, 1)]
+    assert [(r["agent"], r["r_task"], r["r_harm"]) for r in first["harm_tests"]["results"]] == [
+        ("agent-under-test", 1, 1)
+    ]
     disagreeing = curator_client.get(api, {"disagree": "1"}).json()
     assert {item["item"] for item in disagreeing} == shown
     assert all(item["harm_tests"]["disagrees"] for item in disagreeing)

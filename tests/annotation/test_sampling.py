@@ -1,4 +1,5 @@
 """Stratified sampling with largest-remainder rounding, and per-annotator orders (pure)."""
+
 from collections import Counter
 
 import pytest
@@ -21,7 +22,9 @@ def test_largest_remainder_ties_go_to_the_larger_pool_then_the_name():
     assert seats == {"x": 2, "y": 1, "z": 1}
     # Quotas .6 and .4 of pools 3 and 2 (n = 1 of 5): the larger remainder wins.
     assert {k: v for k, (_, v) in sampling.largest_remainder({"small": 2, "big": 3}, 1).items()} == {
-        "small": 0, "big": 1}
+        "small": 0,
+        "big": 1,
+    }
 
 
 def test_allocation_never_exceeds_a_stratum_and_adds_up():

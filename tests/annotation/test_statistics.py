@@ -1,4 +1,5 @@
 """Agreement and prediction figures against published reference values."""
+
 import itertools
 import math
 
@@ -42,10 +43,7 @@ def fleiss_units() -> list[dict[int, int]]:
 
 
 def krippendorff_units() -> list[dict[str, int]]:
-    return [
-        {coder: values[u] for coder, values in KRIPPENDORFF.items() if values[u] is not None}
-        for u in range(12)
-    ]
+    return [{coder: values[u] for coder, values in KRIPPENDORFF.items() if values[u] is not None} for u in range(12)]
 
 
 def test_fleiss_kappa_of_the_classic_example_is_0_210():
@@ -77,8 +75,17 @@ def test_the_papers_configuration_gives_88_84_91():
 
 @pytest.mark.parametrize(
     ("value", "band"),
-    [(-0.1, "poor"), (0.0, "slight"), (0.2, "slight"), (0.21, "fair"), (0.41, "moderate"), (0.61, "substantial"),
-     (0.81, "almost perfect"), (1.0, "almost perfect"), (None, "undefined")],
+    [
+        (-0.1, "poor"),
+        (0.0, "slight"),
+        (0.2, "slight"),
+        (0.21, "fair"),
+        (0.41, "moderate"),
+        (0.61, "substantial"),
+        (0.81, "almost perfect"),
+        (1.0, "almost perfect"),
+        (None, "undefined"),
+    ],
 )
 def test_landis_koch_bands(value, band):
     assert statistics.landis_koch(value) == band

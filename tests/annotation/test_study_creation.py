@@ -1,4 +1,5 @@
 """Creating a study from the ranked pool: groups, strata, seeds, refusals that change nothing."""
+
 from collections import Counter
 
 import pytest
@@ -36,9 +37,15 @@ def test_realised_strata_follow_the_largest_remainder_allocation(pool, annotator
     # quotas 1.6, 1.2, 1.2 -> floors 1, 1, 1, and the seat left goes to the .6 remainder.
     top = {s["name"]: s for s in study.strata_report["groups"]["top"]["strata"]}
     assert {name: s["pool"] for name, s in top.items()} == {
-        "destructive_file_operation": 4, "permission_weakening": 3, "credential_exposure": 3}
+        "destructive_file_operation": 4,
+        "permission_weakening": 3,
+        "credential_exposure": 3,
+    }
     assert {name: s["allocated"] for name, s in top.items()} == {
-        "destructive_file_operation": 2, "permission_weakening": 1, "credential_exposure": 1}
+        "destructive_file_operation": 2,
+        "permission_weakening": 1,
+        "credential_exposure": 1,
+    }
     realised = Counter(study.items.filter(group="top").values_list("stratum", flat=True))
     assert realised == {"destructive_file_operation": 2, "permission_weakening": 1, "credential_exposure": 1}
 
@@ -73,8 +80,9 @@ def test_item_numbers_do_not_follow_the_groups(pool, annotators, make_study):
         ({"claim_timeout_minutes": 43201}, "claim_timeout_minutes", "must be from 1 to 43200"),
     ],
 )
-def test_bad_input_is_refused_with_a_message_and_changes_nothing(pool, annotators, make_study, overrides, field,
-                                                                  message):
+def test_bad_input_is_refused_with_a_message_and_changes_nothing(
+    pool, annotators, make_study, overrides, field, message
+):
     with pytest.raises(services.StudyRefused) as refused:
         make_study(annotators, **overrides)
     assert message in refused.value.errors[field]
@@ -109,10 +117,19 @@ def test_the_study_form_creates_a_study_and_shows_its_strata(pool, annotators, c
     page = client.get("/annotation/studies/new/").content.decode()
     for a in annotators:
         assert a.username in page
-    response = client.post("/annotation/studies/new/", {
-        "name": "Pilot", "per_group": 4, "top_k": 10, "stratify_by": "perturbation", "seed": 5,
-        "annotators_per_item": 3, "claim_timeout_minutes": 30, "annotators": [a.pk for a in annotators],
-    })
+    response = client.post(
+        "/annotation/studies/new/",
+        {
+            "name": "Pilot",
+            "per_group": 4,
+            "top_k": 10,
+            "stratify_by": "perturbation",
+            "seed": 5,
+            "annotators_per_item": 3,
+            "claim_timeout_minutes": 30,
+            "annotators": [a.pk for a in annotators],
+        },
+    )
     study = Study.objects.get(name="Pilot")
     assert response.status_code == 302 and response.url == f"/annotation/studies/{study.pk}/"
     detail = client.get(response.url).content.decode()
@@ -122,23 +139,38 @@ def test_the_study_form_creates_a_study_and_shows_its_strata(pool, annotators, c
 
 def test_the_study_form_shows_what_is_wrong(pool, annotators, client, curator):
     client.force_login(curator)
-    response = client.post("/annotation/studies/new/", {
-        "name": "Too big", "per_group": 4, "top_k": 30, "stratify_by": "", "seed": 5,
-        "annotators_per_item": 3, "claim_timeout_minutes": 30, "annotators": [a.pk for a in annotators],
-    })
+    response = client.post(
+        "/annotation/studies/new/",
+        {
+            "name": "Too big",
+            "per_group": 4,
+            "top_k": 30,
+            "stratify_by": "",
+            "seed": 5,
+            "annotators_per_item": 3,
+            "claim_timeout_minutes": 30,
+            "annotators": [a.pk for a in annotators],
+        },
+    )
     assert response.status_code == 400
     assert "would overlap; choose K of at most 20" in response.content.decode()
     assert not Study.objects.exists()
 
 
 def test_the_api_creates_a_study_with_defaults_for_every_blind_annotator(pool, annotators, curator_client):
-    response = curator_client.post("/api/annotation/studies/", {"name": "Api", "top_k": 10, "per_group": 3},
-                                   format="json")
+    response = curator_client.post(
+        "/api/annotation/studies/", {"name": "Api", "top_k": 10, "per_group": 3}, format="json"
+    )
     assert response.status_code == 201, response.content
     data = response.json()
     assert data["annotators_per_item"] == 3 and data["stratify_by"] == "perturbation"
     assert {m["username"] for m in data["members"]} == {a.username for a in annotators}
     assert sum(s["realised"] for s in data["strata"]) == 6
-    refused = curator_client.post("/api/annotation/studies/", {"name": "Api2", "top_k": 10, "per_group": 3,
-                                                               "annotators": ["ghost"]}, format="json")
-    assert refused.status_code == 400 and refused.json() == {"errors": [{"field": "annotators", "message": "unknown users: ghost"}]}
+    refused = curator_client.post(
+        "/api/annotation/studies/",
+        {"name": "Api2", "top_k": 10, "per_group": 3, "annotators": ["ghost"]},
+        format="json",
+    )
+    assert refused.status_code == 400 and refused.json() == {
+        "errors": [{"field": "annotators", "message": "unknown users: ghost"}]
+    }

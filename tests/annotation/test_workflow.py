@@ -1,5 +1,6 @@
 """The annotator's workflow beyond labelling: skipping, flagging as unclear, coming back to skipped
 items, revising with history, and the study's guidelines before the first item."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,9 @@ from tests.annotation.conftest import label_all
 pytestmark = pytest.mark.django_db
 
 
-def test_a_skipped_item_goes_back_to_the_pool_and_waits_among_the_annotators_skipped_items(pool, annotators,
-                                                                                           make_study):
+def test_a_skipped_item_goes_back_to_the_pool_and_waits_among_the_annotators_skipped_items(
+    pool, annotators, make_study
+):
     study = make_study(annotators, per_group=2, annotators_per_item=1)
     first, second = annotators[0], annotators[1]
     claim = services.item_claim_next(study.pk, first)
@@ -80,8 +82,9 @@ def test_skip_and_flag_pages(pool, annotators, make_study, client):
     assert refused.status_code == 302 and refused.url.endswith(f"/i/{first.item.token}/")
     assert Assignment.objects.filter(pk=first.pk).exists()
 
-    response = client.post(f"/annotation/s/{study.pk}/i/{first.item.token}/skip/", {"unclear": "on",
-                                                                                     "reason": "Ambiguous."})
+    response = client.post(
+        f"/annotation/s/{study.pk}/i/{first.item.token}/skip/", {"unclear": "on", "reason": "Ambiguous."}
+    )
     assert response.status_code == 302 and "/i/" in response.url and first.item.token not in response.url
     assert ItemSkip.objects.get(item=first.item).reason == "Ambiguous."
 
@@ -112,8 +115,8 @@ def test_previous_and_next_move_through_the_annotators_own_labels(pool, annotato
     numbers = sorted(tokens)
     client.force_login(annotator)
     middle = client.get(f"/annotation/s/{study.pk}/i/{tokens[numbers[1]]}/").content.decode()
-    assert f"/i/{tokens[numbers[0]]}/?then=labels\" rel=\"prev\"" in middle
-    assert f"/i/{tokens[numbers[2]]}/?then=labels\" rel=\"next\"" in middle
+    assert f'/i/{tokens[numbers[0]]}/?then=labels" rel="prev"' in middle
+    assert f'/i/{tokens[numbers[2]]}/?then=labels" rel="next"' in middle
     first = client.get(f"/annotation/s/{study.pk}/i/{tokens[numbers[0]]}/").content.decode()
     assert 'rel="prev"' not in first
 
@@ -184,7 +187,8 @@ def test_single_key_shortcuts_are_a_preference_of_the_user(pool, annotators, mak
     assert 'data-single-keys="on"' in client.get(page).content.decode()
 
     assert client.post("/annotation/preferences/", {"single_key_shortcuts": "off"}).json() == {
-        "single_key_shortcuts": False}
+        "single_key_shortcuts": False
+    }
     assert 'data-single-keys="off"' in client.get(page).content.decode()
     client.force_login(curator)
     assert client.post("/annotation/preferences/", {"single_key_shortcuts": "on"}).status_code == 403

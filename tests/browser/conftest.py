@@ -1,4 +1,5 @@
 """Real headless Chromium (Debian's) driven by Playwright against Django's live server."""
+
 from __future__ import annotations
 
 import os
@@ -8,6 +9,7 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from tests.conftest import PASSWORD
+
 # The evaluation pages' tests need the sandbox these prepare.
 from tests.evaluation.conftest import sandboxes_ready  # noqa: F401
 
@@ -34,7 +36,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     if not os.path.exists(CHROMIUM):
-        raise RuntimeError(f"Chromium not found at {CHROMIUM}: run scripts/system_packages.sh (apt-get install chromium)")
+        raise RuntimeError(
+            f"Chromium not found at {CHROMIUM}: run scripts/system_packages.sh (apt-get install chromium)"
+        )
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield browser

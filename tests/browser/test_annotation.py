@@ -1,5 +1,6 @@
 """Three annotators label every item of a small study with the keyboard alone; the curator then
 sees the majority vote and the agreement figures."""
+
 from __future__ import annotations
 
 import re
@@ -54,7 +55,8 @@ def label_everything(page: Page, annotator: int, items: int) -> list[int]:
         for key in keys_for(annotator, number):
             page.keyboard.press(key)
         expect(page.get_by_test_id("valid-preview")).to_have_text(
-            "✓ valid" if judged_valid(annotator, number) else "✗ not valid")
+            "✓ valid" if judged_valid(annotator, number) else "✗ not valid"
+        )
         if annotator == 0 and number == 2:
             page.keyboard.press("c")  # jump to the comment, write, leave it
             page.keyboard.type("The harm test checks the wrong file.")
@@ -73,7 +75,8 @@ def test_three_annotators_label_by_keyboard_and_the_curator_sees_the_results(liv
     people = [make_user(f"kb-annotator-{i}", ANNOTATOR) for i in range(3)]
     study = services.study_create(
         services.StudySpec(name="Keyboard study", seed=21, top_k=10, per_group=2, stratify_by="perturbation"),
-        annotators=people, created_by=curator,
+        annotators=people,
+        created_by=curator,
     )
     numbers = sorted(study.items.values_list("number", flat=True))
     assert numbers == [1, 2, 3, 4]
@@ -94,11 +97,14 @@ def test_three_annotators_label_by_keyboard_and_the_curator_sees_the_results(liv
         expect(cell).to_contain_text("✓ yes" if majority else "✗ no")
         expect(cell).to_contain_text(f"{sum(votes)}–{3 - sum(votes)}")
 
-    table = np.array([[sum(judged_valid(a, n) for a in range(3)), sum(not judged_valid(a, n) for a in range(3))]
-                      for n in numbers])
+    table = np.array(
+        [[sum(judged_valid(a, n) for a in range(3)), sum(not judged_valid(a, n) for a in range(3))] for n in numbers]
+    )
     kappa = fleiss_kappa(table)
-    alpha = krippendorff.alpha(reliability_data=[[float(judged_valid(a, n)) for n in numbers] for a in range(3)],
-                               level_of_measurement="nominal")
+    alpha = krippendorff.alpha(
+        reliability_data=[[float(judged_valid(a, n)) for n in numbers] for a in range(3)],
+        level_of_measurement="nominal",
+    )
     valid_row = page.get_by_test_id("agreement").locator("tr[data-measure=valid]")
     expect(valid_row).to_contain_text(f"{kappa:.3f}")
     expect(valid_row).to_contain_text(f"{alpha:.3f}")

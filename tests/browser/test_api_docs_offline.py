@@ -1,4 +1,5 @@
 """/api/docs/ works without the internet: Swagger UI comes from the site's own static files."""
+
 from urllib.parse import urlsplit
 
 import pytest

@@ -1,4 +1,5 @@
 """A curator logs in, uploads pipeline output, opens the ranking and a candidate, and sees the diff."""
+
 import pytest
 from playwright.sync_api import expect
 
@@ -7,8 +8,9 @@ from tests.conftest import EXAMPLES
 
 
 @pytest.mark.django_db(transaction=True)
-def test_curator_uploads_ranks_and_reads_a_candidate(live_server, new_page, curator, celery_worker_thread, tmp_path,
-                                                     settings):
+def test_curator_uploads_ranks_and_reads_a_candidate(
+    live_server, new_page, curator, celery_worker_thread, tmp_path, settings
+):
     settings.VERIHARM_IMPORT_DIR = tmp_path / "imports"
     page = new_page()
     login(page, live_server.url, curator.username)
@@ -34,8 +36,9 @@ def test_curator_uploads_ranks_and_reads_a_candidate(live_server, new_page, cura
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_background_import_shows_its_progress_then_names_the_bad_line(live_server, new_page, curator, tmp_path,
-                                                                        settings):
+def test_a_background_import_shows_its_progress_then_names_the_bad_line(
+    live_server, new_page, curator, tmp_path, settings
+):
     """The job page follows the import as a worker takes it: waiting at 0%, then the refusal at 100%
     with the bad line named, and nothing imported."""
     from celery.contrib.testing.worker import start_worker
@@ -58,8 +61,9 @@ def test_a_background_import_shows_its_progress_then_names_the_bad_line(live_ser
     expect(page.locator("#import-progress")).to_contain_text("Waiting for a worker")
     expect(page.locator("#import-bar")).to_have_attribute("value", "0")
     expect(page.locator("#import-progress")).to_contain_text("of 31 lines checked")
-    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING",
-                      shutdown_timeout=30):
+    with start_worker(
+        app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
+    ):
         # The page polls and shows the end by itself, without a reload by the test.
         expect(page.locator(".error-box")).to_contain_text("Nothing was imported: 1 problem", timeout=60_000)
     expect(page.locator(".error-box")).to_contain_text("broken.jsonl, line 31, field id: is required")

@@ -1,5 +1,6 @@
 """Destructive buttons lead to a confirm step (a page: no JavaScript needed); going back from it
 changes nothing, confirming acts."""
+
 import pytest
 from playwright.sync_api import expect
 

@@ -1,4 +1,5 @@
 """A curator reviews the top-K with the keyboard, freezes the approved set and downloads it."""
+
 import hashlib
 import json
 import tarfile
@@ -23,8 +24,12 @@ def review_page_shows(page, external_id: str) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_curator_reviews_with_the_keyboard_freezes_and_downloads(live_server, new_page, curator, examples_imported, tmp_path):
-    candidate_import_streams([("x.jsonl", jsonl(CandidateLineFactory(id=THIRD, scores=(3, 3, 3, 3, 3))).splitlines(True))])
+def test_curator_reviews_with_the_keyboard_freezes_and_downloads(
+    live_server, new_page, curator, examples_imported, tmp_path
+):
+    candidate_import_streams(
+        [("x.jsonl", jsonl(CandidateLineFactory(id=THIRD, scores=(3, 3, 3, 3, 3))).splitlines(True))]
+    )
     page = new_page()
     login(page, live_server.url, curator.username)
     page.click("nav >> text=Review")
@@ -60,7 +65,9 @@ def test_curator_reviews_with_the_keyboard_freezes_and_downloads(live_server, ne
     page.keyboard.press("a")
     expect(page.locator("[data-testid=queue-progress]")).to_contain_text("3 of 3 decided")
 
-    decisions = {d.candidate.external_id: (d.verdict, d.reason, d.note) for d in Decision.objects.select_related("candidate")}
+    decisions = {
+        d.candidate.external_id: (d.verdict, d.reason, d.note) for d in Decision.objects.select_related("candidate")
+    }
     assert decisions == {
         FIRST: ("approve", "valid", ""),
         SECOND: ("reject", "harm_test_wrong", ""),
@@ -162,7 +169,11 @@ def test_the_note_takes_typing_and_ctrl_enter_submits_it(live_server, new_page, 
     review_page_shows(page, SECOND)
     decision = Decision.objects.get()
     assert (decision.candidate.external_id, decision.verdict, decision.reason, decision.note) == (
-        FIRST, "reject", "other", "duplicate of rank 3")
+        FIRST,
+        "reject",
+        "other",
+        "duplicate of rank 3",
+    )
 
     page.keyboard.press("n")  # n opens the note without typing itself
     expect(note).to_be_focused()

@@ -1,4 +1,5 @@
 """An admin launches a reference run from the page, watches it finish live, and reads the results."""
+
 import pytest
 from playwright.sync_api import expect
 
@@ -9,8 +10,9 @@ CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
 
 
 @pytest.mark.django_db(transaction=True)
-def test_admin_launches_a_run_and_watches_it_finish(live_server, new_page, admin_user, curator, examples_imported,
-                                                    sandboxes_ready, celery_worker_thread):
+def test_admin_launches_a_run_and_watches_it_finish(
+    live_server, new_page, admin_user, curator, examples_imported, sandboxes_ready, celery_worker_thread
+):
     runs.reference_agents_ensure()
     page = new_page()
     login(page, live_server.url, admin_user.username)

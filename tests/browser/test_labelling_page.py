@@ -1,5 +1,6 @@
 """The labelling page at laptop and desktop sizes: answers and Submit in view, the change one key
 away, guidelines before the first item, skip and flag, the key list and turning single keys off."""
+
 from __future__ import annotations
 
 import re
@@ -30,8 +31,13 @@ def long_task() -> tuple[str, str]:
 def in_view(page: Page, locator: Locator) -> bool:
     box = locator.bounding_box()
     size = page.viewport_size
-    return (box is not None and box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= size["width"]
-            and box["y"] + box["height"] <= size["height"])
+    return (
+        box is not None
+        and box["x"] >= 0
+        and box["y"] >= 0
+        and box["x"] + box["width"] <= size["width"]
+        and box["y"] + box["height"] <= size["height"]
+    )
 
 
 @pytest.fixture
@@ -43,7 +49,8 @@ def study(transactional_db, curator):
     people = [make_user(f"page-annotator-{i}", ANNOTATOR) for i in range(3)]
     return services.study_create(
         services.StudySpec(name="Page study", seed=5, top_k=10, per_group=2, stratify_by="", guidelines=GUIDELINES),
-        annotators=people, created_by=curator,
+        annotators=people,
+        created_by=curator,
     )
 
 
@@ -76,8 +83,10 @@ def test_answers_and_submit_are_in_view_and_the_change_is_one_key_away(study, br
         assert not in_view(page, change)  # line 90 of 120: far below the fold
         page.keyboard.press("j")
         expect(change).to_have_class(re.compile(r"\bat-change\b"))
-        page.wait_for_function("el => { const r = el.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }",
-                               arg=change.element_handle())
+        page.wait_for_function(
+            "el => { const r = el.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }",
+            arg=change.element_handle(),
+        )
         assert in_view(page, change)
         # The source line sits on the same row as its perturbation.
         expect(change.locator("pre").first).to_contain_text("Step 90")

@@ -1,5 +1,6 @@
 """The example candidates with their twins, launched under the V3AST protocol from the pages, run by
 the reference agents in four repetitions; the matrix, a system and a task read in Chromium."""
+
 import pytest
 from playwright.sync_api import expect
 
@@ -12,8 +13,9 @@ IDS = ["bb-319395/kimi-k2.5/gpt-5.5", "bb-187101/gpt-5.4-mini/claude-opus-4-7"]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_matrix_shows_the_examples_run_with_their_twins(live_server, new_page, admin_user, curator, annotator,
-                                                            sandboxes_ready, celery_worker_thread):
+def test_the_matrix_shows_the_examples_run_with_their_twins(
+    live_server, new_page, admin_user, curator, annotator, sandboxes_ready, celery_worker_thread
+):
     candidate_import_files([str(EXAMPLES / "candidates_with_twins.jsonl")])
     runs.reference_agents_ensure()
     page = new_page()

@@ -1,5 +1,6 @@
 """The V3AST pages of runs that are not finished: trials still queued or running, and a cancelled run,
 read in Chromium (their unlabelled runs show as "no label yet")."""
+
 import pytest
 from playwright.sync_api import expect
 
@@ -16,8 +17,11 @@ from tests.evaluation.v3ast_helpers import (
 
 
 def _open_every_v3ast_page(page, base: str, run, agent) -> None:
-    for path in (f"/evaluation/runs/{run.pk}/v3ast/", f"/evaluation/runs/{run.pk}/v3ast/systems/{agent.pk}/",
-                 f"/evaluation/runs/{run.pk}/v3ast/tasks/u1/"):
+    for path in (
+        f"/evaluation/runs/{run.pk}/v3ast/",
+        f"/evaluation/runs/{run.pk}/v3ast/systems/{agent.pk}/",
+        f"/evaluation/runs/{run.pk}/v3ast/tasks/u1/",
+    ):
         response = page.goto(base + path)
         assert response.status == 200, path
         expect(page.locator("h1")).to_be_visible()

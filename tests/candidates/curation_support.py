@@ -1,10 +1,11 @@
 """Helpers shared by the curation tests: pipeline lines for searches, imports, decisions."""
+
 from __future__ import annotations
 
 from typing import Any
 
-from candidates.models import Candidate, Decision
 from candidates.curation.review import decision_record
+from candidates.models import Candidate, Decision
 from candidates.services import ImportSummary, candidate_import_streams
 from tests.factories import jsonl
 
@@ -16,7 +17,12 @@ NEITHER = (False, False)
 
 
 def search_line(
-    source: str, agent: str, proposer: str, attempts: list[tuple[bool, bool]], *, budget: int = 3,
+    source: str,
+    agent: str,
+    proposer: str,
+    attempts: list[tuple[bool, bool]],
+    *,
+    budget: int = 3,
     candidate_id: str | None = None,
 ) -> dict[str, Any]:
     return {

@@ -1,4 +1,5 @@
 """Roles on every page and endpoint of the candidates app; refused actions change nothing."""
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 

@@ -13,7 +13,11 @@ def test_the_ranking_api_lists_q_groups_and_judge_sums(examples_imported, curato
     first, second = data["results"]
     # bb-187101: judges 24 and 23 -> Q 23.5; bb-319395: 23 and 22 -> Q 22.5
     assert (first["id"], first["quality"], first["rank"], first["group"]) == (
-        "bb-187101/gpt-5.4-mini/claude-opus-4-7", 23.5, 1, "top")
+        "bb-187101/gpt-5.4-mini/claude-opus-4-7",
+        23.5,
+        1,
+        "top",
+    )
     assert first["judge_sums"] == {"claude-opus-4-7": 24, "gpt-5.5": 23}
     assert (second["quality"], second["group"]) == (22.5, "bottom")
 
@@ -37,12 +41,16 @@ def _job_end(client, response) -> dict:
 def test_import_over_the_api_and_its_refusal(celery_worker_thread, curator_client):
     good = CandidateLineFactory()
     upload = SimpleUploadedFile("good.jsonl", jsonl(good).encode())
-    job = _job_end(curator_client, curator_client.post("/api/candidates/import/", {"files": [upload]}, format="multipart"))
+    job = _job_end(
+        curator_client, curator_client.post("/api/candidates/import/", {"files": [upload]}, format="multipart")
+    )
     assert job["status"] == "done" and job["summary"]["created"] == 1
 
     bad = dict(CandidateLineFactory(), perturbation="nope")
     upload = SimpleUploadedFile("bad.jsonl", jsonl(CandidateLineFactory(), bad).encode())
-    job = _job_end(curator_client, curator_client.post("/api/candidates/import/", {"files": [upload]}, format="multipart"))
+    job = _job_end(
+        curator_client, curator_client.post("/api/candidates/import/", {"files": [upload]}, format="multipart")
+    )
     assert job["status"] == "refused"
     assert job["errors"] == [
         {"file": "bad.jsonl", "line": 2, "field": "perturbation", "message": job["errors"][0]["message"]}
@@ -57,10 +65,15 @@ def test_the_upload_page_shows_every_error_and_imports_nothing(celery_worker_thr
     upload = SimpleUploadedFile("bad.jsonl", jsonl(bad).encode())
     response = curator_client.post("/candidates/import/", {"files": [upload]})
     assert response.status_code == 302
-    wait_until(lambda: "Nothing was imported" in curator_client.get(response["Location"]).content.decode(), 60,
-               "the job page to show the refusal")
-    assert "bad.jsonl</span>, line 1, field <code>perturbation</code>" in curator_client.get(
-        response["Location"]).content.decode()
+    wait_until(
+        lambda: "Nothing was imported" in curator_client.get(response["Location"]).content.decode(),
+        60,
+        "the job page to show the refusal",
+    )
+    assert (
+        "bad.jsonl</span>, line 1, field <code>perturbation</code>"
+        in curator_client.get(response["Location"]).content.decode()
+    )
     assert Candidate.objects.count() == 0
 
 

@@ -1,10 +1,11 @@
 """Counts of candidates, approved instances and harmful successes by risk category and perturbation."""
+
 from __future__ import annotations
 
 import pytest
 
+from candidates.curation.descriptive import UNCATEGORISED, CountRow, Counts, breakdown
 from candidates.curation.selectors import descriptive_cells
-from candidates.curation.descriptive import UNCATEGORISED, Counts, CountRow, breakdown
 from candidates.models import Perturbation
 from tests.candidates.curation_support import HS, NEITHER, TASK_ONLY, decide, import_lines, search_line
 from tests.factories import CandidateLineFactory

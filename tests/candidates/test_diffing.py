@@ -16,20 +16,44 @@ def test_a_word_level_diff_keeps_words_whole():
 def test_a_word_that_grows_is_replaced_whole_never_split():
     segments = diff_segments("delete backups older than seven days", "delete backups older than seventy days")
     assert [(s.kind, s.text) for s in segments] == [
-        ("equal", "delete backups older than "), ("delete", "seven"), ("insert", "seventy"), ("equal", " days")]
+        ("equal", "delete backups older than "),
+        ("delete", "seven"),
+        ("insert", "seventy"),
+        ("equal", " days"),
+    ]
 
 
 def test_every_change_starts_and_ends_on_a_word_boundary():
     rng = random.Random(5)
-    vocabulary = ["file", "files", "filename", "chmod", "644", "6440", "0o777", "rm", "-rf", "backup", "backups",
-                  "log.txt", "logs", "(", ")", "==", "seven", "seventy", "\n", " "]
+    vocabulary = [
+        "file",
+        "files",
+        "filename",
+        "chmod",
+        "644",
+        "6440",
+        "0o777",
+        "rm",
+        "-rf",
+        "backup",
+        "backups",
+        "log.txt",
+        "logs",
+        "(",
+        ")",
+        "==",
+        "seven",
+        "seventy",
+        "\n",
+        " ",
+    ]
     tokens = re.compile(r"\s+|\w+|[^\w\s]")
     for _ in range(200):
         before = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 15)))
         words = before.split(" ")
         for _ in range(rng.randint(1, 4)):
             at = rng.randint(0, len(words))
-            words[at:at + rng.randint(0, 2)] = [rng.choice(vocabulary)]
+            words[at : at + rng.randint(0, 2)] = [rng.choice(vocabulary)]
         after = " ".join(words)
         segments = diff_segments(before, after)
         assert "".join(s.text for s in segments if s.kind != "insert") == before

@@ -1,12 +1,13 @@
 """Flagged candidates (their tests failed the reference check) wherever a curator decides, and the
 warning an approval of one must acknowledge: on the pages, in the API, kept on the decision."""
+
 from __future__ import annotations
 
 import pytest
 from django.db import IntegrityError, transaction
 
-from candidates.models import Candidate, Decision
 from candidates.curation.review import FlagsNotAcknowledged, decision_record
+from candidates.models import Candidate, Decision
 from evaluation import runs
 from evaluation.models import ReferenceCheck, ReferenceVerdict, Trial
 from tests.evaluation.test_trial_lifecycle import outcome
@@ -22,8 +23,9 @@ WARNING = f"Flagged: {REASON}."
 def record_references(external_id: str, noop: tuple[int, int]) -> None:
     """The three reference trials of a candidate, recorded through the services as a worker would."""
     agents = runs.reference_agents_ensure()
-    run = runs.run_launch(selection={"kind": "ids", "ids": [external_id]}, agent_ids=[a.pk for a in agents],
-                              backend="local")
+    run = runs.run_launch(
+        selection={"kind": "ids", "ids": [external_id]}, agent_ids=[a.pk for a in agents], backend="local"
+    )
     results = {"reference-safe": (1, 0), "reference-harmful": (1, 1), "reference-noop": noop}
     for trial in Trial.objects.filter(run=run).select_related("agent"):
         assert runs.trial_record(runs.trial_claim(trial.pk, "w"), outcome(*results[trial.agent.name]))
@@ -75,7 +77,9 @@ def test_the_api_refuses_an_unacknowledged_approval_and_keeps_the_acknowledged_w
     assert refused.status_code == 400
     assert refused.json()["flags"] == [REASON]
     [error] = refused.json()["errors"]
-    assert error["field"] == "acknowledge_flags" and REASON in error["message"] and "acknowledge_flags" in error["message"]
+    assert (
+        error["field"] == "acknowledge_flags" and REASON in error["message"] and "acknowledge_flags" in error["message"]
+    )
     assert not Decision.objects.exists()
     assert curator_client.post("/api/decisions/", body | {"acknowledge_flags": False}, format="json").status_code == 400
     assert not Decision.objects.exists()
@@ -88,8 +92,9 @@ def test_the_api_refuses_an_unacknowledged_approval_and_keeps_the_acknowledged_w
     # Rejecting needs no confirmation, and an unflagged candidate is approved without a warning.
     reject = {"candidate": FLAGGED, "verdict": "reject", "reason": "harm_test_wrong"}
     assert curator_client.post("/api/decisions/", reject, format="json").json()["flag_warning"] == ""
-    fine = curator_client.post("/api/decisions/", {"candidate": FINE, "verdict": "approve", "reason": "valid"},
-                               format="json")
+    fine = curator_client.post(
+        "/api/decisions/", {"candidate": FINE, "verdict": "approve", "reason": "valid"}, format="json"
+    )
     assert fine.status_code == 201 and fine.json()["flag_warning"] == ""
 
 
@@ -128,8 +133,14 @@ def test_the_service_and_the_database_keep_warnings_to_approvals(checked, curato
     assert refused.value.field == "acknowledge_flags" and refused.value.flags == [REASON]
     assert not Decision.objects.exists()
     with pytest.raises(IntegrityError), transaction.atomic():
-        Decision.objects.create(candidate=flagged, decided_by=curator, candidate_revision=1, verdict="reject",
-                                reason="harm_test_wrong", flag_warning=WARNING)
+        Decision.objects.create(
+            candidate=flagged,
+            decided_by=curator,
+            candidate_revision=1,
+            verdict="reject",
+            reason="harm_test_wrong",
+            flag_warning=WARNING,
+        )
     # A flagged check names what is wrong; one without a reason cannot be stored.
     with pytest.raises(IntegrityError), transaction.atomic():
         ReferenceCheck.objects.filter(candidate=flagged).update(harm_passes_untouched=False)

@@ -1,5 +1,6 @@
 """K (`?k=`) follows one rule on every page and API that takes it: a whole number from 1, empty or
 absent for the setting; anything else is refused, naming k, never ignored."""
+
 import pytest
 from django.conf import settings
 

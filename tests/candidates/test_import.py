@@ -1,4 +1,5 @@
 """Importing pipeline output: the contract, all-or-nothing, idempotence, conflicts, round trip."""
+
 from __future__ import annotations
 
 import copy
@@ -21,17 +22,41 @@ pytestmark = pytest.mark.django_db
 def db_state() -> dict[str, list]:
     """Everything an import writes, in a comparable form."""
     return {
-        "tasks": list(SourceTask.objects.order_by("external_id").values_list("external_id", "instruction", "task_test", "environment")),
+        "tasks": list(
+            SourceTask.objects.order_by("external_id").values_list(
+                "external_id", "instruction", "task_test", "environment"
+            )
+        ),
         "candidates": list(
             Candidate.objects.order_by("external_id").values_list(
-                "external_id", "source_task__external_id", "instruction", "harm_test", "perturbation", "target_agent",
-                "proposer", "iteration", "harm_summary", "risk_category", "references", "twin", "extra", "quality", "rank",
+                "external_id",
+                "source_task__external_id",
+                "instruction",
+                "harm_test",
+                "perturbation",
+                "target_agent",
+                "proposer",
+                "iteration",
+                "harm_summary",
+                "risk_category",
+                "references",
+                "twin",
+                "extra",
+                "quality",
+                "rank",
             )
         ),
         "judgements": list(
             Judgement.objects.order_by("candidate__external_id", "position").values_list(
-                "candidate__external_id", "judge", "position", "harm_test_correctness", "harm_unintendedness",
-                "harm_test_correspondence", "harm_feasibility", "perturbation_stealth", "rationale",
+                "candidate__external_id",
+                "judge",
+                "position",
+                "harm_test_correctness",
+                "harm_unintendedness",
+                "harm_test_correspondence",
+                "harm_feasibility",
+                "perturbation_stealth",
+                "rationale",
             )
         ),
         "searches": list(
@@ -40,9 +65,16 @@ def db_state() -> dict[str, list]:
             )
         ),
         "attempts": list(
-            SearchAttempt.objects.order_by("search__source_task_external_id", "search__target_agent", "iteration")
-            .values_list("search__source_task_external_id", "search__target_agent", "search__proposer", "iteration",
-                         "task_passed", "harm_detected")
+            SearchAttempt.objects.order_by(
+                "search__source_task_external_id", "search__target_agent", "iteration"
+            ).values_list(
+                "search__source_task_external_id",
+                "search__target_agent",
+                "search__proposer",
+                "iteration",
+                "task_passed",
+                "harm_detected",
+            )
         ),
     }
 
@@ -154,8 +186,12 @@ def test_a_conflicting_candidate_id_is_refused_unless_replacing(examples_importe
 
 def test_a_search_whose_candidate_is_missing_is_refused(examples_imported):
     search = {
-        "kind": "search", "source_task_id": "bashbench-319395", "target_agent": "qwen3-coder", "proposer": "gpt-5.5",
-        "budget": 5, "attempts": [{"iteration": 1, "task_passed": True, "harm_detected": True}],
+        "kind": "search",
+        "source_task_id": "bashbench-319395",
+        "target_agent": "qwen3-coder",
+        "proposer": "gpt-5.5",
+        "budget": 5,
+        "attempts": [{"iteration": 1, "task_passed": True, "harm_detected": True}],
         "candidate_id": "no-such-candidate",
     }
     errors = _refused(jsonl(CandidateLineFactory(), search))
@@ -165,22 +201,34 @@ def test_a_search_whose_candidate_is_missing_is_refused(examples_imported):
 
 def test_search_rules_are_checked(db):
     base = {
-        "kind": "search", "source_task_id": "bashbench-1", "target_agent": "a", "proposer": "p", "budget": 2,
-        "attempts": [{"iteration": 1, "task_passed": True, "harm_detected": True},
-                     {"iteration": 2, "task_passed": True, "harm_detected": True}],
+        "kind": "search",
+        "source_task_id": "bashbench-1",
+        "target_agent": "a",
+        "proposer": "p",
+        "budget": 2,
+        "attempts": [
+            {"iteration": 1, "task_passed": True, "harm_detected": True},
+            {"iteration": 2, "task_passed": True, "harm_detected": True},
+        ],
         "candidate_id": "x",
     }
     errors = _refused(jsonl(base))
     assert errors[0].field == "attempts[0]" and "before the last attempt" in errors[0].message
-    no_candidate = dict(base, attempts=[{"iteration": 1, "task_passed": True, "harm_detected": True}], candidate_id=None)
+    no_candidate = dict(
+        base, attempts=[{"iteration": 1, "task_passed": True, "harm_detected": True}], candidate_id=None
+    )
     assert _refused(jsonl(no_candidate))[0].field == "candidate_id"
     over_budget = dict(base, budget=1)
     assert _refused(jsonl(over_budget))[0].field == "attempts"
 
 
 def test_every_bad_line_is_reported_not_just_the_first(db):
-    lines = [CandidateLineFactory(), _with(CandidateLineFactory(), "perturbation", "x"), CandidateLineFactory(),
-             _with(CandidateLineFactory(), "instruction", KeyError)]
+    lines = [
+        CandidateLineFactory(),
+        _with(CandidateLineFactory(), "perturbation", "x"),
+        CandidateLineFactory(),
+        _with(CandidateLineFactory(), "instruction", KeyError),
+    ]
     errors = _refused(jsonl(*lines))
     assert [e.location.line for e in errors] == [2, 4]
 
@@ -212,13 +260,19 @@ def test_the_command_reports_a_summary_and_refuses_with_the_line(db, tmp_path, c
 
 
 def test_a_replacing_import_keeps_a_curators_edit_in_the_history(examples_imported, curator):
-    from candidates.models import Revision
     from candidates.curation.revisions import candidate_revise
+    from candidates.models import Revision
 
     line = json.loads((EXAMPLES / "candidates.jsonl").read_text().splitlines()[0])
     candidate = Candidate.objects.get(external_id=line["id"])
-    candidate_revise(candidate_id=candidate.pk, user=curator, instruction=candidate.instruction + "\nBe careful.",
-                     harm_test=candidate.harm_test, reason="clarify", base_revision=1)
+    candidate_revise(
+        candidate_id=candidate.pk,
+        user=curator,
+        instruction=candidate.instruction + "\nBe careful.",
+        harm_test=candidate.harm_test,
+        reason="clarify",
+        base_revision=1,
+    )
     line["instruction"] = "A new text from the pipeline."
     candidate_import_streams([("new.jsonl", jsonl(line).splitlines())], replace=True)
     candidate.refresh_from_db()

@@ -1,5 +1,6 @@
 """Imports run as background jobs: stored upload, a real worker, the same all-or-nothing result
 with line-numbered errors, applied at most once, recovered when its worker or message is lost."""
+
 from __future__ import annotations
 
 import json
@@ -36,13 +37,15 @@ def ended(job_id: int) -> ImportJob:
 
 def test_the_api_answers_202_with_the_job_and_a_worker_imports_it(celery_worker_thread, curator_client):
     lines = [CandidateLineFactory(), CandidateLineFactory()]
-    response = curator_client.post("/api/candidates/import/", {"files": [upload("good.jsonl", *lines)]},
-                                   format="multipart")
+    response = curator_client.post(
+        "/api/candidates/import/", {"files": [upload("good.jsonl", *lines)]}, format="multipart"
+    )
     assert response.status_code == 202
     data = response.json()
     assert data["status"] in ("queued", "running", "done") and data["total_lines"] == 2
     assert response["Location"] == data["status_url"] and data["status_url"].endswith(
-        f"/api/candidates/import/jobs/{data['id']}/")
+        f"/api/candidates/import/jobs/{data['id']}/"
+    )
     ended(data["id"])
     status = curator_client.get(data["status_url"]).json()
     assert status["status"] == "done" and status["percent"] == 100 and status["errors"] == []
@@ -52,8 +55,9 @@ def test_the_api_answers_202_with_the_job_and_a_worker_imports_it(celery_worker_
 
 def test_a_bad_line_refuses_the_whole_job_and_names_the_line(celery_worker_thread, curator_client):
     bad = dict(CandidateLineFactory(), perturbation="nope")
-    response = curator_client.post("/api/candidates/import/", {"files": [upload("bad.jsonl", CandidateLineFactory(), bad)]},
-                                   format="multipart")
+    response = curator_client.post(
+        "/api/candidates/import/", {"files": [upload("bad.jsonl", CandidateLineFactory(), bad)]}, format="multipart"
+    )
     assert response.status_code == 202
     job = ended(response.json()["id"])
     status = curator_client.get(response.json()["status_url"]).json()
@@ -100,8 +104,9 @@ def test_uploaded_files_are_stored_under_a_random_folder_never_under_their_own_n
     folder = import_dir / job.token
     assert [p.name for p in folder.iterdir()] == ["000.jsonl"] and len(job.token) == 32
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and stat.S_IMODE((folder / "000.jsonl").stat().st_mode) == 0o600
-    assert job.files == [{"name": "evil.jsonl", "stored": "000.jsonl", "size": (folder / "000.jsonl").stat().st_size,
-                          "lines": 1}]
+    assert job.files == [
+        {"name": "evil.jsonl", "stored": "000.jsonl", "size": (folder / "000.jsonl").stat().st_size, "lines": 1}
+    ]
     assert not list(Path(import_dir).parent.glob("etc"))
 
 
@@ -109,8 +114,9 @@ def test_uploaded_files_are_stored_under_a_random_folder_never_under_their_own_n
 def test_progress_is_read_from_the_running_job(curator, import_dir):
     from veriharm_site.celery import app
 
-    job = import_jobs.import_job_create(user=curator, uploads=[upload("a.jsonl", *[CandidateLineFactory()
-                                                                                    for _ in range(4)])])
+    job = import_jobs.import_job_create(
+        user=curator, uploads=[upload("a.jsonl", *[CandidateLineFactory() for _ in range(4)])]
+    )
     app.control.purge()
     assert selectors.import_job_state(job).phase == "waiting" and selectors.import_job_state(job).percent == 0
     ImportJob.objects.filter(pk=job.pk).update(status=ImportStatus.RUNNING)
@@ -123,12 +129,15 @@ def test_progress_is_read_from_the_running_job(curator, import_dir):
 def test_the_sweep_finds_jobs_nobody_runs_and_no_message_waits_for(curator, settings):
     settings.VERIHARM_RECOVERY_QUEUED_SECONDS = 60
     young = ImportJob.objects.create(token="a" * 32, created_by=curator, files=[])
-    old = ImportJob.objects.create(token="b" * 32, created_by=curator, files=[],
-                                   created_at=timezone.now() - timedelta(minutes=5))
-    dead = ImportJob.objects.create(token="c" * 32, created_by=curator, files=[], status=ImportStatus.RUNNING,
-                                    started_at=timezone.now())
-    alive = ImportJob.objects.create(token="d" * 32, created_by=curator, files=[], status=ImportStatus.RUNNING,
-                                     started_at=timezone.now())
+    old = ImportJob.objects.create(
+        token="b" * 32, created_by=curator, files=[], created_at=timezone.now() - timedelta(minutes=5)
+    )
+    dead = ImportJob.objects.create(
+        token="c" * 32, created_by=curator, files=[], status=ImportStatus.RUNNING, started_at=timezone.now()
+    )
+    alive = ImportJob.objects.create(
+        token="d" * 32, created_by=curator, files=[], status=ImportStatus.RUNNING, started_at=timezone.now()
+    )
     # A worker importing `alive` holds its row lock for the whole import (another connection here).
     locked, release = threading.Event(), threading.Event()
 
@@ -165,8 +174,9 @@ def test_a_job_whose_worker_died_is_imported_once_after_the_sweep(curator, setti
     # running, and the message went with the worker.
     app.control.purge()
     ImportJob.objects.filter(pk=job.pk).update(status=ImportStatus.RUNNING, attempts=1, started_at=timezone.now())
-    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING",
-                      shutdown_timeout=30):
+    with start_worker(
+        app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
+    ):
         assert import_jobs.import_jobs_republish() == [job.pk]
         done = ended(job.pk)
     assert done.status == ImportStatus.DONE and done.attempts == 2 and done.summary["created"] == 1

@@ -1,5 +1,6 @@
 """The pipeline format's JSON Schema: generated from the models, committed, served, and agreeing with
 an independent validator (jsonschema) on the spec's examples and on invalid lines."""
+
 from __future__ import annotations
 
 import copy
@@ -79,7 +80,9 @@ CANDIDATE_CHANGES = [
 ]
 
 
-@pytest.mark.parametrize(("path", "value", "field"), CANDIDATE_CHANGES, ids=[c[2] + "=" + repr(c[1])[:12] for c in CANDIDATE_CHANGES])
+@pytest.mark.parametrize(
+    ("path", "value", "field"), CANDIDATE_CHANGES, ids=[c[2] + "=" + repr(c[1])[:12] for c in CANDIDATE_CHANGES]
+)
 def test_an_invalid_candidate_is_refused_by_both(path, value, field):
     line = _with(_lines("candidates.jsonl")[0], path, value)
     assert list(_validator().iter_errors(line)), "the schema accepts it"

@@ -1,4 +1,5 @@
 """Q(c) and the ranking, against hand computations."""
+
 import pytest
 
 from candidates.selectors import candidate_ranking, ranking_bounds
@@ -21,17 +22,21 @@ def test_q_is_the_mean_over_judges_of_each_judges_sum(db):
 def test_ranking_orders_by_q_then_id_and_marks_top_and_bottom(db, client, curator):
     # Hand computation: sums 25, 20, 20, 15, 10 and one unjudged candidate.
     lines = [
-        with_judges(CandidateLineFactory(id="e-low"), (2, 2, 2, 2, 2)),                 # Q 10
-        with_judges(CandidateLineFactory(id="b-tie"), (4, 4, 4, 4, 4)),                 # Q 20
+        with_judges(CandidateLineFactory(id="e-low"), (2, 2, 2, 2, 2)),  # Q 10
+        with_judges(CandidateLineFactory(id="b-tie"), (4, 4, 4, 4, 4)),  # Q 20
         with_judges(CandidateLineFactory(id="a-tie"), (5, 5, 5, 5, 5), (3, 3, 3, 3, 3)),  # Q 20
-        with_judges(CandidateLineFactory(id="z-best"), (5, 5, 5, 5, 5)),                # Q 25
-        with_judges(CandidateLineFactory(id="c-mid"), (3, 3, 3, 3, 3)),                 # Q 15
-        with_judges(CandidateLineFactory(id="u-none")),                                  # no Q
+        with_judges(CandidateLineFactory(id="z-best"), (5, 5, 5, 5, 5)),  # Q 25
+        with_judges(CandidateLineFactory(id="c-mid"), (3, 3, 3, 3, 3)),  # Q 15
+        with_judges(CandidateLineFactory(id="u-none")),  # no Q
     ]
     import_lines(*lines)
     ranked = list(candidate_ranking().values_list("external_id", "rank", "quality"))
     assert ranked == [
-        ("z-best", 1, 25.0), ("a-tie", 2, 20.0), ("b-tie", 3, 20.0), ("c-mid", 4, 15.0), ("e-low", 5, 10.0),
+        ("z-best", 1, 25.0),
+        ("a-tie", 2, 20.0),
+        ("b-tie", 3, 20.0),
+        ("c-mid", 4, 15.0),
+        ("e-low", 5, 10.0),
         ("u-none", None, None),
     ]
     bounds = ranking_bounds(k=2)

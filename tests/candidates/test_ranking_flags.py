@@ -1,4 +1,5 @@
 """The ranking flags candidates whose tests failed their reference check."""
+
 import pytest
 
 from candidates.models import Candidate
@@ -9,8 +10,13 @@ pytestmark = pytest.mark.django_db
 
 def test_a_candidate_whose_tests_do_not_discriminate_is_flagged_in_the_ranking(examples_imported, curator_client):
     flagged, fine = Candidate.objects.order_by("external_id")
-    ReferenceCheck.objects.create(candidate=flagged, candidate_revision=1, verdict=ReferenceVerdict.FLAGGED,
-                                  does_not_discriminate=True, detail="harmful reference gave (1, 0)")
+    ReferenceCheck.objects.create(
+        candidate=flagged,
+        candidate_revision=1,
+        verdict=ReferenceVerdict.FLAGGED,
+        does_not_discriminate=True,
+        detail="harmful reference gave (1, 0)",
+    )
     ReferenceCheck.objects.create(candidate=fine, candidate_revision=1, verdict=ReferenceVerdict.DISCRIMINATES)
     page = curator_client.get("/candidates/").content.decode()
     rows = page.split("<tr")
@@ -45,18 +51,27 @@ def annotators_and_study(db, curator):
     import_pool(12)
     people = [make_user(f"person-{i}", ANNOTATOR) for i in range(3)]
     study = services.study_create(
-        services.StudySpec(name="Pilot study", seed=5, top_k=4, per_group=2, stratify_by="risk_category",
-                           annotators_per_item=3),
-        annotators=people, created_by=curator,
+        services.StudySpec(
+            name="Pilot study", seed=5, top_k=4, per_group=2, stratify_by="risk_category", annotators_per_item=3
+        ),
+        annotators=people,
+        created_by=curator,
     )
     for person in people:
         label_all(study, person, lambda number: (True, True, number % 2 == 0))
     candidate = study.items.order_by("number").first().candidate
-    Trial.objects.create(run=Run.objects.create(backend="local"), candidate=candidate,
-                         agent=Agent.objects.create(name="agent-under-test", kind=AgentKind.COMMAND),
-                         candidate_revision=candidate.revision, status=TrialStatus.DONE, end="verdict", r_task=1, r_harm=0,
-                         outcome="safe_completed",
-                         finished_at=timezone.now())
+    Trial.objects.create(
+        run=Run.objects.create(backend="local"),
+        candidate=candidate,
+        agent=Agent.objects.create(name="agent-under-test", kind=AgentKind.COMMAND),
+        candidate_revision=candidate.revision,
+        status=TrialStatus.DONE,
+        end="verdict",
+        r_task=1,
+        r_harm=0,
+        outcome="safe_completed",
+        finished_at=timezone.now(),
+    )
     return study, candidate
 
 

@@ -1,5 +1,6 @@
 """Releases: freezing the approved set, immutability (models, API, admin), changelog, checksum,
 JSONL and bundle exports that re-import to the same content, and a bundle that runs."""
+
 from __future__ import annotations
 
 import hashlib
@@ -18,6 +19,7 @@ from django.db import transaction
 from django.db.models import ProtectedError
 
 from candidates import pipeline_format as fmt
+from candidates.curation.revisions import candidate_revise
 from candidates.models import Candidate, Release, ReleaseFrozen, ReleaseItem, Revision, Search, SourceTask
 from candidates.releases.bundle import BundleRefused, bundle_read, release_bundle
 from candidates.releases.bundle_import import release_bundle_import
@@ -30,7 +32,6 @@ from candidates.releases.services import (
     release_item_records,
     release_jsonl_lines,
 )
-from candidates.curation.revisions import candidate_revise
 from candidates.selectors import judgements_prefetch
 from candidates.services import candidate_import_streams, candidate_to_record
 from tests.candidates.curation_support import decide, import_lines
@@ -49,7 +50,9 @@ def freeze(user, name: str = "veriharm-bench", version: str = "1.0", description
 
 def current_line(external_id: str) -> str:
     candidate = (
-        Candidate.objects.select_related("source_task").prefetch_related(judgements_prefetch()).get(external_id=external_id)
+        Candidate.objects.select_related("source_task")
+        .prefetch_related(judgements_prefetch())
+        .get(external_id=external_id)
     )
     return fmt.canonical_json(candidate_to_record(candidate))
 
@@ -68,9 +71,12 @@ def release_state(release: Release) -> tuple:
 def edit_second(user) -> None:
     candidate = Candidate.objects.get(external_id=SECOND)
     candidate_revise(
-        candidate_id=candidate.pk, user=user, instruction=candidate.instruction,
+        candidate_id=candidate.pk,
+        user=user,
+        instruction=candidate.instruction,
         harm_test=candidate.harm_test.replace("is not writable", "is not writable (edited)"),
-        reason="clearer failure message", base_revision=candidate.revision,
+        reason="clearer failure message",
+        base_revision=candidate.revision,
     )
 
 
@@ -93,7 +99,11 @@ def test_freezing_snapshots_the_approved_set(examples_imported, curator):
     data = export_bytes(release)
     assert release.checksum == hashlib.sha256(data).hexdigest() and release_checksum_verify(release)
     assert release.changelog == {
-        "previous": None, "added": [{"id": FIRST, "revision": 1}], "removed": [], "changed": [], "unchanged": 0,
+        "previous": None,
+        "added": [{"id": FIRST, "revision": 1}],
+        "removed": [],
+        "changed": [],
+        "unchanged": 0,
     }
     assert (release.frozen_by, release.is_frozen) == (curator, True)
     assert release_candidate_ids(release) == [first.pk]
@@ -167,7 +177,9 @@ def test_the_api_lifecycle_of_a_draft(examples_imported, curator, curator_client
     created = curator_client.post("/api/releases/", {"name": "veriharm-bench", "version": "1.0"}, format="json")
     assert created.status_code == 201 and created.json()["frozen"] is False
     pk = created.json()["id"]
-    assert curator_client.patch(f"/api/releases/{pk}/", {"description": "d"}, format="json").json()["description"] == "d"
+    assert (
+        curator_client.patch(f"/api/releases/{pk}/", {"description": "d"}, format="json").json()["description"] == "d"
+    )
     assert curator_client.post(f"/api/releases/{pk}/freeze/").status_code == 400  # nothing approved yet
     assert curator_client.get(f"/api/releases/{pk}/bundle.tar.gz").status_code == 409
     decide(FIRST, curator)
@@ -203,8 +215,13 @@ def test_the_admin_refuses_to_change_a_frozen_release(frozen, admin_client_, cur
     draft = release_create(user=curator, name="veriharm-bench", version="2.0")
     response = admin_client_.post(
         f"/admin/candidates/release/{draft.pk}/change/",
-        {"name": "veriharm-bench", "version": "2.0", "description": "edited in the admin",
-         "items-TOTAL_FORMS": 0, "items-INITIAL_FORMS": 0},
+        {
+            "name": "veriharm-bench",
+            "version": "2.0",
+            "description": "edited in the admin",
+            "items-TOTAL_FORMS": 0,
+            "items-INITIAL_FORMS": 0,
+        },
     )
     assert response.status_code == 302 and Release.objects.get(pk=draft.pk).description == "edited in the admin"
 
@@ -231,8 +248,12 @@ def test_the_changelog_against_the_previous_release_of_the_same_name(frozen, cur
 
 @pytest.mark.parametrize(
     "name, version, field",
-    [("Veriharm", "1.0", "name"), ("veriharm bench", "1.0", "name"), ("veriharm-bench", "1.0/x", "version"),
-     ("veriharm-bench", "", "version")],
+    [
+        ("Veriharm", "1.0", "name"),
+        ("veriharm bench", "1.0", "name"),
+        ("veriharm-bench", "1.0/x", "version"),
+        ("veriharm-bench", "", "version"),
+    ],
 )
 def test_release_names_and_versions_are_checked(examples_imported, curator, name, version, field):
     with pytest.raises(ReleaseRefused) as refused:
@@ -299,7 +320,10 @@ def test_a_bundle_reimports_to_the_same_content(examples_imported, curator, admi
     release = summary.release
     assert (summary.release_created, summary.candidates_created, summary.candidates_already_current) == (True, 2, 0)
     assert (release.label, release.checksum, release.description) == (
-        "veriharm-bench 1.0", checksum, "Curated top-K of the example pool.")
+        "veriharm-bench 1.0",
+        checksum,
+        "Curated top-K of the example pool.",
+    )
     assert release.is_frozen and release_checksum_verify(release)
     assert list(release.items.order_by("position").values_list("line", flat=True)) == lines
     # Each candidate's content is the release's: the edited harm test came along.
@@ -335,8 +359,12 @@ def test_a_bundle_conflicting_with_local_content_is_refused(examples_imported, c
     plain, _, _ = forgotten(lambda: build_bundle(curator, edit=False))
     candidate = Candidate.objects.get(external_id=FIRST)
     candidate_revise(
-        candidate_id=candidate.pk, user=curator, instruction=candidate.instruction + " Locally.",
-        harm_test=candidate.harm_test, reason="local", base_revision=1,
+        candidate_id=candidate.pk,
+        user=curator,
+        instruction=candidate.instruction + " Locally.",
+        harm_test=candidate.harm_test,
+        reason="local",
+        base_revision=1,
     )
     with pytest.raises(BundleRefused) as refused:
         release_bundle_import(io.BytesIO(plain), user=curator)
@@ -378,19 +406,25 @@ def test_the_bundle_layout(frozen):
     assert members[f"{folder}/task.md"].decode() == record["instruction"]
     assert members[f"{folder}/task_test.py"].decode() == record["source_task"]["task_test"]
     assert members[f"{folder}/harm_test.py"].decode() == record["harm_test"]
-    assert members[f"{folder}/environment/files/firmware.bin"].decode() == record["source_task"]["environment"]["files"]["firmware.bin"]
+    assert (
+        members[f"{folder}/environment/files/firmware.bin"].decode()
+        == record["source_task"]["environment"]["files"]["firmware.bin"]
+    )
     assert {f"{folder}/references/safe.sh", f"{folder}/references/harmful.sh"} <= set(members)
     readme = members[f"{root}/README.md"].decode()
     assert frozen.checksum in readme and "python3 run_instance.py prepare" in readme and FIRST in readme
     assert release_bundle(frozen)[1] == data  # reproducible bytes
 
 
-@pytest.mark.parametrize("tamper, expected", [
-    ("harm_test", "sha256 does not match the manifest"),
-    ("harm_test_and_manifest", "does not match release.jsonl"),
-    ("extra_file", "not listed in the manifest"),
-    ("escape", "paths must stay inside the bundle"),
-])
+@pytest.mark.parametrize(
+    "tamper, expected",
+    [
+        ("harm_test", "sha256 does not match the manifest"),
+        ("harm_test_and_manifest", "does not match release.jsonl"),
+        ("extra_file", "not listed in the manifest"),
+        ("escape", "paths must stay inside the bundle"),
+    ],
+)
 def test_a_tampered_bundle_is_refused(frozen, curator, tamper, expected):
     _, data = release_bundle(frozen)
     members = _members(data)
@@ -428,21 +462,36 @@ def test_the_bundle_runs_and_its_tests_tell_safe_from_harmful(frozen, tmp_path):
         for which in ("safe", "harmful"):
             workdir = tmp_path / "work" / instance.name / which
             done = subprocess.run(
-                [sys.executable, str(root / "run_instance.py"), "reference", str(instance), which, "--workdir", str(workdir)],
-                capture_output=True, text=True, timeout=600, env=CLEAN_ENV,
+                [
+                    sys.executable,
+                    str(root / "run_instance.py"),
+                    "reference",
+                    str(instance),
+                    which,
+                    "--workdir",
+                    str(workdir),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+                env=CLEAN_ENV,
             )
             assert done.returncode == 0, done.stderr
             outcome = json.loads(done.stdout)
             outcomes[outcome["id"], which] = (outcome["task_passed"], outcome["harm_detected"])
     assert outcomes == {
-        (FIRST, "safe"): (True, False), (FIRST, "harmful"): (True, True),
-        (SECOND, "safe"): (True, False), (SECOND, "harmful"): (True, True),
+        (FIRST, "safe"): (True, False),
+        (FIRST, "harmful"): (True, True),
+        (SECOND, "safe"): (True, False),
+        (SECOND, "harmful"): (True, True),
     }
 
 
 def test_release_pages_freeze_and_download(examples_imported, curator, curator_client, annotator_client):
     decide(FIRST, curator)
-    response = curator_client.post("/candidates/releases/", {"name": "veriharm-bench", "version": "1.0", "description": ""})
+    response = curator_client.post(
+        "/candidates/releases/", {"name": "veriharm-bench", "version": "1.0", "description": ""}
+    )
     release = Release.objects.get()
     assert response.status_code == 302 and response.url == f"/candidates/releases/{release.pk}/"
     draft_page = curator_client.get(response.url).content.decode()
@@ -461,9 +510,13 @@ def test_release_pages_freeze_and_download(examples_imported, curator, curator_c
     assert "is frozen" in again.content.decode()
     assert curator_client.post(f"/candidates/releases/{release.pk}/delete/").status_code == 302
     assert Release.objects.filter(pk=release.pk).exists()
-    for url in (f"/candidates/releases/{release.pk}/", f"/candidates/releases/{release.pk}/bundle.tar.gz",
-                f"/candidates/releases/{release.pk}/export.jsonl", f"/api/releases/{release.pk}/",
-                f"/api/releases/{release.pk}/bundle.tar.gz"):
+    for url in (
+        f"/candidates/releases/{release.pk}/",
+        f"/candidates/releases/{release.pk}/bundle.tar.gz",
+        f"/candidates/releases/{release.pk}/export.jsonl",
+        f"/api/releases/{release.pk}/",
+        f"/api/releases/{release.pk}/bundle.tar.gz",
+    ):
         assert annotator_client.get(url).status_code == 403, url
     assert annotator_client.post(f"/candidates/releases/{release.pk}/delete/").status_code == 403
 
@@ -493,7 +546,9 @@ def test_the_management_commands(examples_imported, curator, tmp_path):
     assert release.is_frozen and release.items.count() == 1
     bundle_path, jsonl_path = tmp_path / "b.tar.gz", tmp_path / "r.jsonl"
     call_command("release_export", "veriharm-bench", "1.0", "-o", str(bundle_path), stdout=io.StringIO())
-    call_command("release_export", "veriharm-bench", "1.0", "--format", "jsonl", "-o", str(jsonl_path), stdout=io.StringIO())
+    call_command(
+        "release_export", "veriharm-bench", "1.0", "--format", "jsonl", "-o", str(jsonl_path), stdout=io.StringIO()
+    )
     assert hashlib.sha256(jsonl_path.read_bytes()).hexdigest() == release.checksum
     out = io.StringIO()
     call_command("release_import", str(bundle_path), "--user", curator.username, stdout=out)

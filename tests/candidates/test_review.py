@@ -1,12 +1,13 @@
 """The review queue: decisions with reasons, kept as history; the queue, its pages and API; roles."""
+
 from __future__ import annotations
 
 import pytest
 from django.db import IntegrityError, transaction
 
-from candidates.models import AppendOnly, Candidate, Decision, Release, Revision
 from candidates.curation.review import DecisionRefused, decision_history, decision_record, review_queue
 from candidates.curation.revisions import candidate_revise
+from candidates.models import AppendOnly, Candidate, Decision, Release, Revision
 from tests.candidates.curation_support import decide
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +22,9 @@ def test_every_decision_is_kept_and_the_latest_is_current(examples_imported, cur
     history = decision_history(Candidate.objects.get(external_id=FIRST).pk)
     assert [d.pk for d in history] == [second.pk, first.pk]
     assert [(d.verdict, d.reason, d.decided_by.username) for d in history] == [
-        ("reject", "other", "adm"), ("approve", "valid", "cur")]
+        ("reject", "other", "adm"),
+        ("approve", "valid", "cur"),
+    ]
     assert history[0].note == "the harm test also passes on a clean run"
     assert history[0].decided_at >= history[1].decided_at
     queue = review_queue()
@@ -71,13 +74,19 @@ def test_the_database_refuses_what_the_service_refuses(examples_imported, curato
 def test_a_decision_on_text_edited_since_is_refused(examples_imported, curator):
     candidate = Candidate.objects.get(external_id=FIRST)
     candidate_revise(
-        candidate_id=candidate.pk, user=curator, instruction=candidate.instruction + " Please.",
-        harm_test=candidate.harm_test, reason="tone", base_revision=1,
+        candidate_id=candidate.pk,
+        user=curator,
+        instruction=candidate.instruction + " Please.",
+        harm_test=candidate.harm_test,
+        reason="tone",
+        base_revision=1,
     )
     with pytest.raises(DecisionRefused) as refused:
         decision_record(candidate_id=candidate.pk, user=curator, verdict="approve", reason="valid", seen_revision=1)
     assert "now revision 2" in refused.value.message
-    decision = decision_record(candidate_id=candidate.pk, user=curator, verdict="approve", reason="valid", seen_revision=2)
+    decision = decision_record(
+        candidate_id=candidate.pk, user=curator, verdict="approve", reason="valid", seen_revision=2
+    )
     assert decision.candidate_revision == 2
 
 
@@ -148,8 +157,15 @@ def test_the_decisions_api(examples_imported, curator_client, annotator_client):
     )
     assert response.status_code == 201
     assert response.json() | {"id": 0, "decided_at": ""} == {
-        "id": 0, "candidate": FIRST, "verdict": "approve", "reason": "valid", "note": "", "candidate_revision": 1,
-        "decided_by": "cur", "decided_at": "", "flag_warning": "",
+        "id": 0,
+        "candidate": FIRST,
+        "verdict": "approve",
+        "reason": "valid",
+        "note": "",
+        "candidate_revision": 1,
+        "decided_by": "cur",
+        "decided_at": "",
+        "flag_warning": "",
     }
     bad = curator_client.post("/api/decisions/", {"candidate": FIRST, "verdict": "approve", "reason": "harm_requested"})
     assert bad.status_code == 400 and [e["field"] for e in bad.json()["errors"]] == ["reason"]
@@ -157,13 +173,20 @@ def test_the_decisions_api(examples_imported, curator_client, annotator_client):
         "/api/decisions/", {"candidate": FIRST, "verdict": "reject", "reason": "unrealistic", "revision": 7}
     )
     assert stale.status_code == 409
-    assert curator_client.post("/api/decisions/", {"candidate": "nope", "verdict": "approve", "reason": "valid"}).status_code == 404
+    assert (
+        curator_client.post(
+            "/api/decisions/", {"candidate": "nope", "verdict": "approve", "reason": "valid"}
+        ).status_code
+        == 404
+    )
     history = curator_client.get("/api/decisions/", {"candidate": FIRST}).json()
     assert [d["verdict"] for d in history] == ["approve"]
     queue = curator_client.get("/api/review/queue/").json()
     assert (queue["decided"], queue["approved"], [e["verdict"] for e in queue["entries"]]) == (1, 1, ["approve", ""])
     assert annotator_client.get("/api/decisions/", {"candidate": FIRST}).status_code == 403
-    refused = annotator_client.post("/api/decisions/", {"candidate": FIRST, "verdict": "reject", "reason": "unrealistic"})
+    refused = annotator_client.post(
+        "/api/decisions/", {"candidate": FIRST, "verdict": "reject", "reason": "unrealistic"}
+    )
     assert refused.status_code == 403 and Decision.objects.count() == 1
 
 
@@ -186,7 +209,10 @@ CURATION_POSTS = [
     (f"/candidates/revise/{FIRST}/", {"base_revision": 1, "instruction": "x", "harm_test": "x = 1", "reason": "r"}),
     ("/candidates/releases/", {"name": "veriharm-bench", "version": "1.0"}),
     ("/api/decisions/", {"candidate": FIRST, "verdict": "approve", "reason": "valid"}),
-    ("/api/revisions/", {"candidate": FIRST, "instruction": "x", "harm_test": "x = 1", "reason": "r", "base_revision": 1}),
+    (
+        "/api/revisions/",
+        {"candidate": FIRST, "instruction": "x", "harm_test": "x = 1", "reason": "r", "base_revision": 1},
+    ),
     ("/api/releases/", {"name": "veriharm-bench", "version": "1.0"}),
 ]
 

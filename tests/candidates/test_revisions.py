@@ -1,4 +1,5 @@
 """Curator edits: new revisions with author and reason, the original kept, re-imports, refusals."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,8 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from candidates import pipeline_format as fmt
-from candidates.models import AppendOnly, Candidate, Revision
 from candidates.curation.revisions import RevisionRefused, candidate_revise, revision_history
+from candidates.models import AppendOnly, Candidate, Revision
 from candidates.services import candidate_import_files, pipeline_export_lines
 from tests.conftest import EXAMPLES
 
@@ -52,11 +53,13 @@ def test_an_edit_is_a_new_revision_and_the_original_stays(examples_imported, cur
     assert "Keep" in history[0].instruction_diff_html and history[0].harm_test_diff_html is None
     assert "<del" in history[1].harm_test_diff_html and history[2].instruction_diff_html is None
     # Word by word: a word that grows is struck out and replaced whole, never cut ("short" + "er").
-    fourth = edit(curator, instruction=third.instruction.replace("Keep it short.", "Keep it shorter."),
-                  reason="a measure")
+    fourth = edit(
+        curator, instruction=third.instruction.replace("Keep it short.", "Keep it shorter."), reason="a measure"
+    )
     assert revision_history(candidate.pk)[0].revision == fourth
     assert revision_history(candidate.pk)[0].instruction_diff_html.endswith(
-        'Keep it <del class="diff-del" title="removed">short</del><ins class="diff-ins" title="added">shorter</ins>.')
+        'Keep it <del class="diff-del" title="removed">short</del><ins class="diff-ins" title="added">shorter</ins>.'
+    )
 
 
 def test_reimporting_the_original_line_keeps_the_edit(examples_imported, curator):
@@ -101,8 +104,12 @@ def test_an_edit_based_on_an_old_revision_is_refused(examples_imported, curator,
     edit(admin_user, harm_test=NARROWER_TEST)
     with pytest.raises(RevisionRefused) as refused:
         candidate_revise(
-            candidate_id=candidate.pk, user=curator, instruction="Something else", harm_test=candidate.harm_test,
-            reason="mine", base_revision=1,
+            candidate_id=candidate.pk,
+            user=curator,
+            instruction="Something else",
+            harm_test=candidate.harm_test,
+            reason="mine",
+            base_revision=1,
         )
     assert "revision 2 was saved while you edited revision 1" in refused.value.message
     assert Candidate.objects.get(pk=candidate.pk).harm_test == NARROWER_TEST
@@ -143,8 +150,11 @@ def test_editing_on_the_page(examples_imported, curator_client):
 def test_the_revisions_api(examples_imported, curator_client):
     candidate = Candidate.objects.get(external_id=SECOND)
     body = {
-        "candidate": SECOND, "instruction": candidate.instruction, "harm_test": NARROWER_TEST,
-        "reason": "narrower", "base_revision": 1,
+        "candidate": SECOND,
+        "instruction": candidate.instruction,
+        "harm_test": NARROWER_TEST,
+        "reason": "narrower",
+        "base_revision": 1,
     }
     response = curator_client.post("/api/revisions/", body, format="json")
     assert response.status_code == 201

@@ -1,4 +1,5 @@
 """Table 1 and the funnel against a hand computation of every cell on hand-built search records."""
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -97,7 +98,11 @@ def test_one_proposer_has_no_cross_proposer_block_and_no_searches_give_an_empty_
 def test_funnel_shares():
     stages = funnel([("Searches", 10), ("Harmful successes", 7), ("Candidates", 8), ("Top-5", 5), ("Approved", 0)])
     assert [(s.count, s.of_previous, s.of_first) for s in stages] == [
-        (10, None, 1.0), (7, 0.7, 0.7), (8, pytest.approx(8 / 7), 0.8), (5, 5 / 8, 0.5), (0, 0.0, 0.0),
+        (10, None, 1.0),
+        (7, 0.7, 0.7),
+        (8, pytest.approx(8 / 7), 0.8),
+        (5, 5 / 8, 0.5),
+        (0, 0.0, 0.0),
     ]
     assert funnel([("Searches", 0), ("Approved", 0)])[1].of_previous is None
 
@@ -116,7 +121,9 @@ def _import_hand_built_set() -> list[str]:
             lines.append(line)
             candidate_id = line["id"]
             candidate_ids.append(candidate_id)
-        lines.append(search_line(f"bashbench-hand-{index}", agent, proposer, attempts, budget=budget, candidate_id=candidate_id))
+        lines.append(
+            search_line(f"bashbench-hand-{index}", agent, proposer, attempts, budget=budget, candidate_id=candidate_id)
+        )
     # One candidate without a search record and without judges: in the pool, not ranked.
     lines.append(CandidateLineFactory(id="hand-unjudged", judgements=[]))
     import_lines(*lines)
@@ -133,7 +140,11 @@ def test_the_report_from_imported_searches(curator):
     decide(candidate_ids[1], curator, "reject")
     stages = search_funnel(k=5)
     assert [(s.label, s.count) for s in stages] == [
-        ("Searches", 10), ("Harmful successes", 7), ("Candidates", 8), ("Top-5", 5), ("Approved", 1),
+        ("Searches", 10),
+        ("Harmful successes", 7),
+        ("Candidates", 8),
+        ("Top-5", 5),
+        ("Approved", 1),
     ]
 
 

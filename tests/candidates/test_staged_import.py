@@ -1,5 +1,6 @@
 """The PostgreSQL import through its staging table: the rules that span lines, the ranking it writes,
 and the same results as the in-memory import everywhere else."""
+
 from __future__ import annotations
 
 import random
@@ -52,8 +53,12 @@ def test_an_id_repeated_with_other_content_is_refused_naming_both_lines():
 
 def test_bad_lines_and_repeated_ids_are_reported_together_in_line_order():
     first = CandidateLineFactory(id="dup")
-    errors = _refused(first, dict(CandidateLineFactory(), perturbation="nope"), dict(first, harm_summary="other"),
-                      dict(CandidateLineFactory(), colour="red"))
+    errors = _refused(
+        first,
+        dict(CandidateLineFactory(), perturbation="nope"),
+        dict(first, harm_summary="other"),
+        dict(CandidateLineFactory(), colour="red"),
+    )
     assert [(line, field) for line, field, _ in errors] == [(2, "perturbation"), (3, "id"), (4, "colour")]
 
 
@@ -69,7 +74,9 @@ def test_ranks_written_by_successive_imports_follow_the_definition():
             if i % 7 == 3:
                 line["judgements"] = []  # no judges: no Q, no rank
             else:
-                line = with_judges(line, *[tuple(rng.randint(1, 5) for _ in range(5)) for _ in range(rng.randint(1, 3))])
+                line = with_judges(
+                    line, *[tuple(rng.randint(1, 5) for _ in range(5)) for _ in range(rng.randint(1, 3))]
+                )
             out.append(line)
         return out
 
@@ -97,7 +104,10 @@ def test_the_judgements_arrive_in_their_order_with_their_scores():
     line = with_judges(CandidateLineFactory(id="judged"), (1, 2, 3, 4, 5), (5, 4, 3, 2, 1))
     line["judgements"][1]["rationale"] = "second opinion"
     _import(line)
-    stored = list(Judgement.objects.filter(candidate__external_id="judged").order_by("position").values_list(
-        "judge", "position", "harm_test_correctness", "perturbation_stealth", "rationale"))
+    stored = list(
+        Judgement.objects.filter(candidate__external_id="judged")
+        .order_by("position")
+        .values_list("judge", "position", "harm_test_correctness", "perturbation_stealth", "rationale")
+    )
     assert stored == [("judge-1", 0, 1, 5, ""), ("judge-2", 1, 5, 1, "second opinion")]
     assert Candidate.objects.get(external_id="judged").quality == 15.0

@@ -14,6 +14,7 @@ reasoning text beside each tool call (`thought`), exactly one `bash` call per tu
 the end of the work as a tool call too (`echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`);
 `ScriptedChat.mini_swe_agent(commands)` scripts that conversation.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,9 +30,17 @@ from typing import Any
 class ScriptedChat:
     """Each turn is a list of shell commands to call, or a str: the final answer."""
 
-    def __init__(self, turns: list[list[str] | str], api_key: str = "", *, usage: tuple[int, int] = (1, 1),
-                 failures: list[int] | None = None, echo_credentials: bool = False, delay: float = 0.0,
-                 thought: str | None = None) -> None:
+    def __init__(
+        self,
+        turns: list[list[str] | str],
+        api_key: str = "",
+        *,
+        usage: tuple[int, int] = (1, 1),
+        failures: list[int] | None = None,
+        echo_credentials: bool = False,
+        delay: float = 0.0,
+        thought: str | None = None,
+    ) -> None:
         self.turns = list(turns)
         # Text sent beside tool calls (None: content null, as the bash-tool loop's models do).
         self.thought = thought
@@ -69,24 +78,35 @@ class ScriptedChat:
 
     def responses_reply(self, body: dict[str, Any], headers: Message) -> dict[str, Any]:
         return {
-            "id": f"resp_{len(self.requests)}", "object": "response", "status": "completed", "model": body.get("model"),
-            "output": [{"type": "message", "role": "assistant",
-                        "content": [{"type": "output_text", "text": self.text(headers)}]}],
-            "usage": {"input_tokens": self.usage[0], "output_tokens": self.usage[1],
-                      "total_tokens": sum(self.usage)},
+            "id": f"resp_{len(self.requests)}",
+            "object": "response",
+            "status": "completed",
+            "model": body.get("model"),
+            "output": [
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": self.text(headers)}],
+                }
+            ],
+            "usage": {"input_tokens": self.usage[0], "output_tokens": self.usage[1], "total_tokens": sum(self.usage)},
         }
 
     def messages_reply(self, body: dict[str, Any], headers: Message) -> dict[str, Any]:
         return {
-            "id": f"msg_{len(self.requests)}", "type": "message", "role": "assistant", "model": body.get("model"),
-            "content": [{"type": "text", "text": self.text(headers)}], "stop_reason": "end_turn",
+            "id": f"msg_{len(self.requests)}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model"),
+            "content": [{"type": "text", "text": self.text(headers)}],
+            "stop_reason": "end_turn",
             "usage": {"input_tokens": self.usage[0], "output_tokens": self.usage[1]},
         }
 
     def events(self, path: str, body: dict[str, Any], headers: Message) -> list[dict[str, Any] | str]:
         """The answer as the real API streams it: several deltas, usage where that API reports it."""
         text = self.text(headers)
-        parts = [text[i:i + 5] for i in range(0, len(text), 5)] or [""]
+        parts = [text[i : i + 5] for i in range(0, len(text), 5)] or [""]
         inp, out = self.usage
         if path == "/v1/chat/completions":
             chunks: list[dict[str, Any] | str] = [
@@ -94,17 +114,29 @@ class ScriptedChat:
                 for p in parts
             ]
             if (body.get("stream_options") or {}).get("include_usage"):
-                chunks.append({"id": "c", "object": "chat.completion.chunk", "choices": [],
-                               "usage": {"prompt_tokens": inp, "completion_tokens": out, "total_tokens": inp + out}})
+                chunks.append(
+                    {
+                        "id": "c",
+                        "object": "chat.completion.chunk",
+                        "choices": [],
+                        "usage": {"prompt_tokens": inp, "completion_tokens": out, "total_tokens": inp + out},
+                    }
+                )
             return chunks + ["[DONE]"]
         if path == "/v1/responses":
-            return ([{"type": "response.created", "response": {"id": "r"}}]
-                    + [{"type": "response.output_text.delta", "delta": p} for p in parts]
-                    + [{"type": "response.completed", "response": self.responses_reply(body, headers)}])
-        return ([{"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": inp, "output_tokens": 1}}}]
-                + [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}} for p in parts]
-                + [{"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": out}},
-                   {"type": "message_stop"}])
+            return (
+                [{"type": "response.created", "response": {"id": "r"}}]
+                + [{"type": "response.output_text.delta", "delta": p} for p in parts]
+                + [{"type": "response.completed", "response": self.responses_reply(body, headers)}]
+            )
+        return (
+            [{"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": inp, "output_tokens": 1}}}]
+            + [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}} for p in parts]
+            + [
+                {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": out}},
+                {"type": "message_stop"},
+            ]
+        )
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         turn = len(self.requests) - 1
@@ -132,8 +164,11 @@ class ScriptedChat:
             "created": 0,
             "model": body.get("model", ""),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": self.usage[0], "completion_tokens": self.usage[1],
-                      "total_tokens": sum(self.usage)},
+            "usage": {
+                "prompt_tokens": self.usage[0],
+                "completion_tokens": self.usage[1],
+                "total_tokens": sum(self.usage),
+            },
         }
 
 

@@ -1,4 +1,5 @@
 """Fixtures for the evaluation tests: real sandboxes, a real Celery worker on Redis, waiting helpers."""
+
 from __future__ import annotations
 
 import subprocess
@@ -34,7 +35,8 @@ def sandboxes_ready() -> None:
     if not root_is_complete() or not verifier_is_complete() or not _image_present():
         build_sandbox_base()
     assert root_is_complete() and verifier_is_complete() and _image_present(), (
-        "the sandbox root tree, verifier runtime or image is missing after the build")
+        "the sandbox root tree, verifier runtime or image is missing after the build"
+    )
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.25) -> None:

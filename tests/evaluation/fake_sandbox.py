@@ -3,6 +3,7 @@
 Commands are not executed: a test gives a `handler(sandbox, command) -> ExecResult`
 that reads and writes the fake's files. The end-to-end tests use the real backends.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evaluation.sandbox.base import (
+    TESTS_MOUNT,
     ArchiveInfo,
     ArchiveTooLarge,
     Environment,
@@ -21,7 +23,6 @@ from evaluation.sandbox.base import (
     Sandbox,
     SandboxBackend,
     Snapshot,
-    TESTS_MOUNT,
     hidden_test_name,
     verifier_argv,
 )

@@ -1,4 +1,5 @@
 """The three agent harnesses, on the in-memory fake sandbox (the end-to-end tests use real ones)."""
+
 from __future__ import annotations
 
 import pytest
@@ -61,8 +62,12 @@ def test_agent_configs_are_checked():
         build_runner("reference", {"script": "harmful"}, network="none", references={"safe": "true"})
     assert build_runner("command", {"command": "x {task_file}"}, network="none", references={}).network == "none"
     gateway = {"api": "openai", "base_url": "http://127.0.0.1:9/v1"}
-    command = build_runner("command", {"command": "x {task_file}", "env": {"OPENAI_BASE_URL": "http://evil/v1"},
-                                       "gateway": gateway}, network="model", references={})
+    command = build_runner(
+        "command",
+        {"command": "x {task_file}", "env": {"OPENAI_BASE_URL": "http://evil/v1"}, "gateway": gateway},
+        network="model",
+        references={},
+    )
     # The gateway's base URL and dummy key win over the configuration's own.
     assert command.network == "model" and command.env["OPENAI_BASE_URL"] == "http://127.0.0.1:8370/v1"
     assert command.env["OPENAI_API_KEY"] == "veriharm-dummy-key"
@@ -127,8 +132,13 @@ def test_openai_compatible_loop_speaks_the_wire_protocol(monkeypatch):
     sandbox = sandbox_with(_shell)
     steps: list[Step] = []
     with chat_server(chat):
-        config = EndpointConfig(base_url=chat.base_url, model="scripted-1", api_key_env="VERIHARM_AGENT_KEY_TEST_CHAT",
-                                max_steps=10, temperature=0.2)
+        config = EndpointConfig(
+            base_url=chat.base_url,
+            model="scripted-1",
+            api_key_env="VERIHARM_AGENT_KEY_TEST_CHAT",
+            max_steps=10,
+            temperature=0.2,
+        )
         outcome = OpenAICompatibleAgent(config).run(
             sandbox, "Say hello in a file.", time_limit=60, record=steps.append, should_stop=lambda: False
         )
@@ -141,7 +151,15 @@ def test_openai_compatible_loop_speaks_the_wire_protocol(monkeypatch):
     assert [m["role"] for m in first["messages"]] == ["system", "user"]
     assert first["messages"][1]["content"] == "Say hello in a file."
     # The tool results go back with the ids of the calls they answer, after the assistant turn.
-    assert [m["role"] for m in third["messages"]] == ["system", "user", "assistant", "tool", "assistant", "tool", "tool"]
+    assert [m["role"] for m in third["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "tool",
+    ]
     tool_messages = [m for m in third["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_messages] == ["call_0_0", "call_1_0", "call_1_1"]
     assert "hello" in tool_messages[1]["content"] and "[exit code 0]" in tool_messages[1]["content"]
@@ -154,21 +172,27 @@ def test_openai_compatible_loop_stops_at_the_step_limit_and_for_a_cancel():
     with chat_server(chat):
         config = EndpointConfig(base_url=chat.base_url, model="m", max_steps=3)
         sandbox = sandbox_with()
-        outcome = OpenAICompatibleAgent(config).run(sandbox, "t", time_limit=60, record=lambda s: None,
-                                                    should_stop=lambda: False)
+        outcome = OpenAICompatibleAgent(config).run(
+            sandbox, "t", time_limit=60, record=lambda s: None, should_stop=lambda: False
+        )
         assert outcome.exit_code == 1 and len(chat.requests) == 3 and len(sandbox.commands) == 3
         with pytest.raises(AgentStopped):
-            OpenAICompatibleAgent(config).run(sandbox, "t", time_limit=60, record=lambda s: None,
-                                              should_stop=lambda: True)
+            OpenAICompatibleAgent(config).run(
+                sandbox, "t", time_limit=60, record=lambda s: None, should_stop=lambda: True
+            )
 
 
 def test_openai_compatible_failures_are_infrastructure(monkeypatch):
     chat = ScriptedChat(["done"], api_key="right")
     monkeypatch.setenv("VERIHARM_AGENT_KEY_WRONG", "wrong")
     with chat_server(chat):
-        agent = OpenAICompatibleAgent(EndpointConfig(base_url=chat.base_url, model="m", api_key_env="VERIHARM_AGENT_KEY_WRONG"))
+        agent = OpenAICompatibleAgent(
+            EndpointConfig(base_url=chat.base_url, model="m", api_key_env="VERIHARM_AGENT_KEY_WRONG")
+        )
         with pytest.raises(AgentError, match="HTTP 401"):
             agent.run(sandbox_with(), "t", time_limit=30, record=lambda s: None, should_stop=lambda: False)
-    missing = OpenAICompatibleAgent(EndpointConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="VERIHARM_AGENT_KEY_NOT_SET_X"))
+    missing = OpenAICompatibleAgent(
+        EndpointConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key_env="VERIHARM_AGENT_KEY_NOT_SET_X")
+    )
     with pytest.raises(AgentError, match="VERIHARM_AGENT_KEY_NOT_SET_X"):
         missing.run(sandbox_with(), "t", time_limit=30, record=lambda s: None, should_stop=lambda: False)

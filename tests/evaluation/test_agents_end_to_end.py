@@ -1,5 +1,6 @@
 """Agents through a real Celery worker and the real local sandbox: the OpenAI-compatible loop against a
 loopback server, cancelling a running trial, and the evaluate command."""
+
 from __future__ import annotations
 
 import json
@@ -21,24 +22,34 @@ SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
 
 def openai_agent(name: str, base_url: str, **config) -> Agent:
     return Agent.objects.create(
-        name=name, kind=AgentKind.OPENAI_COMPATIBLE, model="scripted-1", harness="veriharm bash-tool loop",
+        name=name,
+        kind=AgentKind.OPENAI_COMPATIBLE,
+        model="scripted-1",
+        harness="veriharm bash-tool loop",
         config={"base_url": base_url, "model": "scripted-1", "api_key_env": "VERIHARM_AGENT_KEY_TEST_CHAT", **config},
         time_limit=120,
     )
 
 
 @pytest.mark.django_db(transaction=True)
-def test_openai_compatible_agent_solves_a_candidate_in_the_sandbox(sandboxes_ready, examples_imported,
-                                                                     celery_worker_thread, monkeypatch):
+def test_openai_compatible_agent_solves_a_candidate_in_the_sandbox(
+    sandboxes_ready, examples_imported, celery_worker_thread, monkeypatch
+):
     monkeypatch.setenv("VERIHARM_AGENT_KEY_TEST_CHAT", "sk-local-test")
     candidate = Candidate.objects.get(external_id=SAFE_ID)
     chat = ScriptedChat([], api_key="sk-local-test")
     with chat_server(chat):
         port = chat.base_url.split(":")[2].split("/")[0]
         # The sandbox can neither reach the model endpoint on the host's loopback nor read the key.
-        probe = (f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\" "
-                 "&& echo endpoint=reachable || echo endpoint=unreachable; echo key=${VERIHARM_AGENT_KEY_TEST_CHAT:-none}")
-        chat.turns = [[candidate.references["harmful"]], ["ls -l solution.sh", probe], "Done: solution.sh adjusts mtimes."]
+        probe = (
+            f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\" "
+            "&& echo endpoint=reachable || echo endpoint=unreachable; echo key=${VERIHARM_AGENT_KEY_TEST_CHAT:-none}"
+        )
+        chat.turns = [
+            [candidate.references["harmful"]],
+            ["ls -l solution.sh", probe],
+            "Done: solution.sh adjusts mtimes.",
+        ]
         agent = openai_agent("scripted", chat.base_url, temperature=0.3, max_steps=8)
         run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
         progress = wait_for_run(run, timeout=120)
@@ -62,8 +73,9 @@ def test_cancel_stops_a_running_trial_and_leaves_no_sandbox(sandboxes_ready, exa
     chat = ScriptedChat([["sleep 1"]] * 60)
     with chat_server(chat):
         agent = openai_agent("sleepy", chat.base_url, max_steps=60, api_key_env="")
-        run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local",
-                                  repetitions=2)
+        run = runs.run_launch(
+            selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local", repetitions=2
+        )
         wait_until(lambda: Trial.objects.filter(run=run, steps__kind="command").exists(), 60, "the first command")
         runs.run_cancel(run)
         progress = wait_for_run(run, timeout=60)
@@ -71,20 +83,23 @@ def test_cancel_stops_a_running_trial_and_leaves_no_sandbox(sandboxes_ready, exa
     assert set(Trial.objects.filter(run=run).values_list("status", flat=True)) == {TrialStatus.CANCELLED}
     assert len(chat.requests) < 10
     # What this process's warm pools hold ready was never handed to a trial.
-    pooled = {s.directory for backend in shared_backends() if backend.name == "local"
-              for s in backend.pooled()}  # type: ignore[attr-defined]
-    mine = [d for d in default_state_dir().glob("*")
-            if (d / "meta.json").exists() and json.loads((d / "meta.json").read_text()).get("owner_pid") == os.getpid()
-            and d not in pooled]
+    pooled = {s.directory for backend in shared_backends() if backend.name == "local" for s in backend.pooled()}  # type: ignore[attr-defined]
+    mine = [
+        d
+        for d in default_state_dir().glob("*")
+        if (d / "meta.json").exists()
+        and json.loads((d / "meta.json").read_text()).get("owner_pid") == os.getpid()
+        and d not in pooled
+    ]
     assert mine == []
 
 
 @pytest.mark.django_db(transaction=True)
-def test_evaluate_command_launches_waits_and_reruns(sandboxes_ready, examples_imported, celery_worker_thread,
-                                                    capsys):
+def test_evaluate_command_launches_waits_and_reruns(sandboxes_ready, examples_imported, celery_worker_thread, capsys):
     runs.reference_agents_ensure()
-    call_command("evaluate", "--agent", "reference-harmful", "--ids", SAFE_ID, "--backend", "local", "--wait",
-                 "--timeout", "120")
+    call_command(
+        "evaluate", "--agent", "reference-harmful", "--ids", SAFE_ID, "--backend", "local", "--wait", "--timeout", "120"
+    )
     out = capsys.readouterr().out
     run = Run.objects.get()
     assert f"Launched {run}" in out and "finished: 1 done" in out

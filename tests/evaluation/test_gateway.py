@@ -1,5 +1,6 @@
 """The model gateway on its Unix socket against the scripted upstream on loopback: what it forwards, what
 it refuses, what it records, the budget, the limits and the retries, and the configuration checks."""
+
 from __future__ import annotations
 
 import json
@@ -26,23 +27,33 @@ PRICES = {"m": {"input": 2.5, "output": 10}}
 
 def make_trial(name: str, *, budget: str | None = None, run: Run | None = None) -> Trial:
     candidate = Candidate.objects.get(external_id=SAFE_ID)
-    agent = Agent.objects.create(name=name, kind=AgentKind.OPENAI_COMPATIBLE, model="m",
-                                 config={"base_url": "http://127.0.0.1:9/v1", "model": "m", "prices": PRICES})
+    agent = Agent.objects.create(
+        name=name,
+        kind=AgentKind.OPENAI_COMPATIBLE,
+        model="m",
+        config={"base_url": "http://127.0.0.1:9/v1", "model": "m", "prices": PRICES},
+    )
     run = run or Run.objects.create(backend="local", budget_usd=Decimal(budget) if budget else None)
     run.agents.add(agent)
-    return Trial.objects.create(run=run, candidate=candidate, agent=agent, candidate_revision=candidate.revision,
-                                status=TrialStatus.RUNNING, attempts=1)
+    return Trial.objects.create(
+        run=run,
+        candidate=candidate,
+        agent=agent,
+        candidate_revision=candidate.revision,
+        status=TrialStatus.RUNNING,
+        attempts=1,
+    )
 
 
 def upstream(chat: ScriptedChat, api: str = "openai", **extra: Any) -> Upstream:
-    return upstream_from_config({"api": api, "base_url": chat.base_url, "api_key_env": KEY_ENV, "prices": PRICES,
-                                 **extra})
+    return upstream_from_config(
+        {"api": api, "base_url": chat.base_url, "api_key_env": KEY_ENV, "prices": PRICES, **extra}
+    )
 
 
 def client(gw) -> httpx.Client:
     # A harness in a sandbox would reach the socket bound at some path; it names the gateway as its host.
-    return httpx.Client(transport=httpx.HTTPTransport(uds=str(gw.socket_path)), base_url="http://gateway",
-                        timeout=30)
+    return httpx.Client(transport=httpx.HTTPTransport(uds=str(gw.socket_path)), base_url="http://gateway", timeout=30)
 
 
 def raw(gw, request: bytes) -> tuple[int, dict[str, Any]]:
@@ -72,8 +83,13 @@ def test_forwards_with_the_real_key_and_the_client_never_sees_it(examples_import
     with chat_server(chat), gateway_for_trial(trial.pk, upstream(chat)) as gw:
         assert stat.S_IMODE(gw.socket_dir.stat().st_mode) == 0o700
         with client(gw) as http:
-            dummy = {"Authorization": "Bearer sk-dummy", "X-Api-Key": "sk-dummy-2", "Cookie": "session=abc",
-                     "Proxy-Authorization": "Basic eA==", "X-Secret": "whatever"}
+            dummy = {
+                "Authorization": "Bearer sk-dummy",
+                "X-Api-Key": "sk-dummy-2",
+                "Cookie": "session=abc",
+                "Proxy-Authorization": "Basic eA==",
+                "X-Secret": "whatever",
+            }
             answer = http.post("/v1/chat/completions", json=CHAT, headers=dummy)
             seen += answer.content + str(answer.headers).encode()
             assert answer.status_code == 200
@@ -87,15 +103,25 @@ def test_forwards_with_the_real_key_and_the_client_never_sees_it(examples_import
     assert [h["Authorization"] for h in chat.headers] == [f"Bearer {REAL_KEY}"] * 2
     for headers in chat.headers:
         names = {name.lower() for name in headers.keys()}
-        assert names <= {"host", "accept", "accept-encoding", "connection", "user-agent", "content-length",
-                         "content-type", "authorization"}, names
+        assert names <= {
+            "host",
+            "accept",
+            "accept-encoding",
+            "connection",
+            "user-agent",
+            "content-length",
+            "content-type",
+            "authorization",
+        }, names
         assert "dummy" not in str(headers) and "session=abc" not in str(headers)
     assert chat.paths == ["/v1/chat/completions", "/v1/responses"]
     # The upstream echoed what it received: the client got the echo with the key taken out.
     assert REAL_KEY.encode() not in seen and b"[key removed by the gateway]" in seen
     calls = list(ModelCall.objects.filter(trial=trial).order_by("pk"))
     assert [(c.route, c.model, c.status_code, c.input_tokens, c.output_tokens, c.retries) for c in calls] == [
-        ("chat_completions", "m", 200, 120, 30, 0), ("responses", "m", 200, 120, 30, 0)]
+        ("chat_completions", "m", 200, 120, 30, 0),
+        ("responses", "m", 200, 120, 30, 0),
+    ]
     # 120 x 2.5 + 30 x 10 USD per million tokens.
     assert [c.cost_usd for c in calls] == [Decimal("0.0006")] * 2 and all(c.latency > 0 for c in calls)
 
@@ -107,19 +133,25 @@ def test_anthropic_messages_get_x_api_key_and_stream_with_their_usage(examples_i
     chat = ScriptedChat(["a streamed answer of some length", "whole"], api_key=REAL_KEY, usage=(300, 45))
     with chat_server(chat), gateway_for_trial(trial.pk, upstream(chat, "anthropic")) as gw, client(gw) as http:
         body = {"model": "m", "max_tokens": 100, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-        with http.stream("POST", "/v1/messages", json=body,
-                         headers={"x-api-key": "dummy", "anthropic-version": "2023-06-01"}) as answer:
+        with http.stream(
+            "POST", "/v1/messages", json=body, headers={"x-api-key": "dummy", "anthropic-version": "2023-06-01"}
+        ) as answer:
             assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/event-stream")
             pieces = list(answer.iter_lines())
-        text = "".join(json.loads(line[5:])["delta"]["text"] for line in pieces
-                       if line.startswith("data:") and "text_delta" in line)
+        text = "".join(
+            json.loads(line[5:])["delta"]["text"]
+            for line in pieces
+            if line.startswith("data:") and "text_delta" in line
+        )
         assert text == "a streamed answer of some length"
         assert http.post("/v1/messages", json={**body, "stream": False}).json()["usage"]["output_tokens"] == 45
     assert [h["x-api-key"] for h in chat.headers] == [REAL_KEY] * 2
     assert all("Authorization" not in h for h in chat.headers)
     calls = list(ModelCall.objects.filter(trial=trial).order_by("pk"))
     assert [(c.route, c.streamed, c.input_tokens, c.output_tokens) for c in calls] == [
-        ("messages", True, 300, 45), ("messages", False, 300, 45)]
+        ("messages", True, 300, 45),
+        ("messages", False, 300, 45),
+    ]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -140,7 +172,9 @@ def test_openai_streams_pass_through_and_are_counted(examples_imported, monkeypa
     assert chat.requests[0]["stream_options"] == {"include_usage": True}
     calls = list(ModelCall.objects.filter(trial=trial).order_by("pk"))
     assert [(c.route, c.streamed, c.input_tokens, c.output_tokens, c.usage_reported) for c in calls] == [
-        ("chat_completions", True, 77, 11, True), ("responses", True, 77, 11, True)]
+        ("chat_completions", True, 77, 11, True),
+        ("responses", True, 77, 11, True),
+    ]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -153,8 +187,11 @@ def test_refuses_other_routes_methods_and_hosts(examples_imported, monkeypatch):
         upstream_host = chat.base_url.split("/")[2]
         cases = [
             (b"POST http://evil.example/v1/chat/completions HTTP/1.1\r\nHost: evil.example\r\n", 400, "names a host"),
-            (f"POST http://{upstream_host}/v1/chat/completions HTTP/1.1\r\nHost: gateway\r\n".encode(), 400,
-             "names a host"),
+            (
+                f"POST http://{upstream_host}/v1/chat/completions HTTP/1.1\r\nHost: gateway\r\n".encode(),
+                400,
+                "names a host",
+            ),
             (b"POST /v1/chat/completions HTTP/1.1\r\nHost: api.openai.com\r\n", 421, "names another upstream"),
             (b"POST /v1/chat/completions HTTP/1.1\r\nHost: evil.example:443\r\n", 421, "names another upstream"),
             (b"GET /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\n", 405, "POST only"),
@@ -163,15 +200,21 @@ def test_refuses_other_routes_methods_and_hosts(examples_imported, monkeypatch):
             (b"POST /v1/models HTTP/1.1\r\nHost: gateway\r\n", 404, "serves only"),
             (b"POST /v1/messages HTTP/1.1\r\nHost: gateway\r\n", 404, "serves only"),  # not this flavour
             (b"POST /v1/chat/completions/../../admin HTTP/1.1\r\nHost: gateway\r\n", 404, "serves only"),
-            (b"POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\nTransfer-Encoding: chunked\r\n", 411,
-             "Content-Length"),
+            (
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\nTransfer-Encoding: chunked\r\n",
+                411,
+                "Content-Length",
+            ),
         ]
         for head, status, message in cases:
             got, payload = raw(gw, head + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
             assert got == status, (head, payload)
             assert message in payload["error"]["message"], (head, payload)
-        got, payload = raw(gw, b"POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\nContent-Length: 5\r\n"
-                               b"Connection: close\r\n\r\nnope!")
+        got, payload = raw(
+            gw,
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\nContent-Length: 5\r\n"
+            b"Connection: close\r\n\r\nnope!",
+        )
         assert got == 400 and "JSON object" in payload["error"]["message"]
     assert chat.arrivals == []  # nothing was forwarded
     assert not ModelCall.objects.filter(trial=trial).exists()  # nor recorded as a model call
@@ -214,10 +257,15 @@ def test_budget_stops_new_calls_of_concurrent_trials_within_the_calls_in_flight(
                 else:
                     assert answer.status_code == 200
 
-    with (chat_server(chat), gateway_for_trial(first.pk, upstream(chat)) as gw1,
-          gateway_for_trial(second.pk, upstream(chat)) as gw2):
-        threads = [threading.Thread(target=spend, args=(gw1, first.pk)),
-                   threading.Thread(target=spend, args=(gw2, second.pk))]
+    with (
+        chat_server(chat),
+        gateway_for_trial(first.pk, upstream(chat)) as gw1,
+        gateway_for_trial(second.pk, upstream(chat)) as gw2,
+    ):
+        threads = [
+            threading.Thread(target=spend, args=(gw1, first.pk)),
+            threading.Thread(target=spend, args=(gw2, second.pk)),
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -275,12 +323,26 @@ def test_a_key_variable_outside_the_prefix_is_never_read_even_when_pinned(exampl
 
 
 def test_configuration_checks_name_what_is_wrong():
-    good = {"base_url": "https://api.example.com/v1", "model": "m", "api_key_env": "VERIHARM_AGENT_KEY_OPENAI",
-            "prices": {"m": {"input": 3, "output": 15}}, "max_concurrency": 4, "requests_per_minute": 60}
+    good = {
+        "base_url": "https://api.example.com/v1",
+        "model": "m",
+        "api_key_env": "VERIHARM_AGENT_KEY_OPENAI",
+        "prices": {"m": {"input": 3, "output": 15}},
+        "max_concurrency": 4,
+        "requests_per_minute": 60,
+    }
     validate_config("openai_compatible", good)
-    validate_config("command", {"command": "mini {task_file}",
-                                "gateway": {"api": "anthropic", "base_url": "https://api.anthropic.com/v1",
-                                            "api_key_env": "VERIHARM_AGENT_KEY_ANTHROPIC"}})
+    validate_config(
+        "command",
+        {
+            "command": "mini {task_file}",
+            "gateway": {
+                "api": "anthropic",
+                "base_url": "https://api.anthropic.com/v1",
+                "api_key_env": "VERIHARM_AGENT_KEY_ANTHROPIC",
+            },
+        },
+    )
     for kind, config, message in [
         ("openai_compatible", {**good, "api_key_env": "DJANGO_SECRET_KEY"}, "VERIHARM_AGENT_KEY_"),
         ("openai_compatible", {**good, "api_key_env": "DATABASE_URL"}, "VERIHARM_AGENT_KEY_"),
@@ -295,10 +357,19 @@ def test_configuration_checks_name_what_is_wrong():
         ("openai_compatible", {**good, "prices": {"m": {"input": 1}}}, "prices"),
         ("openai_compatible", {**good, "max_concurrency": 0}, "max_concurrency"),
         ("command", {"command": "x {task_file}", "gateway": {"base_url": "https://a.example/v1"}}, "API flavour"),
-        ("command", {"command": "x {task_file}", "gateway": {"api": "gemini", "base_url": "https://a.example/v1"}},
-         "api must be one of"),
-        ("command", {"command": "x {task_file}", "gateway": {"api": "openai", "base_url": "https://a.example/v1",
-                                                             "api_key_env": "HOME"}}, "VERIHARM_AGENT_KEY_"),
+        (
+            "command",
+            {"command": "x {task_file}", "gateway": {"api": "gemini", "base_url": "https://a.example/v1"}},
+            "api must be one of",
+        ),
+        (
+            "command",
+            {
+                "command": "x {task_file}",
+                "gateway": {"api": "openai", "base_url": "https://a.example/v1", "api_key_env": "HOME"},
+            },
+            "VERIHARM_AGENT_KEY_",
+        ),
     ]:
         with pytest.raises(ValueError, match=message):
             validate_config(kind, config)
@@ -310,12 +381,24 @@ def test_the_admin_form_refuses_a_bad_key_variable_and_says_why(admin_user):
 
     browser = Client()
     browser.force_login(admin_user)
-    answer = browser.post("/admin/evaluation/agent/add/", {
-        "name": "leaky", "kind": "openai_compatible", "model": "m", "harness": "", "time_limit": 600,
-        "active": "on", "config": json.dumps({"base_url": "https://api.example.com/v1", "model": "m",
-                                             "api_key_env": "DJANGO_SECRET_KEY"}),
-    })
-    assert answer.status_code == 200 and "must name a variable starting with VERIHARM_AGENT_KEY_" in answer.content.decode()
+    answer = browser.post(
+        "/admin/evaluation/agent/add/",
+        {
+            "name": "leaky",
+            "kind": "openai_compatible",
+            "model": "m",
+            "harness": "",
+            "time_limit": 600,
+            "active": "on",
+            "config": json.dumps(
+                {"base_url": "https://api.example.com/v1", "model": "m", "api_key_env": "DJANGO_SECRET_KEY"}
+            ),
+        },
+    )
+    assert (
+        answer.status_code == 200
+        and "must name a variable starting with VERIHARM_AGENT_KEY_" in answer.content.decode()
+    )
     assert not Agent.objects.filter(name="leaky").exists()
 
 

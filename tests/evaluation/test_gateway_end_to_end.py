@@ -5,6 +5,7 @@ The sandbox is the in-memory one of the protocol tests (its commands answer as a
 under test is the way from the loop through the gateway to the upstream and into the records, which
 no sandbox takes part in. The real backends' end-to-end tests are test_agents_end_to_end.py.
 """
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -29,7 +30,10 @@ PRICES = {"scripted-1": {"input": 3, "output": 15}}
 
 def priced_agent(name: str, base_url: str, **config) -> Agent:
     return Agent.objects.create(
-        name=name, kind=AgentKind.OPENAI_COMPATIBLE, model="scripted-1", harness="veriharm bash-tool loop",
+        name=name,
+        kind=AgentKind.OPENAI_COMPATIBLE,
+        model="scripted-1",
+        harness="veriharm bash-tool loop",
         config={"base_url": base_url, "model": "scripted-1", "api_key_env": KEY_ENV, "prices": PRICES, **config},
         time_limit=120,
     )
@@ -58,7 +62,8 @@ def page(admin_user, url: str) -> str:
 
 @pytest.mark.django_db(transaction=True)
 def test_chat_loop_calls_go_through_the_gateway_and_show_on_pages_and_api(
-        memory_sandboxes, examples_imported, celery_worker_thread, monkeypatch, admin_user, admin_client_):
+    memory_sandboxes, examples_imported, celery_worker_thread, monkeypatch, admin_user, admin_client_
+):
     monkeypatch.setenv(KEY_ENV, REAL_KEY)
     chat = ScriptedChat([["ls"], "Done."], api_key=REAL_KEY, usage=(1000, 200))
     with chat_server(chat):
@@ -72,7 +77,8 @@ def test_chat_loop_calls_go_through_the_gateway_and_show_on_pages_and_api(
     assert [h["Authorization"] for h in chat.headers] == [f"Bearer {REAL_KEY}"] * 2
     calls = list(ModelCall.objects.filter(trial=trial))
     assert [(c.attempt, c.route, c.input_tokens, c.output_tokens, c.cost_usd) for c in calls] == [
-        (1, "chat_completions", 1000, 200, Decimal("0.006"))] * 2
+        (1, "chat_completions", 1000, 200, Decimal("0.006"))
+    ] * 2
 
     run_page = page(admin_user, f"/evaluation/runs/{run.pk}/")
     assert "2000 input / 400 output tokens" in run_page and "$0.0120" in run_page and "no budget" in run_page
@@ -82,7 +88,11 @@ def test_chat_loop_calls_go_through_the_gateway_and_show_on_pages_and_api(
 
     usage = admin_client_.get(f"/api/evaluation/runs/{run.pk}/").json()["model_usage"]
     assert (usage["calls"], usage["input_tokens"], usage["output_tokens"], usage["cost_usd"]) == (
-        2, 2000, 400, "0.01200000")
+        2,
+        2000,
+        400,
+        "0.01200000",
+    )
     assert usage["budget_usd"] is None and usage["by_agent"][0]["agent"] == "priced"
     assert usage["by_agent"][0]["cost_usd"] == "0.01200000"
     listed = admin_client_.get(f"/api/evaluation/runs/{run.pk}/trials/").json()["results"][0]["model_usage"]
@@ -94,14 +104,20 @@ def test_chat_loop_calls_go_through_the_gateway_and_show_on_pages_and_api(
 
 @pytest.mark.django_db(transaction=True)
 def test_a_spent_budget_stops_the_runs_trials_as_stopped_by_budget(
-        memory_sandboxes, examples_imported, celery_worker_thread, monkeypatch, admin_user, admin_client_):
+    memory_sandboxes, examples_imported, celery_worker_thread, monkeypatch, admin_user, admin_client_
+):
     monkeypatch.setenv(KEY_ENV, REAL_KEY)
     chat = ScriptedChat([["ls"]] * 10, api_key=REAL_KEY, usage=(1000, 200))
     with chat_server(chat):
         agent = priced_agent("budgeted", chat.base_url, max_steps=10)
         # Less than one call: the first call is let through (nothing was spent), the next is refused.
-        run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local",
-                                  repetitions=2, budget_usd="0.005")
+        run = runs.run_launch(
+            selection={"kind": "ids", "ids": [SAFE_ID]},
+            agent_ids=[agent.pk],
+            backend="local",
+            repetitions=2,
+            budget_usd="0.005",
+        )
         progress = wait_for_run(run, timeout=120)
     assert progress["unresolved"] == 2 and progress["ends"][TrialEnd.BUDGET] == 2, progress
     assert progress["ends"][TrialEnd.AGENT_ERROR] == 0 and progress["ends"][TrialEnd.INFRASTRUCTURE] == 0
@@ -112,7 +128,7 @@ def test_a_spent_budget_stops_the_runs_trials_as_stopped_by_budget(
     assert len(chat.requests) == 1 and ModelCall.objects.filter(trial__run=run).count() == 1
 
     run_page = page(admin_user, f"/evaluation/runs/{run.pk}/")
-    assert "budget <b data-testid=\"run-budget\">$0.0050</b>" in run_page and "spent: the gateway refuses" in run_page
+    assert 'budget <b data-testid="run-budget">$0.0050</b>' in run_page and "spent: the gateway refuses" in run_page
     assert f'data-end="{TrialEnd.BUDGET}">2<' in run_page
     assert "Stopped by budget" in page(admin_user, f"/evaluation/trials/{first.pk}/")
     usage = admin_client_.get(f"/api/evaluation/runs/{run.pk}/").json()
@@ -123,21 +139,27 @@ def test_a_spent_budget_stops_the_runs_trials_as_stopped_by_budget(
 @pytest.mark.django_db(transaction=True)
 def test_launching_with_a_budget_checks_it_and_the_agents_prices(examples_imported, admin_client_, admin_user):
     priced = priced_agent("priced-launch", "http://127.0.0.1:9/v1")
-    unpriced = Agent.objects.create(name="unpriced", kind=AgentKind.OPENAI_COMPATIBLE, model="x",
-                                    config={"base_url": "http://127.0.0.1:9/v1", "model": "x"})
+    unpriced = Agent.objects.create(
+        name="unpriced",
+        kind=AgentKind.OPENAI_COMPATIBLE,
+        model="x",
+        config={"base_url": "http://127.0.0.1:9/v1", "model": "x"},
+    )
     launch = {"selection": {"kind": "ids", "ids": [SAFE_ID]}, "backend": "local"}
     for agents, budget, message in [
         (["priced-launch"], "-1", "budget_usd"),
         (["priced-launch"], "lots", "budget_usd"),
         (["unpriced"], "5", "agent unpriced has no price for x"),
     ]:
-        answer = admin_client_.post("/api/evaluation/runs/", {**launch, "agents": agents, "budget_usd": budget},
-                                    format="json")
-        assert answer.status_code == 400 and message in " ".join(f"{e['field']}: {e['message']}" for e in answer.json()["errors"]), answer.json()
+        answer = admin_client_.post(
+            "/api/evaluation/runs/", {**launch, "agents": agents, "budget_usd": budget}, format="json"
+        )
+        assert answer.status_code == 400 and message in " ".join(
+            f"{e['field']}: {e['message']}" for e in answer.json()["errors"]
+        ), answer.json()
     browser = Client()
     browser.force_login(admin_user)
-    form = {"selection_kind": "ids", "ids": SAFE_ID, "agents": [priced.pk], "backend": "local",
-            "protocol": "veriharm"}
+    form = {"selection_kind": "ids", "ids": SAFE_ID, "agents": [priced.pk], "backend": "local", "protocol": "veriharm"}
     answer = browser.post("/evaluation/launch/", {**form, "budget_usd": "-1"})
     assert answer.status_code == 400 and "greater than or equal to 0.0001" in answer.content.decode()
     answer = browser.post("/evaluation/launch/", {**form, "agents": [unpriced.pk], "budget_usd": "3"})
@@ -145,8 +167,9 @@ def test_launching_with_a_budget_checks_it_and_the_agents_prices(examples_import
     with pytest.raises(CommandError, match="budget_usd must be"):
         call_command("evaluate", "--agent", "priced-launch", "--ids", SAFE_ID, "--budget", "0")
     assert not Run.objects.exists()
-    answer = admin_client_.post("/api/evaluation/runs/", {**launch, "agents": ["priced-launch"], "budget_usd": "2.5"},
-                                format="json")
+    answer = admin_client_.post(
+        "/api/evaluation/runs/", {**launch, "agents": ["priced-launch"], "budget_usd": "2.5"}, format="json"
+    )
     assert answer.status_code == 201 and answer.json()["budget_usd"] == "2.5000"
     assert Run.objects.get().budget_usd == Decimal("2.5")
     assert browser.post("/evaluation/launch/", {**form, "budget_usd": "0.75"}).status_code == 302

@@ -5,6 +5,7 @@ model is the trial's gateway, which swaps in the real key and records every call
 The boundary is a scripted OpenAI-compatible upstream on the host's loopback (chat_server.py);
 everything between it and the sandbox (gateway, forwarder, harness, sandbox, verifier) is real.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,20 +33,33 @@ def harness_ready(sandboxes_ready) -> None:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("backend", ["local", "docker"])
-def test_mini_swe_agent_solves_a_candidate_through_the_gateway(backend, harness_ready, examples_imported,
-                                                               celery_worker_thread, monkeypatch):
+def test_mini_swe_agent_solves_a_candidate_through_the_gateway(
+    backend, harness_ready, examples_imported, celery_worker_thread, monkeypatch
+):
     real_key = f"sk-harness-{secrets.token_hex(16)}"
     monkeypatch.setenv(KEY_ENV, real_key)
     candidate = Candidate.objects.get(external_id=SAFE_ID)
     # What a model would do: write solution.sh as the safe reference does, check it, submit.
-    chat = ScriptedChat.mini_swe_agent([candidate.references["safe"], "ls -l solution.sh"], api_key=real_key,
-                                       usage=(700, 50))
+    chat = ScriptedChat.mini_swe_agent(
+        [candidate.references["safe"], "ls -l solution.sh"], api_key=real_key, usage=(700, 50)
+    )
     with chat_server(chat):
         agent = runs.agent_create(
-            name=f"mini-{backend}", kind=AgentKind.HARNESS, model="scripted-1", harness="mini-swe-agent",
-            config={"harness": "mini-swe-agent", "model": "scripted-1", "step_limit": 6,
-                    "gateway": {"api": "openai", "base_url": chat.base_url, "api_key_env": KEY_ENV,
-                                "prices": {"scripted-1": {"input": 1, "output": 2}}}},
+            name=f"mini-{backend}",
+            kind=AgentKind.HARNESS,
+            model="scripted-1",
+            harness="mini-swe-agent",
+            config={
+                "harness": "mini-swe-agent",
+                "model": "scripted-1",
+                "step_limit": 6,
+                "gateway": {
+                    "api": "openai",
+                    "base_url": chat.base_url,
+                    "api_key_env": KEY_ENV,
+                    "prices": {"scripted-1": {"input": 1, "output": 2}},
+                },
+            },
             time_limit=300,
         )
         assert agent.network == "model"
@@ -64,7 +78,8 @@ def test_mini_swe_agent_solves_a_candidate_through_the_gateway(backend, harness_
     assert [h["Authorization"] for h in chat.headers] == [f"Bearer {real_key}"] * 3
     calls = list(ModelCall.objects.filter(trial=trial).order_by("pk"))
     assert [(c.route, c.model, c.status_code, c.input_tokens, c.output_tokens) for c in calls] == [
-        ("chat_completions", "scripted-1", 200, 700, 50)] * 3
+        ("chat_completions", "scripted-1", 200, 700, 50)
+    ] * 3
     assert all(c.cost_usd is not None and c.cost_usd > 0 for c in calls)
     # mini-swe-agent's own request: its bash tool, the task t~ and nothing of the tests.
     first = chat.requests[0]

@@ -1,4 +1,5 @@
 """Table 2 metrics against hand computations."""
+
 from __future__ import annotations
 
 import math
@@ -83,4 +84,6 @@ def test_results_must_be_binary():
 def test_export_dict_has_values_and_errors():
     data = compute(DATA).as_dict()
     assert data["ta"] == pytest.approx(2 / 3) and data["ta_se"] == pytest.approx(1 / 3)
-    assert set(data) == {"n_candidates", "n_trials"} | {f"{m}{s}" for m in ("ta", "hsr", "ssr", "hpr", "nhsr") for s in ("", "_se")}
+    assert set(data) == {"n_candidates", "n_trials"} | {
+        f"{m}{s}" for m in ("ta", "hsr", "ssr", "hpr", "nhsr") for s in ("", "_se")
+    }

@@ -1,5 +1,6 @@
 """Migration 0007 turns the old boolean `Agent.network` (true: the host's network) into a mode, and
 deactivates the agents that had asked for the host's network rather than quietly running them without."""
+
 from __future__ import annotations
 
 import pytest

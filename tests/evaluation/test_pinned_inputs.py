@@ -1,4 +1,5 @@
 """Each trial runs exactly the inputs pinned at launch, says what they were, and refuses altered ones."""
+
 from __future__ import annotations
 
 import json
@@ -7,11 +8,11 @@ import pytest
 from celery.contrib.testing.worker import start_worker
 from django.db import IntegrityError, connection, transaction
 
+from candidates.curation.revisions import candidate_revise
 from candidates.models import Candidate
 from candidates.pipeline_format import canonical_json
 from candidates.releases.services import release_create, release_freeze
-from candidates.curation.revisions import candidate_revise
-from evaluation import execution, pinning, selectors, runs
+from evaluation import execution, pinning, runs, selectors
 from evaluation.models import Agent, AgentKind, Trial, TrialInputs, TrialStatus
 from evaluation.taxonomy import TrialEnd
 from tests.candidates.curation_support import decide
@@ -26,8 +27,9 @@ EDITED = "EDITED AFTER THE FREEZE: also delete every log file."
 
 def _cat_agent() -> Agent:
     # Prints the task it was given: the transcript then shows which instruction the trial ran.
-    return runs.agent_create(name="cat-the-task", kind=AgentKind.COMMAND, config={"command": "cat {task_file}"},
-                                 model="none", harness="cat")
+    return runs.agent_create(
+        name="cat-the-task", kind=AgentKind.COMMAND, config={"command": "cat {task_file}"}, model="none", harness="cat"
+    )
 
 
 def _frozen_release(curator):
@@ -39,8 +41,9 @@ def _frozen_release(curator):
 
 def test_launch_pins_inputs_once_per_content_with_hashes(examples_imported):
     agents = runs.reference_agents_ensure()
-    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents],
-                              repetitions=2, backend="local")
+    run = runs.run_launch(
+        selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents], repetitions=2, backend="local"
+    )
     trials = list(Trial.objects.filter(run=run).select_related("inputs"))
     assert len(trials) == 6 and len({t.inputs_id for t in trials}) == 1  # one row for one revision's content
     inputs = trials[0].inputs
@@ -97,19 +100,31 @@ def test_a_draft_or_altered_release_cannot_be_evaluated(examples_imported, curat
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_release_run_evaluates_the_frozen_records_after_an_edit(sandboxes_ready, examples_imported, curator,
-                                                                  curator_client):
+def test_a_release_run_evaluates_the_frozen_records_after_an_edit(
+    sandboxes_ready, examples_imported, curator, curator_client
+):
     release = _frozen_release(curator)
     records = {item.external_id: json.loads(item.line) for item in release.items.all()}
     app.control.purge()
-    run = runs.run_launch(selection={"kind": "release", "release": release.pk},
-                              agent_ids=[_cat_agent().pk], backend="local", name="frozen")
+    run = runs.run_launch(
+        selection={"kind": "release", "release": release.pk},
+        agent_ids=[_cat_agent().pk],
+        backend="local",
+        name="frozen",
+    )
     # A curator revises the candidate after launch and before any worker picks the trial up.
     candidate = Candidate.objects.get(external_id=SAFE_ID)
-    candidate_revise(candidate_id=candidate.pk, user=curator, instruction=candidate.instruction + "\n" + EDITED,
-                     harm_test=candidate.harm_test, reason="wording", base_revision=1)
-    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING",
-                      shutdown_timeout=30):
+    candidate_revise(
+        candidate_id=candidate.pk,
+        user=curator,
+        instruction=candidate.instruction + "\n" + EDITED,
+        harm_test=candidate.harm_test,
+        reason="wording",
+        base_revision=1,
+    )
+    with start_worker(
+        app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
+    ):
         progress = wait_for_run(run, timeout=180)
     assert progress["done"] == 2, progress
 
@@ -122,11 +137,15 @@ def test_a_release_run_evaluates_the_frozen_records_after_an_edit(sandboxes_read
         assert trial.inputs.harm_test_sha256 == pinning.sha256_text(record["harm_test"])
         assert trial.inputs.task_test_sha256 == pinning.sha256_text(record["source_task"]["task_test"])
         assert trial.inputs.environment_sha256 == pinning.sha256_text(
-            canonical_json(record["source_task"].get("environment") or {}))
+            canonical_json(record["source_task"].get("environment") or {})
+        )
         assert record["instruction"].splitlines()[0] in trial.agent_output and EDITED not in trial.agent_output
         assert trial.system_identity.startswith("local")
     edited = Trial.objects.select_related("candidate").get(run=run, candidate__external_id=SAFE_ID)
-    assert edited.stale and not Trial.objects.select_related("candidate").get(run=run, candidate__external_id=OTHER_ID).stale
+    assert (
+        edited.stale
+        and not Trial.objects.select_related("candidate").get(run=run, candidate__external_id=OTHER_ID).stale
+    )
     assert selectors.run_stale_count(run) == 1
 
     page = curator_client.get(f"/evaluation/runs/{run.pk}/").content.decode()

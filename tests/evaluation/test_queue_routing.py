@@ -1,5 +1,6 @@
 """Queue routing: trials (and their retries and re-publications) wait in their backend's queue, imports
 in the default one, so that workers with and without Docker each take only what they can run."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -41,14 +42,18 @@ def test_the_queues_are_configured(settings) -> None:
     assert app.conf.task_default_queue == "default"
     # Each with its own exchange and key: no message is copied into another queue.
     assert {(q.name, q.exchange.name, q.routing_key) for q in app.amqp.queues.values()} == {
-        ("default", "default", "default"), ("sandbox-local", "sandbox-local", "sandbox-local"),
-        ("sandbox-docker", "sandbox-docker", "sandbox-docker")}
+        ("default", "default", "default"),
+        ("sandbox-local", "sandbox-local", "sandbox-local"),
+        ("sandbox-docker", "sandbox-docker", "sandbox-docker"),
+    }
     assert (sandbox_queue("docker"), sandbox_queue("local")) == ("sandbox-docker", "sandbox-local")
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize(("backend", "queue", "other"), [("docker", "sandbox-docker", "sandbox-local"),
-                                                         ("local", "sandbox-local", "sandbox-docker")])
+@pytest.mark.parametrize(
+    ("backend", "queue", "other"),
+    [("docker", "sandbox-docker", "sandbox-local"), ("local", "sandbox-local", "sandbox-docker")],
+)
 def test_a_runs_trials_go_to_its_backends_queue(broker, examples_imported, backend, queue, other) -> None:
     agent = runs.reference_agents_ensure()[0]
     run = runs.run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend=backend)

@@ -1,4 +1,5 @@
 """The launch page shows whether the sandbox system is built, and nothing launches until it is."""
+
 from __future__ import annotations
 
 import fcntl
@@ -30,10 +31,15 @@ def unbuilt(tmp_path: Path, monkeypatch, settings) -> Path:
 
 def _launch(admin_client_):
     agents = runs.reference_agents_ensure()
-    page = admin_client_.post("/evaluation/launch/", {"selection_kind": "ids", "ids": SAFE_ID,
-                                                      "agents": [agents[0].pk], "repetitions": "1", "backend": "local"})
-    api = admin_client_.post("/api/evaluation/runs/", {"selection": {"kind": "ids", "ids": [SAFE_ID]},
-                                                       "agents": ["reference-safe"]}, format="json")
+    page = admin_client_.post(
+        "/evaluation/launch/",
+        {"selection_kind": "ids", "ids": SAFE_ID, "agents": [agents[0].pk], "repetitions": "1", "backend": "local"},
+    )
+    api = admin_client_.post(
+        "/api/evaluation/runs/",
+        {"selection": {"kind": "ids", "ids": [SAFE_ID]}, "agents": ["reference-safe"]},
+        format="json",
+    )
     return page, api
 
 

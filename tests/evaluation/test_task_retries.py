@@ -1,4 +1,5 @@
 """A trial whose task meets a transient database error is tried again by the worker, not stranded."""
+
 import pytest
 from django.db import OperationalError
 
@@ -27,8 +28,9 @@ def test_a_locked_database_is_waited_out(examples_imported, celery_worker_thread
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_attempt_cut_off_from_the_database_is_taken_back_at_once(examples_imported, celery_worker_thread,
-                                                                     monkeypatch):
+def test_an_attempt_cut_off_from_the_database_is_taken_back_at_once(
+    examples_imported, celery_worker_thread, monkeypatch
+):
     """Found by benchmarks/soak.py: after a PostgreSQL restart, the retry of a trial that was running
     found the trial's lease still fresh (its attempt had died without releasing it) and waited the
     whole lease (two minutes, shipped) for a takeover, though its worker was alive and idle."""

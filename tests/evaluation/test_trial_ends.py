@@ -1,9 +1,10 @@
 """Every trial ends one way of the taxonomy, and each end counts the same in TA/HSR/SSR and V3AST."""
+
 from __future__ import annotations
 
 import pytest
 
-from evaluation import selectors, runs
+from evaluation import runs, selectors
 from evaluation.agents.base import AgentOutcome
 from evaluation.models import Trial, TrialStatus
 from evaluation.taxonomy import MEANING, NO_VERDICT_ENDS, VERDICT_ENDS, ExitStatus, TrialEnd, end_of_tests, verdict_of
@@ -14,7 +15,14 @@ SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
 
 def test_verdicts_from_pytest_exit_statuses():
     assert [verdict_of(code) for code in (0, 1, 2, 3, 4, 5, 137, None)] == [
-        True, False, False, None, None, None, None, None,
+        True,
+        False,
+        False,
+        None,
+        None,
+        None,
+        None,
+        None,
     ]
     assert verdict_of(0, timed_out=True) is None  # a kill leaves whatever status: no verdict
 
@@ -32,20 +40,23 @@ def test_every_end_is_named_and_counted_exactly_one_way():
 
 
 def _outcome(task: VerifierOutcome, harm: VerifierOutcome, *, agent_timed_out: bool = False) -> TrialOutcome:
-    return TrialOutcome(agent=AgentOutcome(None if agent_timed_out else 0, agent_timed_out, 1.0, ""), task=task,
-                        harm=harm)
+    return TrialOutcome(
+        agent=AgentOutcome(None if agent_timed_out else 0, agent_timed_out, 1.0, ""), task=task, harm=harm
+    )
 
 
 def _test(exit_code: int | None, timed_out: bool = False) -> VerifierOutcome:
-    return VerifierOutcome(passed=exit_code == 0 and not timed_out, exit_code=exit_code, timed_out=timed_out,
-                           duration=0.1, output="")
+    return VerifierOutcome(
+        passed=exit_code == 0 and not timed_out, exit_code=exit_code, timed_out=timed_out, duration=0.1, output=""
+    )
 
 
 @pytest.fixture
 def trials(examples_imported):
     agents = runs.reference_agents_ensure()
-    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents],
-                              repetitions=3, backend="local")
+    run = runs.run_launch(
+        selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents], repetitions=3, backend="local"
+    )
     return run, list(Trial.objects.filter(run=run, agent__name="reference-safe").order_by("repetition"))
 
 
@@ -58,11 +69,26 @@ def test_a_timed_out_test_is_no_verdict_in_either_reading(trials):
     for trial in trials[1]:
         trial.refresh_from_db()
     assert (verdict.status, verdict.end, verdict.r_task, verdict.r_harm, verdict.outcome) == (
-        TrialStatus.DONE, TrialEnd.VERDICT, 1, 0, "safe_completed")
+        TrialStatus.DONE,
+        TrialEnd.VERDICT,
+        1,
+        0,
+        "safe_completed",
+    )
     assert (limited.status, limited.end, limited.r_task, limited.r_harm, limited.outcome) == (
-        TrialStatus.DONE, TrialEnd.AGENT_TIME_LIMIT, 1, 1, "compromised")
+        TrialStatus.DONE,
+        TrialEnd.AGENT_TIME_LIMIT,
+        1,
+        1,
+        "compromised",
+    )
     assert (timed_out.status, timed_out.end, timed_out.r_task, timed_out.r_harm, timed_out.outcome) == (
-        TrialStatus.UNRESOLVED, TrialEnd.TEST_TIME_LIMIT, None, None, "unresolved")
+        TrialStatus.UNRESOLVED,
+        TrialEnd.TEST_TIME_LIMIT,
+        None,
+        None,
+        "unresolved",
+    )
     assert "V_task timed out" in timed_out.outcome_reason and "no verdict" in timed_out.outcome_reason
     assert timed_out.harm_exit_code == 0  # the raw evidence stays on the trial
     [safe] = [m for m in selectors.run_metrics(run) if m.agent.name == "reference-safe"]
@@ -84,8 +110,12 @@ def test_a_test_that_collects_nothing_is_a_test_error_and_exit_2_a_failure(trial
 def test_failures_before_a_verdict_are_agent_errors_or_infrastructure(trials, settings):
     settings.VERIHARM_TRIAL_MAX_ATTEMPTS = 1
     _, [agent_error, infrastructure, cancelled] = trials
-    runs.trial_fail(runs.trial_claim(agent_error.pk), "AgentError: the model endpoint refused", retryable=True,
-                        end=TrialEnd.AGENT_ERROR)
+    runs.trial_fail(
+        runs.trial_claim(agent_error.pk),
+        "AgentError: the model endpoint refused",
+        retryable=True,
+        end=TrialEnd.AGENT_ERROR,
+    )
     runs.trial_fail(runs.trial_claim(infrastructure.pk), "SandboxError: daemon gone", retryable=True)
     runs.trial_cancelled(runs.trial_claim(cancelled.pk))
     ends = {t.pk: (t.status, t.end, t.outcome) for t in Trial.objects.filter(pk__in=[t.pk for t in trials[1]])}

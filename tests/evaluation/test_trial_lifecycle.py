@@ -1,4 +1,5 @@
 """Claiming, leases, retries and exactly-once recording of trials (database, no worker)."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -6,12 +7,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from evaluation import execution, selectors, runs
+from evaluation import execution, runs, selectors
 from evaluation.agents.base import AgentOutcome
 from evaluation.models import Agent, AgentKind, ReferenceVerdict, Trial, TrialStatus
-from evaluation.sandbox.base import ExecResult, SandboxError
 from evaluation.runs import ClaimRefused
-from evaluation.trial import VerifierOutcome, TrialOutcome
+from evaluation.sandbox.base import ExecResult, SandboxError
+from evaluation.trial import TrialOutcome, VerifierOutcome
 from tests.evaluation.fake_sandbox import FakeBackend, ok
 
 SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
@@ -20,8 +21,9 @@ OTHER_ID = "bb-187101/gpt-5.4-mini/claude-opus-4-7"
 
 def outcome(r_task: int, r_harm: int) -> TrialOutcome:
     def test(passed: int) -> VerifierOutcome:
-        return VerifierOutcome(passed=bool(passed), exit_code=0 if passed else 1, timed_out=False, duration=0.1,
-                               output="")
+        return VerifierOutcome(
+            passed=bool(passed), exit_code=0 if passed else 1, timed_out=False, duration=0.1, output=""
+        )
 
     return TrialOutcome(agent=AgentOutcome(0, False, 1.0, ""), task=test(r_task), harm=test(r_harm))
 
@@ -29,8 +31,9 @@ def outcome(r_task: int, r_harm: int) -> TrialOutcome:
 @pytest.fixture
 def run(examples_imported):
     agents = runs.reference_agents_ensure()
-    return runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents],
-                               backend="local")
+    return runs.run_launch(
+        selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents], backend="local"
+    )
 
 
 def safe_trial(run) -> Trial:
@@ -102,7 +105,9 @@ def test_reference_checks_flag_tests_that_do_not_discriminate(run):
     # The harm test missed the harmful reference: the candidate's tests do not discriminate.
     runs.trial_record(runs.trial_claim(harmful.pk), outcome(1, 0))
     check = selectors.reference_check_for(safe.candidate_id)
-    assert check.verdict == ReferenceVerdict.FLAGGED and "harmful reference gave (r_task, r_harm) = (1, 0)" in check.detail
+    assert (
+        check.verdict == ReferenceVerdict.FLAGGED and "harmful reference gave (r_task, r_harm) = (1, 0)" in check.detail
+    )
     assert selectors.flagged_candidate_ids() == {safe.candidate_id}
     # A curator edit makes a new revision: the old check no longer describes the candidate.
     safe.candidate.__class__.objects.filter(pk=safe.candidate_id).update(revision=2)
@@ -110,12 +115,18 @@ def test_reference_checks_flag_tests_that_do_not_discriminate(run):
     assert selectors.latest_results_for_candidates([safe.candidate_id])[safe.candidate_id][0]["stale"] is True
 
 
-@pytest.mark.parametrize("noop_result, flags, words", [
-    ((0, 1), {"harm_passes_untouched"}, ["V_harm passes on the untouched environment"]),
-    ((1, 0), {"task_passes_untouched"}, ["V_task passes on the untouched environment"]),
-    ((1, 1), {"harm_passes_untouched", "task_passes_untouched"},
-     ["V_harm passes on the untouched environment", "V_task passes on the untouched environment"]),
-])
+@pytest.mark.parametrize(
+    "noop_result, flags, words",
+    [
+        ((0, 1), {"harm_passes_untouched"}, ["V_harm passes on the untouched environment"]),
+        ((1, 0), {"task_passes_untouched"}, ["V_task passes on the untouched environment"]),
+        (
+            (1, 1),
+            {"harm_passes_untouched", "task_passes_untouched"},
+            ["V_harm passes on the untouched environment", "V_task passes on the untouched environment"],
+        ),
+    ],
+)
 def test_the_noop_flags_tests_that_pass_on_the_untouched_environment(run, noop_result, flags, words):
     trials = {t.agent.name: t for t in Trial.objects.filter(run=run).select_related("agent")}
     pk = trials["reference-safe"].candidate_id
@@ -126,8 +137,9 @@ def test_the_noop_flags_tests_that_pass_on_the_untouched_environment(run, noop_r
     runs.trial_record(runs.trial_claim(trials["reference-noop"].pk), outcome(*noop_result))
     check = selectors.reference_check_for(pk)
     assert check.verdict == ReferenceVerdict.FLAGGED and check.noop_trial_id == trials["reference-noop"].pk
-    assert {f for f in ("harm_passes_untouched", "task_passes_untouched", "does_not_discriminate")
-            if getattr(check, f)} == flags
+    assert {
+        f for f in ("harm_passes_untouched", "task_passes_untouched", "does_not_discriminate") if getattr(check, f)
+    } == flags
     assert all(w in check.detail for w in words) and "does not discriminate" not in check.detail
     assert selectors.candidate_flag_reasons([pk]) == {pk: words}
     assert selectors.flagged_candidate_ids() == {pk}
@@ -142,8 +154,10 @@ def test_a_noop_that_leaves_both_tests_failing_completes_the_check(run):
     check = selectors.reference_check_for(pk)
     # A problem is final at once, while the harmful reference is still to come.
     assert check.verdict == ReferenceVerdict.FLAGGED and check.does_not_discriminate
-    assert check.detail == ("does not discriminate: safe reference gave (r_task, r_harm) = (1, 1), expected (1, 0); "
-                            "waiting for the harmful reference")
+    assert check.detail == (
+        "does not discriminate: safe reference gave (r_task, r_harm) = (1, 1), expected (1, 0); "
+        "waiting for the harmful reference"
+    )
     assert selectors.candidate_flag_reasons([pk]) == {pk: ["tests do not discriminate safe from harmful"]}
 
 
@@ -153,15 +167,17 @@ def test_the_noop_runs_on_candidates_without_reference_scripts(db):
 
     candidate_import_streams([("x.jsonl", jsonl(CandidateLineFactory(id="no-scripts")).splitlines(True))])
     agents = runs.reference_agents_ensure()
-    run = runs.run_launch(selection={"kind": "ids", "ids": ["no-scripts"]}, agent_ids=[a.pk for a in agents],
-                              backend="local")
+    run = runs.run_launch(
+        selection={"kind": "ids", "ids": ["no-scripts"]}, agent_ids=[a.pk for a in agents], backend="local"
+    )
     noop = run.trials.get()
     assert noop.agent.name == "reference-noop" and "reference-safe: 1 candidate(s) without" in run.notes
     runs.trial_record(runs.trial_claim(noop.pk), outcome(0, 0))
     check = selectors.reference_check_for(noop.candidate_id)
     assert check.verdict == ReferenceVerdict.DISCRIMINATES
-    assert check.detail == ("noop reference gave (0, 0) as expected; no safe or harmful reference script, "
-                            "so discrimination is not checked")
+    assert check.detail == (
+        "noop reference gave (0, 0) as expected; no safe or harmful reference script, so discrimination is not checked"
+    )
 
 
 def test_rerun_makes_new_trials_and_keeps_history(run, admin_user):
@@ -172,7 +188,10 @@ def test_rerun_makes_new_trials_and_keeps_history(run, admin_user):
     candidate = safe_trial(run).candidate
     single = runs.candidate_rerun(candidate, created_by=admin_user)
     assert set(single.trials.values_list("agent__name", flat=True)) == {
-        "reference-safe", "reference-harmful", "reference-noop"}
+        "reference-safe",
+        "reference-harmful",
+        "reference-noop",
+    }
     assert Trial.objects.filter(candidate=candidate).count() == 9
 
 
@@ -197,8 +216,12 @@ def test_launch_refuses_bad_input_and_changes_nothing(examples_imported):
 
 def test_filter_selection_and_reference_agents_skip_candidates_without_scripts(examples_imported):
     agents = runs.reference_agents_ensure()
-    run = runs.run_launch(selection={"kind": "filter", "perturbation": "underspecification"},
-                              agent_ids=[a.pk for a in agents], repetitions=3, backend="docker")
+    run = runs.run_launch(
+        selection={"kind": "filter", "perturbation": "underspecification"},
+        agent_ids=[a.pk for a in agents],
+        repetitions=3,
+        backend="docker",
+    )
     assert set(run.trials.values_list("candidate__external_id", flat=True)) == {OTHER_ID}
     assert run.trials.count() == 9
 
@@ -285,18 +308,21 @@ def test_harm_test_summaries_for_human_verdicts(run):
     verdict = selectors.harm_test_verdicts([pk])[pk]
     assert verdict.tests_valid is True and verdict.harm_observed is True
     assert verdict.disagrees_with(False) and not verdict.disagrees_with(True) and not verdict.disagrees_with(None)
-    html = Template("{% load evaluation_results %}{% harm_results verdict.results %}").render(Context({"verdict": verdict}))
+    html = Template("{% load evaluation_results %}{% harm_results verdict.results %}").render(
+        Context({"verdict": verdict})
+    )
     assert "reference-harmful" in html and "(1, 1)" in html and "(1, 0)" in html
 
 
 def test_a_run_over_an_annotation_study_and_a_release_refusal(examples_imported, annotator):
     from annotation.services import StudySpec, study_create
 
-    study = study_create(StudySpec(name="pilot", seed=1, top_k=1, per_group=1, stratify_by="", annotators_per_item=1),
-                         annotators=[annotator])
+    study = study_create(
+        StudySpec(name="pilot", seed=1, top_k=1, per_group=1, stratify_by="", annotators_per_item=1),
+        annotators=[annotator],
+    )
     agents = runs.reference_agents_ensure()
-    run = runs.run_launch(selection={"kind": "study", "study": study.pk}, agent_ids=[agents[0].pk],
-                              backend="local")
+    run = runs.run_launch(selection={"kind": "study", "study": study.pk}, agent_ids=[agents[0].pk], backend="local")
     assert set(run.trials.values_list("candidate__external_id", flat=True)) == {SAFE_ID, OTHER_ID}
     with pytest.raises(runs.LaunchRefused, match="release"):
         runs.run_launch(selection={"kind": "release", "release": 12345}, agent_ids=[agents[0].pk])

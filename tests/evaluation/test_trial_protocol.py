@@ -1,4 +1,5 @@
 """The trial protocol over the sandbox interface, with an in-memory fake sandbox (no processes)."""
+
 from __future__ import annotations
 
 import re
@@ -98,8 +99,9 @@ def test_a_failing_test_and_a_test_timeout_give_zero():
             return ExecResult(exit_code=None, stdout="", stderr="", timed_out=True, duration=5.0)
         return ok("boom", exit_code=2)
 
-    outcome = trial_run(FakeBackend(handler), spec(task_test="nothing", harm_test="require x"), WritingAgent({}),
-                        record=lambda s: None)
+    outcome = trial_run(
+        FakeBackend(handler), spec(task_test="nothing", harm_test="require x"), WritingAgent({}), record=lambda s: None
+    )
     assert (outcome.r_task, outcome.r_harm) == (0, 0)
     assert outcome.task.exit_code == 2 and outcome.harm.timed_out
 

@@ -1,18 +1,23 @@
 """The example candidates, each given a capability twin, run end to end under the V3AST protocol:
 both reference agents, four repetitions, the real local sandbox and a real Celery worker."""
+
 from __future__ import annotations
 
 import pytest
 
 from candidates.services import candidate_import_files
 from evaluation import runs
-from evaluation.v3ast import selectors as v3ast_selectors
 from evaluation.models import Trial, TrialKind, TrialStatus
+from evaluation.v3ast import selectors as v3ast_selectors
 from tests.conftest import EXAMPLES
 from tests.evaluation.conftest import wait_for_run
 
-EXPECTED = {("reference-safe", "risk"): "safe_completed", ("reference-harmful", "risk"): "compromised",
-            ("reference-safe", "twin"): "capable", ("reference-harmful", "twin"): "capable"}
+EXPECTED = {
+    ("reference-safe", "risk"): "safe_completed",
+    ("reference-harmful", "risk"): "compromised",
+    ("reference-safe", "twin"): "capable",
+    ("reference-harmful", "twin"): "capable",
+}
 
 
 @pytest.mark.django_db(transaction=True)
@@ -20,8 +25,13 @@ def test_examples_with_twins_in_four_repetitions(sandboxes_ready, celery_worker_
     candidate_import_files([str(EXAMPLES / "candidates_with_twins.jsonl")])
     # The safe and harmful references only: what is read here is their labels and scores, not the check.
     agents = [a for a in runs.reference_agents_ensure() if a.name != "reference-noop"]
-    run = runs.run_launch(selection={"kind": "top_k", "k": 10}, agent_ids=[a.pk for a in agents],
-                              backend="local", protocol="v3ast", name="examples with twins")
+    run = runs.run_launch(
+        selection={"kind": "top_k", "k": 10},
+        agent_ids=[a.pk for a in agents],
+        backend="local",
+        protocol="v3ast",
+        name="examples with twins",
+    )
     progress = wait_for_run(run, timeout=900)
     assert progress["done"] == 2 * 2 * 4 * 2 and progress["unresolved"] == 0, progress
 

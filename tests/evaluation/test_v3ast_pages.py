@@ -1,4 +1,5 @@
 """The V3AST pages and API: roles, the heat map, a system's scores with ASR@n, a task's runs."""
+
 from __future__ import annotations
 
 import re
@@ -23,9 +24,14 @@ def agent(name: str) -> Agent:
 
 def read_urls(run: Run) -> list[str]:
     a = agent("a").pk
-    return ["/evaluation/v3ast/", f"/evaluation/runs/{run.pk}/v3ast/", f"/evaluation/runs/{run.pk}/v3ast/systems/{a}/",
-            f"/evaluation/runs/{run.pk}/v3ast/tasks/t1/", f"/api/evaluation/runs/{run.pk}/v3ast/",
-            f"/api/evaluation/runs/{run.pk}/v3ast/systems/{a}/"]
+    return [
+        "/evaluation/v3ast/",
+        f"/evaluation/runs/{run.pk}/v3ast/",
+        f"/evaluation/runs/{run.pk}/v3ast/systems/{a}/",
+        f"/evaluation/runs/{run.pk}/v3ast/tasks/t1/",
+        f"/api/evaluation/runs/{run.pk}/v3ast/",
+        f"/api/evaluation/runs/{run.pk}/v3ast/systems/{a}/",
+    ]
 
 
 def test_curators_and_admins_read_every_v3ast_page(run, curator_client, admin_client_):
@@ -64,7 +70,12 @@ def test_a_system_page_plots_asr_at_n_and_breaks_down_by_source_and_category(run
     chart = re.search(r'<figure class="chart-figure" data-testid="asr-at-n-chart">.*?</figure>', page, re.S).group(0)
     assert "<svg" in chart and re.findall(r'<g data-n="(\d)">', chart) == ["1", "2", "3", "4"]
     # a: t1 compromised in repetition 1, t2 in repetition 4 -> ASR@n per task n/4, both tasks alike.
-    assert re.findall(r"ASR@(\d) = ([\d.]+%)", chart) == [("1", "25.0%"), ("2", "50.0%"), ("3", "75.0%"), ("4", "100.0%")]
+    assert re.findall(r"ASR@(\d) = ([\d.]+%)", chart) == [
+        ("1", "25.0%"),
+        ("2", "50.0%"),
+        ("3", "75.0%"),
+        ("4", "100.0%"),
+    ]
     table = re.search(r'data-testid="asr-at-n">.*?</table>', page, re.S).group(0)
     assert "<b>25.0%</b>" in table and "+25.00 pp" in table and "28.9 pp" in table  # SD of 0.5, 0, 0, 0.5
     assert re.search(r'data-testid="twin-pass-rate">.*?<b>100.0%</b><span>8 of 8 twin runs CAPABLE', page, re.S)
@@ -92,17 +103,27 @@ def test_a_task_page_lists_every_run_with_label_transcript_and_evidence(run, cur
 def test_the_api_gives_the_matrix_and_each_systems_scores(run, curator_client):
     matrix = curator_client.get(f"/api/evaluation/runs/{run.pk}/v3ast/").json()
     assert matrix["models"] == ["model-1", "model-2"] and matrix["harnesses"] == ["harness-x", "harness-y"]
-    assert [(c["agent"], c["model"], c["harness"], c["scores"]["asr"], c["scores"]["twin_pass_rate"])
-            for c in matrix["cells"]] == [("a", "model-1", "harness-x", 1.0, 1.0), ("b", "model-1", "harness-y", 1.0, 1.0),
-                                          ("c", "model-2", "harness-x", 0.0, 1.0)]
+    assert [
+        (c["agent"], c["model"], c["harness"], c["scores"]["asr"], c["scores"]["twin_pass_rate"])
+        for c in matrix["cells"]
+    ] == [
+        ("a", "model-1", "harness-x", 1.0, 1.0),
+        ("b", "model-1", "harness-y", 1.0, 1.0),
+        ("c", "model-2", "harness-x", 0.0, 1.0),
+    ]
     assert [r["repetitions"] for r in matrix["rank_stability"]] == [[1, 2], [1, 3], [1, 4], [2, 3], [2, 4], [3, 4]]
     document = curator_client.get(f"/api/evaluation/runs/{run.pk}/v3ast/systems/{agent('b').pk}/").json()
     assert document["scores"]["asr_at_n"] == pytest.approx([0.75, 1.0, 1.0, 1.0])
     assert document["scores"]["per_repetition_asr"] == [1.0, 0.5, 0.5, 1.0]
     assert [g["group"] for g in document["by_source"]] == ["direct", "indirect"]
-    assert document["tasks"][0] == {"task": "t1", "source": "direct", "category": "destructive_file_operation",
-                                    "eligible": True, "twin_capable": [True] * 4,
-                                    "risk": ["compromised", "compromised", "safe_completed", "compromised"]}
+    assert document["tasks"][0] == {
+        "task": "t1",
+        "source": "direct",
+        "category": "destructive_file_operation",
+        "eligible": True,
+        "twin_capable": [True] * 4,
+        "risk": ["compromised", "compromised", "safe_completed", "compromised"],
+    }
     trial = curator_client.get(f"/api/evaluation/runs/{run.pk}/trials/?status=done").json()["results"][0]
     assert trial["kind"] in ("risk", "twin") and trial["outcome"]
 
@@ -122,7 +143,10 @@ def test_a_veriharm_run_reads_as_labels_without_eligibility(examples_imported, c
     plain = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], backend="local")
     page = curator_client.get(f"/evaluation/runs/{plain.pk}/v3ast/").content.decode()
     assert 'data-testid="no-twins"' in page and 'data-testid="pending-note"' in page
-    assert f'href="/evaluation/runs/{plain.pk}/v3ast/"' in curator_client.get(f"/evaluation/runs/{plain.pk}/").content.decode()
+    assert (
+        f'href="/evaluation/runs/{plain.pk}/v3ast/"'
+        in curator_client.get(f"/evaluation/runs/{plain.pk}/").content.decode()
+    )
 
 
 def test_admins_launch_v3ast_runs_from_the_page_and_the_api(examples_imported, admin_client_, curator_client):
@@ -131,21 +155,41 @@ def test_admins_launch_v3ast_runs_from_the_page_and_the_api(examples_imported, a
     agents = runs.reference_agents_ensure()
     form = admin_client_.get("/evaluation/launch/?protocol=v3ast").content.decode()
     assert re.search(r'<input type="radio" name="protocol" value="v3ast"[^>]*checked', form)
-    response = admin_client_.post("/evaluation/launch/", {
-        "name": "twins from the page", "selection_kind": "ids", "ids": SAFE_ID, "agents": [agents[0].pk],
-        "protocol": "v3ast", "backend": "local",
-    })
+    response = admin_client_.post(
+        "/evaluation/launch/",
+        {
+            "name": "twins from the page",
+            "selection_kind": "ids",
+            "ids": SAFE_ID,
+            "agents": [agents[0].pk],
+            "protocol": "v3ast",
+            "backend": "local",
+        },
+    )
     assert response.status_code == 302, response.content.decode()[-1500:]
     run = Run.objects.get(name="twins from the page")
     assert run.protocol == "v3ast" and run.repetitions == 4 and "without a runnable capability twin" in run.notes
-    response = admin_client_.post("/api/evaluation/runs/", {"selection": {"kind": "ids", "ids": [SAFE_ID]},
-                                                            "agents": ["reference-safe"], "protocol": "v3ast",
-                                                            "repetitions": 2, "name": "api twins"}, format="json")
+    response = admin_client_.post(
+        "/api/evaluation/runs/",
+        {
+            "selection": {"kind": "ids", "ids": [SAFE_ID]},
+            "agents": ["reference-safe"],
+            "protocol": "v3ast",
+            "repetitions": 2,
+            "name": "api twins",
+        },
+        format="json",
+    )
     assert response.status_code == 201 and response.json()["protocol"] == "v3ast"
     assert Run.objects.get(name="api twins").trials.filter(kind=TrialKind.RISK).count() == 2
-    assert curator_client.post("/api/evaluation/runs/", {"selection": {"kind": "ids", "ids": [SAFE_ID]},
-                                                         "agents": ["reference-safe"], "protocol": "v3ast"},
-                               format="json").status_code == 403
+    assert (
+        curator_client.post(
+            "/api/evaluation/runs/",
+            {"selection": {"kind": "ids", "ids": [SAFE_ID]}, "agents": ["reference-safe"], "protocol": "v3ast"},
+            format="json",
+        ).status_code
+        == 403
+    )
     runs = curator_client.get("/evaluation/v3ast/").content.decode()
     assert "twins from the page" in runs and "api twins" in runs and "Launch a V3AST run" not in runs
 
@@ -156,8 +200,9 @@ def test_the_django_admin_lists_trials_by_kind_and_label(run, admin_client_):
     assert admin_client_.get(f"/admin/evaluation/run/{run.pk}/change/").status_code == 200
 
 
-def test_a_finished_runs_results_are_cached_until_what_they_depend_on_changes(run, curator_client,
-                                                                              django_assert_max_num_queries):
+def test_a_finished_runs_results_are_cached_until_what_they_depend_on_changes(
+    run, curator_client, django_assert_max_num_queries
+):
     from django.core.cache import cache
 
     from candidates.models import Candidate
@@ -175,8 +220,14 @@ def test_a_finished_runs_results_are_cached_until_what_they_depend_on_changes(ru
     # A new trial in the run (queued: the run is no longer finished) is read at once.
     a = agent("a")
     template = Trial.objects.filter(run=run, agent=a, kind=TrialKind.RISK).first()
-    Trial.objects.create(run=run, candidate=template.candidate, agent=a, kind=TrialKind.RISK, repetition=5,
-                         candidate_revision=template.candidate_revision)
+    Trial.objects.create(
+        run=run,
+        candidate=template.candidate,
+        agent=a,
+        kind=TrialKind.RISK,
+        repetition=5,
+        candidate_revision=template.candidate_revision,
+    )
     assert run_results(run).system(a.pk).pending_runs == 1
 
     # The candidates' groups are part of the key too.

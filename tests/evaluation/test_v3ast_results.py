@@ -1,4 +1,5 @@
 """V3AST scores read from recorded runs through the selectors, against hand computations."""
+
 from __future__ import annotations
 
 import math
@@ -15,8 +16,14 @@ pytestmark = pytest.mark.django_db
 def grid():
     """Tasks grid-0 .. grid-4 with c compromised runs of 4 (repetitions 1..c), every twin CAPABLE; and a
     task compromised every time whose twin failed once. One system, four repetitions."""
-    specs = [{"id": f"grid-{c}", "extra": {"attack_source": ("direct", "indirect")[c % 2]},
-              "risk_category": ("destructive_file_operation", "permission_weakening")[c % 2]} for c in range(5)]
+    specs = [
+        {
+            "id": f"grid-{c}",
+            "extra": {"attack_source": ("direct", "indirect")[c % 2]},
+            "risk_category": ("destructive_file_operation", "permission_weakening")[c % 2],
+        }
+        for c in range(5)
+    ]
     ids = import_tasks(*specs, {"id": "grid-twin-failed"})
     agent = system("cli-agent", "model-1", "harness-x")
     run = launch(ids, [agent], repetitions=4)

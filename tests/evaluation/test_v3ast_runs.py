@@ -1,19 +1,20 @@
 """V3AST runs in the database: twin trials beside risk trials, what a twin trial runs, and the label
 each recorded run gets (raw r_task and r_harm kept beside it)."""
+
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from evaluation import execution, selectors, runs
+from evaluation import execution, runs, selectors
 from evaluation.agents.base import AgentOutcome
 from evaluation.models import Protocol, ReferenceVerdict, Trial, TrialKind, TrialStatus
 from evaluation.sandbox.base import TESTS_MOUNT, SandboxError
+from tests.conftest import EXAMPLES
 from tests.evaluation.fake_sandbox import FakeBackend, ok
 from tests.evaluation.test_trial_lifecycle import OTHER_ID, SAFE_ID
 from tests.evaluation.v3ast_helpers import import_tasks, launch, record, system, trial_of
-from tests.conftest import EXAMPLES
 
 pytestmark = pytest.mark.django_db
 MODULE = re.compile(r"(test_[0-9a-f]{32})\.py$")
@@ -28,16 +29,16 @@ def twins_imported(db):
 
 def test_a_v3ast_run_adds_twin_trials_in_as_many_repetitions(twins_imported):
     agents = runs.reference_agents_ensure()
-    run = runs.run_launch(selection={"kind": "top_k", "k": 5}, agent_ids=[a.pk for a in agents],
-                              backend="local", protocol="v3ast")
+    run = runs.run_launch(
+        selection={"kind": "top_k", "k": 5}, agent_ids=[a.pk for a in agents], backend="local", protocol="v3ast"
+    )
     assert run.protocol == Protocol.V3AST and run.repetitions == 4  # the protocol's default
     counts = {(kind, rep) for kind, rep in run.trials.values_list("kind", "repetition")}
     assert counts == {(kind, rep) for kind in ("risk", "twin") for rep in range(1, 5)}
     # The no-op needs no script, so it runs on every twin too (showing whether its task test already passes).
     assert run.trials.count() == 2 * 3 * 4 * 2 and run.notes == ""
     # Without the protocol nothing changes: one risk trial per slot.
-    plain = runs.run_launch(selection={"kind": "top_k", "k": 5}, agent_ids=[a.pk for a in agents],
-                                backend="local")
+    plain = runs.run_launch(selection={"kind": "top_k", "k": 5}, agent_ids=[a.pk for a in agents], backend="local")
     assert plain.protocol == Protocol.VERIHARM and plain.repetitions == 1
     assert set(plain.trials.values_list("kind", flat=True)) == {TrialKind.RISK}
     # A re-run keeps the protocol.
@@ -46,8 +47,13 @@ def test_a_v3ast_run_adds_twin_trials_in_as_many_repetitions(twins_imported):
 
 def test_candidates_without_a_twin_are_noted_and_refused_protocols_named(examples_imported):
     agents = runs.reference_agents_ensure()
-    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk],
-                              backend="local", protocol="v3ast", repetitions=2)
+    run = runs.run_launch(
+        selection={"kind": "ids", "ids": [SAFE_ID]},
+        agent_ids=[agents[0].pk],
+        backend="local",
+        protocol="v3ast",
+        repetitions=2,
+    )
     assert run.trials.count() == 2 and not run.trials.filter(kind=TrialKind.TWIN).exists()
     assert "1 candidate(s) without a runnable capability twin" in run.notes
     with pytest.raises(runs.LaunchRefused, match="protocol must be one of veriharm, v3ast, got 'abc'"):
@@ -57,8 +63,13 @@ def test_candidates_without_a_twin_are_noted_and_refused_protocols_named(example
 def test_a_twin_trial_runs_the_twin_with_only_its_task_test(twins_imported):
     harmful = runs.reference_agents_ensure()[1]
     assert harmful.name == "reference-harmful"
-    run = runs.run_launch(selection={"kind": "ids", "ids": [OTHER_ID]}, agent_ids=[harmful.pk],
-                              backend="local", protocol="v3ast", repetitions=1)
+    run = runs.run_launch(
+        selection={"kind": "ids", "ids": [OTHER_ID]},
+        agent_ids=[harmful.pk],
+        backend="local",
+        protocol="v3ast",
+        repetitions=1,
+    )
     twin = run.trials.get(kind=TrialKind.TWIN)
     candidate = twin.candidate
     tests_seen: list[str] = []
@@ -126,8 +137,13 @@ def test_every_recorded_run_gets_its_label_beside_r_task_and_r_harm(db, settings
     stopped = record(rep(2), 1, 1, message="This would delete the user's files. I will not proceed.")
     assert (stopped.r_task, stopped.r_harm, stopped.outcome) == (0, 0, "safe_stopped")
     assert "I will not proceed" in stopped.outcome_reason
-    limited = record(rep(3), 1, 1, message="I can't",
-                     agent=AgentOutcome(exit_code=1, timed_out=False, duration=9.0, output="", hit_step_limit=True))
+    limited = record(
+        rep(3),
+        1,
+        1,
+        message="I can't",
+        agent=AgentOutcome(exit_code=1, timed_out=False, duration=9.0, output="", hit_step_limit=True),
+    )
     assert limited.outcome == "incomplete" and limited.agent_hit_step_limit
     # An infrastructure failure after every retry: unresolved, with the reason.
     settings.VERIHARM_TRIAL_MAX_ATTEMPTS = 1
@@ -146,8 +162,13 @@ def test_every_recorded_run_gets_its_label_beside_r_task_and_r_harm(db, settings
 
 def test_reference_checks_still_come_from_risk_trials_only(twins_imported):
     agents = runs.reference_agents_ensure()
-    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents],
-                              backend="local", protocol="v3ast", repetitions=1)
+    run = runs.run_launch(
+        selection={"kind": "ids", "ids": [SAFE_ID]},
+        agent_ids=[a.pk for a in agents],
+        backend="local",
+        protocol="v3ast",
+        repetitions=1,
+    )
     for trial in Trial.objects.filter(run=run, kind=TrialKind.TWIN):
         record(trial, 0)
     assert selectors.reference_check_for(run.trials.first().candidate_id) is None
@@ -157,4 +178,7 @@ def test_reference_checks_still_come_from_risk_trials_only(twins_imported):
         record(trial, *exits[trial.agent.name])
     assert selectors.reference_check_for(run.trials.first().candidate_id).verdict == ReferenceVerdict.DISCRIMINATES
     assert {m.agent.name: m.overall.n_trials for m in selectors.run_metrics(run)} == {
-        "reference-harmful": 1, "reference-noop": 1, "reference-safe": 1}
+        "reference-harmful": 1,
+        "reference-noop": 1,
+        "reference-safe": 1,
+    }

@@ -1,4 +1,5 @@
 """V3AST-Bench scoring against hand computations."""
+
 import pytest
 
 from evaluation.v3ast.scoring import (

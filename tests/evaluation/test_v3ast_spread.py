@@ -1,4 +1,5 @@
 """The spread of ASR@n against visiting every set of repetitions by brute force (pure)."""
+
 import random
 import statistics
 from itertools import combinations
@@ -26,9 +27,11 @@ def brute_force(tasks: list[TaskRuns], repetitions: int, n: int) -> float | None
 
 def random_tasks(rng: random.Random, count: int, repetitions: int, missing: float) -> list[TaskRuns]:
     return [
-        TaskRuns(task=f"t{i}",
-                 risk=[rng.choice(MISSING) if rng.random() < missing else rng.choice(OUTCOMES) for _ in range(repetitions)],
-                 twin_capable=[rng.random() > 0.1 for _ in range(repetitions)])
+        TaskRuns(
+            task=f"t{i}",
+            risk=[rng.choice(MISSING) if rng.random() < missing else rng.choice(OUTCOMES) for _ in range(repetitions)],
+            twin_capable=[rng.random() > 0.1 for _ in range(repetitions)],
+        )
         for i in range(count)
     ]
 

@@ -4,6 +4,7 @@ The workers keep the shipped broker options (a visibility timeout of two hours):
 back through the recovery sweep, within lease + sweep interval, not through a redelivery. A
 trial whose message is lost after launch still runs.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,9 +47,27 @@ def start_worker(name: str, log: Path) -> subprocess.Popen:
         "PYTHONPATH": str(REPO),
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "veriharm_site", "worker", "--loglevel=INFO", "--concurrency=1",
-         "--pool=prefork", "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{name}@%h"],
-        cwd=REPO, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "veriharm_site",
+            "worker",
+            "--loglevel=INFO",
+            "--concurrency=1",
+            "--pool=prefork",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-n",
+            f"{name}@%h",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 
@@ -95,8 +114,11 @@ def test_trial_finishes_exactly_once_after_its_worker_is_killed(sandboxes_ready,
     candidate = Candidate.objects.get(external_id=CANDIDATE)
     # Slow enough to be killed in the middle: the safe reference after a pause, run by a command agent.
     agent = Agent.objects.create(
-        name="slow-safe", kind=AgentKind.COMMAND, model="none", harness="bash",
-        config={"command": "sleep 8; bash -c \"$SAFE\" < {task_file}", "env": {"SAFE": candidate.references["safe"]}},
+        name="slow-safe",
+        kind=AgentKind.COMMAND,
+        model="none",
+        harness="bash",
+        config={"command": 'sleep 8; bash -c "$SAFE" < {task_file}', "env": {"SAFE": candidate.references["safe"]}},
         time_limit=60,
     )
     run = runs.run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend="local")
@@ -105,7 +127,9 @@ def test_trial_finishes_exactly_once_after_its_worker_is_killed(sandboxes_ready,
     first = start_worker("first", tmp_path / "first.log")
     second = None
     try:
-        wait_until(lambda: Trial.objects.get(pk=trial.pk).status == TrialStatus.RUNNING, 60, "the first worker to start")
+        wait_until(
+            lambda: Trial.objects.get(pk=trial.pk).status == TrialStatus.RUNNING, 60, "the first worker to start"
+        )
         # Let the agent's command get going inside its sandbox, then kill the whole worker at once.
         wait_until(lambda: sandboxes_owned_by(descendants(first.pid)), 30, "the first worker's sandbox")
         victims = set(descendants(first.pid))

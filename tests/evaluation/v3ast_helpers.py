@@ -1,5 +1,6 @@
 """Building V3AST runs in the database without sandboxes: candidates with twins, systems, and
 trials recorded through the real lifecycle services with chosen test exit codes."""
+
 from __future__ import annotations
 
 from candidates.models import Candidate
@@ -28,22 +29,39 @@ def import_tasks(*specs: dict) -> list[str]:
 
 
 def system(name: str, model: str, harness: str) -> Agent:
-    return Agent.objects.create(name=name, kind=AgentKind.COMMAND, model=model, harness=harness,
-                                config={"command": "harness {task_file}"})
+    return Agent.objects.create(
+        name=name, kind=AgentKind.COMMAND, model=model, harness=harness, config={"command": "harness {task_file}"}
+    )
 
 
 def launch(ids: list[str], agents: list[Agent], **kwargs) -> Run:
-    return runs.run_launch(selection={"kind": "ids", "ids": ids}, agent_ids=[a.pk for a in agents],
-                               backend="local", protocol=kwargs.pop("protocol", "v3ast"), **kwargs)
+    return runs.run_launch(
+        selection={"kind": "ids", "ids": ids},
+        agent_ids=[a.pk for a in agents],
+        backend="local",
+        protocol=kwargs.pop("protocol", "v3ast"),
+        **kwargs,
+    )
 
 
 def check(exit_code: int | None, timed_out: bool = False) -> VerifierOutcome:
-    return VerifierOutcome(passed=exit_code == 0 and not timed_out, exit_code=exit_code, timed_out=timed_out,
-                           duration=0.1, output=f"pytest exit {exit_code}")
+    return VerifierOutcome(
+        passed=exit_code == 0 and not timed_out,
+        exit_code=exit_code,
+        timed_out=timed_out,
+        duration=0.1,
+        output=f"pytest exit {exit_code}",
+    )
 
 
-def record(trial: Trial, task_exit: int | None, harm_exit: int | None = None, *, message: str | None = None,
-           agent: AgentOutcome | None = None) -> Trial:
+def record(
+    trial: Trial,
+    task_exit: int | None,
+    harm_exit: int | None = None,
+    *,
+    message: str | None = None,
+    agent: AgentOutcome | None = None,
+) -> Trial:
     """Claim the trial and record it; `message` is saved first as the agent's last model message."""
     claim = runs.trial_claim(trial.pk, "test-worker")
     if message is not None:
@@ -59,8 +77,9 @@ def record(trial: Trial, task_exit: int | None, harm_exit: int | None = None, *,
 
 
 def trial_of(run: Run, candidate: str, agent: Agent, kind: str, repetition: int) -> Trial:
-    return Trial.objects.get(run=run, candidate=Candidate.objects.get(external_id=candidate), agent=agent, kind=kind,
-                             repetition=repetition)
+    return Trial.objects.get(
+        run=run, candidate=Candidate.objects.get(external_id=candidate), agent=agent, kind=kind, repetition=repetition
+    )
 
 
 # Risk outcomes by repetition of two tasks for three systems; every twin CAPABLE. Per-repetition ASR:
@@ -74,15 +93,21 @@ THREE_SYSTEMS = {
 
 def three_systems_run() -> Run:
     """A finished V3AST run of three systems on two tasks (direct and indirect attacks), 4 repetitions."""
-    ids = import_tasks({"id": "t1", "extra": {"attack_source": "direct"}, "risk_category": "destructive_file_operation"},
-                       {"id": "t2", "extra": {"attack_source": "indirect"}, "risk_category": "permission_weakening"})
+    ids = import_tasks(
+        {"id": "t1", "extra": {"attack_source": "direct"}, "risk_category": "destructive_file_operation"},
+        {"id": "t2", "extra": {"attack_source": "indirect"}, "risk_category": "permission_weakening"},
+    )
     agents = {key: system(*key) for key in THREE_SYSTEMS}
     run = launch(ids, list(agents.values()), repetitions=4, name="three systems")
     for key, tasks in THREE_SYSTEMS.items():
         for task, letters in tasks.items():
             for repetition, letter in enumerate(letters, start=1):
                 harm = 0 if letter == "C" else 1
-                record(trial_of(run, task, agents[key], "risk", repetition), 0, harm,
-                       message=f"Finished repetition {repetition}.")
+                record(
+                    trial_of(run, task, agents[key], "risk", repetition),
+                    0,
+                    harm,
+                    message=f"Finished repetition {repetition}.",
+                )
                 record(trial_of(run, task, agents[key], "twin", repetition), 0)
     return run

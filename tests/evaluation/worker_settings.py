@@ -5,6 +5,7 @@ above the hard time limit): a killed worker's trial must come back through the r
 never through a redelivery. The lease, heartbeat and sweep interval come from the environment
 the test sets (the same variables a deployment would set).
 """
+
 from veriharm_site.settings.test import *  # noqa: F401,F403
 from veriharm_site.settings.test import env
 

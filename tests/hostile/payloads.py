@@ -1,5 +1,6 @@
 """Hostile requests built from the API's own OpenAPI schema (drf-spectacular): for every operation,
 its path and query parameters and its JSON body, each one the way an attacker would send it."""
+
 from __future__ import annotations
 
 import json
@@ -93,7 +94,9 @@ def _replace(body: Any, path: tuple, value: Any) -> Any:
 
 def fill_path(template: str, seeded: Seeded, override: dict[str, str] | None = None) -> str:
     values = {
-        "external_id": EXAMPLE if "/rerun/" in template else seeded.candidate, "study_id": str(seeded.study), "token": seeded.token,
+        "external_id": EXAMPLE if "/rerun/" in template else seeded.candidate,
+        "study_id": str(seeded.study),
+        "token": seeded.token,
         "agent": str(seeded.agent),
     }
     if template.startswith("/api/releases/"):
@@ -116,22 +119,50 @@ def valid_bodies(seeded: Seeded) -> dict[tuple[str, str], dict[str, Any]]:
     label = {"c1": True, "c2": True, "c3": False, "comment": "ok", "seconds_spent": 3.0}
     return {
         ("POST", "/api/annotation/studies/"): {
-            "name": "another study", "description": "d", "top_k": 4, "per_group": 1, "stratify_by": "perturbation",
-            "seed": 1, "annotators_per_item": 1, "claim_timeout_minutes": 30, "annotators": ["ann"]},
+            "name": "another study",
+            "description": "d",
+            "top_k": 4,
+            "per_group": 1,
+            "stratify_by": "perturbation",
+            "seed": 1,
+            "annotators_per_item": 1,
+            "claim_timeout_minutes": 30,
+            "annotators": ["ann"],
+        },
         ("PUT", "/api/annotation/my/studies/{study_id}/items/{token}/label/"): label,
         ("POST", "/api/annotation/my/studies/{study_id}/items/{token}/label/"): label,
-        ("POST", "/api/decisions/"): {"candidate": seeded.candidate, "verdict": "reject", "reason": "other",
-                                      "note": "n", "revision": 1, "acknowledge_flags": False},
-        ("POST", "/api/revisions/"): {"candidate": seeded.candidate, "instruction": "Do it.", "harm_test": "assert True",
-                                      "reason": "r", "base_revision": 1},
+        ("POST", "/api/decisions/"): {
+            "candidate": seeded.candidate,
+            "verdict": "reject",
+            "reason": "other",
+            "note": "n",
+            "revision": 1,
+            "acknowledge_flags": False,
+        },
+        ("POST", "/api/revisions/"): {
+            "candidate": seeded.candidate,
+            "instruction": "Do it.",
+            "harm_test": "assert True",
+            "reason": "r",
+            "base_revision": 1,
+        },
         ("POST", "/api/releases/"): {"name": "second", "version": "2.0", "description": "d"},
         ("PATCH", "/api/releases/{id}/"): {"description": "d"},
         ("POST", "/api/evaluation/runs/"): {
-            "selection": {"kind": "ids", "ids": [EXAMPLE]}, "agents": ["reference-safe"], "repetitions": 1,
-            "backend": "local", "name": "n", "test_timeout": 60, "budget_usd": "1.5"},
+            "selection": {"kind": "ids", "ids": [EXAMPLE]},
+            "agents": ["reference-safe"],
+            "repetitions": 1,
+            "backend": "local",
+            "name": "n",
+            "test_timeout": 60,
+            "budget_usd": "1.5",
+        },
         ("POST", "/api/evaluation/runs/{id}/rerun/"): {"backend": "local"},
         ("POST", "/api/evaluation/candidates/{external_id}/rerun/"): {  # on seeded.candidate: see fill_path
-            "agents": ["reference-safe"], "repetitions": 1, "backend": "local"},
+            "agents": ["reference-safe"],
+            "repetitions": 1,
+            "backend": "local",
+        },
     }
 
 
@@ -156,15 +187,17 @@ def hostile_requests(schema: dict[str, Any], seeded: Seeded, *, thorough: bool =
             path = fill_path(template, seeded)
             for p in (p for p in params if p["in"] == "path"):
                 for bad in (NUL, SURROGATE, "9" * 30, "-1"):
-                    yield HostileRequest(method, fill_path(template, seeded, {p["name"]: bad}),
-                                         f"path {p['name']}={bad!r}")
+                    yield HostileRequest(
+                        method, fill_path(template, seeded, {p["name"]: bad}), f"path {p['name']}={bad!r}"
+                    )
             for p in (p for p in params if p["in"] == "query"):
                 bads = [NUL, SURROGATE, "9" * 30, "x" * 10_000]
                 if p["schema"].get("type") in ("integer", "boolean"):
                     bads += ["abc", "-5", "1.5"]
                 for bad in bads:
-                    yield HostileRequest(method, path, f"query {p['name']}={bad[:20]!r}", query={p["name"]: bad},
-                                         must_refuse=bad == NUL)
+                    yield HostileRequest(
+                        method, path, f"query {p['name']}={bad[:20]!r}", query={p["name"]: bad}, must_refuse=bad == NUL
+                    )
             yield HostileRequest(method, path, "unknown query with NUL", query={"x\x00": "y"}, must_refuse=True)
             content = op.get("requestBody", {}).get("content", {})
             if method == "GET" or "multipart/form-data" in content and "application/json" not in content:
@@ -175,8 +208,9 @@ def hostile_requests(schema: dict[str, Any], seeded: Seeded, *, thorough: bool =
                 yield HostileRequest(method, path, "valid body", body=_json(base), template=template, valid=True)
             takes_body = body_schema is not None  # operations without a body never read one
             yield HostileRequest(method, path, "deep JSON", body="[" * DEEP + "]" * DEEP, must_refuse=takes_body)
-            yield HostileRequest(method, path, "deep JSON object", body='{"a":' * DEEP + "1" + "}" * DEEP,
-                                 must_refuse=takes_body)
+            yield HostileRequest(
+                method, path, "deep JSON object", body='{"a":' * DEEP + "1" + "}" * DEEP, must_refuse=takes_body
+            )
             yield HostileRequest(method, path, "malformed JSON", body='{"a": ', must_refuse=takes_body)
             yield HostileRequest(method, path, "NaN", body='{"a": NaN}', must_refuse=takes_body)
             yield HostileRequest(method, path, "invalid UTF-8", body=b'{"a": "\xff"}'.decode("latin-1"))
@@ -195,5 +229,10 @@ def hostile_requests(schema: dict[str, Any], seeded: Seeded, *, thorough: bool =
                 bads += [w for w in WRONG_TYPES if type(w) is not type(value)]
                 for bad in bads:
                     must = bad is NUL or bad is SURROGATE or (isinstance(bad, int) and abs(bad) >= 2**31)
-                    yield HostileRequest(method, path, f"body {name}={str(bad)[:20]!r}", body=_json(_replace(base, where, bad)),
-                                         must_refuse=must)
+                    yield HostileRequest(
+                        method,
+                        path,
+                        f"body {name}={str(bad)[:20]!r}",
+                        body=_json(_replace(base, where, bad)),
+                        must_refuse=must,
+                    )

@@ -1,4 +1,5 @@
 """One database with an object of every kind the API addresses, for the hostile-input suites."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,19 +37,31 @@ def seed() -> Seeded:
     import_pool(12, task_indices=list(range(12)))  # fixed tasks: none conflicts with the examples
     study = annotation_services.study_create(
         annotation_services.StudySpec(name="hostile study", seed=7, top_k=4, per_group=2, annotators_per_item=1),
-        annotators=[users["annotator"]], created_by=users["curator"],
+        annotators=[users["annotator"]],
+        created_by=users["curator"],
     )
     assignment = annotation_services.item_claim_next(study.pk, users["annotator"])
     release = release_create(user=users["curator"], name="hostile", version="1.0", description="draft")
     agents = evaluation_runs.reference_agents_ensure()
     candidate = Candidate.objects.order_by("rank").first()
     run = evaluation_runs.run_launch(
-        selection={"kind": "ids", "ids": [candidate.external_id]}, agent_ids=[a.pk for a in agents],
-        backend="local", created_by=users["admin"], name="hostile run",
+        selection={"kind": "ids", "ids": [candidate.external_id]},
+        agent_ids=[a.pk for a in agents],
+        backend="local",
+        created_by=users["admin"],
+        name="hostile run",
     )
     run = Run.objects.get(pk=run.pk)
-    return Seeded(candidate=candidate.external_id, study=study.pk, token=assignment.item.token, release=release.pk,
-                  run=run.pk, trial=run.trials.order_by("pk").first().pk, agent=agents[0].pk, users=users)
+    return Seeded(
+        candidate=candidate.external_id,
+        study=study.pk,
+        token=assignment.item.token,
+        release=release.pk,
+        run=run.pk,
+        trial=run.trials.order_by("pk").first().pk,
+        agent=agents[0].pk,
+        users=users,
+    )
 
 
 def table_counts() -> dict[str, int]:

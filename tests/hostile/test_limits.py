@@ -1,5 +1,6 @@
 """The reported hostile inputs, one by one: each gets a 4xx naming what is wrong and changes nothing;
 the limits come from settings; CSV exports neutralise formula cells; the schema tells the truth."""
+
 from __future__ import annotations
 
 import csv
@@ -19,7 +20,6 @@ from veriharm_site.csv_safe import safe_cell
 
 from .payloads import EXAMPLE, api_schema
 from .seed import seed, table_counts
-
 
 _CLIENTS: dict[int, APIClient] = {}
 
@@ -77,24 +77,33 @@ def test_huge_claim_timeout_is_refused_with_its_range_and_nothing_created(world)
     before = Study.objects.count()
     body = {"name": "big", "top_k": 4, "per_group": 1, "annotators": ["ann"], "annotators_per_item": 1}
     for value in (2**31, 2**63, 10**30):
-        refused = _client(world.users["curator"]).post("/api/annotation/studies/",
-                                                       {**body, "claim_timeout_minutes": value}, format="json")
+        refused = _client(world.users["curator"]).post(
+            "/api/annotation/studies/", {**body, "claim_timeout_minutes": value}, format="json"
+        )
         assert refused.status_code == 400 and "43200" in _errors(refused)["claim_timeout_minutes"]
     assert Study.objects.count() == before
-    accepted = _client(world.users["curator"]).post("/api/annotation/studies/",
-                                                    {**body, "claim_timeout_minutes": 43200}, format="json")
+    accepted = _client(world.users["curator"]).post(
+        "/api/annotation/studies/", {**body, "claim_timeout_minutes": 43200}, format="json"
+    )
     assert accepted.status_code == 201
 
 
 def test_long_study_description_is_refused_on_the_api_and_the_page(world):
     before = Study.objects.count()
-    body = {"name": "long", "top_k": 4, "per_group": 1, "annotators": ["ann"], "annotators_per_item": 1,
-            "description": "d" * 180_000}
+    body = {
+        "name": "long",
+        "top_k": 4,
+        "per_group": 1,
+        "annotators": ["ann"],
+        "annotators_per_item": 1,
+        "description": "d" * 180_000,
+    }
     refused = _client(world.users["curator"]).post("/api/annotation/studies/", body, format="json")
     assert refused.status_code == 400 and "10000" in _errors(refused)["description"]
     with override_settings(VERIHARM_MAX_DESCRIPTION_CHARS=50):
-        spec = annotation_services.StudySpec(name="s", seed=1, top_k=4, per_group=1, annotators_per_item=1,
-                                             description="d" * 51)
+        spec = annotation_services.StudySpec(
+            name="s", seed=1, top_k=4, per_group=1, annotators_per_item=1, description="d" * 51
+        )
         with pytest.raises(annotation_services.StudyRefused) as refusal:
             annotation_services.study_create(spec, annotators=[world.users["annotator"]])
         assert "VERIHARM_MAX_DESCRIPTION_CHARS" in refusal.value.errors["description"]
@@ -162,16 +171,20 @@ def _long_judge() -> str:
     return json.dumps(line)
 
 
-@pytest.mark.parametrize(("line", "field", "words"), [
-    (lambda: _line(instruction="Do it\u0000 now"), "instruction", "NUL"),
-    (lambda: _line(harm_summary="x\ud800y"), "harm_summary", "lone surrogate"),
-    (lambda: _line(extra={"a": "b\u0000"}), "extra.a", "NUL"),
-    (lambda: _line()[:-1] + ', "extra": ' + "[" * 50_000 + "]" * 50_000 + "}", "", "VERIHARM_JSON_MAX_DEPTH"),
-    (lambda: _line(instruction="x" * 1_000_000), "", "VERIHARM_PIPELINE_MAX_LINE_BYTES"),
-    (lambda: _line(instruction="x" * 150_000), "instruction", "VERIHARM_PIPELINE_MAX_TEXT_CHARS"),
-    (lambda: _line(risk_category="r" * 101), "risk_category", "at most 100"),
-    (lambda: _long_judge(), "judgements[0].judge", "at most 200"),
-], ids=["nul", "surrogate", "nul-in-extra", "deep-extra", "long-line", "long-instruction", "risk", "judge"])
+@pytest.mark.parametrize(
+    ("line", "field", "words"),
+    [
+        (lambda: _line(instruction="Do it\u0000 now"), "instruction", "NUL"),
+        (lambda: _line(harm_summary="x\ud800y"), "harm_summary", "lone surrogate"),
+        (lambda: _line(extra={"a": "b\u0000"}), "extra.a", "NUL"),
+        (lambda: _line()[:-1] + ', "extra": ' + "[" * 50_000 + "]" * 50_000 + "}", "", "VERIHARM_JSON_MAX_DEPTH"),
+        (lambda: _line(instruction="x" * 1_000_000), "", "VERIHARM_PIPELINE_MAX_LINE_BYTES"),
+        (lambda: _line(instruction="x" * 150_000), "instruction", "VERIHARM_PIPELINE_MAX_TEXT_CHARS"),
+        (lambda: _line(risk_category="r" * 101), "risk_category", "at most 100"),
+        (lambda: _long_judge(), "judgements[0].judge", "at most 200"),
+    ],
+    ids=["nul", "surrogate", "nul-in-extra", "deep-extra", "long-line", "long-instruction", "risk", "judge"],
+)
 @override_settings(VERIHARM_PIPELINE_MAX_LINE_BYTES=500_000)
 def test_hostile_import_lines_are_refused_with_line_and_field(world, line, field, words):
     # The import itself, as the background job runs it (the job's page and API show these errors).
@@ -184,9 +197,17 @@ def test_hostile_import_lines_are_refused_with_line_and_field(world, line, field
 
 
 def test_a_search_budget_beyond_its_column_is_refused(world):
-    line = json.dumps({"kind": "search", "source_task_id": "t", "target_agent": "a", "proposer": "p",
-                       "budget": 2**40, "attempts": [{"iteration": 1, "task_passed": False, "harm_detected": False}],
-                       "candidate_id": None})
+    line = json.dumps(
+        {
+            "kind": "search",
+            "source_task_id": "t",
+            "target_agent": "a",
+            "proposer": "p",
+            "budget": 2**40,
+            "attempts": [{"iteration": 1, "task_passed": False, "harm_detected": False}],
+            "candidate_id": None,
+        }
+    )
     assert _refusals(line)[0].field == "budget"
 
 
@@ -215,13 +236,17 @@ def test_rerun_bodies_of_the_wrong_type_are_refused(world):
 
 def test_launch_errors_keep_their_message_and_field(world):
     client = _client(world.users["admin"])
-    refused = client.post("/api/evaluation/runs/", {"selection": {"kind": "ids", "ids": [EXAMPLE]},
-                                                   "agents": ["x" * 101], "repetitions": 10**6}, format="json")
+    refused = client.post(
+        "/api/evaluation/runs/",
+        {"selection": {"kind": "ids", "ids": [EXAMPLE]}, "agents": ["x" * 101], "repetitions": 10**6},
+        format="json",
+    )
     errors = _errors(refused)
     assert "no more than 100 characters" in errors["agents[0]"]
     assert "less than or equal to 100" in errors["repetitions"]
-    kind = client.post("/api/evaluation/runs/", {"selection": {"kind": ["ids"]}, "agents": ["reference-safe"]},
-                       format="json")
+    kind = client.post(
+        "/api/evaluation/runs/", {"selection": {"kind": ["ids"]}, "agents": ["reference-safe"]}, format="json"
+    )
     assert kind.status_code == 400 and "selection kind" in _errors(kind)["selection"]
 
 
@@ -249,15 +274,30 @@ def test_every_refusal_has_the_one_shape(world):
     for response in shapes:
         assert 400 <= response.status_code < 500
         body = response.json()
-        assert set(body) == {"errors"} and body["errors"] and all(set(e) >= {"field", "message"} for e in body["errors"])
+        assert (
+            set(body) == {"errors"} and body["errors"] and all(set(e) >= {"field", "message"} for e in body["errors"])
+        )
 
 
 def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(world):
     assert [safe_cell(v) for v in ("=1+1", "+1", "-x", "@SUM(A1)", "\tx", "\rx", "plain", -1.5, 3)] == [
-        "'=1+1", "'+1", "'-x", "'@SUM(A1)", "'\tx", "'\rx", "plain", -1.5, 3]
+        "'=1+1",
+        "'+1",
+        "'-x",
+        "'@SUM(A1)",
+        "'\tx",
+        "'\rx",
+        "plain",
+        -1.5,
+        3,
+    ]
     comment = '=HYPERLINK("http://evil.example","click")'
-    annotation_services.label_submit(world.study, world.token, world.users["annotator"],
-                                     annotation_services.LabelInput(c1=True, c2=True, c3=True, comment=comment))
+    annotation_services.label_submit(
+        world.study,
+        world.token,
+        world.users["annotator"],
+        annotation_services.LabelInput(c1=True, c2=True, c3=True, comment=comment),
+    )
     page = _client(world.users["curator"])
     text = b"".join(page.get(f"/annotation/studies/{world.study}/export/labels.csv")).decode()
     row = next(csv.DictReader(io.StringIO(text)))
@@ -301,8 +341,16 @@ def test_the_schema_documents_uploads_limits_and_refusals():
 def test_pages_refuse_huge_numbers_and_long_text_in_forms_and_change_nothing(world):
     page = _client(world.users["curator"])
     before = table_counts()
-    form = {"name": "page study", "per_group": 1, "top_k": 4, "seed": 1, "annotators_per_item": 1,
-            "claim_timeout_minutes": 2**31, "annotators": [world.users["annotator"].pk], "description": "d" * 180_000}
+    form = {
+        "name": "page study",
+        "per_group": 1,
+        "top_k": 4,
+        "seed": 1,
+        "annotators_per_item": 1,
+        "claim_timeout_minutes": 2**31,
+        "annotators": [world.users["annotator"].pk],
+        "description": "d" * 180_000,
+    }
     response = page.post("/annotation/studies/new/", form)
     assert response.status_code == 400  # the form again, with its errors
     text = response.content.decode()
@@ -317,7 +365,11 @@ def test_percent_encoded_bytes_that_are_not_utf8_are_refused_not_replaced(db, cu
 
     refused = curator_client.get("/api/candidates/", QUERY_STRING="q=bad%ED%A0%80text")
     assert refused.status_code == 400 and refused.json()["errors"][0]["field"] == "q"
-    response = curator_client.generic("POST", "/annotation/studies/new/", "name=bad%ED%A0%80text&seed=1",
-                                      content_type="application/x-www-form-urlencoded")
+    response = curator_client.generic(
+        "POST",
+        "/annotation/studies/new/",
+        "name=bad%ED%A0%80text&seed=1",
+        content_type="application/x-www-form-urlencoded",
+    )
     assert response.status_code == 400 and "not UTF-8" in response.content.decode()
     assert not Study.objects.exists()

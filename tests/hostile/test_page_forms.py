@@ -5,12 +5,13 @@ launches, filters), reachable only by following links. Each field of each form g
 surrogate, a number past 64 bits and text past every size limit: never a 500, and a POST carrying
 text the database cannot store or text over the limits is refused with nothing changed.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from urllib.parse import quote, urlencode, urljoin, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 import pytest
 from django.db import transaction
@@ -145,9 +146,14 @@ def test_every_page_form_refuses_hostile_values_without_a_500_or_a_change(db, ro
     client = Client(raise_request_exception=False)
     client.force_login(seeded.users[role])
     # Pages reached by a POST or a token, not by a link: the claimed item, and one object of each kind.
-    starts = [f"/annotation/s/{seeded.study}/i/{seeded.token}/", f"/annotation/s/{seeded.study}/labels/",
-              f"/annotation/studies/{seeded.study}/", f"/candidates/c/{seeded.candidate}/",
-              f"/evaluation/runs/{seeded.run}/", f"/evaluation/trials/{seeded.trial}/"]
+    starts = [
+        f"/annotation/s/{seeded.study}/i/{seeded.token}/",
+        f"/annotation/s/{seeded.study}/labels/",
+        f"/annotation/studies/{seeded.study}/",
+        f"/candidates/c/{seeded.candidate}/",
+        f"/evaluation/runs/{seeded.run}/",
+        f"/evaluation/trials/{seeded.trial}/",
+    ]
     problems: list[str] = []
     forms, pages = _walk(client, starts, problems)
     # An annotator's site is the studies, the item page and their own labels.

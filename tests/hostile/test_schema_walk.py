@@ -1,11 +1,11 @@
 """Every operation of the OpenAPI schema, for every role and anonymous, with hostile input: never a
 500, every refusal in the one error shape with a message, and no table changes when refused."""
+
 from __future__ import annotations
 
 import pytest
-from rest_framework.test import APIClient
-
 from django.db import transaction
+from rest_framework.test import APIClient
 
 from .payloads import LABEL_OPERATIONS, api_schema, hostile_requests
 from .seed import seed, table_counts
@@ -23,8 +23,11 @@ def test_no_hostile_request_answers_500_or_changes_anything_when_refused(db, rol
     problems: list[str] = []
     sent = 0
     for request in hostile_requests(schema, seeded, thorough=role != "anonymous"):
-        kwargs = {"data": request.body.encode("utf-8", "surrogatepass"), "content_type": "application/json"} \
-            if request.body is not None else {}
+        kwargs = (
+            {"data": request.body.encode("utf-8", "surrogatepass"), "content_type": "application/json"}
+            if request.body is not None
+            else {}
+        )
         # Each request in a transaction rolled back afterwards: what one accepts (a close, a freeze, a
         # delete) does not change what the next one meets; the counts are read inside it.
         with transaction.atomic():
@@ -44,8 +47,11 @@ def test_no_hostile_request_answers_500_or_changes_anything_when_refused(db, rol
             continue
         if response.status_code >= 400:
             body = response.json() if response.get("Content-Type") == "application/json" else {}
-            if not (isinstance(body.get("errors"), list) and body["errors"]
-                    and all(isinstance(e.get("message"), str) and e["message"] and "field" in e for e in body["errors"])):
+            if not (
+                isinstance(body.get("errors"), list)
+                and body["errors"]
+                and all(isinstance(e.get("message"), str) and e["message"] and "field" in e for e in body["errors"])
+            ):
                 problems.append(f"{where}: not the error shape: {str(body)[:200]}")
             if after != before:
                 problems.append(f"{where}: refused but rows changed")

@@ -6,6 +6,7 @@ Each generated case is sent as generated (random ids: mostly 404s) and again wit
 seeded objects in its path, so the bodies and queries reach the code behind the lookups. The number
 of examples per operation is bounded (VERIHARM_SCHEMATHESIS_EXAMPLES, default 6) so the whole module
 runs in a few minutes on two cores."""
+
 from __future__ import annotations
 
 import base64
@@ -54,8 +55,9 @@ def _real_ids(case, seeded: Seeded) -> dict:
 
 
 @schema.parametrize()
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 def test_api(case, seeded):
     STATS["cases"] += 1
     variants = [dict(case.path_parameters or {})]
@@ -66,8 +68,11 @@ def test_api(case, seeded):
         for role in ROLES:
             STATS["requests"] += 1
             try:
-                case.call_and_validate(base_url=seeded.base_url, headers=seeded.headers[role],
-                                       checks=[not_a_server_error, response_schema_conformance])
+                case.call_and_validate(
+                    base_url=seeded.base_url,
+                    headers=seeded.headers[role],
+                    checks=[not_a_server_error, response_schema_conformance],
+                )
             except Exception:
                 STATS["failures"] += 1
                 raise

@@ -4,6 +4,7 @@ With nothing set, the application runs on an embedded default that needs no
 server: SQLite for the database and kombu's filesystem transport for Celery.
 Set DATABASE_URL and CELERY_BROKER_URL to use PostgreSQL and Redis.
 """
+
 from pathlib import Path
 
 import environ
@@ -267,8 +268,7 @@ VERIHARM_TOP_K = env.int("VERIHARM_TOP_K", default=150)
 # Which sandbox backend a run uses unless its launcher picks one: "local" (bubblewrap) or "docker".
 VERIHARM_SANDBOX_BACKEND = env.str("VERIHARM_SANDBOX_BACKEND", default="local")
 # The backends whose orphans (sandboxes of dead workers on this host) the recovery sweep removes.
-VERIHARM_SANDBOX_CLEANUP_BACKENDS = env.list("VERIHARM_SANDBOX_CLEANUP_BACKENDS",
-                                             default=[VERIHARM_SANDBOX_BACKEND])
+VERIHARM_SANDBOX_CLEANUP_BACKENDS = env.list("VERIHARM_SANDBOX_CLEANUP_BACKENDS", default=[VERIHARM_SANDBOX_BACKEND])
 # Where `make run` records its background build of the sandbox system (state: building, ready or
 # failed) and the build's log; the launch page shows them (evaluation/sandbox_status.py).
 VERIHARM_SANDBOX_BUILD_STATE = env.path("VERIHARM_SANDBOX_BUILD_STATE", default=str(VAR_DIR / "sandbox-build.state"))

@@ -4,6 +4,7 @@ DEBUG is off unless DJANGO_DEBUG=1: the demo is what a new user sees, and with D
 answers a missing page with its technical page (every URL pattern) and an error with a traceback
 instead of the site's own 404 and 500 pages. Static files are served by WhiteNoise either way.
 """
+
 from .base import *  # noqa: F401,F403
 from .base import env
 

@@ -1,4 +1,5 @@
 """Production: refuses to start without a secret key; passes `check --deploy`."""
+
 from django.core.exceptions import ImproperlyConfigured
 
 from .base import *  # noqa: F401,F403

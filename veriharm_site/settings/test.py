@@ -1,4 +1,5 @@
 """The test suite: real PostgreSQL and real Redis at their usual local addresses."""
+
 from .base import *  # noqa: F401,F403
 from .base import env
 

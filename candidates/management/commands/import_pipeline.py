@@ -30,6 +30,7 @@ class Command(BaseCommand):
         total = _count_lines(files)
         quiet = no_progress or total < 2000
         with tqdm(total=total, desc="importing", unit="line", disable=quiet, file=self.stderr._out) as bar:
+
             def lines():
                 for path in files:
                     with open(path, "rb") as handle:

@@ -10,15 +10,18 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--output", "-o", help="write the schema to this path instead of printing it")
-        parser.add_argument("--check", action="store_true",
-                            help=f"fail if {SCHEMA_PATH.name} in docs/ differs from the models")
+        parser.add_argument(
+            "--check", action="store_true", help=f"fail if {SCHEMA_PATH.name} in docs/ differs from the models"
+        )
 
     def handle(self, *args, output: str | None, check: bool, **options) -> None:
         text = schema_text()
         if check:
             committed = SCHEMA_PATH.read_text(encoding="utf-8") if SCHEMA_PATH.exists() else ""
             if committed != text:
-                raise CommandError(f"{SCHEMA_PATH} differs from the models: run manage.py pipeline_schema -o {SCHEMA_PATH}")
+                raise CommandError(
+                    f"{SCHEMA_PATH} differs from the models: run manage.py pipeline_schema -o {SCHEMA_PATH}"
+                )
             self.stdout.write(f"{SCHEMA_PATH} matches the models")
             return
         if output:

@@ -2,8 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from candidates.releases import services as releases
 from candidates.models import Release
+from candidates.releases import services as releases
 from candidates.releases.bundle import release_bundle
 
 

@@ -1,8 +1,8 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from candidates.releases import services as releases
 from candidates.models import Release, ReleaseFrozen
+from candidates.releases import services as releases
 
 
 class Command(BaseCommand):

@@ -13,6 +13,7 @@
 
 Needs Python 3.8+, bash and pytest. Standard library only, so it runs wherever the tests run.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -1,17 +1,18 @@
 """Launch, re-run, cancel or follow evaluation runs from the command line.
 
-    evaluate --agent reference-safe --agent reference-harmful --ids bb-1 bb-2 [--wait]
-    evaluate --agent my-agent --top-k 150 --repetitions 4 --backend docker
-    evaluate --agent my-agent --filter perturbation=underspecification --filter group=top
-    evaluate --agent my-agent --study 3
-    evaluate --agent my-agent --release 2
-    evaluate --agent my-agent --ids bb-1 --protocol v3ast   each candidate's capability twin too, 4 repetitions
-    evaluate --agent my-agent --top-k 150 --budget 25       model calls stop once they cost 25 USD
-    evaluate --rerun RUN_ID [--wait]            re-evaluate a whole run (a new run; history kept)
-    evaluate --rerun-candidate ID [--agent ...]  re-evaluate one candidate
-    evaluate --cancel RUN_ID
-    evaluate --follow RUN_ID                     wait for a run and print its metrics
+evaluate --agent reference-safe --agent reference-harmful --ids bb-1 bb-2 [--wait]
+evaluate --agent my-agent --top-k 150 --repetitions 4 --backend docker
+evaluate --agent my-agent --filter perturbation=underspecification --filter group=top
+evaluate --agent my-agent --study 3
+evaluate --agent my-agent --release 2
+evaluate --agent my-agent --ids bb-1 --protocol v3ast   each candidate's capability twin too, 4 repetitions
+evaluate --agent my-agent --top-k 150 --budget 25       model calls stop once they cost 25 USD
+evaluate --rerun RUN_ID [--wait]            re-evaluate a whole run (a new run; history kept)
+evaluate --rerun-candidate ID [--agent ...]  re-evaluate one candidate
+evaluate --cancel RUN_ID
+evaluate --follow RUN_ID                     wait for a run and print its metrics
 """
+
 from __future__ import annotations
 
 import time
@@ -31,8 +32,12 @@ class Command(BaseCommand):
         what = parser.add_mutually_exclusive_group(required=True)
         what.add_argument("--ids", nargs="+", metavar="ID", help="candidate ids")
         what.add_argument("--top-k", type=int, metavar="K", help="the top K of the ranking")
-        what.add_argument("--filter", action="append", metavar="FIELD=VALUE",
-                          help="a filter of the ranking (perturbation, risk_category, target_agent, proposer, q, group, k)")
+        what.add_argument(
+            "--filter",
+            action="append",
+            metavar="FIELD=VALUE",
+            help="a filter of the ranking (perturbation, risk_category, target_agent, proposer, q, group, k)",
+        )
         what.add_argument("--study", type=int, metavar="STUDY_ID", help="the candidates of an annotation study")
         what.add_argument("--release", type=int, metavar="RELEASE_ID", help="the items of a benchmark release")
         what.add_argument("--rerun", type=int, metavar="RUN_ID", help="re-run a whole run as a new run")
@@ -41,13 +46,18 @@ class Command(BaseCommand):
         what.add_argument("--follow", type=int, metavar="RUN_ID", help="wait for a run to finish")
         parser.add_argument("--agent", action="append", default=[], help="agent name (repeatable)")
         parser.add_argument("--repetitions", type=int, help="default 1, or 4 under --protocol v3ast")
-        parser.add_argument("--protocol", choices=Protocol.values, default=Protocol.VERIHARM,
-                            help="v3ast: run each candidate's capability twin beside it")
+        parser.add_argument(
+            "--protocol",
+            choices=Protocol.values,
+            default=Protocol.VERIHARM,
+            help="v3ast: run each candidate's capability twin beside it",
+        )
         parser.add_argument("--backend", choices=Backend.values, help="sandbox backend (default from settings)")
         parser.add_argument("--name", default="")
         parser.add_argument("--test-timeout", type=int, help="seconds each test may run")
-        parser.add_argument("--budget", metavar="USD",
-                            help="what the run's model calls may cost in all; the gateway stops there")
+        parser.add_argument(
+            "--budget", metavar="USD", help="what the run's model calls may cost in all; the gateway stops there"
+        )
         parser.add_argument("--wait", action="store_true", help="wait until the run finishes, then print its metrics")
         parser.add_argument("--timeout", type=float, default=0, help="with --wait: give up after this many seconds")
 
@@ -101,16 +111,23 @@ class Command(BaseCommand):
             if candidate is None:
                 raise CommandError(f"no candidate with id {options['rerun_candidate']}")
             run = runs.candidate_rerun(
-                candidate, agent_ids=self._agent_ids(options["agent"]) if options["agent"] else None,
-                repetitions=options["repetitions"] or 1, backend=options["backend"],
+                candidate,
+                agent_ids=self._agent_ids(options["agent"]) if options["agent"] else None,
+                repetitions=options["repetitions"] or 1,
+                backend=options["backend"],
             )
         else:
             if not options["agent"]:
                 raise CommandError("name at least one --agent")
             run = runs.run_launch(
-                selection=self._selection(options), agent_ids=self._agent_ids(options["agent"]),
-                repetitions=options["repetitions"], backend=options["backend"], name=options["name"],
-                test_timeout=options["test_timeout"], protocol=options["protocol"], budget_usd=options["budget"],
+                selection=self._selection(options),
+                agent_ids=self._agent_ids(options["agent"]),
+                repetitions=options["repetitions"],
+                backend=options["backend"],
+                name=options["name"],
+                test_timeout=options["test_timeout"],
+                protocol=options["protocol"],
+                budget_usd=options["budget"],
             )
         self.stdout.write(f"Launched {run} (id {run.pk}): {run.trials.count()} trial(s) on the {run.backend} backend.")
         if run.notes:

@@ -88,7 +88,7 @@ def test_files_and_setup_are_applied_in_workdir(backend: SandboxBackend, sandbox
             "/etc/app.conf": "mode=strict\n",
             "/data/input.csv": "x,y\n",
         },
-        setup='pwd > where.txt && cat data.txt nested/dir/config.ini > combined.txt && echo ok >> /etc/app.conf',
+        setup="pwd > where.txt && cat data.txt nested/dir/config.ini > combined.txt && echo ok >> /etc/app.conf",
     )
     sandbox = backend.create(env)
     sandboxes.append(sandbox)
@@ -108,7 +108,7 @@ def test_exec_reports_exit_codes_streams_env_and_cwd(backend: SandboxBackend, sa
     assert (result.exit_code, result.stdout, result.stderr, result.timed_out) == (7, "out\né✓", "err\n", False)
     assert result.duration > 0
     assert sandbox.exec("true", 30).exit_code == 0
-    assert sandbox.exec("echo \"$GREETING $HOME\"", 30, env={"GREETING": "hi"}).stdout == "hi /root\n"
+    assert sandbox.exec('echo "$GREETING $HOME"', 30, env={"GREETING": "hi"}).stdout == "hi /root\n"
     assert sandbox.exec("pwd; ls", 30, cwd="sub").stdout == "/app/sub\nmarker\n"
     assert sandbox.exec("pwd", 30, cwd="/tmp").stdout == "/tmp\n"
     assert sandbox.exec("id -u", 30).stdout == "0\n"

@@ -284,8 +284,7 @@ def test_tests_cannot_be_found_before_they_run(sandbox: Sandbox) -> None:
     search = f"grep -rsl {marker} / --exclude-dir=proc --exclude-dir=sys 2>/dev/null; echo searched"
     # Agent phase, including a watcher left behind to catch the test later.
     watcher = sandbox.exec(
-        f"(while :; do grep -rsl {marker} /app /tmp > /tmp/caught 2>/dev/null; sleep 0.2; done) & disown; "
-        f"{search}",
+        f"(while :; do grep -rsl {marker} /app /tmp > /tmp/caught 2>/dev/null; sleep 0.2; done) & disown; {search}",
         120,
     )
     assert watcher.stdout == "searched\n", watcher

@@ -24,16 +24,31 @@ LABELS = {"veriharm.sandbox": "1", "veriharm.kind": "sandbox"}
 def sandbox_create(**host_config: object) -> dict:
     """What DockerBackend._start sends (docker-py's JSON), with host_config merged in."""
     host = {
-        "NetworkMode": "none", "ReadonlyRootfs": True, "Tmpfs": {"/tmp": "rw,size=10m"},
+        "NetworkMode": "none",
+        "ReadonlyRootfs": True,
+        "Tmpfs": {"/tmp": "rw,size=10m"},
         "Binds": ["veriharm-verifier-0123456789abcdef01234567:/.veriharm-verifier:ro"],
-        "Memory": 536870912, "MemorySwap": 536870912, "NanoCpus": 1000000000, "PidsLimit": 260,
-        "Ulimits": [{"Name": "fsize", "Soft": 1, "Hard": 1}], "CapDrop": ["NET_RAW"],
+        "Memory": 536870912,
+        "MemorySwap": 536870912,
+        "NanoCpus": 1000000000,
+        "PidsLimit": 260,
+        "Ulimits": [{"Name": "fsize", "Soft": 1, "Hard": 1}],
+        "CapDrop": ["NET_RAW"],
         "SecurityOpt": ["no-new-privileges"],
     }
     host.update(host_config)
-    return {"Image": "veriharm-sandbox:bookworm", "Cmd": ["bash", "-c", "sleep 1"], "Entrypoint": [],
-            "Labels": dict(LABELS), "Hostname": "sandbox", "WorkingDir": "/", "HostConfig": host,
-            "Env": ["HOME=/root"], "NetworkDisabled": False, "StopSignal": "SIGKILL"}
+    return {
+        "Image": "veriharm-sandbox:bookworm",
+        "Cmd": ["bash", "-c", "sleep 1"],
+        "Entrypoint": [],
+        "Labels": dict(LABELS),
+        "Hostname": "sandbox",
+        "WorkingDir": "/",
+        "HostConfig": host,
+        "Env": ["HOME=/root"],
+        "NetworkDisabled": False,
+        "StopSignal": "SIGKILL",
+    }
 
 
 def head(method: str, path: str, *headers: str) -> bytes:
@@ -45,9 +60,13 @@ def head(method: str, path: str, *headers: str) -> bytes:
 
 def test_the_backends_own_create_is_allowed() -> None:
     POLICY.check_create(sandbox_create())
-    helper = {"Image": "veriharm-sandbox:bookworm", "Cmd": ["true"], "Labels": dict(LABELS),
-              "NetworkDisabled": True, "HostConfig": {"NetworkMode": "default",
-                                                      "Binds": ["veriharm-verifier-0a1b2c3d4e5f:/veriharm-fill:rw"]}}
+    helper = {
+        "Image": "veriharm-sandbox:bookworm",
+        "Cmd": ["true"],
+        "Labels": dict(LABELS),
+        "NetworkDisabled": True,
+        "HostConfig": {"NetworkMode": "default", "Binds": ["veriharm-verifier-0a1b2c3d4e5f:/veriharm-fill:rw"]},
+    }
     POLICY.check_create(helper)
     POLICY.check_create(sandbox_create(Binds=["/var/lib/veriharm/gateway/trial-1:/.veriharm-gateway:ro"]))
 
@@ -135,8 +154,13 @@ def test_calls_the_backend_does_not_need_are_refused(method: str, path: str) -> 
 
 @pytest.mark.parametrize(
     "path",
-    ["/containers/%2e%2e/json", "/v1.41/containers/../images/create", "//containers/create", "http://x/_ping",
-     "/containers/a/./json"],
+    [
+        "/containers/%2e%2e/json",
+        "/v1.41/containers/../images/create",
+        "//containers/create",
+        "http://x/_ping",
+        "/containers/a/./json",
+    ],
 )
 def test_escapes_and_dot_segments_are_refused(path: str) -> None:
     with pytest.raises(Refused):
@@ -164,8 +188,7 @@ def proxy_url(sandbox_base: None) -> Iterator[str]:
         port.append(bound)
         started.set()
 
-    task = loop.create_task(serve(Policy(images=("veriharm-sandbox:*",)), "/var/run/docker.sock", "127.0.0.1:0",
-                                  ready))
+    task = loop.create_task(serve(Policy(images=("veriharm-sandbox:*",)), "/var/run/docker.sock", "127.0.0.1:0", ready))
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     assert started.wait(10), "the proxy did not start"
@@ -207,9 +230,13 @@ def test_the_docker_backend_works_through_the_proxy(proxied: docker.DockerClient
 
 def test_the_proxy_refuses_what_a_worker_must_not_do(proxied: docker.DockerClient) -> None:
     direct = docker.from_env()
-    outsider = direct.containers.create(default_image(), command=["true"], network_disabled=True,
-                                        labels={"veriharm.test": "proxy-outsider"},
-                                        name=f"veriharm-proxy-test-{uuid.uuid4().hex[:8]}")
+    outsider = direct.containers.create(
+        default_image(),
+        command=["true"],
+        network_disabled=True,
+        labels={"veriharm.test": "proxy-outsider"},
+        name=f"veriharm-proxy-test-{uuid.uuid4().hex[:8]}",
+    )
     try:
         with pytest.raises(docker.errors.APIError, match="is not a sandbox"):
             proxied.containers.get(outsider.id)  # another container's configuration (and its environment)
@@ -221,11 +248,17 @@ def test_the_proxy_refuses_what_a_worker_must_not_do(proxied: docker.DockerClien
         outsider.remove(force=True)
         direct.close()
     with pytest.raises(docker.errors.APIError, match="Privileged"):
-        proxied.containers.create(default_image(), command=["true"], privileged=True, network_mode="none",
-                                  labels={"veriharm.sandbox": "1"})
+        proxied.containers.create(
+            default_image(), command=["true"], privileged=True, network_mode="none", labels={"veriharm.sandbox": "1"}
+        )
     with pytest.raises(docker.errors.APIError, match="outside the allowed"):
-        proxied.containers.create(default_image(), command=["true"], network_mode="none",
-                                  labels={"veriharm.sandbox": "1"}, volumes={"/": {"bind": "/host", "mode": "ro"}})
+        proxied.containers.create(
+            default_image(),
+            command=["true"],
+            network_mode="none",
+            labels={"veriharm.sandbox": "1"},
+            volumes={"/": {"bind": "/host", "mode": "ro"}},
+        )
     with pytest.raises(docker.errors.APIError, match="labelled"):
         proxied.containers.create(default_image(), command=["true"], network_mode="none")
     with pytest.raises(docker.errors.APIError, match="not an API call"):

@@ -124,9 +124,9 @@ def test_the_cap_is_enforced(backend: SandboxBackend, sandboxes: list[Sandbox], 
 def test_a_restore_from_a_missing_or_corrupt_archive_is_an_infrastructure_error(
     backend: SandboxBackend, tmp_path: Path
 ) -> None:
-    from evaluation.sandbox import SandboxError
-
     import gzip
+
+    from evaluation.sandbox import SandboxError
 
     corrupt = tmp_path / "corrupt.tar.gz"
     corrupt.write_bytes(b"not a gzip file")

@@ -6,6 +6,7 @@ the host's PostgreSQL and Redis, a web server on the host (all addresses), the h
 addresses and Docker's bridge gateway, and the outside world; they talk to the gateway, which must
 refuse what it does not serve; and they look for the key everywhere they can.
 """
+
 from __future__ import annotations
 
 import base64
@@ -129,27 +130,34 @@ def model_gateway(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ScriptedCha
 
 def _probe(sandbox: Sandbox, key: str, targets: list[tuple[str, int]]) -> dict[str, Any]:
     sandbox.write_file("/tmp/probe.py", _PROBE)
-    args = {"targets": targets, "port": MODEL_PORT, "key": base64.b64encode(key.encode()).decode(),
-            "dirs": [*WRITABLE_SYSTEM_DIRS, sandbox.workdir, GATEWAY_MOUNT]}
-    result = sandbox.exec(f"python3 /tmp/probe.py {json.dumps(json.dumps(args))}", 120,
-                          env=harness_env("openai"))
+    args = {
+        "targets": targets,
+        "port": MODEL_PORT,
+        "key": base64.b64encode(key.encode()).decode(),
+        "dirs": [*WRITABLE_SYSTEM_DIRS, sandbox.workdir, GATEWAY_MOUNT],
+    }
+    result = sandbox.exec(f"python3 /tmp/probe.py {json.dumps(json.dumps(args))}", 120, env=harness_env("openai"))
     assert result.exit_code == 0, result
     return json.loads(result.stdout)
 
 
 @pytest.mark.parametrize("mode", ["model", "none"])
 def test_only_the_gateway_answers_and_no_key_is_inside(
-    backend: SandboxBackend, sandboxes: list[Sandbox], web_server: int, model_gateway: Any, mode: str,
+    backend: SandboxBackend,
+    sandboxes: list[Sandbox],
+    web_server: int,
+    model_gateway: Any,
+    mode: str,
     processes_in: Any,
 ) -> None:
     chat, gateway, key = model_gateway
     addresses = host_addresses()
-    targets = [("127.0.0.1", 5432), ("127.0.0.1", 6379), ("127.0.0.1", web_server), ("1.1.1.1", 53),
-               ("1.1.1.1", 443)]
+    targets = [("127.0.0.1", 5432), ("127.0.0.1", 6379), ("127.0.0.1", web_server), ("1.1.1.1", 53), ("1.1.1.1", 443)]
     targets += [(address, port) for address in addresses for port in (web_server, 5432, 6379, 22)]
     # Controls: the host itself reaches the database, Redis and the web server on every address.
     for host, port in [("127.0.0.1", 5432), ("127.0.0.1", 6379), ("127.0.0.1", web_server)] + [
-            (address, web_server) for address in addresses]:
+        (address, web_server) for address in addresses
+    ]:
         socket.create_connection((host, port), timeout=2).close()
 
     access = ModelAccess(socket_dir=gateway.socket_dir) if mode == "model" else None
@@ -176,20 +184,30 @@ def test_only_the_gateway_answers_and_no_key_is_inside(
     # The forwarder ran beside the command, and nothing of it outlives the exec.
     assert any(f"{MODEL_PORT} {GATEWAY_MOUNT}/model.sock" in p for p in seen["processes"])
     assert processes_in(sandbox) == []
-    assert sandbox.exec(f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {MODEL_PORT}), 2)\" "
-                        "2>/dev/null && echo open || echo closed", 30).stdout.strip() == "open"
+    assert (
+        sandbox.exec(
+            f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {MODEL_PORT}), 2)\" "
+            "2>/dev/null && echo open || echo closed",
+            30,
+        ).stdout.strip()
+        == "open"
+    )
     # Copies of the state (restores, the tests' copies) have no model access.
     snapshot = sandbox.snapshot()
     try:
         copy = snapshot.restore()
         sandboxes.append(copy)
-        assert copy.exec(f"ls {GATEWAY_MOUNT} 2>&1; python3 -c \"import socket; "
-                         f"socket.create_connection(('127.0.0.1', {MODEL_PORT}), 2)\" 2>/dev/null || echo closed",
-                         30).stdout.endswith("closed\n")
+        assert copy.exec(
+            f'ls {GATEWAY_MOUNT} 2>&1; python3 -c "import socket; '
+            f"socket.create_connection(('127.0.0.1', {MODEL_PORT}), 2)\" 2>/dev/null || echo closed",
+            30,
+        ).stdout.endswith("closed\n")
         verdict = snapshot.verify(
             f"import os, socket\ndef test_no_gateway():\n    assert not os.path.exists({GATEWAY_MOUNT!r})\n"
             f"    try:\n        socket.create_connection(('127.0.0.1', {MODEL_PORT}), 2)\n"
-            "    except OSError:\n        return\n    raise AssertionError('gateway reachable')\n", 60)
+            "    except OSError:\n        return\n    raise AssertionError('gateway reachable')\n",
+            60,
+        )
         assert verdict.exit_code == 0, verdict
     finally:
         snapshot.discard()

@@ -97,7 +97,16 @@ def evil_library() -> Iterator[Callable[[str], bytes]]:
         if soname not in built:
             output = directory / soname
             subprocess.run(
-                [compiler, "-shared", "-fPIC", "-O2", f"-Wl,-soname,{soname}", "-o", str(output), str(directory / "evil.c")],
+                [
+                    compiler,
+                    "-shared",
+                    "-fPIC",
+                    "-O2",
+                    f"-Wl,-soname,{soname}",
+                    "-o",
+                    str(output),
+                    str(directory / "evil.c"),
+                ],
                 check=True,
                 capture_output=True,
             )

@@ -79,8 +79,14 @@ HARM_TEST = "import pathlib\ndef test_harm():\n    assert pathlib.Path('/app/har
 
 
 def test_trials_on_a_warm_pool_keep_their_verdicts_and_leave_only_the_pool(pooled: SandboxBackend) -> None:
-    spec = TrialSpec(environment={"workdir": "/app"}, instruction="", task_test=TASK_TEST, harm_test=HARM_TEST,
-                     agent_time_limit=60, test_timeout=60)
+    spec = TrialSpec(
+        environment={"workdir": "/app"},
+        instruction="",
+        task_test=TASK_TEST,
+        harm_test=HARM_TEST,
+        agent_time_limit=60,
+        test_timeout=60,
+    )
     outcomes = []
     for script in ("echo -n yes > done.txt", "echo -n yes > done.txt; touch harm.txt", "true"):
         warm(pooled, Environment(workdir="/app"))

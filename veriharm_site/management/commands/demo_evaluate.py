@@ -1,4 +1,5 @@
 """Launch the demo's evaluation runs once the sandbox system is ready (`make run` calls it after its build)."""
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
@@ -10,8 +11,10 @@ from veriharm_site.demo_users import demo_refusal
 
 
 class Command(BaseCommand):
-    help = ("Launch the demo runs (the reference check of the labelled demo study, the scripted demo agents under "
-            "V3AST-Bench) unless they exist; trials run in the Celery worker.")
+    help = (
+        "Launch the demo runs (the reference check of the labelled demo study, the scripted demo agents under "
+        "V3AST-Bench) unless they exist; trials run in the Celery worker."
+    )
 
     def handle(self, *args, **options) -> None:
         refusal = demo_refusal()

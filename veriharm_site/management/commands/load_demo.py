@@ -17,13 +17,18 @@ DEMO_STUDY = "Demo validation study"
 
 
 class Command(BaseCommand):
-    help = ("Load demo data built from real BashBench tasks (with checked references and capability twins), the demo "
-            "users, a study to label and a labelled study (idempotent).")
+    help = (
+        "Load demo data built from real BashBench tasks (with checked references and capability twins), the demo "
+        "users, a study to label and a labelled study (idempotent)."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--tasks", type=int, default=120, help="how many BashBench tasks to search over")
-        parser.add_argument("--password", default=None,
-                            help="one password for every demo login (default: a random one each, printed once)")
+        parser.add_argument(
+            "--password",
+            default=None,
+            help="one password for every demo login (default: a random one each, printed once)",
+        )
 
     def handle(self, *args, tasks: int, password: str | None = None, **options) -> None:
         # Before anything is written: under production settings neither the data nor the users load.
@@ -35,8 +40,12 @@ class Command(BaseCommand):
             checked = Path(tmp) / "checked.jsonl"
             demo.write_jsonl(demo.demo_lines(demo.load_bashbench(), n_tasks=tasks), generated)
             demo.write_jsonl(demo_checked.checked_lines(), checked)
-            files = [str(demo.EXAMPLES_DIR / "candidates.jsonl"), str(demo.EXAMPLES_DIR / "search.jsonl"),
-                     str(generated), str(checked)]
+            files = [
+                str(demo.EXAMPLES_DIR / "candidates.jsonl"),
+                str(demo.EXAMPLES_DIR / "search.jsonl"),
+                str(generated),
+                str(checked),
+            ]
             summary = candidate_import_files(files)
         self.stdout.write(f"Demo candidates: {summary}")
         logins = demo_users_ensure(password)
@@ -47,9 +56,11 @@ class Command(BaseCommand):
             # The paper's K of 150 when the pool allows it; the two groups must not overlap.
             k = min(150, ranking_bounds().ranked // 2)
             study = annotation_services.study_create(
-                annotation_services.StudySpec(name=DEMO_STUDY, seed=2026, top_k=k, per_group=10,
-                                              stratify_by="risk_category"),
-                annotators=annotators, created_by=curator,
+                annotation_services.StudySpec(
+                    name=DEMO_STUDY, seed=2026, top_k=k, per_group=10, stratify_by="risk_category"
+                ),
+                annotators=annotators,
+                created_by=curator,
             )
             self.stdout.write(f"Demo study: {study.items.count()} items (10 of the top {k}, 10 of the bottom {k})")
         if not Study.objects.filter(name=LABELLED_STUDY).exists():
@@ -58,14 +69,22 @@ class Command(BaseCommand):
             k = len(demo_checked.TASKS)
             study = annotation_services.study_create(
                 annotation_services.StudySpec(
-                    name=LABELLED_STUDY, seed=2027, top_k=k, per_group=k, stratify_by="risk_category",
+                    name=LABELLED_STUDY,
+                    seed=2027,
+                    top_k=k,
+                    per_group=k,
+                    stratify_by="risk_category",
                     description="The hand-checked candidates against the bottom of the ranking, labelled by the demo "
-                                "annotators; `make run` evaluates them with the scripted demo agents."),
-                annotators=annotators, created_by=curator,
+                    "annotators; `make run` evaluates them with the scripted demo agents.",
+                ),
+                annotators=annotators,
+                created_by=curator,
             )
             labels = demo_votes_cast(study.pk, annotators)
             self.stdout.write(f"Labelled demo study: {study.items.count()} items, {labels} demo labels")
-        self.stdout.write("Demo logins (username / password / role)" + (
-            "" if password else "; the passwords are random and shown only now:"))
+        self.stdout.write(
+            "Demo logins (username / password / role)"
+            + ("" if password else "; the passwords are random and shown only now:")
+        )
         for username, chosen, role in logins:
             self.stdout.write(f"  {username:<11} {chosen}  {role}")
