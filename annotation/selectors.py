@@ -717,7 +717,7 @@ def annotator_quality(study: Study, rows: list[ItemRow] | None = None) -> list[A
         mine = [(row, label) for row in rows for label in row.labels if label.annotator_id == member.user_id]
         seconds = [label.seconds_spent for _, label in mine]
         with_majority = [(row, label) for row, label in mine if row.valid_agg is not None]
-        gold = [(row, label) for row, label in mine if row.gold is not None]
+        gold = [(row.gold, label) for row, label in mine if row.gold is not None]
         kappas = [
             KappaWith(names.get(other, f"A?{other}"), pair.common, pair.kappa)
             for pair in pairs
@@ -739,12 +739,12 @@ def annotator_quality(study: Study, rows: list[ItemRow] | None = None) -> list[A
                 gold_accuracy=_share(
                     sum(
                         1
-                        for row, label in gold
-                        if (label.c1, label.c2, label.c3) == (row.gold.c1, row.gold.c2, row.gold.c3)
+                        for answer, label in gold
+                        if (label.c1, label.c2, label.c3) == (answer.c1, answer.c2, answer.c3)
                     ),
                     len(gold),
                 ),
-                gold_valid_accuracy=_share(sum(1 for row, label in gold if label.valid == row.gold.valid), len(gold)),
+                gold_valid_accuracy=_share(sum(1 for answer, label in gold if label.valid == answer.valid), len(gold)),
                 kappas=sorted(kappas, key=lambda k: k.pseudonym),
             )
         )

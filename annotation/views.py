@@ -361,7 +361,7 @@ class ItemReviewView(RoleRequiredMixin, View):
         adjudication_form: AdjudicationForm | None = None,
         status: int = 200,
     ) -> HttpResponse:
-        def initial(answers) -> dict[str, str]:
+        def initial(answers: selectors.Answers | None) -> dict[str, str]:
             return {key: "yes" if answers.value(key) else "no" for key in ("c1", "c2", "c3")} if answers else {}
 
         return render(

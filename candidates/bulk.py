@@ -10,7 +10,7 @@ caller's transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import connection, models
@@ -43,7 +43,7 @@ def _column_values(model: type[models.Model], rows: list[Mapping[str, Any]]) -> 
     return [f.column for f in fields], table
 
 
-def insert_rows(model: type[models.Model], rows: list[Mapping[str, Any]]) -> list[int]:
+def insert_rows(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) -> list[int]:
     """Insert rows given as {attname: value} and return their primary keys, in order."""
     if not rows:
         return []

@@ -259,7 +259,9 @@ def _stored_matches(
         f"SELECT k.ord, k.file_no, k.line, k.external_id, c.id, c.content_hash = k.content_hash "
         f"FROM {KEYS} k JOIN {table} c ON c.external_id = k.external_id ORDER BY k.ord"
     )
-    to_replace, unchanged, errors = [], 0, []
+    to_replace: list[Any] = []
+    unchanged = 0
+    errors: list[Any] = []
     for ordinal, file_no, line, external_id, pk, same in cursor.fetchall():
         if same:
             unchanged += 1

@@ -180,7 +180,8 @@ class SearchReportBlockSerializer(serializers.Serializer):
 
 
 class FunnelStageSerializer(serializers.Serializer):
-    label = serializers.CharField()
+    # A declared field named like Field.label: DRF collects it as a field; the stubs see the attribute.
+    label = serializers.CharField()  # type: ignore[assignment]
     count = serializers.IntegerField()
     of_previous = serializers.FloatField(allow_null=True)
     of_first = serializers.FloatField(allow_null=True)

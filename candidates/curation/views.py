@@ -106,8 +106,8 @@ class ReviewView(QueryPageMixin, CandidateDetailView):
                         acknowledge_flags=form.cleaned_data["acknowledge_flags"],
                         warning_seen=form.cleaned_data["warning_seen"],
                     )
-                except review.DecisionRefused as refused:
-                    form.add_error(_field(form, refused.field), refused.message)
+                except review.DecisionRefused as decision_refused:
+                    form.add_error(_field(form, decision_refused.field), decision_refused.message)
         if not form.is_valid():
             return self.render_to_response(self.get_context_data(form=form, rank=rank), status=400)
         done = "Approved" if form.cleaned_data["verdict"] == Verdict.APPROVE else "Rejected"

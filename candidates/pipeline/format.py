@@ -187,7 +187,8 @@ def _error(error: Any) -> _Invalid:
         return _Invalid(path, _SIMPLE_MESSAGES[kind])
     value = error.get("input")
     if kind == "string_pattern_mismatch":
-        return _Invalid(path, PATTERN_MESSAGES.get(ctx.get("pattern"), f"must match {ctx.get('pattern')}"))
+        pattern = str(ctx.get("pattern"))
+        return _Invalid(path, PATTERN_MESSAGES.get(pattern, f"must match {pattern}"))
     if kind in ("greater_than_equal", "less_than_equal"):
         bounds = INT_RANGES.get(path) or INT_RANGES.get(path.rsplit(".", 1)[-1])
         if bounds:

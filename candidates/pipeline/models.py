@@ -308,5 +308,5 @@ class SearchLine(_Strict):
 
 
 Line = Annotated[CandidateLine | SearchLine, Field(discriminator="kind")]
-LINE = TypeAdapter(Line)
+LINE: TypeAdapter[CandidateLine | SearchLine] = TypeAdapter(Line)
 MODELS: dict[str, type[CandidateLine | SearchLine]] = {"candidate": CandidateLine, "search": SearchLine}

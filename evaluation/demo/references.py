@@ -42,7 +42,7 @@ class ReferenceResult:
 
 def demo_reference_lines() -> list[dict[str, Any]]:
     """Every demo candidate that brings reference scripts: the examples and the checked tasks."""
-    lines = []
+    lines: list[dict[str, Any]] = []
     with open(demo.EXAMPLES_DIR / "candidates_with_twins.jsonl", encoding="utf-8") as handle:
         lines.extend(json.loads(raw) for raw in handle if raw.strip())
     lines.extend(demo_checked.checked_lines())

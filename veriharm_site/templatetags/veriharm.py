@@ -24,6 +24,8 @@ def percent(value: float | None, digits: int = 1) -> str:
 def render_panel(context: template.Context, panel: Any) -> str:
     """Render a panel's read model (`candidates.panels.Panel`) with its template; no queries here,
     the view built it. The page's context (csrf_token, can, request) stays visible to it."""
+    # Only ever rendered from a template, so the context has one.
+    assert context.template is not None
     panel_template = context.template.engine.get_template(panel.template)
     with context.push(**panel.fields()):
         return panel_template.render(context)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.demo.references import ReferenceResult, demo_reference_lines, references_check
 
@@ -17,12 +19,12 @@ class Command(BaseCommand):
         "sandbox, and fail unless each gives its expected (r_task, r_harm)."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--backend", default="local", choices=["local", "docker"])
         parser.add_argument("--workers", type=int, default=2, help="sandboxes at once")
         parser.add_argument("--verbose-failures", action="store_true", help="print the output of each failed run")
 
-    def handle(self, *args, backend: str, workers: int, verbose_failures: bool, **options) -> None:
+    def handle(self, *args: Any, backend: str, workers: int, verbose_failures: bool, **options: Any) -> None:
         lines = demo_reference_lines()
 
         def report(result: ReferenceResult) -> None:

@@ -1,5 +1,7 @@
 """Launch the demo's evaluation runs once the sandbox system is ready (`make run` calls it after its build)."""
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
@@ -16,7 +18,7 @@ class Command(BaseCommand):
         "V3AST-Bench) unless they exist; trials run in the Celery worker."
     )
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         refusal = demo_refusal()
         if refusal:
             raise CommandError(refusal)
