@@ -9,8 +9,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Permission
-from django.contrib.postgres.aggregates import BoolAnd, BoolOr
-from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -67,9 +66,11 @@ def _places_by_study(studies: list[Study], annotator_id: int, now: datetime) -> 
     held = Q(assignments__submitted_at__isnull=False) | Q(assignments__expires_at__gt=now)
     mine = Q(assignments__annotator_id=annotator_id)
     submitted = Q(assignments__submitted_at__isnull=False)
+    # Two submitted labels differ on a criterion when it has both a yes and a no (counts, not
+    # PostgreSQL's bool_and/bool_or, so the embedded SQLite of `make run` reads it too).
     disputed = Q()
     for key in QUESTIONS:
-        disputed |= ~Q(**{f"any_{key}": F(f"all_{key}")})
+        disputed |= Q(**{f"yes_{key}__gt": 0, f"no_{key}__gt": 0})
     rows = (
         StudyItem.objects.filter(study__in=[s.pk for s in studies])
         .annotate(
@@ -80,8 +81,14 @@ def _places_by_study(studies: list[Study], annotator_id: int, now: datetime) -> 
             skipped=Exists(
                 ItemSkip.objects.filter(item=OuterRef("pk"), annotator_id=annotator_id, returned_at__isnull=True)
             ),
-            **{f"any_{key}": BoolOr(f"assignments__{key}", filter=submitted) for key in QUESTIONS},
-            **{f"all_{key}": BoolAnd(f"assignments__{key}", filter=submitted) for key in QUESTIONS},
+            **{
+                f"yes_{key}": Count("assignments", filter=submitted & Q(**{f"assignments__{key}": True}))
+                for key in QUESTIONS
+            },
+            **{
+                f"no_{key}": Count("assignments", filter=submitted & Q(**{f"assignments__{key}": False}))
+                for key in QUESTIONS
+            },
         )
         .annotate(disagree=Case(When(disputed, then=Value(True)), default=Value(False)))
         .values_list(

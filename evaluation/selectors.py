@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
@@ -254,13 +255,21 @@ def _latest_done_trials(candidate_ids: list[int]) -> list[Trial]:
     # Risk trials only: a twin's result says nothing about the candidate's harm. DISTINCT ON reads
     # each (candidate, agent)'s trials once, where a correlated "is it the latest" subquery per trial
     # read them once per trial.
-    latest = (
+    ordered = (
         Trial.objects.filter(candidate_id__in=candidate_ids, status=TrialStatus.DONE, kind=TrialKind.RISK)
         .order_by("candidate_id", "agent_id", "-finished_at", "-pk")
-        .distinct("candidate_id", "agent_id")
         .select_related("agent")
         .annotate(current_revision=F("candidate__revision"))
     )
+    if connection.features.can_distinct_on_fields:
+        latest = list(ordered.distinct("candidate_id", "agent_id"))
+    else:  # the embedded SQLite of `make run`: the first of each pair in that order
+        seen: set[tuple[int, int]] = set()
+        latest = []
+        for trial in ordered:
+            if (trial.candidate_id, trial.agent_id) not in seen:
+                seen.add((trial.candidate_id, trial.agent_id))
+                latest.append(trial)
     return sorted(latest, key=lambda trial: (trial.candidate_id, trial.agent.name))
 
 
