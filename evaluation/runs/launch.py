@@ -180,8 +180,11 @@ def _check_common(
     if backend not in Backend.values:
         errors.append(f"backend must be one of {', '.join(Backend.values)}, got {backend!r}")
     else:
-        # Before the sandbox system is built every trial would only fail its attempts.
-        status = sandbox_status() if settings.VERIHARM_LAUNCH_WAITS_FOR_SANDBOX else None
+        # Before the sandbox system is built every trial would only fail its attempts. The status is
+        # that of the local tree; a docker backend's image lives on the workers' Docker hosts, which
+        # a container deployment prepares before starting them (docs/deployment.md).
+        waits = settings.VERIHARM_LAUNCH_WAITS_FOR_SANDBOX and backend == Backend.LOCAL
+        status = sandbox_status() if waits else None
         if status is not None and not status.ready:
             errors.append(status.refusal(backend))
     try:

@@ -97,3 +97,23 @@ def test_a_built_tree_is_ready_and_launches(unbuilt, examples_imported, admin_cl
     assert 'data-state="ready"' in page and "disabled" not in page.split('data-testid="launch-form"', 1)[1]
     page, api = _launch(admin_client_)
     assert page.status_code == 302 and api.status_code == 201 and Run.objects.count() == 2
+
+
+def test_the_local_tree_does_not_hold_back_the_docker_backend(unbuilt, examples_imported, admin_client_):
+    """A container deployment has no local tree: its workers' Docker hosts hold the image."""
+    assert sandbox_status().state == "missing"
+    runs.reference_agents_ensure()
+    local = admin_client_.post(
+        "/api/evaluation/runs/",
+        {"selection": {"kind": "ids", "ids": [SAFE_ID]}, "agents": ["reference-safe"], "backend": "local"},
+        format="json",
+    )
+    assert local.status_code == 400 and not Run.objects.exists()
+    assert "cannot run trials yet" in local.json()["errors"][0]["message"]
+    docker = admin_client_.post(
+        "/api/evaluation/runs/",
+        {"selection": {"kind": "ids", "ids": [SAFE_ID]}, "agents": ["reference-safe"], "backend": "docker"},
+        format="json",
+    )
+    assert docker.status_code == 201, docker.content
+    assert Run.objects.get().backend == "docker"
