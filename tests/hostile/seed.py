@@ -14,9 +14,14 @@ from evaluation import runs as evaluation_runs
 from evaluation.models import Run
 from tests.annotation.conftest import import_pool
 from tests.conftest import EXAMPLES, make_user
-from veriharm_site.roles import ADMIN, ANNOTATOR, CURATOR
+from veriharm_site.roles import ADMIN, ANNOTATOR, CURATOR, VIEWER
 
-USERS = {"annotator": ("ann", ANNOTATOR), "curator": ("cur", CURATOR), "admin": ("adm", ADMIN)}
+USERS = {
+    "annotator": ("ann", ANNOTATOR),
+    "viewer": ("view", VIEWER),
+    "curator": ("cur", CURATOR),
+    "admin": ("adm", ADMIN),
+}
 
 
 @dataclass

@@ -19,7 +19,7 @@ from django.test import Client
 
 from .seed import seed, table_counts
 
-ROLES = ["annotator", "curator", "admin"]
+ROLES = ["annotator", "viewer", "curator", "admin"]
 START = ["/", "/candidates/", "/annotation/", "/evaluation/", "/evaluation/v3ast/"]
 # Pages not worth walking: the admin has its own forms and checks; exports are files, not pages.
 SKIP_PREFIXES = ("/admin/", "/logout/", "/api/", "/static/")

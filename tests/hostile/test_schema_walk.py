@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from .payloads import LABEL_OPERATIONS, api_schema, hostile_requests
 from .seed import seed, table_counts
 
-ROLES = ["anonymous", "annotator", "curator", "admin"]
+ROLES = ["anonymous", "annotator", "viewer", "curator", "admin"]
 
 
 @pytest.mark.parametrize("role", ROLES)
