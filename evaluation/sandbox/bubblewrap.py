@@ -78,6 +78,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from . import host_fs
 from .base import (
     BASE_ENV,
     DEFAULT_SETUP_TIMEOUT,
@@ -178,19 +179,16 @@ def _is_mountpoint(path: Path) -> bool:
 
 
 def _mount_tmpfs(path: Path, size_mb: int, mode: int) -> None:
-    # nosuid/nodev: nothing on it may gain privileges on the host side either.
     # nr_inodes: millions of empty files would cost no bytes but make snapshots crawl.
-    options = f"size={size_mb}m,nr_inodes={inode_cap(size_mb)},mode={mode:o},nosuid,nodev"
-    _run_host(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)])
+    try:
+        host_fs.mount_tmpfs(path, f"size={size_mb}m,nr_inodes={inode_cap(size_mb)},mode={mode:o}")
+    except OSError as exc:
+        raise SandboxError(str(exc)) from exc
 
 
 def _unmount(path: Path) -> None:
-    if not _is_mountpoint(path):
-        return
-    completed = subprocess.run(["umount", str(path)], capture_output=True, timeout=60, check=False)
-    if completed.returncode != 0:
-        # Busy (e.g. a host process looking inside): detach now, freed when unused.
-        subprocess.run(["umount", "-l", str(path)], capture_output=True, timeout=60, check=False)
+    if _is_mountpoint(path):
+        host_fs.unmount(path)
 
 
 def _pids_of_uid(uid: int) -> list[int]:
@@ -359,27 +357,8 @@ def _teardown(directory: Path, uid: int | None, cgroups: Mapping[str, str], sid:
 
 
 def _chown_tree(rw: Path, uid: int) -> None:
-    """Give everything under rw to uid (-h: a symlink's own owner, never its target's).
-
-    chown clears setuid/setgid bits of regular files; they are part of the state (a
-    harm test may look for a setuid binary), so they are put back. find lists regular
-    files only and nothing runs in the sandbox meanwhile, so chmod cannot be
-    redirected by a symlink.
-    """
-    children = [str(p) for p in rw.iterdir()]
-    if not children:
-        return
-    listed = subprocess.run(
-        ["find", *children, "-xdev", "-type", "f", "-perm", "/6000", "-printf", "%m %p\\0"],
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    _run_host(["chown", "-R", "-h", f"{uid}:{uid}", *children])
-    for entry in listed.stdout.split(b"\0"):
-        if entry:
-            mode, _, path = entry.partition(b" ")
-            os.chmod(path, int(mode, 8))
+    """Give everything under rw to uid (never through a symlink), setuid/setgid bits kept."""
+    host_fs.chown_tree(rw, uid)
 
 
 def _mask_preload(rw: Path) -> None:
@@ -798,7 +777,7 @@ class BubblewrapBackend(SandboxBackend):
         """Check the host can run sandboxes; returns the root tree path bwrap should bind."""
         if os.geteuid() != 0:
             raise SandboxError("the local backend needs root (per-sandbox uids, tmpfs mounts, cgroups)")
-        for tool in ("bwrap", "prlimit", "mount", "umount", "cp", "chown"):
+        for tool in ("bwrap", "prlimit", "mount", "cp"):
             if shutil.which(tool) is None:
                 raise SandboxError(f"the local backend needs {tool!r} on PATH")
         require_root_tree(self.root)
