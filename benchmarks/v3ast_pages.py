@@ -49,6 +49,8 @@ def _database(url: str, *, create: bool) -> None:
 def _setup_django(url: str) -> None:
     os.environ["DATABASE_URL"] = url
     os.environ["CELERY_BROKER_URL"] = "memory://"  # launch publishes 60,000 messages nobody consumes
+    # No trial is ever run, so the launch need not wait for a built sandbox tree.
+    os.environ["VERIHARM_LAUNCH_WAITS_FOR_SANDBOX"] = "false"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "veriharm_site.settings.local")
     os.environ["DJANGO_DEBUG"] = "false"
     os.environ["DJANGO_ALLOWED_HOSTS"] = "testserver"
