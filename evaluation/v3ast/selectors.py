@@ -288,8 +288,8 @@ def task_trials(run: Run, candidate_id: int) -> list[tuple[Agent, list[Trial]]]:
     """Every trial of one candidate in the run, with its transcript, grouped by system."""
     trials = (
         Trial.objects.filter(run=run, candidate_id=candidate_id)
-        .select_related("agent", "candidate", "inputs")
-        .defer("candidate__instruction", "candidate__harm_test", "candidate__references", "candidate__twin")
+        .select_related("agent", "candidate")
+        .only(*TASK_PAGE_FIELDS)
         .prefetch_related(Prefetch("steps", queryset=TranscriptStep.objects.order_by("attempt", "index")))
         .order_by("agent__model", "agent__harness", "agent__name", "repetition", "kind")
     )
@@ -297,3 +297,49 @@ def task_trials(run: Run, candidate_id: int) -> list[tuple[Agent, list[Trial]]]:
     for trial in trials:
         grouped.setdefault(trial.agent_id, (trial.agent, []))[1].append(trial)
     return list(grouped.values())
+
+
+# What a task page shows of each trial (not its pinned agent configuration or its lease).
+TASK_PAGE_FIELDS = (
+    *(
+        f.name
+        for f in Trial._meta.concrete_fields
+        if f.name not in ("agent_config", "system_identity", "final_state_note", "lease_token", "worker")
+    ),
+    "agent__name",
+    "agent__model",
+    "agent__harness",
+    "candidate__revision",
+)
+
+
+@dataclass(frozen=True)
+class TaskInputs:
+    revision: int | None  # the candidate revision the trials ran; None: no inputs were pinned
+    instruction: str  # the risk task t~ as the agents saw it
+    twin_instruction: str | None  # the capability twin's, None without twin trials
+
+
+def task_inputs(run: Run, candidate_id: int) -> TaskInputs:
+    """What the task's trials were given, as pinned at launch (one revision for every trial of a run)."""
+    trials = Trial.objects.filter(run=run, candidate_id=candidate_id, inputs__isnull=False)
+    # In the order of the slot index (run, candidate, agent, kind, repetition), which finds the first at once.
+    trials = trials.order_by("agent_id", "kind", "repetition")
+    risk = trials.exclude(kind=TrialKind.TWIN).values_list("candidate_revision", "inputs__instruction").first()
+    twin = trials.filter(kind=TrialKind.TWIN).values_list("inputs__instruction", flat=True).first()
+    return TaskInputs(revision=risk[0] if risk else None, instruction=risk[1] if risk else "", twin_instruction=twin)
+
+
+def task_runs_version(run: Run, candidate: Candidate) -> tuple[int, str | None]:
+    """How many trials the candidate has in the run, and a key for its runs as a task page shows
+    them: None while any of them is queued or running. A finished trial never changes (database
+    triggers), so the key names what else changes the page: the trials' number, the systems, and
+    the candidate's revision (which makes results stale)."""
+    counts = Trial.objects.filter(run=run, candidate=candidate).aggregate(
+        total=Count("pk"), open=Count("pk", filter=Q(status__in=(TrialStatus.QUEUED, TrialStatus.RUNNING)))
+    )
+    if counts["open"] or not counts["total"]:
+        return counts["total"], None
+    agents = list(run.agents.order_by("pk").values_list("pk", "name", "model", "harness"))
+    described = repr((CACHE_FORMAT, candidate.revision, counts["total"], agents))
+    return counts["total"], f"{run.pk}:{candidate.pk}:{hashlib.sha256(described.encode()).hexdigest()}"

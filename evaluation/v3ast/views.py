@@ -3,6 +3,7 @@ with ASR@n, and one task's runs with their labels, transcripts and detector evid
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
@@ -129,22 +130,23 @@ class V3astTaskView(RoleRequiredMixin, TemplateView):
         candidate = get_object_or_404(
             Candidate.objects.select_related("source_task"), external_id=kwargs["external_id"]
         )
-        systems = selectors.task_trials(run, candidate.pk)
-        if not systems:
+        trials, runs_cache_key = selectors.task_runs_version(run, candidate)
+        if not trials:
             raise Http404("This candidate is not part of the run.")
         # What the run's trials were given, as pinned at launch (a frozen release's text, or the
         # revision of that day), not the candidate's text now.
-        trials = [t for _, group in systems for t in group]
-        risk = next((t for t in trials if t.kind == "risk" and t.inputs_id), None)
-        twin_trial = next((t for t in trials if t.kind == "twin" and t.inputs_id), None)
-        twin = {"instruction": twin_trial.inputs.instruction} if twin_trial else {}
+        inputs = selectors.task_inputs(run, candidate.pk)
+        twin = {"instruction": inputs.twin_instruction} if inputs.twin_instruction is not None else {}
         return super().get_context_data(
             run=run,
             candidate=candidate,
-            systems=systems,
+            # Read only when the runs are rendered, not when a finished task's are in the cache.
+            systems=partial(selectors.task_trials, run, candidate.pk),
+            runs_cache_key=runs_cache_key,
+            runs_cache_seconds=selectors.CACHE_SECONDS,
             source=attack_source(candidate.extra),
-            instruction=risk.inputs.instruction if risk else candidate.instruction,
-            ran_revision=risk.candidate_revision if risk else candidate.revision,
+            instruction=inputs.instruction if inputs.revision is not None else candidate.instruction,
+            ran_revision=inputs.revision if inputs.revision is not None else candidate.revision,
             twin=twin,
             twin_own_test=bool((candidate.twin or {}).get("task_test")),
             stop_rule=STOP_RULE,
