@@ -49,6 +49,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         raise pytest.UsageError("Cannot run the test suite:\n  - " + "\n  - ".join(problems))
 
 
+@pytest.fixture(autouse=True)
+def _empty_cache() -> Iterator[None]:
+    """Every test starts with an empty cache, whatever an earlier one left in it."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 def make_user(username: str, role: str | None):
     ensure_roles()
     user = get_user_model().objects.create_user(username=username, password=PASSWORD)

@@ -4,11 +4,15 @@
 {% harm_results results %}                      one candidate's latest (r_task, r_harm) per agent,
                                                 `results`: a HarmTestVerdict's or latest_results_for_candidates()'s
 {% outcome_badge trial.outcome %}                a run's V3AST label (empty: no label yet)
+{{ task.risk|outcome_badges }}                   labels by repetition, each badge followed by a space
+{{ task.twin_capable|twin_badges }}              twin verdicts by repetition (True, False, None), the same way
 {{ sd|points }}                                  a spread of shares in percentage points
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from django import template
@@ -46,6 +50,25 @@ def outcome_badge(outcome: str | None, title: str = "") -> SafeString:
         title,
         LABELS.get(value, value),
     )
+
+
+# A system page shows a badge per run (thousands): each distinct label is formatted once.
+@lru_cache(maxsize=32)
+def _badge(outcome: str) -> SafeString:
+    return outcome_badge(outcome)
+
+
+@register.filter
+def outcome_badges(outcomes: Iterable[str | None]) -> SafeString:
+    return mark_safe("".join(f"{_badge(str(o or ''))} " for o in outcomes))
+
+
+TWIN_BADGE = {True: "capable", False: "not_capable", None: ""}
+
+
+@register.filter
+def twin_badges(verdicts: Iterable[bool | None]) -> SafeString:
+    return mark_safe("".join(f"{_badge(TWIN_BADGE[v])} " for v in verdicts))
 
 
 @register.filter

@@ -136,8 +136,7 @@ class SystemScoresApi(APIView):
 
     @extend_schema(responses=SystemScoresSerializer)
     def get(self, request: Request, pk: int, agent: int) -> Response:
-        results = _results(pk)
-        system = results.system(agent)
+        results, system = selectors.system_results(generics.get_object_or_404(Run, pk=pk), agent)
         if system is None:
             raise NotFound("This agent is not part of the run.")
         document = {

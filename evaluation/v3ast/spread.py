@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from math import comb, sqrt
-from typing import Protocol
 
 import numpy as np
 
@@ -48,23 +47,6 @@ class Spread:
     standard_error: float | None = None  # of the sampled SD
 
 
-class _Task(Protocol):
-    risk: Sequence[object]
-
-
-def _matrices(tasks: Sequence[_Task], repetitions: int, is_compromised, is_resolved) -> tuple[np.ndarray, np.ndarray]:
-    """Boolean (tasks x repetitions) matrices of compromised and resolved runs; tasks that have
-    no resolved run are left out (they count in no set)."""
-    comp = np.zeros((len(tasks), repetitions), dtype=bool)
-    res = np.zeros((len(tasks), repetitions), dtype=bool)
-    for i, task in enumerate(tasks):
-        for r, outcome in enumerate(task.risk[:repetitions]):
-            res[i, r] = is_resolved(outcome)
-            comp[i, r] = is_compromised(outcome)
-    keep = res.any(axis=1)
-    return comp[keep], res[keep]
-
-
 class SpreadCalculator:
     """Spreads of one system's eligible tasks for every n; built once, asked per n."""
 
@@ -75,8 +57,11 @@ class SpreadCalculator:
         self._union_histogram: np.ndarray | None = None
 
     @classmethod
-    def of(cls, tasks: Sequence[_Task], repetitions: int, is_compromised, is_resolved) -> SpreadCalculator:
-        return cls(*_matrices(tasks, repetitions, is_compromised, is_resolved), repetitions)
+    def of(cls, comp: np.ndarray, res: np.ndarray, repetitions: int) -> SpreadCalculator:
+        """From boolean (tasks x repetitions) matrices of compromised and resolved runs; tasks without
+        a resolved run are left out (they count in no set)."""
+        keep = res.any(axis=1)
+        return cls(comp[keep], res[keep], repetitions)
 
     def spread(self, n: int) -> Spread:
         N = self.N

@@ -3,10 +3,14 @@ with ASR@n, and one task's runs with their labels, transcripts and detector evid
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
+from urllib.parse import quote
 
 from django.http import Http404
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.utils.http import RFC3986_SUBDELIMS
 from django.views.generic import TemplateView
 
 from candidates.models import Candidate
@@ -20,11 +24,19 @@ from . import selectors
 from .scoring import STOP_RULE, SystemScores
 
 
-def _results(pk: int) -> selectors.RunResults:
+def _run(pk: int) -> Run:
     run = Run.objects.filter(pk=pk).select_related("created_by").first()
     if run is None:
         raise Http404("No run with this id.")
-    return selectors.run_results(run)
+    return run
+
+
+def task_urls(run: Run, names: list[str]) -> list[str]:
+    """The page of each task of the run: reverse() once, each id quoted as reverse() quotes it
+    (a page links every task of the run, and reverse() per link is most of its rendering)."""
+    placeholder = "~"
+    head, tail = reverse("evaluation:v3ast-task", args=[run.pk, placeholder]).rsplit(placeholder, 1)
+    return [head + quote(name, safe=RFC3986_SUBDELIMS + "/~:@") + tail for name in names]
 
 
 def _common(results: selectors.RunResults) -> dict[str, Any]:
@@ -38,7 +50,7 @@ def _common(results: selectors.RunResults) -> dict[str, Any]:
         "stop_rule": STOP_RULE,
         "ns": range(1, results.repetitions + 1),
         # Every task of the run once, in the run's order, whichever systems evaluated it.
-        "tasks": list(dict.fromkeys(t.task for s in results.systems for t in s.tasks)),
+        "task_links": list(zip(results.tasks, task_urls(run, results.tasks))),
     }
 
 
@@ -80,7 +92,7 @@ class V3astMatrixView(RoleRequiredMixin, TemplateView):
     template_name = "evaluation/v3ast_matrix.html"
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        results = _results(kwargs["pk"])
+        results = selectors.run_results(_run(kwargs["pk"]))
         matrix = selectors.matrix_of(results.systems)
         return super().get_context_data(
             matrix=matrix, matrix_rows=_matrix_rows(matrix), legend=legend(), **_common(results), **kwargs
@@ -92,12 +104,14 @@ class V3astSystemView(RoleRequiredMixin, TemplateView):
     template_name = "evaluation/v3ast_system.html"
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        results = _results(kwargs["pk"])
-        system = results.system(kwargs["agent"])
+        run = _run(kwargs["pk"])
+        results, system = selectors.system_results(run, kwargs["agent"])
         if system is None:
             raise Http404("This agent is not part of the run.")
+        tasks = system.tasks
         return super().get_context_data(
             system=system,
+            task_rows=list(zip(tasks, task_urls(run, [t.task for t in tasks]))),
             chart=shares_line(system.scores.asr_at_n, system.scores.asr_at_n_sd),
             asr_rows=asr_at_n_rows(system.scores),
             by_source=_breakdown_rows(system.by_source),
@@ -116,22 +130,23 @@ class V3astTaskView(RoleRequiredMixin, TemplateView):
         candidate = get_object_or_404(
             Candidate.objects.select_related("source_task"), external_id=kwargs["external_id"]
         )
-        systems = selectors.task_trials(run, candidate.pk)
-        if not systems:
+        trials, runs_cache_key = selectors.task_runs_version(run, candidate)
+        if not trials:
             raise Http404("This candidate is not part of the run.")
         # What the run's trials were given, as pinned at launch (a frozen release's text, or the
         # revision of that day), not the candidate's text now.
-        trials = [t for _, group in systems for t in group]
-        risk = next((t for t in trials if t.kind == "risk" and t.inputs_id), None)
-        twin_trial = next((t for t in trials if t.kind == "twin" and t.inputs_id), None)
-        twin = {"instruction": twin_trial.inputs.instruction} if twin_trial else {}
+        inputs = selectors.task_inputs(run, candidate.pk)
+        twin = {"instruction": inputs.twin_instruction} if inputs.twin_instruction is not None else {}
         return super().get_context_data(
             run=run,
             candidate=candidate,
-            systems=systems,
+            # Read only when the runs are rendered, not when a finished task's are in the cache.
+            systems=partial(selectors.task_trials, run, candidate.pk),
+            runs_cache_key=runs_cache_key,
+            runs_cache_seconds=selectors.CACHE_SECONDS,
             source=attack_source(candidate.extra),
-            instruction=risk.inputs.instruction if risk else candidate.instruction,
-            ran_revision=risk.candidate_revision if risk else candidate.revision,
+            instruction=inputs.instruction if inputs.revision is not None else candidate.instruction,
+            ran_revision=inputs.revision if inputs.revision is not None else candidate.revision,
             twin=twin,
             twin_own_test=bool((candidate.twin or {}).get("task_test")),
             stop_rule=STOP_RULE,

@@ -200,6 +200,13 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# Django's cache holds work worth keeping between requests (a V3AST run's results, under a key
+# that changes with what they depend on). In-process memory by default, enough for the embedded
+# setup's one web process; gunicorn's several workers share one computation only through Redis,
+# which a deployment already runs: CACHE_URL=redis://host:6379/1 (a database of its own, not the
+# broker's). The database cache would add a query and the whole pickled entry to every read.
+CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://veriharm")}
+
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
 if CELERY_BROKER_URL.startswith("filesystem"):
     _broker_dir = VAR_DIR / "broker"

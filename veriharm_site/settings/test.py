@@ -11,6 +11,9 @@ DATABASES = {
 # Derived from the database's name unless set, so that checkouts testing against differently
 # named databases never share (and destroy) one test database.
 DATABASES["default"]["TEST"] = {"NAME": env.str("VERIHARM_TEST_DB", default=f"test_{DATABASES['default']['NAME']}")}
+# Each test process keeps its own cache: a Redis cache shared by checkouts testing against other
+# databases could hand one of them another's results under the same run id.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "veriharm-tests"}}
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/15")
 # As shipped: above the hard time limit, so recovery never relies on redelivery.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 2 * 60 * 60}
