@@ -89,6 +89,9 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         )
 
     def post(self, request: HttpRequest) -> HttpResponse:
+        refused_query = self._refused_query(request)
+        if refused_query is not None:
+            return refused_query
         form = BulkDecisionForm(request.POST)
         status = 400
         if form.is_valid():
