@@ -16,6 +16,7 @@ from veriharm_site.permissions import api_permission
 from veriharm_site.queries import query_of
 
 from . import exports, selectors, services
+from .item_table import item_table
 from .models import Assignment, Study
 from .queries import ExportQuery, ItemsQuery, NextItemQuery
 from .sampling import random_seed
@@ -198,7 +199,8 @@ class StudyStatusApi(APIView):
 
 
 class StudyItemsApi(APIView):
-    """Every item with its labels (annotators pseudonymised), per-criterion majorities and Valid_agg."""
+    """Every item with its labels (annotators pseudonymised), per-criterion majorities and Valid_agg;
+    sorted, filtered and searched as the results page's table is."""
 
     permission_classes = [Curators]
 
@@ -208,7 +210,8 @@ class StudyItemsApi(APIView):
         items = selectors.items_beside_tests(
             selectors.study_item_rows(_study(pk)), request.user, disagree_only=query["disagree"]
         )
-        return Response(ItemRowSerializer(items.rows, many=True, context={"verdicts": items.verdicts}).data)
+        rows = item_table(items.rows, query)
+        return Response(ItemRowSerializer(rows, many=True, context={"verdicts": items.verdicts}).data)
 
 
 class StudyResultsApi(APIView):

@@ -429,6 +429,7 @@ class ItemRow:
     stratum: str
     edited_since_sampling: bool
     required: int
+    source_task: str = ""  # the source task's id, which the results table searches
     labels: list[LabelRow] = field(default_factory=list)
     gold: Answers | None = None
     adjudication: AdjudicationView | None = None
@@ -518,9 +519,10 @@ def _item_rows(study: Study, items: QuerySet[StudyItem]) -> list[ItemRow]:
             stratum=item.stratum,
             edited_since_sampling=item.candidate.revision != item.revision_at_sampling,
             required=study.annotators_per_item,
+            source_task=item.candidate.source_task.external_id,
             gold=Answers(item.gold_c1, item.gold_c2, item.gold_c3) if item.is_gold else None,
         )
-        for item in items.select_related("candidate")
+        for item in items.select_related("candidate__source_task")
         .only(
             "number",
             "group",
@@ -531,6 +533,7 @@ def _item_rows(study: Study, items: QuerySet[StudyItem]) -> list[ItemRow]:
             "candidate_id",
             "candidate__external_id",
             "candidate__revision",
+            "candidate__source_task__external_id",
             "study_id",
             "gold_c1",
             "gold_c2",

@@ -212,6 +212,7 @@ class ItemRowSerializer(serializers.Serializer):
     item = serializers.IntegerField(source="number")
     candidate_pk = serializers.IntegerField()
     candidate_id = serializers.CharField(source="candidate_external_id")
+    source_task = serializers.CharField(help_text="The source task's id")
     group = serializers.CharField()
     rank_at_sampling = serializers.IntegerField(source="rank")
     q_at_sampling = serializers.FloatField(source="quality")

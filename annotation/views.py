@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
 from django.shortcuts import redirect, render
@@ -11,7 +13,7 @@ from django.views.generic import TemplateView
 
 from candidates import diffing, highlight
 from veriharm_site.permissions import RoleRequiredMixin
-from veriharm_site.queries import QueryPageMixin
+from veriharm_site.queries import QueryPageMixin, query_string
 
 from . import exports, figures, line_diff, selectors, services
 from .forms import (
@@ -25,6 +27,7 @@ from .forms import (
     StudyForm,
 )
 from .guidelines import CRITERIA, MEASURES
+from .item_table import ITEM_SORTS, MAJORITIES, item_table
 from .models import Assignment, Study
 from .queries import ExportQuery, ItemsQuery
 
@@ -455,7 +458,8 @@ class MembersAddView(RoleRequiredMixin, View):
 
 class ResultsView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     """Per-item labels and majorities beside the harm tests' verdicts (`?disagree=1`: only where
-    they disagree, as in the items API), agreement and Figure 3."""
+    they disagree, as in the items API), agreement and Figure 3. The item table is sorted, filtered
+    and searched as the items API is; the figures always cover every item."""
 
     permission_required = MANAGE
     template_name = "annotation/results.html"
@@ -465,10 +469,17 @@ class ResultsView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         study = _curator_study(kwargs["pk"])
         results = selectors.study_results(study)
         p = results.prediction
+        items = selectors.items_beside_tests(results.rows, self.request.user, disagree_only=self.query["disagree"])
+        shown = item_table(items.rows, self.query)
         return super().get_context_data(
             study=study,
             results=results,
-            items=selectors.items_beside_tests(results.rows, self.request.user, disagree_only=self.query["disagree"]),
+            items=replace(items, rows=shown),
+            query=self.query,
+            querystring=query_string(self.query),
+            item_sorts=ITEM_SORTS.items(),
+            majorities=MAJORITIES,
+            narrowed=len(shown) != items.total,
             measures=MEASURES,
             confusion_chart=figures.confusion_matrix(p),
             metrics_chart=figures.prediction_metrics(p),

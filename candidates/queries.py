@@ -6,7 +6,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from veriharm_site.api_errors import MAX_INT32
-from veriharm_site.queries import WholeNumberField
+from veriharm_site.queries import FlagField, WholeNumberField
 
 GROUPS = ("top", "bottom", "unranked")
 
@@ -32,3 +32,46 @@ class RankingQuery(GroupSizeQuery):
     risk_category = serializers.CharField(required=False, allow_blank=True, default="")
     target_agent = serializers.CharField(required=False, allow_blank=True, default="")
     proposer = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+REVIEW_SORTS = {
+    "rank": "rank, best first",
+    "-rank": "rank, worst first",
+    "quality": "Q, lowest first",
+    "-quality": "Q, highest first",
+    "decided": "latest decision, oldest first (undecided last)",
+    "-decided": "latest decision, newest first (undecided last)",
+    "id": "id, A to Z",
+    "-id": "id, Z to A",
+}
+DECISION_STATES = ("undecided", "approved", "rejected")
+
+
+def _choice(choices: tuple[str, ...] | dict[str, str], help_text: str) -> serializers.ChoiceField:
+    values = tuple(choices)
+    return serializers.ChoiceField(
+        choices=values,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text=help_text,
+        error_messages={"invalid_choice": f"must be one of {', '.join(values)}, got “{{input}}”"},
+    )
+
+
+class ReviewQueueQuery(GroupSizeQuery):
+    """The review queue's order, filters and search: the page, the review page's neighbours and the
+    API read the same parameters."""
+
+    sort = _choice(REVIEW_SORTS, "Order of the queue (default rank)")
+    decision = _choice(DECISION_STATES, "Only candidates whose current decision is this")
+    flagged = FlagField(help_text="Only candidates flagged by the reference check")
+    q = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=200,
+        help_text="Search in ids, the words the perturbation added, and source tasks",
+    )
+    perturbation = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
+    risk_category = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)

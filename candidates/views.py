@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -10,6 +14,9 @@ from veriharm_site.permissions import RoleRequiredMixin
 from veriharm_site.queries import QueryPageMixin
 
 from . import diffing, highlight, import_jobs, selectors, services
+from .curation.decision_forms import decided_message, decision_from_form
+from .curation.forms import DecisionForm
+from .curation.review import REASON_OPTIONS
 from .curation.selectors import curation_history
 from .flags import candidate_flags, flag_warning
 from .forms import ImportForm
@@ -59,19 +66,34 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
 
 
 class CandidateDetailView(RoleRequiredMixin, TemplateView):
+    """Everything known about a candidate; curators also decide on it here (POST)."""
+
     permission_required = "candidates.view_ranking"
+    decide_permission = "candidates.curate"
     template_name = "candidates/detail.html"
 
-    def get_context_data(self, **kwargs):
+    def get_permission_required(self) -> Sequence[str]:
+        if self.request.method == "POST":
+            return (self.decide_permission,)
+        return super().get_permission_required()
+
+    def _detail(self, external_id: str) -> Candidate:
         try:
-            candidate = selectors.candidate_detail(kwargs["external_id"])
+            return selectors.candidate_detail(external_id)
         except Candidate.DoesNotExist:
             raise Http404("No candidate with this id.") from None
+
+    def get_context_data(self, decision_form: DecisionForm | None = None, **kwargs: Any) -> dict[str, Any]:
+        candidate = self._detail(kwargs["external_id"])
         diff = diffing.side_by_side(candidate.source_task.instruction, candidate.instruction)
         bounds = selectors.ranking_bounds()
         flags = candidate_flags([candidate.pk]).get(candidate.pk, [])
+        if decision_form is None and self.request.user.has_perm(self.decide_permission):
+            decision_form = DecisionForm(initial={"candidate": candidate.external_id, "revision": candidate.revision})
         return super().get_context_data(
             candidate=candidate,
+            decision_form=decision_form,
+            reasons=REASON_OPTIONS,
             curation=curation_history(candidate.pk),
             panels=candidate_panels(candidate, self.request.user),
             flags=flags,
@@ -88,6 +110,16 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
             judgements=list(candidate.judgements.all()),
             **kwargs,
         )
+
+    def post(self, request: HttpRequest, external_id: str) -> HttpResponse:
+        candidate = self._detail(external_id)
+        form = DecisionForm(request.POST)
+        decision = decision_from_form(form, candidate, request.user)
+        if decision is None:
+            context = self.get_context_data(external_id=external_id, decision_form=form)
+            return self.render_to_response(context, status=400)
+        messages.success(request, decided_message(decision, candidate))
+        return redirect("candidates:detail", candidate.external_id)
 
 
 class ImportView(RoleRequiredMixin, View):

@@ -59,13 +59,14 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("candidates:ranking", "GET", READERS),
     ("candidates:ranking", "POST", READERS),  # 405 past the role check (QueryPageMixin)
     ("candidates:detail", "GET", READERS),
+    ("candidates:detail", "POST", CURATORS),  # a decision from the candidate's page
     ("candidates:highlight-css", "GET", EVERYONE),
     ("candidates:import", "GET", CURATORS),
     ("candidates:import", "POST", CURATORS),
     ("candidates:import-job", "GET", CURATORS),
     ("candidates:export", "GET", CURATORS),
     ("candidates:review-queue", "GET", CURATORS),
-    ("candidates:review-queue", "POST", CURATORS),  # 405 past the role check (QueryPageMixin)
+    ("candidates:review-queue", "POST", CURATORS),  # decide the ticked rows (a confirm step, then the batch)
     ("candidates:review", "GET", CURATORS),
     ("candidates:review", "POST", CURATORS),
     ("candidates:revise", "GET", CURATORS),
@@ -96,6 +97,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("api-revisions", "GET", READERS),
     ("api-revisions", "POST", CURATORS),
     ("api-review-queue", "GET", CURATORS),
+    ("api-review-decisions-bulk", "POST", CURATORS),
     ("api-releases", "GET", READERS),
     ("api-releases", "POST", CURATORS),
     ("api-release-import", "POST", CURATORS),

@@ -9,6 +9,7 @@ on both, never silently ignored.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -90,3 +91,9 @@ class QueryPageMixin:
         if handler is None:
             return self.http_method_not_allowed(request, *args, **kwargs)  # type: ignore[attr-defined]
         return self._refused_query(request) or handler(request, *args, **kwargs)
+
+
+def query_string(query: dict[str, Any]) -> str:
+    """The validated parameters that differ from "absent", to carry into links (pagination, next)."""
+    kept = {name: "1" if value is True else value for name, value in query.items() if value not in (None, "", False)}
+    return urlencode(kept)

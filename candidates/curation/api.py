@@ -24,15 +24,18 @@ from veriharm_site.permissions import api_permission
 from veriharm_site.queries import query_of
 
 from ..models import Candidate, Decision, Perturbation, Release, Revision
-from ..queries import GroupSizeQuery
+from ..queries import ReviewQueueQuery
 from ..releases import services as releases
 from ..releases.bundle import release_bundle
 from ..releases.bundle_import import release_bundle_import
 from . import review, revisions
 from .descriptive import breakdown
+from .queue_listing import review_queue_listing
 from .search_report import search_report
 from .selectors import descriptive_cells, search_funnel, search_rows
 from .serializers import (
+    BulkDecisionRequestSerializer,
+    BulkDecisionResultSerializer,
     BundleImportRequestSerializer,
     DecisionRequestSerializer,
     DecisionSerializer,
@@ -151,28 +154,69 @@ class RevisionListApi(_CandidateHistoryApi):
 
 
 class ReviewQueueApi(APIView):
-    """The top-K in rank order with each one's current verdict ("" while undecided) and flags (why its
-    tests failed their reference check, in words; [] when not flagged)."""
+    """The top-K with each one's current verdict ("" while undecided) and flags (why its tests failed
+    their reference check, in words; [] when not flagged), sorted, filtered and searched as the queue
+    page is. The counts are of the whole top-K."""
 
     permission_classes = [api_permission(CURATE)]
 
-    @extend_schema(parameters=[GroupSizeQuery], responses=ReviewQueueSerializer)
+    @extend_schema(parameters=[ReviewQueueQuery], responses=ReviewQueueSerializer)
     def get(self, request: Request) -> Response:
-        queue = review.review_queue(query_of(GroupSizeQuery, request.query_params)["k"])
+        query = query_of(ReviewQueueQuery, request.query_params)
+        queue = review.review_queue(query["k"])
+        listing = review_queue_listing(query)
         return Response(
             {
                 "k": queue.k,
                 "total": queue.total,
+                "shown": len(listing.rows),
                 "decided": queue.decided,
                 "approved": queue.approved,
                 "rejected": queue.rejected,
                 "flagged": queue.flagged,
                 "entries": [
-                    {"rank": e.rank, "id": e.external_id, "verdict": e.verdict, "flags": list(e.flags)}
-                    for e in queue.entries
+                    {
+                        "rank": row.rank,
+                        "id": row.external_id,
+                        "quality": row.quality,
+                        "source_task": row.source_task,
+                        "perturbation": row.perturbation,
+                        "risk_category": row.risk_category,
+                        "verdict": row.verdict,
+                        "reason": row.reason,
+                        "decided_at": row.decided_at,
+                        "flags": list(row.flags),
+                    }
+                    for row in listing.rows
                 ],
             }
         )
+
+
+class ReviewDecisionsBulkApi(APIView):
+    """The same decision for many candidates at once, all or nothing. Unknown ids are refused (404),
+    and so is an approval of flagged candidates without acknowledge_flags (400, naming them)."""
+
+    permission_classes = [api_permission(CURATE)]
+
+    @extend_schema(
+        request=BulkDecisionRequestSerializer,
+        responses={201: BulkDecisionResultSerializer, 400: API_ERRORS, 404: API_ERRORS},
+    )
+    def post(self, request: Request) -> Response:
+        payload = BulkDecisionRequestSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        decisions = review.decisions_record_bulk(
+            external_ids=data["candidates"],
+            user=request.user,
+            verdict=data["verdict"],
+            reason=data["reason"],
+            note=data["note"],
+            acknowledge_flags=data["acknowledge_flags"],
+        )
+        body = {"recorded": len(decisions), "decisions": DecisionSerializer(decisions, many=True).data}
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class ReleaseListApi(_ReadOrCurate):

@@ -21,6 +21,33 @@ class DecisionForm(forms.Form):
     warning_seen = forms.CharField(required=False, widget=forms.HiddenInput, max_length=5000)
 
 
+class CandidateIdsField(forms.Field):
+    """The ticked rows of the queue: one value per checkbox, each a candidate id."""
+
+    widget = forms.MultipleHiddenInput
+    default_error_messages = {"too_long": "a candidate id has at most 200 characters"}
+
+    def to_python(self, value: object) -> list[str]:
+        values = value if isinstance(value, list | tuple) else [value] if value else []
+        ids = [str(v).strip() for v in values if str(v).strip()]
+        if any(len(v) > 200 for v in ids):
+            raise forms.ValidationError(self.error_messages["too_long"], code="too_long")
+        return ids
+
+
+class BulkDecisionForm(forms.Form):
+    """One decision for the candidates ticked in the queue; `confirmed` is set by the confirm step."""
+
+    candidates = CandidateIdsField(required=False)
+    verdict = forms.ChoiceField(choices=Verdict.choices)
+    reason = forms.ChoiceField(choices=DecisionReason.choices)
+    note = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 1}), max_length=settings.VERIHARM_MAX_COMMENT_CHARS
+    )
+    acknowledge_flags = forms.BooleanField(required=False, label="Approve flagged candidates among them anyway")
+    confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+
 class RevisionForm(forms.Form):
     base_revision = forms.IntegerField(min_value=1, max_value=2**31 - 1, widget=forms.HiddenInput)
     instruction = forms.CharField(

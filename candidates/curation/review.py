@@ -8,6 +8,7 @@ a plain query.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -122,14 +123,120 @@ def decision_record(
         )
 
 
-def _latest(field: str) -> Subquery:
+MAX_BULK_DECISIONS = 500  # one page of the queue is far fewer; a batch this size stays one short transaction
+
+
+class FlaggedInBatch(DecisionRefused):
+    """A batch approval that includes flagged candidates without the curator confirming their warnings."""
+
+    def __init__(self, message: str, flagged: dict[str, list[str]]) -> None:
+        super().__init__("acknowledge_flags", message)
+        self.flagged = flagged
+
+    def error_extra(self) -> dict[str, dict[str, list[str]]]:
+        return {"flagged": self.flagged}  # per candidate id, its flags in words
+
+
+def _listed(ids: list[str], limit: int = 5) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+@dataclass(frozen=True)
+class BulkPlan:
+    """What a batch decision records: its candidates in id order and, for approvals of flagged ones,
+    the warning each decision keeps."""
+
+    candidates: list[Candidate]
+    warnings: dict[int, str]
+    flagged: dict[str, list[str]]  # by candidate id, the flags acknowledged
+
+
+def _bulk_plan(
+    external_ids: Sequence[str], verdict: str, reason: str, note: str, acknowledge_flags: bool, *, lock: bool
+) -> BulkPlan:
+    _check_decision(verdict, reason, note)
+    wanted = list(dict.fromkeys(external_ids))  # a candidate ticked twice is decided once
+    if not wanted:
+        raise DecisionRefused("candidates", "choose at least one candidate")
+    if len(wanted) > MAX_BULK_DECISIONS:
+        raise DecisionRefused(
+            "candidates", f"at most {MAX_BULK_DECISIONS} candidates at once, got {len(wanted)}; decide them in parts"
+        )
+    rows = Candidate.objects.filter(external_id__in=wanted).order_by("pk").only("pk", "external_id", "revision")
+    # Locked in id order, as every batch locks them, so two overlapping batches cannot deadlock.
+    candidates = list(rows.select_for_update() if lock else rows)
+    found = {c.external_id for c in candidates}
+    missing = [ext for ext in wanted if ext not in found]
+    if missing:
+        raise DecisionRefused(
+            "candidates",
+            f"no candidate has the id{'s' if len(missing) > 1 else ''} {_listed(missing)}; nothing was recorded",
+            status_code=404,
+        )
+    if verdict != Verdict.APPROVE:
+        return BulkPlan(candidates, {}, {})  # only an approval is warned against
+    flags = candidate_flags(c.pk for c in candidates)
+    flagged = {c.external_id: flags[c.pk] for c in candidates if c.pk in flags}
+    if flagged and not acknowledge_flags:
+        raise FlaggedInBatch(
+            f"{len(flagged)} of these candidates {'is' if len(flagged) == 1 else 'are'} flagged by the reference "
+            f"check: {_listed(sorted(flagged))}. Approve them only if you have checked that their tests are right "
+            "anyway, and confirm (acknowledge_flags); nothing was recorded",
+            flagged,
+        )
+    return BulkPlan(candidates, {pk: flag_warning(reasons) for pk, reasons in flags.items()}, flagged)
+
+
+def decisions_bulk_check(
+    *, external_ids: Sequence[str], verdict: str, reason: str, note: str = "", acknowledge_flags: bool = False
+) -> BulkPlan:
+    """What `decisions_record_bulk` would record now, or its refusal; records nothing (the confirm step)."""
+    return _bulk_plan(external_ids, verdict, reason, note.strip(), acknowledge_flags, lock=False)
+
+
+def decisions_record_bulk(
+    *,
+    external_ids: Sequence[str],
+    user: AbstractBaseUser,
+    verdict: str,
+    reason: str,
+    note: str = "",
+    acknowledge_flags: bool = False,
+) -> list[Decision]:
+    """One decision, the same for each candidate, all recorded or none.
+
+    Each applies to the candidate's revision at this moment. Approving flagged candidates needs
+    `acknowledge_flags`, as one at a time does; without it the whole batch is refused, naming them.
+    """
+    note = note.strip()
+    with transaction.atomic():
+        plan = _bulk_plan(external_ids, verdict, reason, note, acknowledge_flags, lock=True)
+        return Decision.objects.bulk_create(
+            [
+                Decision(
+                    candidate=c,
+                    verdict=verdict,
+                    reason=reason,
+                    note=note,
+                    candidate_revision=c.revision,
+                    decided_by=user,
+                    flag_warning=plan.warnings.get(c.pk, ""),
+                )
+                for c in plan.candidates
+            ]
+        )
+
+
+def latest_decision(field: str) -> Subquery:
+    """A field of the candidate's current (latest) decision, as an annotation; None when undecided."""
     latest = Decision.objects.filter(candidate=OuterRef("pk")).order_by("-decided_at", "-id")
     return Subquery(latest.values(field)[:1])
 
 
 def with_current_verdict(queryset: QuerySet[Candidate]) -> QuerySet[Candidate]:
     """Annotate `current_verdict`: the latest decision's verdict, or None when undecided."""
-    return queryset.annotate(current_verdict=_latest("verdict"))
+    return queryset.annotate(current_verdict=latest_decision("verdict"))
 
 
 def approved_candidates() -> QuerySet[Candidate]:

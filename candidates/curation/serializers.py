@@ -3,6 +3,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ..models import Decision, DecisionReason, Release, ReleaseItem, Revision, Verdict
+from .review import MAX_BULK_DECISIONS
 
 
 class DecisionSerializer(serializers.ModelSerializer):
@@ -43,6 +44,35 @@ class DecisionRequestSerializer(serializers.Serializer):
         help_text="Approve a flagged candidate anyway (its tests failed their reference check); without it such "
         "an approval is refused with the flags named. The decision keeps the warning.",
     )
+
+
+class BulkDecisionRequestSerializer(serializers.Serializer):
+    candidates = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        allow_empty=False,
+        max_length=MAX_BULK_DECISIONS,
+        help_text=f"The candidates' ids, at most {MAX_BULK_DECISIONS}; each gets the same decision",
+        error_messages={
+            "max_length": f"at most {MAX_BULK_DECISIONS} candidates at once; decide them in parts",
+            "empty": "choose at least one candidate",
+        },
+    )
+    verdict = serializers.ChoiceField(choices=Verdict.choices)
+    reason = serializers.ChoiceField(choices=DecisionReason.choices)
+    note = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=settings.VERIHARM_MAX_COMMENT_CHARS
+    )
+    acknowledge_flags = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Approve flagged candidates among them anyway; without it a batch with any flagged candidate is "
+        "refused whole, naming them. Each such decision keeps its warning.",
+    )
+
+
+class BulkDecisionResultSerializer(serializers.Serializer):
+    recorded = serializers.IntegerField(help_text="How many decisions were recorded (one per distinct candidate)")
+    decisions = DecisionSerializer(many=True)
 
 
 class RevisionSerializer(serializers.ModelSerializer):
@@ -147,13 +177,20 @@ class BundleImportRequestSerializer(serializers.Serializer):
 class ReviewQueueEntrySerializer(serializers.Serializer):
     rank = serializers.IntegerField()
     id = serializers.CharField()
+    quality = serializers.FloatField(allow_null=True, help_text="Q")
+    source_task = serializers.CharField()
+    perturbation = serializers.CharField()
+    risk_category = serializers.CharField()
     verdict = serializers.CharField(help_text='"approve", "reject", or "" while undecided')
+    reason = serializers.CharField(help_text='The current decision\'s reason, "" while undecided')
+    decided_at = serializers.DateTimeField(allow_null=True, help_text="When the current decision was made")
     flags = serializers.ListField(child=serializers.CharField(), help_text="Why its tests failed their reference check")
 
 
 class ReviewQueueSerializer(serializers.Serializer):
     k = serializers.IntegerField()
-    total = serializers.IntegerField()
+    total = serializers.IntegerField(help_text="Candidates in the top-K, whatever the filters")
+    shown = serializers.IntegerField(help_text="Entries matching the filters and search")
     decided = serializers.IntegerField()
     approved = serializers.IntegerField()
     rejected = serializers.IntegerField()

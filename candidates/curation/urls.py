@@ -28,6 +28,7 @@ api_urlpatterns = [
     path("decisions/", api.DecisionListApi.as_view(), name="api-decisions"),
     path("revisions/", api.RevisionListApi.as_view(), name="api-revisions"),
     path("review/queue/", api.ReviewQueueApi.as_view(), name="api-review-queue"),
+    path("review/decisions/bulk/", api.ReviewDecisionsBulkApi.as_view(), name="api-review-decisions-bulk"),
     path("releases/", api.ReleaseListApi.as_view(), name="api-releases"),
     path("releases/import/", api.BundleImportApi.as_view(), name="api-release-import"),
     path("releases/<int:pk>/", api.ReleaseDetailApi.as_view(), name="api-release"),

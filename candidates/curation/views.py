@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django import forms
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -16,46 +16,152 @@ from django.views.generic import TemplateView
 from veriharm_site.charts import BarSpec, Chart, count_label, nice_ceiling, stacked_bars
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin
-from veriharm_site.queries import QueryPageMixin
+from veriharm_site.queries import QueryPageMixin, query_string
 
-from ..models import Candidate, Perturbation, Release, ReleaseFrozen, Verdict
-from ..queries import GroupSizeQuery
+from ..models import Candidate, DecisionReason, Perturbation, Release, ReleaseFrozen, Verdict
+from ..queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueueQuery
 from ..releases import services as releases
 from ..releases.bundle import BundleRefused, release_bundle
 from ..releases.bundle_import import release_bundle_import
+from ..selectors import filter_choices
 from ..views import CandidateDetailView
 from . import review, revisions
+from .decision_forms import decided_message, decision_from_form, field_of
 from .descriptive import breakdown
-from .forms import BundleImportForm, DecisionForm, ReleaseDescriptionForm, ReleaseForm, RevisionForm
+from .forms import BulkDecisionForm, BundleImportForm, DecisionForm, ReleaseDescriptionForm, ReleaseForm, RevisionForm
+from .queue_listing import review_queue_listing
 from .search_report import ALL, FunnelStage, SearchReport, search_report
 from .selectors import descriptive_cells, search_funnel, search_rows
 
+QUEUE_PAGE_SIZE = 50
 
-def _review_url(rank: int, k: int | None) -> str:
-    url = reverse("candidates:review", args=[rank])
-    return f"{url}?k={k}" if k else url
+
+def _with_query(url: str, querystring: str) -> str:
+    return f"{url}?{querystring}" if querystring else url
+
+
+def _review_url(rank: int, querystring: str) -> str:
+    return _with_query(reverse("candidates:review", args=[rank]), querystring)
+
+
+def _queue_url(querystring: str) -> str:
+    return _with_query(reverse("candidates:review-queue"), querystring)
 
 
 class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
+    """The top-K sorted, filtered and searched; a POST decides the ticked rows at once, after a
+    confirm step (the first POST shows what will happen, the second, with `confirmed`, does it)."""
+
     permission_required = "candidates.curate"
-    query_serializer = GroupSizeQuery
+    query_serializer = ReviewQueueQuery
     template_name = "candidates/review_queue.html"
 
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        k = self.query["k"]
-        queue = review.review_queue(k)
-        start = queue.first_undecided() or (queue.entries[0].rank if queue.entries else None)
+    def get_context_data(self, bulk_form: BulkDecisionForm | None = None, **kwargs: Any) -> dict[str, Any]:
+        query = self.query
+        queue = review.review_queue(query["k"])
+        listing = review_queue_listing(query)
+        page = Paginator(listing.rows, QUEUE_PAGE_SIZE).get_page(self.request.GET.get("page"))
+        querystring = query_string(query)
+        start = listing.next_undecided(0) or (listing.rows[0].rank if listing.rows else None)
+        bulk_form = bulk_form or BulkDecisionForm(initial={"verdict": Verdict.REJECT})
+        choices = filter_choices()
         return super().get_context_data(
-            queue=queue, k_param=k, start_url=_review_url(start, k) if start else None, **kwargs
+            queue=queue,
+            listing=listing,
+            page=page,
+            query=query,
+            querystring=querystring,
+            # The rows' links to the review page carry the order and filters: "next" follows them.
+            review_query=querystring,
+            start_url=_review_url(start, querystring) if start else None,
+            sorts=REVIEW_SORTS.items(),
+            decision_states=DECISION_STATES,
+            perturbations=[(p, dict(Perturbation.choices).get(p, p)) for p in choices["perturbation"]],
+            risk_categories=choices["risk_category"],
+            filtered=any(query[name] for name in ("decision", "flagged", "q", "perturbation", "risk_category")),
+            bulk_form=bulk_form,
+            selected=set(bulk_form.cleaned_data["candidates"])
+            if bulk_form.is_bound and bulk_form.is_valid()
+            else set(),
+            reasons=review.REASON_OPTIONS,
+            max_bulk=review.MAX_BULK_DECISIONS,
+            **kwargs,
         )
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        refused_query = self._refused_query(request)
+        if refused_query is not None:
+            return refused_query
+        form = BulkDecisionForm(request.POST)
+        status = 400
+        if form.is_valid():
+            data = form.cleaned_data
+            decide = {
+                "external_ids": data["candidates"],
+                "verdict": data["verdict"],
+                "reason": data["reason"],
+                "note": data["note"],
+                "acknowledge_flags": data["acknowledge_flags"],
+            }
+            try:
+                if not data["confirmed"]:
+                    plan = review.decisions_bulk_check(**decide)
+                    return self._confirm_page(request, form, plan)
+                decisions = review.decisions_record_bulk(user=request.user, **decide)
+            except review.DecisionRefused as refused:
+                form.add_error(field_of(form, refused.field), refused.message)
+                status = refused.status_code
+            else:
+                messages.success(request, _bulk_summary(decisions[0].verdict, decisions[0].reason, len(decisions)))
+                return redirect(_queue_url(query_string(self.query)))
+        return self.render_to_response(self.get_context_data(bulk_form=form), status=status)
+
+    def _confirm_page(self, request: HttpRequest, form: BulkDecisionForm, plan: review.BulkPlan) -> HttpResponse:
+        data = form.cleaned_data
+        count = len(plan.candidates)
+        title = _bulk_summary(data["verdict"], data["reason"], count, question=True)
+        warned = len(plan.warnings)
+        message = (
+            f"Each of the {count} gets a new decision by you on its current revision"
+            f"{', with the note' if data['note'].strip() else ''}; their earlier decisions stay in their history."
+        )
+        if warned:
+            message += f" {warned} of them {'is' if warned == 1 else 'are'} flagged: each approval keeps its warning."
+        confirmation = Confirmation(
+            title=title,
+            message=message,
+            action=_bulk_summary(data["verdict"], data["reason"], count, short=True),
+            back_url=_queue_url(query_string(self.query)),
+            danger=data["verdict"] == Verdict.REJECT,
+        )
+        context = {
+            "confirmation": confirmation,
+            "form": form,
+            "ids": [c.external_id for c in plan.candidates],
+            "flagged": plan.flagged,
+        }
+        return render(request, "candidates/review_bulk_confirm.html", context)
+
+
+def _bulk_summary(verdict: str, reason: str, count: int, *, question: bool = False, short: bool = False) -> str:
+    """ "Reject 12 candidates as “…”?" before, "Rejected 12 candidates as “…”." after."""
+    noun = f"{count} candidate{'s' if count != 1 else ''}"
+    approve = verdict == Verdict.APPROVE
+    if short:
+        return f"{'Approve' if approve else 'Reject'} {noun}"
+    label = DecisionReason(reason).label
+    if question:
+        return f"{'Approve' if approve else 'Reject'} {noun} as “{label}”?"
+    return f"{'Approved' if approve else 'Rejected'} {noun} as “{label}”."
 
 
 class ReviewView(QueryPageMixin, CandidateDetailView):
-    """One candidate of the queue with everything known about it, and the decision form."""
+    """One candidate of the queue with everything known about it, and the decision form. Its
+    neighbours are those of the queue as the curator sorted and filtered it."""
 
     permission_required = "candidates.curate"
     template_name = "candidates/review.html"
-    query_serializer = GroupSizeQuery
+    query_serializer = ReviewQueueQuery
 
     def _candidate(self) -> Candidate:
         try:
@@ -65,23 +171,23 @@ class ReviewView(QueryPageMixin, CandidateDetailView):
 
     def get_context_data(self, form: DecisionForm | None = None, **kwargs: Any) -> dict[str, Any]:
         candidate = self._candidate()
-        k = self.query["k"]
-        queue = review.review_queue(k)
+        queue = review.review_queue(self.query["k"])
+        listing = review_queue_listing(self.query)
+        querystring = query_string(self.query)
         rank = candidate.rank
-        neighbours = {step: queue.neighbour(rank, step) for step in (-1, 1)}
-        next_undecided = queue.next_undecided(rank)
+        neighbours = {step: listing.neighbour(rank, step) for step in (-1, 1)}
+        next_undecided = listing.next_undecided(rank)
         form = form or DecisionForm(initial={"candidate": candidate.external_id, "revision": candidate.revision})
         kwargs["external_id"] = candidate.external_id
         return super().get_context_data(
             queue=queue,
-            k_param=k,
+            review_query=querystring,
             form=form,
-            reasons=review.REASON_OPTIONS,
             in_queue=queue.contains(rank),
-            previous_url=_review_url(neighbours[-1], k) if neighbours[-1] else "",
-            next_url=_review_url(neighbours[1], k) if neighbours[1] else "",
-            next_undecided_url=_review_url(next_undecided, k) if next_undecided and next_undecided != rank else "",
-            queue_url=reverse("candidates:review-queue") + (f"?k={k}" if k else ""),
+            previous_url=_review_url(neighbours[-1], querystring) if neighbours[-1] else "",
+            next_url=_review_url(neighbours[1], querystring) if neighbours[1] else "",
+            next_undecided_url=_review_url(next_undecided, querystring) if next_undecided else "",
+            queue_url=_queue_url(querystring),
             **kwargs,
         )
 
@@ -89,43 +195,16 @@ class ReviewView(QueryPageMixin, CandidateDetailView):
         refused = self._refused_query(request)
         if refused is not None:
             return refused
-        form = DecisionForm(request.POST)
         candidate = self._candidate()
-        if form.is_valid():
-            if form.cleaned_data["candidate"] != candidate.external_id:
-                form.add_error(None, "the ranking changed since you opened this page (a new import); review again")
-            else:
-                try:
-                    review.decision_record(
-                        candidate_id=candidate.pk,
-                        user=request.user,
-                        verdict=form.cleaned_data["verdict"],
-                        reason=form.cleaned_data["reason"],
-                        note=form.cleaned_data["note"],
-                        seen_revision=form.cleaned_data["revision"],
-                        acknowledge_flags=form.cleaned_data["acknowledge_flags"],
-                        warning_seen=form.cleaned_data["warning_seen"],
-                    )
-                except review.DecisionRefused as decision_refused:
-                    form.add_error(_field(form, decision_refused.field), decision_refused.message)
-        if not form.is_valid():
+        # "Next" is read before deciding: under ?decision=undecided this candidate then leaves the list.
+        following = review_queue_listing(self.query).neighbour(rank, 1)
+        form = DecisionForm(request.POST)
+        decision = decision_from_form(form, candidate, request.user)
+        if decision is None:
             return self.render_to_response(self.get_context_data(form=form, rank=rank), status=400)
-        done = "Approved" if form.cleaned_data["verdict"] == Verdict.APPROVE else "Rejected"
-        warned = " despite its flags" if done == "Approved" and form.cleaned_data["acknowledge_flags"] else ""
-        messages.success(request, f"{done} {candidate.external_id} (rank {rank}){warned}.")
-        return redirect(self._after_decision(rank))
-
-    def _after_decision(self, rank: int) -> str:
-        """The next rank of the queue, or the queue's overview after its last entry."""
-        k = self.query["k"]
-        following = review.review_queue(k).neighbour(rank, 1)
-        if following:
-            return _review_url(following, k)
-        return reverse("candidates:review-queue") + (f"?k={k}" if k else "")
-
-
-def _field(form: forms.Form, name: str) -> str | None:
-    return name if name in form.fields else None
+        messages.success(request, decided_message(decision, candidate, f" (rank {rank})"))
+        querystring = query_string(self.query)
+        return redirect(_review_url(following, querystring) if following else _queue_url(querystring))
 
 
 class ReviseView(RoleRequiredMixin, View):
@@ -169,7 +248,7 @@ class ReviseView(RoleRequiredMixin, View):
                     base_revision=form.cleaned_data["base_revision"],
                 )
             except revisions.RevisionRefused as refused:
-                form.add_error(_field(form, refused.field), refused.message)
+                form.add_error(field_of(form, refused.field), refused.message)
             else:
                 messages.success(request, f"Saved revision {revision.number} of {candidate.external_id}.")
                 return redirect("candidates:detail", candidate.external_id)
@@ -202,7 +281,7 @@ class ReleaseListView(RoleRequiredMixin, View):
             try:
                 release = releases.release_create(user=request.user, **form.cleaned_data)
             except releases.ReleaseRefused as refused:
-                form.add_error(_field(form, refused.field), refused.message)
+                form.add_error(field_of(form, refused.field), refused.message)
             else:
                 messages.success(request, f"Draft release {release.label} created: check it, then freeze it.")
                 return redirect("candidates:release", release.pk)

@@ -185,3 +185,44 @@ def test_the_note_takes_typing_and_ctrl_enter_submits_it(live_server, new_page, 
     expect(page.locator(".messages")).to_contain_text(f"Approved {SECOND}")
     approved = Decision.objects.get(candidate__external_id=SECOND)
     assert (approved.verdict, approved.note) == ("approve", "looks fine")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_approve_on_the_candidate_page_then_reject_the_rest_in_bulk(live_server, new_page, curator, examples_imported):
+    candidate_import_streams(
+        [("x.jsonl", jsonl(CandidateLineFactory(id=THIRD, scores=(3, 3, 3, 3, 3))).splitlines(True))]
+    )
+    page = new_page()
+    login(page, live_server.url, curator.username)
+    page.goto(f"{live_server.url}/candidates/c/{FIRST}/")
+    decide = page.locator("[data-testid=decide]")
+    expect(decide.locator("form[data-reasons-follow=on]")).to_have_count(1)
+    decide.locator("[data-testid=decide-approve]").check()
+    # Only the reasons that fit an approval stay offered.
+    expect(decide.locator("label.reason:has(input[value=harm_requested])")).to_be_hidden()
+    decide.locator("input[name=reason][value=valid]").check()
+    decide.locator("[data-testid=record-decision]").click()
+    expect(page.locator(".messages")).to_contain_text(f"Approved {FIRST}.")
+    expect(page.locator("[data-testid=current-verdict]")).to_have_text("Approved")
+
+    page.goto(f"{live_server.url}/candidates/review/?decision=undecided")
+    expect(page.locator("[data-testid=queue-rows] tbody tr")).to_have_count(2)
+    expect(page.locator("#bulk-decision[data-select-page=on]")).to_have_count(1)
+    page.locator("[data-testid=select-page]").check()
+    expect(page.locator("[data-testid=bulk-count]")).to_have_text("2 ticked")
+    page.locator("[data-testid=bulk-verdict]").select_option("reject")
+    page.locator("[data-testid=bulk-reason]").select_option("unrealistic")
+    page.locator("[data-testid=bulk-apply]").click()
+    expect(page.locator("[data-testid=confirm-step] h1")).to_contain_text("Reject 2 candidates as")
+    assert Decision.objects.count() == 1  # the confirm step records nothing
+    page.locator("[data-testid=confirm]").click()
+    expect(page.locator(".messages")).to_contain_text("Rejected 2 candidates")
+    expect(page.locator("[data-testid=queue-progress]")).to_contain_text("3 of 3 decided")
+    expect(page.locator("[data-testid=queue-rows] tbody tr")).to_contain_text("No candidate of the top-")
+    assert page.url.endswith("/candidates/review/?decision=undecided")
+    decisions = {d.candidate.external_id: (d.verdict, d.reason) for d in Decision.objects.select_related("candidate")}
+    assert decisions == {
+        FIRST: ("approve", "valid"),
+        SECOND: ("reject", "unrealistic"),
+        THIRD: ("reject", "unrealistic"),
+    }

@@ -139,6 +139,13 @@ def valid_bodies(seeded: Seeded) -> dict[tuple[str, str], dict[str, Any]]:
             "revision": 1,
             "acknowledge_flags": False,
         },
+        ("POST", "/api/review/decisions/bulk/"): {
+            "candidates": [seeded.candidate],
+            "verdict": "reject",
+            "reason": "other",
+            "note": "n",
+            "acknowledge_flags": False,
+        },
         ("POST", "/api/revisions/"): {
             "candidate": seeded.candidate,
             "instruction": "Do it.",

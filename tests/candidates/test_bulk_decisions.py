@@ -1,0 +1,213 @@
+"""Deciding many candidates at once from the review queue: one service, all or nothing, behind a
+confirm step on the page and an API twin."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from candidates.curation.review import (
+    MAX_BULK_DECISIONS,
+    DecisionRefused,
+    FlaggedInBatch,
+    decisions_record_bulk,
+)
+from candidates.models import Decision
+from tests.candidates.curation_support import decide, import_lines
+from tests.candidates.test_flag_warnings import FINE, FLAGGED, WARNING, checked  # noqa: F401
+from tests.conftest import make_user
+from tests.factories import CandidateLineFactory
+from veriharm_site.roles import VIEWER
+
+pytestmark = pytest.mark.django_db
+
+POOL = ["pool-a", "pool-b", "pool-c", "pool-d"]
+
+
+@pytest.fixture
+def pool(db):
+    """Four ranked candidates, best first: pool-a .. pool-d."""
+    import_lines(*(CandidateLineFactory(id=ext, scores=(5 - i,) * 5) for i, ext in enumerate(POOL)))
+    return POOL
+
+
+@pytest.fixture
+def viewer_client(db) -> APIClient:
+    client = APIClient()
+    client.force_login(make_user("view", VIEWER))
+    return client
+
+
+def _decisions() -> list[tuple[str, str, str]]:
+    return sorted(Decision.objects.values_list("candidate__external_id", "verdict", "reason"))
+
+
+def test_a_batch_records_one_decision_per_candidate_on_its_current_revision(pool, curator):
+    decisions = decisions_record_bulk(
+        external_ids=["pool-b", "pool-a", "pool-b"], user=curator, verdict="reject", reason="unrealistic", note=" dup "
+    )
+    assert len(decisions) == 2  # ticked twice, decided once
+    assert _decisions() == [("pool-a", "reject", "unrealistic"), ("pool-b", "reject", "unrealistic")]
+    assert {(d.note, d.candidate_revision, d.decided_by.username) for d in Decision.objects.all()} == {
+        ("dup", 1, "cur")
+    }
+
+
+@pytest.mark.parametrize(
+    "ids, verdict, reason, note, field",
+    [
+        (["pool-a", "nope", "gone"], "reject", "unrealistic", "", "candidates"),
+        ([], "reject", "unrealistic", "", "candidates"),
+        (["pool-a", "pool-b"], "reject", "valid", "", "reason"),
+        (["pool-a", "pool-b"], "approve", "harm_requested", "", "reason"),
+        (["pool-a", "pool-b"], "reject", "other", "   ", "note"),
+        (["pool-a"], "maybe", "valid", "", "verdict"),
+    ],
+)
+def test_a_refused_batch_records_nothing(pool, curator, ids, verdict, reason, note, field):
+    decide("pool-c", curator, "approve")
+    with pytest.raises(DecisionRefused) as refused:
+        decisions_record_bulk(external_ids=ids, user=curator, verdict=verdict, reason=reason, note=note)
+    assert refused.value.field == field
+    assert _decisions() == [("pool-c", "approve", "valid")]
+
+
+def test_unknown_ids_are_named(pool, curator):
+    with pytest.raises(DecisionRefused) as refused:
+        decisions_record_bulk(external_ids=["pool-a", "nope"], user=curator, verdict="reject", reason="unrealistic")
+    assert (
+        refused.value.status_code == 404 and "nope" in refused.value.message and "pool-a" not in refused.value.message
+    )
+
+
+def test_a_batch_over_the_cap_is_refused_whole(pool, curator):
+    ids = POOL + [f"missing-{i}" for i in range(MAX_BULK_DECISIONS)]
+    with pytest.raises(DecisionRefused) as refused:
+        decisions_record_bulk(external_ids=ids, user=curator, verdict="reject", reason="unrealistic")
+    assert refused.value.field == "candidates" and f"at most {MAX_BULK_DECISIONS}" in refused.value.message
+    assert not Decision.objects.exists()
+
+
+def test_approving_a_batch_with_a_flagged_candidate_needs_the_acknowledgement(checked, curator):  # noqa: F811
+    with pytest.raises(FlaggedInBatch) as refused:
+        decisions_record_bulk(external_ids=[FINE, FLAGGED], user=curator, verdict="approve", reason="valid")
+    assert refused.value.field == "acknowledge_flags" and FLAGGED in refused.value.message
+    assert list(refused.value.flagged) == [FLAGGED]
+    assert not Decision.objects.exists()
+
+    # Rejecting flagged candidates needs no confirmation; approving them with it keeps the warning.
+    decisions_record_bulk(external_ids=[FLAGGED], user=curator, verdict="reject", reason="harm_test_wrong")
+    decisions_record_bulk(
+        external_ids=[FINE, FLAGGED], user=curator, verdict="approve", reason="valid", acknowledge_flags=True
+    )
+    latest = {d.candidate.external_id: d.flag_warning for d in Decision.objects.filter(verdict="approve")}
+    assert latest == {FINE: "", FLAGGED: WARNING}
+
+
+# --- the API ---------------------------------------------------------------------------------------
+
+BULK_API = "/api/review/decisions/bulk/"
+
+
+def test_the_bulk_api_records_and_answers_the_decisions(pool, curator_client):
+    body = {"candidates": ["pool-a", "pool-c"], "verdict": "reject", "reason": "other", "note": "same source"}
+    response = curator_client.post(BULK_API, body, format="json")
+    assert response.status_code == 201
+    answer = response.json()
+    assert answer["recorded"] == 2
+    assert [(d["candidate"], d["verdict"], d["note"], d["decided_by"]) for d in answer["decisions"]] == [
+        ("pool-a", "reject", "same source", "cur"),
+        ("pool-c", "reject", "same source", "cur"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "change, status, field",
+    [
+        ({"candidates": []}, 400, "candidates"),
+        ({"candidates": ["pool-a"] * (MAX_BULK_DECISIONS + 1)}, 400, "candidates"),
+        ({"candidates": ["pool-a", "nope"]}, 404, "candidates"),
+        ({"reason": "valid"}, 400, "reason"),
+        ({"reason": "other", "note": ""}, 400, "note"),
+        ({"verdict": "maybe"}, 400, "verdict"),
+    ],
+)
+def test_the_bulk_api_refuses_naming_the_field_and_records_nothing(pool, curator_client, change, status, field):
+    body = {"candidates": ["pool-a", "pool-b"], "verdict": "reject", "reason": "unrealistic"} | change
+    response = curator_client.post(BULK_API, body, format="json")
+    assert response.status_code == status
+    assert [e["field"] for e in response.json()["errors"]] == [field]
+    assert not Decision.objects.exists()
+
+
+def test_the_bulk_api_names_the_flagged_candidates(checked, curator_client):  # noqa: F811
+    body = {"candidates": [FINE, FLAGGED], "verdict": "approve", "reason": "valid"}
+    response = curator_client.post(BULK_API, body, format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["field"] == "acknowledge_flags"
+    assert list(response.json()["flagged"]) == [FLAGGED]
+    assert not Decision.objects.exists()
+    assert curator_client.post(BULK_API, body | {"acknowledge_flags": True}, format="json").status_code == 201
+
+
+def test_annotators_and_viewers_cannot_decide_in_bulk(pool, annotator_client, viewer_client):
+    body = {"candidates": ["pool-a"], "verdict": "reject", "reason": "unrealistic"}
+    assert annotator_client.post(BULK_API, body, format="json").status_code == 403
+    assert viewer_client.post(BULK_API, body, format="json").status_code == 403
+    assert not Decision.objects.exists()
+
+
+# --- the page: tick, confirm, apply ------------------------------------------------------------------
+
+
+def test_the_queue_confirms_a_batch_before_applying_it(pool, curator_client):
+    url = "/candidates/review/?sort=-rank"
+    form = {"candidates": ["pool-b", "pool-d"], "verdict": "reject", "reason": "unrealistic", "note": ""}
+    step = curator_client.post(url, form)
+    assert step.status_code == 200 and not Decision.objects.exists()
+    html = step.content.decode()
+    assert "Reject 2 candidates as “Not a realistic benign request" in html
+    assert 'name="confirmed" value="1"' in html and 'value="pool-b"' in html and 'value="pool-d"' in html
+    assert 'href="/candidates/review/?sort=-rank"' in html  # going back keeps the order
+
+    done = curator_client.post(url, form | {"confirmed": "1"})
+    assert done.status_code == 302 and done.url == "/candidates/review/?sort=-rank"
+    assert _decisions() == [("pool-b", "reject", "unrealistic"), ("pool-d", "reject", "unrealistic")]
+    after = curator_client.get(done.url).content.decode()
+    assert "Rejected 2 candidates" in after and "2 of 4 decided" in after
+
+
+@pytest.mark.parametrize(
+    "form, field",
+    [
+        ({"verdict": "reject", "reason": "unrealistic"}, "candidates"),
+        ({"candidates": ["pool-a"], "verdict": "reject", "reason": "valid"}, "reason"),
+        ({"candidates": ["pool-a"], "verdict": "reject", "reason": "other", "note": ""}, "note"),
+        ({"candidates": ["pool-a", "nope"], "verdict": "reject", "reason": "unrealistic"}, "candidates"),
+        ({"candidates": ["x" * 300], "verdict": "reject", "reason": "unrealistic"}, "candidates"),
+    ],
+)
+def test_a_refused_batch_on_the_page_says_why_and_records_nothing(pool, curator_client, form, field):
+    for confirmed in ("", "1"):
+        response = curator_client.post("/candidates/review/", form | {"confirmed": confirmed})
+        assert 400 <= response.status_code < 500
+        errors = response.content.decode().split('data-testid="bulk-errors"')[1].split("</div>")[0]
+        assert f"<b>{field}</b>" in errors
+    assert not Decision.objects.exists()
+
+
+def test_a_batch_with_flagged_candidates_is_refused_on_the_page_until_acknowledged(checked, curator_client):  # noqa: F811
+    form = {"candidates": [FINE, FLAGGED], "verdict": "approve", "reason": "valid", "confirmed": "1"}
+    refused = curator_client.post("/candidates/review/", form)
+    assert refused.status_code == 400 and FLAGGED in refused.content.decode()
+    assert not Decision.objects.exists()
+    step = curator_client.post("/candidates/review/", form | {"confirmed": "", "acknowledge_flags": "on"})
+    assert "1 of them is flagged" in step.content.decode()
+    curator_client.post("/candidates/review/", form | {"acknowledge_flags": "on"})
+    assert Decision.objects.filter(verdict="approve").count() == 2
+
+
+def test_viewers_get_no_bulk_and_cannot_post_it(pool, viewer_client):
+    form = {"candidates": ["pool-a"], "verdict": "reject", "reason": "unrealistic", "confirmed": "1"}
+    assert viewer_client.post("/candidates/review/", form).status_code == 403
+    assert not Decision.objects.exists()
