@@ -324,7 +324,7 @@ def world(db) -> World:
     seeded = seed()
     users = {
         ANN: seeded.users["annotator"],
-        VIEW: make_user("view", VIEWER),
+        VIEW: seeded.users["viewer"],
         CUR: seeded.users["curator"],
         ADM: seeded.users["admin"],
     }
