@@ -201,7 +201,7 @@ class ReviewDecisionsBulkApi(APIView):
 
     @extend_schema(
         request=BulkDecisionRequestSerializer,
-        responses={201: BulkDecisionResultSerializer, 400: API_ERRORS, 404: API_ERRORS},
+        responses={201: BulkDecisionResultSerializer, 400: API_ERRORS, 404: API_ERRORS, 409: API_ERRORS},
     )
     def post(self, request: Request) -> Response:
         payload = BulkDecisionRequestSerializer(data=request.data)
@@ -214,6 +214,7 @@ class ReviewDecisionsBulkApi(APIView):
             reason=data["reason"],
             note=data["note"],
             acknowledge_flags=data["acknowledge_flags"],
+            seen_revisions=data.get("seen_revisions"),
         )
         body = {"recorded": len(decisions), "decisions": DecisionSerializer(decisions, many=True).data}
         return Response(body, status=status.HTTP_201_CREATED)

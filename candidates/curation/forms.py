@@ -3,6 +3,8 @@ refusals are put back on the form field they name."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.conf import settings
 
@@ -35,6 +37,23 @@ class CandidateIdsField(forms.Field):
         return ids
 
 
+class RevisionsField(forms.Field):
+    """The revisions the confirm step showed, one per candidate, in the candidates' order."""
+
+    widget = forms.MultipleHiddenInput
+    default_error_messages = {"invalid": "each revision is a whole number from 1 to 2147483647"}
+
+    def to_python(self, value: object) -> list[int]:
+        values = value if isinstance(value, list | tuple) else [value] if value else []
+        try:
+            revisions = [int(str(v).strip()) for v in values]
+        except ValueError:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid") from None
+        if any(not 1 <= r <= 2**31 - 1 for r in revisions):
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return revisions
+
+
 class BulkDecisionForm(forms.Form):
     """One decision for the candidates ticked in the queue; `confirmed` is set by the confirm step."""
 
@@ -45,7 +64,22 @@ class BulkDecisionForm(forms.Form):
         required=False, widget=forms.Textarea(attrs={"rows": 1}), max_length=settings.VERIHARM_MAX_COMMENT_CHARS
     )
     acknowledge_flags = forms.BooleanField(required=False, label="Approve flagged candidates among them anyway")
+    revisions = RevisionsField(required=False)
     confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        revisions, ids = data.get("revisions"), data.get("candidates")
+        if revisions and ids is not None and len(revisions) != len(ids):
+            self.add_error(
+                "revisions", f"one revision per candidate: {len(ids)} candidates, {len(revisions)} revisions"
+            )
+        return data
+
+    def seen_revisions(self) -> dict[str, int] | None:
+        """The revisions the confirm step showed, by candidate id (None before that step)."""
+        revisions = self.cleaned_data.get("revisions")
+        return dict(zip(self.cleaned_data["candidates"], revisions, strict=True)) if revisions else None
 
 
 class RevisionForm(forms.Form):

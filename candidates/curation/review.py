@@ -8,7 +8,7 @@ a plain query.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -153,7 +153,14 @@ class BulkPlan:
 
 
 def _bulk_plan(
-    external_ids: Sequence[str], verdict: str, reason: str, note: str, acknowledge_flags: bool, *, lock: bool
+    external_ids: Sequence[str],
+    verdict: str,
+    reason: str,
+    note: str,
+    acknowledge_flags: bool,
+    *,
+    lock: bool,
+    seen_revisions: Mapping[str, int] | None = None,
 ) -> BulkPlan:
     _check_decision(verdict, reason, note)
     wanted = list(dict.fromkeys(external_ids))  # a candidate ticked twice is decided once
@@ -173,6 +180,18 @@ def _bulk_plan(
             "candidates",
             f"no candidate has the id{'s' if len(missing) > 1 else ''} {_listed(missing)}; nothing was recorded",
             status_code=404,
+        )
+    edited = [
+        f"{c.external_id} (now revision {c.revision})"
+        for c in candidates
+        if seen_revisions is not None and seen_revisions.get(c.external_id, c.revision) != c.revision
+    ]
+    if edited:
+        raise DecisionRefused(
+            "candidates",
+            f"edited since you chose {'it' if len(edited) == 1 else 'them'}: {_listed(edited)}; read the new text "
+            "and decide again; nothing was recorded",
+            status_code=409,
         )
     if verdict != Verdict.APPROVE:
         return BulkPlan(candidates, {}, {})  # only an approval is warned against
@@ -203,15 +222,21 @@ def decisions_record_bulk(
     reason: str,
     note: str = "",
     acknowledge_flags: bool = False,
+    seen_revisions: Mapping[str, int] | None = None,
 ) -> list[Decision]:
     """One decision, the same for each candidate, all recorded or none.
 
-    Each applies to the candidate's revision at this moment. Approving flagged candidates needs
-    `acknowledge_flags`, as one at a time does; without it the whole batch is refused, naming them.
+    `seen_revisions` (candidate id -> revision) are the revisions the curator chose; as for one
+    decision, a batch holding a candidate edited since is refused whole (409), naming it. Without
+    them each decision applies to the candidate's revision at this moment. Approving flagged
+    candidates needs `acknowledge_flags`, as one at a time does; without it the whole batch is
+    refused, naming them.
     """
     note = note.strip()
     with transaction.atomic():
-        plan = _bulk_plan(external_ids, verdict, reason, note, acknowledge_flags, lock=True)
+        plan = _bulk_plan(
+            external_ids, verdict, reason, note, acknowledge_flags, lock=True, seen_revisions=seen_revisions
+        )
         return Decision.objects.bulk_create(
             [
                 Decision(

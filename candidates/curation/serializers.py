@@ -68,6 +68,13 @@ class BulkDecisionRequestSerializer(serializers.Serializer):
         help_text="Approve flagged candidates among them anyway; without it a batch with any flagged candidate is "
         "refused whole, naming them. Each such decision keeps its warning.",
     )
+    seen_revisions = serializers.DictField(
+        child=serializers.IntegerField(min_value=1, max_value=2**31 - 1),
+        required=False,
+        allow_empty=True,
+        help_text="Candidate id -> the revision you read; a batch holding a candidate edited since is refused "
+        "whole (409), naming it. Candidates left out apply to their current revision.",
+    )
 
 
 class BulkDecisionResultSerializer(serializers.Serializer):

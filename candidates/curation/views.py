@@ -107,7 +107,9 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
                 if not data["confirmed"]:
                     plan = review.decisions_bulk_check(**decide)
                     return self._confirm_page(request, form, plan)
-                decisions = review.decisions_record_bulk(user=request.user, **decide)
+                decisions = review.decisions_record_bulk(
+                    user=request.user, seen_revisions=form.seen_revisions(), **decide
+                )
             except review.DecisionRefused as refused:
                 form.add_error(field_of(form, refused.field), refused.message)
                 status = refused.status_code
@@ -138,6 +140,7 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             "confirmation": confirmation,
             "form": form,
             "ids": [c.external_id for c in plan.candidates],
+            "chosen": plan.candidates,
             "flagged": plan.flagged,
         }
         return render(request, "candidates/review_bulk_confirm.html", context)

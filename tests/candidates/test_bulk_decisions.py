@@ -211,3 +211,72 @@ def test_viewers_get_no_bulk_and_cannot_post_it(pool, viewer_client):
     form = {"candidates": ["pool-a"], "verdict": "reject", "reason": "unrealistic", "confirmed": "1"}
     assert viewer_client.post("/candidates/review/", form).status_code == 403
     assert not Decision.objects.exists()
+
+
+# --- a candidate edited between choosing and confirming ------------------------------------------
+
+
+def _revise(external_id: str, user) -> None:
+    from candidates.curation.revisions import candidate_revise
+    from candidates.models import Candidate
+
+    candidate = Candidate.objects.get(external_id=external_id)
+    candidate_revise(
+        candidate_id=candidate.pk,
+        user=user,
+        instruction=candidate.instruction + " Please.",
+        harm_test=candidate.harm_test,
+        reason="tone",
+        base_revision=candidate.revision,
+    )
+
+
+def test_a_batch_holding_a_candidate_edited_since_it_was_chosen_is_refused_whole(pool, curator):
+    _revise("pool-c", curator)
+    with pytest.raises(DecisionRefused) as refused:
+        decisions_record_bulk(
+            external_ids=["pool-a", "pool-c"],
+            user=curator,
+            verdict="reject",
+            reason="unrealistic",
+            seen_revisions={"pool-a": 1, "pool-c": 1},
+        )
+    assert refused.value.status_code == 409 and "pool-c (now revision 2)" in refused.value.message
+    assert "pool-a" not in refused.value.message
+    assert not Decision.objects.exists()
+    decisions_record_bulk(
+        external_ids=["pool-a", "pool-c"],
+        user=curator,
+        verdict="reject",
+        reason="unrealistic",
+        seen_revisions={"pool-a": 1, "pool-c": 2},
+    )
+    assert sorted(Decision.objects.values_list("candidate__external_id", "candidate_revision")) == [
+        ("pool-a", 1),
+        ("pool-c", 2),
+    ]
+
+
+def test_the_confirm_step_pins_the_revisions_it_showed(pool, curator, curator_client):
+    form = {"candidates": ["pool-a", "pool-c"], "verdict": "reject", "reason": "unrealistic", "note": ""}
+    step = curator_client.post("/candidates/review/", form).content.decode()
+    revisions = step.count('name="revisions" value="1"')
+    assert revisions == 2
+    _revise("pool-c", curator)  # someone edits it while the confirm page is open
+
+    done = curator_client.post("/candidates/review/", form | {"confirmed": "1", "revisions": ["1", "1"]})
+    assert done.status_code == 409 and "pool-c (now revision 2)" in done.content.decode()
+    assert not Decision.objects.exists()
+    mismatched = curator_client.post("/candidates/review/", form | {"confirmed": "1", "revisions": ["1"]})
+    assert mismatched.status_code == 400 and "one revision per candidate" in mismatched.content.decode()
+    assert not Decision.objects.exists()
+
+
+def test_the_bulk_api_refuses_a_candidate_edited_since_the_revision_it_names(pool, curator, curator_client):
+    _revise("pool-b", curator)
+    body = {"candidates": ["pool-a", "pool-b"], "verdict": "reject", "reason": "unrealistic"}
+    stale = curator_client.post("/api/review/decisions/bulk/", body | {"seen_revisions": {"pool-b": 1}}, format="json")
+    assert stale.status_code == 409 and stale.json()["errors"][0]["field"] == "candidates"
+    assert not Decision.objects.exists()
+    fresh = curator_client.post("/api/review/decisions/bulk/", body | {"seen_revisions": {"pool-b": 2}}, format="json")
+    assert fresh.status_code == 201 and fresh.json()["recorded"] == 2
