@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from veriharm_site.queries import FlagField
+from veriharm_site.queries import FlagField, optional_choice
 
 from .item_table import GROUPS, ITEM_SORTS, MAJORITIES
 
@@ -13,28 +13,18 @@ class ExportQuery(serializers.Serializer):
     identities = FlagField(help_text="Add annotators' user names (needs annotation.export_identities)")
 
 
-def _choice(choices: dict[str, str] | tuple[str, ...], help_text: str) -> serializers.ChoiceField:
-    values = tuple(choices)
-    return serializers.ChoiceField(
-        choices=values,
-        required=False,
-        allow_blank=True,
-        default="",
-        help_text=help_text,
-        error_messages={"invalid_choice": f"must be one of {', '.join(values)}, got “{{input}}”"},
-    )
-
-
 class ItemsQuery(serializers.Serializer):
     """The results table of a study (the page) and its items (the API): order, filters, search."""
 
     disagree = FlagField(help_text="Only items where humans (Valid_agg) and the harm tests' reference check disagree")
-    sort = _choice(ITEM_SORTS, "Order of the items (default item number)")
-    majority = _choice(MAJORITIES, "Only items whose majority Valid_agg is valid, invalid, or not reached yet (none)")
+    sort = optional_choice(ITEM_SORTS, "Order of the items (default item number)")
+    majority = optional_choice(
+        MAJORITIES, "Only items whose majority Valid_agg is valid, invalid, or not reached yet (none)"
+    )
     disputed = FlagField(help_text="Only items whose annotators did not all give the same answers")
     gold = FlagField(help_text="Only gold items")
     adjudicated = FlagField(help_text="Only items a curator adjudicated")
-    group = _choice(GROUPS, "Only the top-K or the bottom-K items")
+    group = optional_choice(GROUPS, "Only the top-K or the bottom-K items")
     q = serializers.CharField(
         required=False,
         allow_blank=True,

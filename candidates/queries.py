@@ -6,7 +6,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from veriharm_site.api_errors import MAX_INT32
-from veriharm_site.queries import FlagField, WholeNumberField
+from veriharm_site.queries import FlagField, WholeNumberField, optional_choice
 
 GROUPS = ("top", "bottom", "unranked")
 
@@ -47,24 +47,12 @@ REVIEW_SORTS = {
 DECISION_STATES = ("undecided", "approved", "rejected")
 
 
-def _choice(choices: tuple[str, ...] | dict[str, str], help_text: str) -> serializers.ChoiceField:
-    values = tuple(choices)
-    return serializers.ChoiceField(
-        choices=values,
-        required=False,
-        allow_blank=True,
-        default="",
-        help_text=help_text,
-        error_messages={"invalid_choice": f"must be one of {', '.join(values)}, got “{{input}}”"},
-    )
-
-
 class ReviewQueueQuery(GroupSizeQuery):
     """The review queue's order, filters and search: the page, the review page's neighbours and the
     API read the same parameters."""
 
-    sort = _choice(REVIEW_SORTS, "Order of the queue (default rank)")
-    decision = _choice(DECISION_STATES, "Only candidates whose current decision is this")
+    sort = optional_choice(REVIEW_SORTS, "Order of the queue (default rank)")
+    decision = optional_choice(DECISION_STATES, "Only candidates whose current decision is this")
     flagged = FlagField(help_text="Only candidates flagged by the reference check")
     q = serializers.CharField(
         required=False,

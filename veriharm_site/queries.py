@@ -61,6 +61,19 @@ class FlagField(serializers.BooleanField):
         return super().validate_empty_values(data)
 
 
+def optional_choice(choices: tuple[str, ...] | dict[str, str], help_text: str) -> serializers.ChoiceField:
+    """A query parameter that is one of ``choices`` or absent (""), refused naming the values it may take."""
+    values = tuple(choices)
+    return serializers.ChoiceField(
+        choices=values,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text=help_text,
+        error_messages={"invalid_choice": f"must be one of {', '.join(values)}, got “{{input}}”"},
+    )
+
+
 def query_of(serializer_class: type[serializers.Serializer], params: Any) -> dict[str, Any]:
     """The validated parameters; raises ValidationError naming each wrong one."""
     query = serializer_class(data=params)

@@ -25,13 +25,18 @@ class DecisionSerializer(serializers.ModelSerializer):
         ]
 
 
-class DecisionRequestSerializer(serializers.Serializer):
-    candidate = serializers.CharField(help_text="The candidate's id", max_length=200)
+class _VerdictSerializer(serializers.Serializer):
+    """What every decision says, on one candidate or many."""
+
     verdict = serializers.ChoiceField(choices=Verdict.choices)
     reason = serializers.ChoiceField(choices=DecisionReason.choices)
     note = serializers.CharField(
         required=False, allow_blank=True, default="", max_length=settings.VERIHARM_MAX_COMMENT_CHARS
     )
+
+
+class DecisionRequestSerializer(_VerdictSerializer):
+    candidate = serializers.CharField(help_text="The candidate's id", max_length=200)
     revision = serializers.IntegerField(
         required=False,
         min_value=1,
@@ -46,7 +51,7 @@ class DecisionRequestSerializer(serializers.Serializer):
     )
 
 
-class BulkDecisionRequestSerializer(serializers.Serializer):
+class BulkDecisionRequestSerializer(_VerdictSerializer):
     candidates = serializers.ListField(
         child=serializers.CharField(max_length=200),
         allow_empty=False,
@@ -56,11 +61,6 @@ class BulkDecisionRequestSerializer(serializers.Serializer):
             "max_length": f"at most {MAX_BULK_DECISIONS} candidates at once; decide them in parts",
             "empty": "choose at least one candidate",
         },
-    )
-    verdict = serializers.ChoiceField(choices=Verdict.choices)
-    reason = serializers.ChoiceField(choices=DecisionReason.choices)
-    note = serializers.CharField(
-        required=False, allow_blank=True, default="", max_length=settings.VERIHARM_MAX_COMMENT_CHARS
     )
     acknowledge_flags = serializers.BooleanField(
         required=False,
