@@ -103,7 +103,9 @@ class Candidate(models.Model):
 class Judgement(models.Model):
     """One judge's five criterion scores (1-5) for one candidate."""
 
-    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="judgements")
+    # No index of its own: the unique (candidate, judge) index leads with it and serves every lookup,
+    # and a second one would only slow each import's judgement writes.
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="judgements", db_index=False)
     judge = models.CharField(max_length=200)
     position = models.PositiveSmallIntegerField(default=0, help_text="Order in the imported line")
     harm_test_correctness = models.PositiveSmallIntegerField()

@@ -111,3 +111,15 @@ def test_the_judgements_arrive_in_their_order_with_their_scores():
     )
     assert stored == [("judge-1", 0, 1, 5, ""), ("judge-2", 1, 5, 1, "second opinion")]
     assert Candidate.objects.get(external_id="judged").quality == 15.0
+
+
+def test_a_bad_last_line_leaves_nothing_of_the_lines_before_it():
+    good = [CandidateLineFactory() for _ in range(40)]
+    errors = _refused(*good, dict(CandidateLineFactory(), extra={"seed": float("nan")}))
+    assert errors == [(41, "", "NaN is not valid JSON")]
+    assert not Candidate.objects.filter(external_id__in=[line["id"] for line in good]).exists()
+
+
+def test_a_line_pydantic_refuses_is_named_by_its_line_and_field_among_good_ones():
+    errors = _refused(CandidateLineFactory(), dict(CandidateLineFactory(), judgements=[{"judge": "j"}]))
+    assert errors == [(2, "judgements[0].scores", "is required")]
