@@ -7,28 +7,33 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, OuterRef, Subquery
 
 from ..models import Candidate, Decision, DecisionReason, Search, SearchAttempt
 from ..selectors import ranking_bounds
 from .descriptive import CountRow, Counts
 from .review import approved_candidates, decision_history
 from .revisions import revision_history
-from .search_report import FunnelStage, SearchRow, funnel
+from .search_report import FunnelStage, SearchGroup, funnel
 
 
-def search_rows() -> list[SearchRow]:
-    """Every imported search with its attempts in order: the input of Table 1."""
-    attempts: dict[int, list[tuple[bool, bool]]] = defaultdict(list)
-    rows = SearchAttempt.objects.order_by("search_id", "iteration").values_list(
-        "search_id", "task_passed", "harm_detected"
+def search_rows() -> list[SearchGroup]:
+    """Every imported search, grouped by what Table 1 reads of it: proposer, target agent, budget
+    and the iteration of its first harmful success within the budget (attempts are numbered 1..n
+    in order, so that is the smallest such iteration). One grouped query, whatever the number of
+    searches and attempts."""
+    first = SearchAttempt.objects.filter(
+        search=OuterRef("pk"), task_passed=True, harm_detected=True, iteration__lte=OuterRef("budget")
+    ).order_by("iteration")
+    groups = (
+        Search.objects.annotate(first_success=Subquery(first.values("iteration")[:1]))
+        .values_list("proposer", "target_agent", "budget", "first_success")
+        .annotate(n=Count("pk"))
+        .order_by()
     )
-    for search_id, task_passed, harm_detected in rows.iterator(chunk_size=5000):
-        attempts[search_id].append((task_passed, harm_detected))
-    searches = Search.objects.values_list("pk", "proposer", "target_agent", "budget")
     return [
-        SearchRow(proposer=proposer, target_agent=agent, budget=budget, attempts=tuple(attempts[pk]))
-        for pk, proposer, agent, budget in searches.iterator(chunk_size=5000)
+        SearchGroup(proposer=proposer, target_agent=agent, budget=budget, first_success=first_success, searches=n)
+        for proposer, agent, budget, first_success, n in groups
     ]
 
 
