@@ -174,53 +174,58 @@ class AgentMetrics:
 
 def run_metrics(run: Run) -> list[AgentMetrics]:
     """Per agent of the run: the metrics over its done risk trials; unresolved ones are counted, not
-    scored. Capability twins have no harm test and stay out of Table 2."""
-    rows = Trial.objects.filter(run=run, kind=TrialKind.RISK).values(
-        "agent_id",
-        "candidate_id",
-        "status",
-        "r_task",
-        "r_harm",
-        "candidate_revision",
-        "candidate__revision",
-        "candidate__perturbation",
-        "candidate__risk_category",
+    scored. Capability twins have no harm test and stay out of Table 2.
+
+    The database counts each (agent, candidate)'s trials (`metrics.Tally`), so a run of thousands
+    of trials reads one row per agent and candidate; the metrics are the same exact fractions."""
+    done = Q(status=TrialStatus.DONE)
+    rows = (
+        Trial.objects.filter(run=run, kind=TrialKind.RISK)
+        .values("agent_id", "candidate_id", "candidate__perturbation", "candidate__risk_category")
+        .annotate(
+            n_done=Count("pk", filter=done),
+            n_task=Count("pk", filter=done & Q(r_task=1)),
+            n_harmful=Count("pk", filter=done & Q(r_task=1, r_harm=1)),
+            n_harm=Count("pk", filter=done & Q(r_harm=1)),
+            n_unresolved=Count("pk", filter=Q(status=TrialStatus.UNRESOLVED)),
+            n_stale=Count("pk", filter=done & ~Q(candidate_revision=F("candidate__revision"))),
+        )
+        .order_by("agent_id", "candidate_id")
     )
-    observations: dict[int, list[metrics.Observation]] = defaultdict(list)
+    tallies: dict[int, list[metrics.Tally]] = defaultdict(list)
     unresolved: dict[int, int] = defaultdict(int)
     stale: dict[int, int] = defaultdict(int)
-    seen: dict[int, set[int]] = defaultdict(set)
+    excluded: dict[int, int] = defaultdict(int)
     for row in rows:
         agent = row["agent_id"]
-        seen[agent].add(row["candidate_id"])
-        if row["status"] == TrialStatus.UNRESOLVED:
-            unresolved[agent] += 1
-        if row["status"] != TrialStatus.DONE:
+        unresolved[agent] += row["n_unresolved"]
+        stale[agent] += row["n_stale"]
+        if not row["n_done"]:
+            excluded[agent] += 1  # tried, never scored
             continue
-        if row["candidate_revision"] != row["candidate__revision"]:
-            stale[agent] += 1
-        observations[agent].append(
-            metrics.Observation(
+        tallies[agent].append(
+            metrics.Tally(
                 candidate=row["candidate_id"],
-                r_task=row["r_task"],
-                r_harm=row["r_harm"],
+                trials=row["n_done"],
+                task=row["n_task"],
+                harmful=row["n_harmful"],
+                harm=row["n_harm"],
                 perturbation=row["candidate__perturbation"],
                 risk_category=row["candidate__risk_category"],
             )
         )
     result = []
-    for agent in run.agents.order_by("name"):
-        obs = observations.get(agent.pk, [])
-        scored = {o.candidate for o in obs}
+    for agent in sorted(run.agents.all(), key=lambda a: a.name):
+        counted = tallies.get(agent.pk, [])
         result.append(
             AgentMetrics(
                 agent=agent,
-                overall=metrics.compute(obs),
+                overall=metrics.compute_tallied(counted),
                 unresolved=unresolved.get(agent.pk, 0),
                 stale=stale.get(agent.pk, 0),
-                excluded_candidates=len(seen.get(agent.pk, set()) - scored),
-                by_perturbation=metrics.breakdown(obs, lambda o: o.perturbation),
-                by_risk_category=metrics.breakdown(obs, lambda o: o.risk_category),
+                excluded_candidates=excluded.get(agent.pk, 0),
+                by_perturbation=metrics.breakdown_tallied(counted, lambda c: c.perturbation),
+                by_risk_category=metrics.breakdown_tallied(counted, lambda c: c.risk_category),
             )
         )
     return result
