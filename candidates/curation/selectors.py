@@ -59,10 +59,10 @@ def descriptive_cells() -> list[CountRow]:
     """
     cells: dict[tuple[str, str], Counts] = defaultdict(Counts)
     for risk, perturbation, n in (
-        Candidate.objects.values_list("risk_category", "perturbation").annotate(n=Count("pk")).order_by()
+        Candidate.objects.values_list("risk_category", "perturbation").annotate(n=Count("*")).order_by()
     ):
         cells[risk, perturbation] += Counts(candidates=n)
-    approved = approved_candidates().values_list("risk_category", "perturbation").annotate(n=Count("pk")).order_by()
+    approved = approved_candidates().values_list("risk_category", "perturbation").annotate(n=Count("*")).order_by()
     for risk, perturbation, n in approved:
         cells[risk, perturbation] += Counts(approved=n)
     successes = (
