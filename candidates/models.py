@@ -147,10 +147,17 @@ class Search(models.Model):
     budget = models.PositiveSmallIntegerField()
     candidate = models.ForeignKey(Candidate, on_delete=models.PROTECT, null=True, blank=True, related_name="searches")
     succeeded = models.BooleanField()
+    # The iteration of its harmful success (its last attempt: a search stops there), written by
+    # the import with the attempts, which never change after. Table 1 then counts searches in
+    # one grouped index-only read instead of reading every attempt.
+    first_success = models.PositiveSmallIntegerField(null=True, blank=True)
     content_hash = models.CharField(max_length=64)
 
     class Meta:
         ordering = ["source_task_external_id", "target_agent", "proposer"]
+        indexes = [
+            models.Index(fields=["proposer", "target_agent", "budget", "first_success"], name="search_report_idx")
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["source_task_external_id", "target_agent", "proposer"], name="search_one_per_triple"
@@ -158,6 +165,11 @@ class Search(models.Model):
             models.CheckConstraint(condition=Q(budget__gte=1), name="search_budget_positive"),
             models.CheckConstraint(
                 condition=Q(succeeded=False) | Q(candidate__isnull=False), name="search_success_has_candidate"
+            ),
+            models.CheckConstraint(
+                condition=Q(succeeded=False, first_success__isnull=True)
+                | Q(succeeded=True, first_success__gte=1, first_success__lte=F("budget")),
+                name="search_first_success_within_budget",
             ),
         ]
 

@@ -7,9 +7,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, OuterRef, Subquery
+from django.db.models import Count
 
-from ..models import Candidate, Decision, DecisionReason, Search, SearchAttempt
+from ..models import Candidate, Decision, DecisionReason, Search
 from ..selectors import ranking_bounds
 from .descriptive import CountRow, Counts
 from .review import approved_candidates, decision_history
@@ -18,22 +18,17 @@ from .search_report import FunnelStage, SearchGroup, funnel
 
 
 def search_rows() -> list[SearchGroup]:
-    """Every imported search, grouped by what Table 1 reads of it: proposer, target agent, budget
-    and the iteration of its first harmful success within the budget (attempts are numbered 1..n
-    in order, so that is the smallest such iteration). One grouped query, whatever the number of
-    searches and attempts."""
-    first = SearchAttempt.objects.filter(
-        search=OuterRef("pk"), task_passed=True, harm_detected=True, iteration__lte=OuterRef("budget")
-    ).order_by("iteration")
+    """Every imported search, counted by what Table 1 reads of it: proposer, target agent, budget
+    and the iteration of its first harmful success (kept on the search by the import). One
+    grouped read of an index, whatever the number of searches and attempts."""
     groups = (
-        Search.objects.annotate(first_success=Subquery(first.values("iteration")[:1]))
-        .values_list("proposer", "target_agent", "budget", "first_success")
-        .annotate(n=Count("pk"))
+        Search.objects.values_list("proposer", "target_agent", "budget", "first_success")
+        .annotate(n=Count("*"))
         .order_by()
     )
     return [
-        SearchGroup(proposer=proposer, target_agent=agent, budget=budget, first_success=first_success, searches=n)
-        for proposer, agent, budget, first_success, n in groups
+        SearchGroup(proposer=proposer, target_agent=agent, budget=budget, first_success=first, searches=n)
+        for proposer, agent, budget, first, n in groups
     ]
 
 
