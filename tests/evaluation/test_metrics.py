@@ -123,9 +123,7 @@ def test_values_and_standard_errors_are_exactly_the_per_candidate_sums():
     """Counting alike candidates once must not change a single bit of any estimate."""
     rng = random.Random(11)
     for _ in range(300):
-        data = [
-            obs(rng.randrange(40), rng.randrange(2), int(rng.random() < 0.3)) for _ in range(rng.randrange(1, 200))
-        ]
+        data = [obs(rng.randrange(40), rng.randrange(2), int(rng.random() < 0.3)) for _ in range(rng.randrange(1, 200))]
         m = compute(data)
         for name, (value, se) in _direct(data).items():
             estimate = getattr(m, name)
