@@ -85,9 +85,10 @@ class Candidate(models.Model):
             models.Index(fields=["risk_category", "rank", "external_id"], name="candidate_risk_ranking_idx"),
             models.Index(fields=["target_agent", "rank", "external_id"], name="candidate_agent_ranking_idx"),
             models.Index(fields=["proposer", "rank", "external_id"], name="candidate_proposer_ranking_idx"),
-            # The descriptive report counts candidates per (risk category, perturbation): an
-            # index-only scan of this instead of reading every whole row.
-            models.Index(fields=["risk_category", "perturbation"], name="candidate_risk_pert_idx"),
+            # The descriptive report counts candidates per (risk category, perturbation), and joins
+            # harmful successes to their candidate's cell, from index-only scans of this instead of
+            # reading every whole row.
+            models.Index(fields=["risk_category", "perturbation", "id"], name="candidate_risk_pert_idx"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -156,7 +157,9 @@ class Search(models.Model):
     class Meta:
         ordering = ["source_task_external_id", "target_agent", "proposer"]
         indexes = [
-            models.Index(fields=["proposer", "target_agent", "budget", "first_success"], name="search_report_idx")
+            models.Index(fields=["proposer", "target_agent", "budget", "first_success"], name="search_report_idx"),
+            # The harmful successes of the descriptive report, by the candidate each one kept.
+            models.Index(fields=["candidate"], condition=Q(succeeded=True), name="search_success_candidate_idx"),
         ]
         constraints = [
             models.UniqueConstraint(

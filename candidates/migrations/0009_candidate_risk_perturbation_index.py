@@ -11,6 +11,6 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddIndex(
             model_name="candidate",
-            index=models.Index(fields=["risk_category", "perturbation"], name="candidate_risk_pert_idx"),
+            index=models.Index(fields=["risk_category", "perturbation", "id"], name="candidate_risk_pert_idx"),
         ),
     ]

@@ -32,6 +32,12 @@ class Migration(migrations.Migration):
                 fields=["proposer", "target_agent", "budget", "first_success"], name="search_report_idx"
             ),
         ),
+        migrations.AddIndex(
+            model_name="search",
+            index=models.Index(
+                condition=models.Q(("succeeded", True)), fields=["candidate"], name="search_success_candidate_idx"
+            ),
+        ),
         migrations.AddConstraint(
             model_name="search",
             constraint=models.CheckConstraint(
