@@ -8,6 +8,8 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Max, Prefetch, Q, QuerySet
 
+from veriharm_site.paging import KeysFirst
+
 from .models import SCORE_KEYS, Candidate, ImportJob, ImportStatus, Judgement, SourceTask
 
 FILTER_FIELDS = ("perturbation", "risk_category", "target_agent", "proposer")
@@ -184,33 +186,15 @@ class RankWindow:
         return rows
 
 
-class KeysFirst:
-    """A filtered or searched ranking that pages by reading the page's ids first, then only its
-    rows. Each way of filtering has an index holding (filter, rank, id), so the ids of a deep
-    page come from an index-only scan; skipping 50,000 whole rows (OFFSET) sorted them on disk."""
-
-    def __init__(self, queryset: QuerySet[Candidate]) -> None:
-        self.queryset = queryset
-
-    def count(self) -> int:
-        return self.queryset.count()
-
-    def __len__(self) -> int:
-        return self.count()
-
-    def __getitem__(self, key: slice) -> list[Candidate]:
-        ids = list(self.queryset.values_list("external_id", flat=True)[key])
-        rows = {c.external_id: c for c in self.queryset.filter(external_id__in=ids)}
-        return [rows[external_id] for external_id in ids]
-
-
 def candidate_ranking_pageable(
     *, search: str = "", group: str = "", bounds: RankingBounds, **filters: str
-) -> RankWindow | KeysFirst:
+) -> RankWindow | KeysFirst[Candidate]:
     """What a paginator should walk: a rank window when the selection is contiguous in rank,
-    the page's ids first otherwise."""
+    the page's ids first otherwise (each way of filtering has an index holding (filter, rank,
+    id), so a deep page's ids come from an index-only scan; skipping 50,000 whole rows by OFFSET
+    sorted them on disk)."""
     if search or any(filters.get(name) for name in FILTER_FIELDS) or group not in ("", "top", "bottom"):
-        return KeysFirst(candidate_ranking(search=search, group=group, bounds=bounds, **filters))
+        return KeysFirst(candidate_ranking(search=search, group=group, bounds=bounds, **filters), key="external_id")
     base = candidate_ranking()
     if group == "top":
         return RankWindow(base, 1, bounds.top_end, with_unranked=False)

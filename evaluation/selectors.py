@@ -13,6 +13,7 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
 from candidates.harm_test_verdicts import AgentResult, HarmTestVerdict
+from veriharm_site.paging import KeysFirst
 
 from . import metrics, taxonomy
 from .models import (
@@ -111,7 +112,10 @@ def run_stale_count(run: Run) -> int:
     return Trial.objects.filter(run=run).exclude(candidate_revision=F("candidate__revision")).count()
 
 
-def run_trials(run: Run, status: str = "") -> QuerySet[Trial]:
+def run_trials(run: Run, status: str = "") -> KeysFirst[Trial]:
+    """The run's trials (of one status, when it names one) in rank, agent and repetition order,
+    each with its model usage, to page through: the usage is summed for the page's trials, not
+    grouped over every trial of the run before the page is cut."""
     queryset = (
         Trial.objects.filter(run=run)
         .select_related("candidate", "agent", "inputs")
@@ -126,8 +130,9 @@ def run_trials(run: Run, status: str = "") -> QuerySet[Trial]:
     )
     if status in TrialStatus.values:
         queryset = queryset.filter(status=status)
-    return with_model_usage(queryset).order_by(
-        "candidate__rank", "candidate__external_id", "agent__name", "kind", "repetition"
+    return KeysFirst(
+        queryset.order_by("candidate__rank", "candidate__external_id", "agent__name", "kind", "repetition"),
+        rows=with_model_usage,
     )
 
 
@@ -350,6 +355,33 @@ def candidate_trial_history(candidate_id: int, limit: int = 200) -> QuerySet[Tri
             "agent_output", "task_output", "harm_output", "candidate__instruction", "candidate__harm_test", *INPUT_TEXTS
         )
     ).order_by("-queued_at", "-pk")[:limit]
+
+
+# What a candidate page's history table shows of each trial (and `Trial.stale` reads).
+HISTORY_FIELDS = (
+    "run_id",
+    "run__name",
+    "agent__name",
+    "kind",
+    "repetition",
+    "candidate_revision",
+    "candidate__revision",
+    "status",
+    "outcome",
+    "r_task",
+    "r_harm",
+)
+
+
+def candidate_trial_history_rows(candidate_id: int, limit: int = 200) -> list[Trial]:
+    """The candidate's trials, newest first, with only what its page's history table shows: no
+    model usage summed, no inputs, no outputs (the API's history has them all)."""
+    return list(
+        Trial.objects.filter(candidate_id=candidate_id)
+        .select_related("agent", "run", "candidate")
+        .only(*HISTORY_FIELDS)
+        .order_by("-queued_at", "-pk")[:limit]
+    )
 
 
 def reference_checks(candidate_ids: list[int]) -> dict[int, ReferenceCheck]:
