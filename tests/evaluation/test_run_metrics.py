@@ -90,3 +90,47 @@ def test_a_run_without_verdicts_has_no_metrics():
     Trial.objects.bulk_create([_trial(run, candidate, agent, 1, TrialStatus.QUEUED)])
     [item] = selectors.run_metrics(run)
     assert item.overall is None and item.by_perturbation == {} and item.excluded_candidates == 1
+
+
+def test_a_runs_trials_page_in_order_with_each_ones_model_usage(admin_client_):
+    from evaluation.models import ModelCall
+
+    import_lines(*[CandidateLineFactory(id=f"paged-{i:02d}") for i in range(13)])
+    candidates = list(Candidate.objects.order_by("rank", "external_id"))
+    agents = sorted(reference_agents_ensure()[:2], key=lambda a: a.name)
+    run = Run.objects.create(name="paged", backend="local", repetitions=2)
+    run.agents.set(agents)
+    Trial.objects.bulk_create(
+        [
+            _trial(run, candidate, agent, repetition, TrialStatus.DONE, 1, repetition - 1)
+            for candidate in reversed(candidates)
+            for agent in agents
+            for repetition in (2, 1)
+        ]
+    )
+    used = Trial.objects.get(run=run, candidate=candidates[0], agent=agents[1], repetition=2)
+    for tokens in (100, 20):
+        ModelCall.objects.create(
+            trial=used, attempt=1, route="chat_completions", status_code=200, input_tokens=tokens, latency=0.1
+        )
+
+    first = admin_client_.get(f"/api/evaluation/runs/{run.pk}/trials/").json()
+    second = admin_client_.get(f"/api/evaluation/runs/{run.pk}/trials/?page=2").json()
+    assert first["count"] == 52 and len(first["results"]) == 50 and len(second["results"]) == 2
+    expected = [
+        (candidate.external_id, agent.name, repetition)
+        for candidate in candidates
+        for agent in agents
+        for repetition in (1, 2)
+    ]
+    rows = first["results"] + second["results"]
+    by_id = {t.pk: t for t in Trial.objects.filter(run=run).select_related("candidate", "agent")}
+    walked = [
+        (by_id[r["id"]].candidate.external_id, by_id[r["id"]].agent.name, by_id[r["id"]].repetition) for r in rows
+    ]
+    assert walked == expected
+    usage = {r["id"]: r["model_usage"] for r in rows}
+    assert usage[used.pk]["calls"] == 2 and usage[used.pk]["input_tokens"] == 120
+    assert sum(u["calls"] for u in usage.values()) == 2
+    page = admin_client_.get(f"/evaluation/runs/{run.pk}/?page=2")
+    assert page.status_code == 200 and candidates[-1].external_id in page.content.decode()
