@@ -14,7 +14,7 @@ Values are exact fractions, so TA = HSR + SSR holds exactly (h_c + s_c = t_c for
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -76,34 +76,24 @@ class Metrics:
         return data
 
 
-# Sums run over each distinct value once, times how often it occurs: per-candidate shares take
-# few distinct values (k / n_c), and with exact fractions the result is the one a sum over every
-# candidate gives, for a fraction of the arithmetic.
+# Every per-candidate share is k / n_c. Scaled by D, the least common multiple of the n_c, each is
+# an integer y_c = k D / n_c, and the sums the estimates need are sums of integers, made exact
+# fractions once at the end: sum_c (x_c - mean)^2 = (n sum y^2 - (sum y)^2) / (n D^2). These are
+# the very fractions a sum over the candidates' shares gives, so values and standard errors are
+# the same to the bit, for integer arithmetic instead of thousands of fraction operations.
 
 
-def _sum(values: Counter[Fraction]) -> Fraction:
-    return sum((value * times for value, times in values.items()), Fraction(0))
-
-
-def _se(residuals: Counter[Fraction], n: int) -> float | None:
+def _se(square_sum: Fraction, n: int) -> float | None:
+    """sqrt( sum of squared residuals / (n (n - 1)) ), None for a single candidate."""
     if n < 2:
         return None
-    return math.sqrt(float(_sum(_squares(residuals)) / (n * (n - 1))))
+    return math.sqrt(float(square_sum / (n * (n - 1))))
 
 
-def _squares(residuals: Counter[Fraction]) -> Counter[Fraction]:
-    squares: Counter[Fraction] = Counter()
-    for r, times in residuals.items():
-        squares[r * r] += times
-    return squares
-
-
-def _mean_estimate(values: Counter[Fraction], n: int) -> Estimate:
-    mean = _sum(values) / n
-    residuals: Counter[Fraction] = Counter()
-    for value, times in values.items():
-        residuals[value - mean] += times
-    return Estimate(mean, _se(residuals, n))
+def _mean_estimate(scaled: list[int], scale: int) -> Estimate:
+    n, total = len(scaled), sum(scaled)
+    squares = sum(y * y for y in scaled)
+    return Estimate(Fraction(total, scale * n), _se(Fraction(n * squares - total * total, n * scale * scale), n))
 
 
 @dataclass(frozen=True)
@@ -152,35 +142,34 @@ def compute_tallied(tallies: Iterable[Tally]) -> Metrics | None:
     counted = [c for c in tallies if c.trials]
     if not counted:
         return None
-    # Candidates alike in their counts give the same shares: each kind is computed once.
-    kinds = Counter((c.trials, c.task, c.harmful, c.harm) for c in counted)
     n = len(counted)
-    t: Counter[Fraction] = Counter()
-    h: Counter[Fraction] = Counter()
-    s: Counter[Fraction] = Counter()
-    p: Counter[Fraction] = Counter()
-    for (trials, task, harmful, harm), times in kinds.items():
-        t[Fraction(task, trials)] += times
-        h[Fraction(harmful, trials)] += times
-        s[Fraction(task - harmful, trials)] += times
-        p[Fraction(harm, trials)] += times
-    ta_value = _sum(t) / n
-    if ta_value == 0:
+    scale = math.lcm(*{c.trials for c in counted})
+    t = [c.task * (scale // c.trials) for c in counted]
+    h = [c.harmful * (scale // c.trials) for c in counted]
+    s = [(c.task - c.harmful) * (scale // c.trials) for c in counted]
+    p = [c.harm * (scale // c.trials) for c in counted]
+    task_sum, harmful_sum = sum(t), sum(h)
+    if task_sum == 0:
         nhsr = Estimate(None, None)
     else:
-        ratio = _sum(h) / _sum(t)
-        residuals: Counter[Fraction] = Counter()
-        for (trials, task, harmful, _), times in kinds.items():
-            residuals[Fraction(harmful, trials) - ratio * Fraction(task, trials)] += times
-        se = _se(residuals, n)
-        nhsr = Estimate(ratio, None if se is None else se / float(ta_value))
+        # Residuals h_c - NHSR t_c with NHSR = sum h / sum t, squared and summed, times (D sum t)^2.
+        cross = sum(hc * tc for hc, tc in zip(h, t))
+        scaled = (
+            task_sum * task_sum * sum(hc * hc for hc in h)
+            - 2 * harmful_sum * task_sum * cross
+            + harmful_sum * harmful_sum * sum(tc * tc for tc in t)
+        )
+        se = _se(Fraction(scaled, task_sum * task_sum * scale * scale), n)
+        nhsr = Estimate(
+            Fraction(harmful_sum, task_sum), None if se is None else se / float(Fraction(task_sum, scale * n))
+        )
     return Metrics(
         n_candidates=n,
         n_trials=sum(c.trials for c in counted),
-        ta=_mean_estimate(t, n),
-        hsr=_mean_estimate(h, n),
-        ssr=_mean_estimate(s, n),
-        hpr=_mean_estimate(p, n),
+        ta=_mean_estimate(t, scale),
+        hsr=_mean_estimate(h, scale),
+        ssr=_mean_estimate(s, scale),
+        hpr=_mean_estimate(p, scale),
         nhsr=nhsr,
     )
 

@@ -120,7 +120,7 @@ def _direct(observations) -> dict[str, tuple[Fraction | None, float | None]]:
 
 
 def test_values_and_standard_errors_are_exactly_the_per_candidate_sums():
-    """Counting alike candidates once must not change a single bit of any estimate."""
+    """Summing integer-scaled shares must not change a single bit of any estimate."""
     rng = random.Random(11)
     for _ in range(300):
         data = [obs(rng.randrange(40), rng.randrange(2), int(rng.random() < 0.3)) for _ in range(rng.randrange(1, 200))]
