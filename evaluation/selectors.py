@@ -265,10 +265,22 @@ def _latest_done_trials(candidate_ids: list[int]) -> list[Trial]:
     # Risk trials only: a twin's result says nothing about the candidate's harm. DISTINCT ON reads
     # each (candidate, agent)'s trials once, where a correlated "is it the latest" subquery per trial
     # read them once per trial.
+    # Only what a result shows: the sort behind DISTINCT ON carries every selected column of
+    # every trial of these candidates, and a trial's outputs can be long.
     ordered = (
         Trial.objects.filter(candidate_id__in=candidate_ids, status=TrialStatus.DONE, kind=TrialKind.RISK)
         .order_by("candidate_id", "agent_id", "-finished_at", "-pk")
         .select_related("agent")
+        .only(
+            "candidate_id",
+            "agent__name",
+            "agent__model",
+            "agent__harness",
+            "r_task",
+            "r_harm",
+            "candidate_revision",
+            "finished_at",
+        )
         .annotate(current_revision=F("candidate__revision"))
     )
     if connection.features.can_distinct_on_fields:
