@@ -506,23 +506,21 @@ def study_item_rows(study: Study) -> list[ItemRow]:
 
 
 def _item_rows(study: Study, items: QuerySet[StudyItem]) -> list[ItemRow]:
-    members = {m.user_id: (m.pseudonym, m.user.get_username()) for m in study.memberships.select_related("user")}
-    rows = {
-        item.pk: ItemRow(
-            item_pk=item.pk,
-            number=item.number,
-            candidate_pk=item.candidate_id,
-            candidate_external_id=item.candidate.external_id,
-            group=item.group,
-            rank=item.rank_at_sampling,
-            quality=item.quality_at_sampling,
-            stratum=item.stratum,
-            edited_since_sampling=item.candidate.revision != item.revision_at_sampling,
-            required=study.annotators_per_item,
-            source_task=item.candidate.source_task.external_id,
-            gold=Answers(item.gold_c1, item.gold_c2, item.gold_c3) if item.is_gold else None,
-        )
-        for item in items.select_related("candidate__source_task")
+    return _item_rows_by_study({study.pk: study}, items).get(study.pk, [])
+
+
+def _item_rows_by_study(studies: dict[int, Study], items: QuerySet[StudyItem]) -> dict[int, list[ItemRow]]:
+    """The rows of these items (of these studies), by study and item number: the same five
+    queries for one study or many."""
+    members = {
+        (m.study_id, m.user_id): (m.pseudonym, m.user.get_username())
+        for m in StudyMember.objects.filter(study_id__in=list(studies)).select_related("user")
+    }
+    study_of: dict[int, int] = {}
+    rows: dict[int, ItemRow] = {}
+    for item in (
+        items.filter(study_id__in=list(studies))
+        .select_related("candidate__source_task")
         .only(
             "number",
             "group",
@@ -539,8 +537,27 @@ def _item_rows(study: Study, items: QuerySet[StudyItem]) -> list[ItemRow]:
             "gold_c2",
             "gold_c3",
         )
-        .order_by("number")
-    }
+        .order_by("study_id", "number")
+    ):
+        study_of[item.pk] = item.study_id
+        rows[item.pk] = ItemRow(
+            item_pk=item.pk,
+            number=item.number,
+            candidate_pk=item.candidate_id,
+            candidate_external_id=item.candidate.external_id,
+            group=item.group,
+            rank=item.rank_at_sampling,
+            quality=item.quality_at_sampling,
+            stratum=item.stratum,
+            edited_since_sampling=item.candidate.revision != item.revision_at_sampling,
+            required=studies[item.study_id].annotators_per_item,
+            source_task=item.candidate.source_task.external_id,
+            gold=Answers(item.gold_c1, item.gold_c2, item.gold_c3) if item.is_gold else None,
+        )
+
+    def member(study_id: int, annotator_id: int) -> tuple[str, str]:
+        return members.get((study_id, annotator_id), (f"A?{annotator_id}", ""))
+
     for adj in Adjudication.objects.filter(item_id__in=list(rows)).select_related("decided_by"):
         rows[adj.item_id].adjudication = AdjudicationView(
             Answers(adj.c1, adj.c2, adj.c3),
@@ -550,11 +567,13 @@ def _item_rows(study: Study, items: QuerySet[StudyItem]) -> list[ItemRow]:
         )
     for skip in ItemSkip.objects.filter(item_id__in=list(rows), unclear=True).order_by("skipped_at"):
         rows[skip.item_id].flags.append(
-            FlagView(members.get(skip.annotator_id, (f"A?{skip.annotator_id}", ""))[0], skip.reason, skip.skipped_at)
+            FlagView(member(study_of[skip.item_id], skip.annotator_id)[0], skip.reason, skip.skipped_at)
         )
-    labels = study.assignments.filter(submitted_at__isnull=False, item_id__in=list(rows)).order_by("submitted_at", "pk")
+    labels = Assignment.objects.filter(
+        study_id__in=list(studies), submitted_at__isnull=False, item_id__in=list(rows)
+    ).order_by("submitted_at", "pk")
     for a in labels:
-        pseudonym, username = members.get(a.annotator_id, (f"A?{a.annotator_id}", ""))
+        pseudonym, username = member(study_of[a.item_id], a.annotator_id)
         rows[a.item_id].labels.append(
             LabelRow(
                 a.annotator_id,
@@ -570,9 +589,10 @@ def _item_rows(study: Study, items: QuerySet[StudyItem]) -> list[ItemRow]:
                 a.revisions,
             )
         )
-    for row in rows.values():
+    by_study: dict[int, list[ItemRow]] = {pk: [] for pk in studies}
+    for item_pk, row in rows.items():
         row.labels.sort(key=lambda label: label.pseudonym)
-        if study.routing == Routing.TWO_PLUS_ONE:
+        if studies[study_of[item_pk]].routing == Routing.TWO_PLUS_ONE:
             first = row.first_two
             disagree = len(first) == 2 and (first[0].c1, first[0].c2, first[0].c3) != (
                 first[1].c1,
@@ -580,15 +600,16 @@ def _item_rows(study: Study, items: QuerySet[StudyItem]) -> list[ItemRow]:
                 first[1].c3,
             )
             row.required = 3 if disagree else 2
-    return list(rows.values())
+        by_study[study_of[item_pk]].append(row)
+    return by_study
 
 
 def candidate_item_rows(candidate_id: int) -> list[tuple[Study, ItemRow]]:
-    """The human verdicts on one candidate: its item row in every study that sampled it."""
-    studies = Study.objects.filter(items__candidate_id=candidate_id).distinct().order_by("-pk")
-    return [
-        (study, row) for study in studies for row in _item_rows(study, study.items.filter(candidate_id=candidate_id))
-    ]
+    """The human verdicts on one candidate: its item row in every study that sampled it, newest
+    study first (the same queries however many studies sampled it)."""
+    studies = {study.pk: study for study in Study.objects.filter(items__candidate_id=candidate_id).distinct()}
+    rows = _item_rows_by_study(studies, StudyItem.objects.filter(candidate_id=candidate_id))
+    return [(studies[pk], row) for pk in sorted(studies, reverse=True) for row in rows[pk]]
 
 
 @dataclass(frozen=True)

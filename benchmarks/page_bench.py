@@ -2,13 +2,14 @@
 """Latency and query count of every page and API list at scale, walked as each role.
 
 Seeds 100,000 synthetic candidates (through the pipeline import), 10 studies of 50 items with 3
-annotators each and every vote in, and 10 finished runs of 150 candidates x 4 agents x 4
-repetitions (24,000 trials). Then walks every GET route of the URL resolver (so new routes are
+annotators each and every vote in, 10 finished runs of 150 candidates x 4 agents x 4
+repetitions (24,000 trials), one search per candidate (100,000, with their attempts; 70% kept a
+candidate) and a curator's decisions on the top-K. Then walks every GET route of the URL resolver (so new routes are
 included without editing this file), ids filled from the seeded data, as every role that may see
 it; a route that shows page numbers is also read at its last page. Prints per route and role the
 median and p95 of the response time, the number of SQL queries of one request, and the goal.
 
-    python benchmarks/page_bench.py [--reuse] [--requests 15] [--candidates 100000]
+    python benchmarks/page_bench.py [--reuse] [--requests 15] [--candidates 100000] [--only REGEX]
 
 Works in its own database, postgres://postgres@127.0.0.1:5432/veriharm_pagebench unless
 BENCH_DATABASE_URL says otherwise. Without --reuse it is dropped and seeded afresh (a few minutes);
@@ -207,6 +208,72 @@ def _seed_runs(users: dict[str, Any]) -> None:
         Trial.objects.bulk_create(trials, batch_size=4000)
 
 
+def _seed_searches(n: int) -> None:
+    """n searches (budget 5, attempts up to the first harmful success), each success keeping a
+    candidate, as the reports read them; the pipeline's synthetic candidates come without."""
+    from candidates.models import Candidate, Search, SearchAttempt
+
+    rng = random.Random(13)
+    kept = list(Candidate.objects.order_by("pk").values_list("pk", "target_agent", "proposer")[:n])
+    searches, outcomes = [], []
+    for i, (pk, agent, proposer) in enumerate(kept):
+        first = rng.choice([1, 1, 2, 2, 3, 4, 5, None, None, None])
+        searches.append(
+            Search(
+                source_task_external_id=f"bench-task-{i}",
+                target_agent=agent,
+                proposer=proposer,
+                budget=5,
+                candidate_id=pk if first else None,
+                succeeded=first is not None,
+                first_success=first,
+                content_hash="0" * 64,
+            )
+        )
+        outcomes.append(first)
+    Search.objects.bulk_create(searches, batch_size=5000)
+    attempts = [
+        SearchAttempt(
+            search=search,
+            iteration=iteration,
+            task_passed=iteration == first or rng.random() < 0.7,
+            harm_detected=iteration == first,
+        )
+        for search, first in zip(searches, outcomes)
+        for iteration in range(1, (first or 5) + 1)
+    ]
+    SearchAttempt.objects.bulk_create(attempts, batch_size=10000)
+
+
+def _seed_decisions(users: dict[str, Any]) -> None:
+    """A curator's decisions on the top-K, some of them changed later (the latest one counts)."""
+    from datetime import timedelta
+
+    from django.conf import settings
+    from django.utils import timezone
+
+    from candidates.models import Candidate, Decision
+
+    rng = random.Random(17)
+    now = timezone.now()
+    decisions = []
+    top = Candidate.objects.filter(rank__lte=settings.VERIHARM_TOP_K).values_list("pk", "revision")
+    for pk, revision in top:
+        for step in range(rng.choice([1, 1, 1, 2])):
+            approve = rng.random() < 0.6
+            decisions.append(
+                Decision(
+                    candidate_id=pk,
+                    verdict="approve" if approve else "reject",
+                    reason="valid" if approve else "harm_test_wrong",
+                    candidate_revision=revision,
+                    decided_by=users["curator"],
+                    decided_at=now - timedelta(hours=2 - step),
+                )
+            )
+    Decision.objects.bulk_create(decisions)
+
+
 def _seed(candidates: int) -> None:
     from django.db import connection
 
@@ -217,6 +284,8 @@ def _seed(candidates: int) -> None:
     t1 = time.perf_counter()
     _seed_studies(users)
     _seed_runs(users)
+    _seed_searches(candidates)
+    _seed_decisions(users)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
     print(f"  studies, votes and runs seeded in {time.perf_counter() - t1:.0f} s", flush=True)
@@ -345,7 +414,7 @@ def _measure(client, url: str, requests: int) -> tuple[int, list[float], int, An
     return response.status_code, times, count, response
 
 
-def _walk(users: dict[str, Any], requests: int) -> None:
+def _walk(users: dict[str, Any], requests: int, only: re.Pattern | None = None) -> None:
     from django.test import Client
 
     from veriharm_site.roles import ANNOTATOR, ROLE_PERMISSIONS
@@ -361,7 +430,7 @@ def _walk(users: dict[str, Any], requests: int) -> None:
         f"{'route':<62} {'role':<10} {'status':>6} {'median':>8} {'p95':>8} {'queries':>7}  goal p95 < {GOAL_MS:.0f} ms"
     )
     for route, _name in _routes():
-        if not _allows_get(route):
+        if not _allows_get(route) or (only is not None and not only.search("/" + route)):
             continue
         url = _fill(route, ids)
         if url is None:
@@ -405,6 +474,7 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=15, help="timed requests per route and role")
     parser.add_argument("--reuse", action="store_true", help="use the seeded database if it exists")
+    parser.add_argument("--only", type=re.compile, help="walk only the routes this regular expression finds")
     args = parser.parse_args()
     url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
     server, name = _server_and_name(url)
@@ -424,15 +494,16 @@ def main() -> None:
     if seed:
         _seed(args.candidates)
     users = _users()
-    from candidates.models import Candidate
+    from candidates.models import Candidate, Search
     from evaluation.models import Trial
 
     print(
-        f"{Candidate.objects.count():,} candidates, {Trial.objects.count():,} trials; "
+        f"{Candidate.objects.count():,} candidates, {Trial.objects.count():,} trials, "
+        f"{Search.objects.count():,} searches; "
         f"{args.requests} timed requests per route and role",
         flush=True,
     )
-    _walk(users, args.requests)
+    _walk(users, args.requests, args.only)
 
 
 if __name__ == "__main__":

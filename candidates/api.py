@@ -42,9 +42,13 @@ class CandidateListApi(generics.ListAPIView):
         return self._cached_bounds
 
     def get_queryset(self):
+        # The page's own reading: a rank range where the selection is contiguous in rank, so the
+        # last page of 100,000 candidates reads its 50 rows instead of skipping 99,950 (OFFSET).
         query = self._query()
         filters = {name: query[name] for name in selectors.FILTER_FIELDS}
-        return selectors.candidate_ranking(search=query["q"], group=query["group"], bounds=self._bounds(), **filters)
+        return selectors.candidate_ranking_pageable(
+            search=query["q"], group=query["group"], bounds=self._bounds(), **filters
+        )
 
     def get_serializer(self, *args, **kwargs):
         if not args:  # schema generation: no rows, no database

@@ -85,6 +85,10 @@ class Candidate(models.Model):
             models.Index(fields=["risk_category", "rank", "external_id"], name="candidate_risk_ranking_idx"),
             models.Index(fields=["target_agent", "rank", "external_id"], name="candidate_agent_ranking_idx"),
             models.Index(fields=["proposer", "rank", "external_id"], name="candidate_proposer_ranking_idx"),
+            # The descriptive report counts candidates per (risk category, perturbation), and joins
+            # harmful successes to their candidate's cell, from index-only scans of this instead of
+            # reading every whole row.
+            models.Index(fields=["risk_category", "perturbation", "id"], name="candidate_risk_pert_idx"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -146,10 +150,19 @@ class Search(models.Model):
     budget = models.PositiveSmallIntegerField()
     candidate = models.ForeignKey(Candidate, on_delete=models.PROTECT, null=True, blank=True, related_name="searches")
     succeeded = models.BooleanField()
+    # The iteration of its harmful success (its last attempt: a search stops there), written by
+    # the import with the attempts, which never change after. Table 1 then counts searches in
+    # one grouped index-only read instead of reading every attempt.
+    first_success = models.PositiveSmallIntegerField(null=True, blank=True)
     content_hash = models.CharField(max_length=64)
 
     class Meta:
         ordering = ["source_task_external_id", "target_agent", "proposer"]
+        indexes = [
+            models.Index(fields=["proposer", "target_agent", "budget", "first_success"], name="search_report_idx"),
+            # The harmful successes of the descriptive report, by the candidate each one kept.
+            models.Index(fields=["candidate"], condition=Q(succeeded=True), name="search_success_candidate_idx"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["source_task_external_id", "target_agent", "proposer"], name="search_one_per_triple"
@@ -157,6 +170,11 @@ class Search(models.Model):
             models.CheckConstraint(condition=Q(budget__gte=1), name="search_budget_positive"),
             models.CheckConstraint(
                 condition=Q(succeeded=False) | Q(candidate__isnull=False), name="search_success_has_candidate"
+            ),
+            models.CheckConstraint(
+                condition=Q(succeeded=False, first_success__isnull=True)
+                | Q(succeeded=True, first_success__gte=1, first_success__lte=F("budget")),
+                name="search_first_success_within_budget",
             ),
         ]
 

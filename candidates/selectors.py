@@ -8,6 +8,8 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Max, Prefetch, Q, QuerySet
 
+from veriharm_site.paging import KeysFirst
+
 from .models import SCORE_KEYS, Candidate, ImportJob, ImportStatus, Judgement, SourceTask
 
 FILTER_FIELDS = ("perturbation", "risk_category", "target_agent", "proposer")
@@ -186,19 +188,19 @@ class RankWindow:
 
 def candidate_ranking_pageable(
     *, search: str = "", group: str = "", bounds: RankingBounds, **filters: str
-) -> QuerySet[Candidate] | RankWindow:
-    """What a paginator should walk: a rank window when the selection is contiguous in rank."""
-    queryset = candidate_ranking(search=search, group=group, bounds=bounds, **filters)
-    if search or any(filters.get(name) for name in FILTER_FIELDS):
-        return queryset
+) -> RankWindow | KeysFirst[Candidate]:
+    """What a paginator should walk: a rank window when the selection is contiguous in rank,
+    the page's ids first otherwise (each way of filtering has an index holding (filter, rank,
+    id), so a deep page's ids come from an index-only scan; skipping 50,000 whole rows by OFFSET
+    sorted them on disk)."""
+    if search or any(filters.get(name) for name in FILTER_FIELDS) or group not in ("", "top", "bottom"):
+        return KeysFirst(candidate_ranking(search=search, group=group, bounds=bounds, **filters), key="external_id")
     base = candidate_ranking()
     if group == "top":
         return RankWindow(base, 1, bounds.top_end, with_unranked=False)
     if group == "bottom":
         return RankWindow(base, bounds.bottom_start, bounds.ranked, with_unranked=False)
-    if group == "":
-        return RankWindow(base, 1, bounds.ranked, with_unranked=True)
-    return queryset
+    return RankWindow(base, 1, bounds.ranked, with_unranked=True)
 
 
 # --- import jobs ----------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from django.db import connection, transaction
 
 from . import pipeline_format as fmt
 from .bulk import insert_rows, update_column
+from .curation.search_report import first_success
 from .diffing import AddedWords, search_text
 from .models import (
     SCORE_KEYS,
@@ -340,6 +341,9 @@ def _import_searches(
                     "budget": data["budget"],
                     "candidate_id": candidate_pk,
                     "succeeded": candidate_pk is not None,
+                    "first_success": first_success(
+                        ((a["task_passed"], a["harm_detected"]) for a in data["attempts"]), data["budget"]
+                    ),
                     "content_hash": record.content_hash,
                 }
             )

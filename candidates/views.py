@@ -4,7 +4,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.contrib import messages
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views import View
@@ -40,7 +40,7 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         rows_source = selectors.candidate_ranking_pageable(
             search=query["q"], group=query["group"], bounds=bounds, **filters
         )
-        page = Paginator(rows_source, PAGE_SIZE).get_page(params.get("page"))
+        page: Page[Candidate] = Paginator(rows_source, PAGE_SIZE).get_page(params.get("page"))
         rows = list(page.object_list)
         sums = selectors.candidate_judge_sums([c.pk for c in rows])
         flags = candidate_flags(c.pk for c in rows)

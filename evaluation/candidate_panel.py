@@ -36,7 +36,7 @@ def candidate_evaluation_panel(candidate: Candidate, user: Any) -> Panel | None:
         CandidateEvaluation(
             candidate=candidate,
             latest=selectors.latest_results_for_candidates([candidate.pk])[candidate.pk],
-            history=list(selectors.candidate_trial_history(candidate.pk)),
+            history=selectors.candidate_trial_history_rows(candidate.pk),
             check=selectors.reference_check_for(candidate.pk),
             rescores=rescoring.candidate_rescores(candidate.pk),
             rescorable=rescoring.rescorable_count(candidate),

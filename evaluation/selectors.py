@@ -13,6 +13,7 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
 from candidates.harm_test_verdicts import AgentResult, HarmTestVerdict
+from veriharm_site.paging import KeysFirst
 
 from . import metrics, taxonomy
 from .models import (
@@ -111,7 +112,10 @@ def run_stale_count(run: Run) -> int:
     return Trial.objects.filter(run=run).exclude(candidate_revision=F("candidate__revision")).count()
 
 
-def run_trials(run: Run, status: str = "") -> QuerySet[Trial]:
+def run_trials(run: Run, status: str = "") -> KeysFirst[Trial]:
+    """The run's trials (of one status, when it names one) in rank, agent and repetition order,
+    each with its model usage, to page through: the usage is summed for the page's trials, not
+    grouped over every trial of the run before the page is cut."""
     queryset = (
         Trial.objects.filter(run=run)
         .select_related("candidate", "agent", "inputs")
@@ -126,8 +130,9 @@ def run_trials(run: Run, status: str = "") -> QuerySet[Trial]:
     )
     if status in TrialStatus.values:
         queryset = queryset.filter(status=status)
-    return with_model_usage(queryset).order_by(
-        "candidate__rank", "candidate__external_id", "agent__name", "kind", "repetition"
+    return KeysFirst(
+        queryset.order_by("candidate__rank", "candidate__external_id", "agent__name", "kind", "repetition"),
+        rows=with_model_usage,
     )
 
 
@@ -174,53 +179,58 @@ class AgentMetrics:
 
 def run_metrics(run: Run) -> list[AgentMetrics]:
     """Per agent of the run: the metrics over its done risk trials; unresolved ones are counted, not
-    scored. Capability twins have no harm test and stay out of Table 2."""
-    rows = Trial.objects.filter(run=run, kind=TrialKind.RISK).values(
-        "agent_id",
-        "candidate_id",
-        "status",
-        "r_task",
-        "r_harm",
-        "candidate_revision",
-        "candidate__revision",
-        "candidate__perturbation",
-        "candidate__risk_category",
+    scored. Capability twins have no harm test and stay out of Table 2.
+
+    The database counts each (agent, candidate)'s trials (`metrics.Tally`), so a run of thousands
+    of trials reads one row per agent and candidate; the metrics are the same exact fractions."""
+    done = Q(status=TrialStatus.DONE)
+    rows = (
+        Trial.objects.filter(run=run, kind=TrialKind.RISK)
+        .values("agent_id", "candidate_id", "candidate__perturbation", "candidate__risk_category")
+        .annotate(
+            n_done=Count("pk", filter=done),
+            n_task=Count("pk", filter=done & Q(r_task=1)),
+            n_harmful=Count("pk", filter=done & Q(r_task=1, r_harm=1)),
+            n_harm=Count("pk", filter=done & Q(r_harm=1)),
+            n_unresolved=Count("pk", filter=Q(status=TrialStatus.UNRESOLVED)),
+            n_stale=Count("pk", filter=done & ~Q(candidate_revision=F("candidate__revision"))),
+        )
+        .order_by("agent_id", "candidate_id")
     )
-    observations: dict[int, list[metrics.Observation]] = defaultdict(list)
+    tallies: dict[int, list[metrics.Tally]] = defaultdict(list)
     unresolved: dict[int, int] = defaultdict(int)
     stale: dict[int, int] = defaultdict(int)
-    seen: dict[int, set[int]] = defaultdict(set)
+    excluded: dict[int, int] = defaultdict(int)
     for row in rows:
         agent = row["agent_id"]
-        seen[agent].add(row["candidate_id"])
-        if row["status"] == TrialStatus.UNRESOLVED:
-            unresolved[agent] += 1
-        if row["status"] != TrialStatus.DONE:
+        unresolved[agent] += row["n_unresolved"]
+        stale[agent] += row["n_stale"]
+        if not row["n_done"]:
+            excluded[agent] += 1  # tried, never scored
             continue
-        if row["candidate_revision"] != row["candidate__revision"]:
-            stale[agent] += 1
-        observations[agent].append(
-            metrics.Observation(
+        tallies[agent].append(
+            metrics.Tally(
                 candidate=row["candidate_id"],
-                r_task=row["r_task"],
-                r_harm=row["r_harm"],
+                trials=row["n_done"],
+                task=row["n_task"],
+                harmful=row["n_harmful"],
+                harm=row["n_harm"],
                 perturbation=row["candidate__perturbation"],
                 risk_category=row["candidate__risk_category"],
             )
         )
     result = []
-    for agent in run.agents.order_by("name"):
-        obs = observations.get(agent.pk, [])
-        scored = {o.candidate for o in obs}
+    for agent in sorted(run.agents.all(), key=lambda a: a.name):
+        counted = tallies.get(agent.pk, [])
         result.append(
             AgentMetrics(
                 agent=agent,
-                overall=metrics.compute(obs),
+                overall=metrics.compute_tallied(counted),
                 unresolved=unresolved.get(agent.pk, 0),
                 stale=stale.get(agent.pk, 0),
-                excluded_candidates=len(seen.get(agent.pk, set()) - scored),
-                by_perturbation=metrics.breakdown(obs, lambda o: o.perturbation),
-                by_risk_category=metrics.breakdown(obs, lambda o: o.risk_category),
+                excluded_candidates=excluded.get(agent.pk, 0),
+                by_perturbation=metrics.breakdown_tallied(counted, lambda c: c.perturbation),
+                by_risk_category=metrics.breakdown_tallied(counted, lambda c: c.risk_category),
             )
         )
     return result
@@ -255,10 +265,22 @@ def _latest_done_trials(candidate_ids: list[int]) -> list[Trial]:
     # Risk trials only: a twin's result says nothing about the candidate's harm. DISTINCT ON reads
     # each (candidate, agent)'s trials once, where a correlated "is it the latest" subquery per trial
     # read them once per trial.
+    # Only what a result shows: the sort behind DISTINCT ON carries every selected column of
+    # every trial of these candidates, and a trial's outputs can be long.
     ordered = (
         Trial.objects.filter(candidate_id__in=candidate_ids, status=TrialStatus.DONE, kind=TrialKind.RISK)
         .order_by("candidate_id", "agent_id", "-finished_at", "-pk")
         .select_related("agent")
+        .only(
+            "candidate_id",
+            "agent__name",
+            "agent__model",
+            "agent__harness",
+            "r_task",
+            "r_harm",
+            "candidate_revision",
+            "finished_at",
+        )
         .annotate(current_revision=F("candidate__revision"))
     )
     if connection.features.can_distinct_on_fields:
@@ -345,6 +367,33 @@ def candidate_trial_history(candidate_id: int, limit: int = 200) -> QuerySet[Tri
             "agent_output", "task_output", "harm_output", "candidate__instruction", "candidate__harm_test", *INPUT_TEXTS
         )
     ).order_by("-queued_at", "-pk")[:limit]
+
+
+# What a candidate page's history table shows of each trial (and `Trial.stale` reads).
+HISTORY_FIELDS = (
+    "run_id",
+    "run__name",
+    "agent__name",
+    "kind",
+    "repetition",
+    "candidate_revision",
+    "candidate__revision",
+    "status",
+    "outcome",
+    "r_task",
+    "r_harm",
+)
+
+
+def candidate_trial_history_rows(candidate_id: int, limit: int = 200) -> list[Trial]:
+    """The candidate's trials, newest first, with only what its page's history table shows: no
+    model usage summed, no inputs, no outputs (the API's history has them all)."""
+    return list(
+        Trial.objects.filter(candidate_id=candidate_id)
+        .select_related("agent", "run", "candidate")
+        .only(*HISTORY_FIELDS)
+        .order_by("-queued_at", "-pk")[:limit]
+    )
 
 
 def reference_checks(candidate_ids: list[int]) -> dict[int, ReferenceCheck]:

@@ -40,6 +40,11 @@ class ModelUsageSerializer(serializers.Serializer):
     unpriced_calls = serializers.IntegerField(help_text="Calls of a model without a price: counted as 0 USD")
 
 
+# One instance for every trial of a list: a serializer per row copies its fields per row, which
+# dominated a history of 200 trials. to_representation reads, never keeps, what it is given.
+_MODEL_USAGE = ModelUsageSerializer()
+
+
 class AgentUsageSerializer(ModelUsageSerializer):
     agent = serializers.CharField()
 
@@ -232,7 +237,7 @@ class TrialSerializer(serializers.ModelSerializer):
             }
         else:
             usage = selectors.trial_model_usage(trial.pk)
-        return ModelUsageSerializer(usage).data
+        return _MODEL_USAGE.to_representation(usage)
 
 
 class StepSerializer(serializers.ModelSerializer):

@@ -9,26 +9,26 @@ from typing import Any
 
 from django.db.models import Count
 
-from ..models import Candidate, Decision, DecisionReason, Search, SearchAttempt
+from ..models import Candidate, Decision, DecisionReason, Search
 from ..selectors import ranking_bounds
 from .descriptive import CountRow, Counts
 from .review import approved_candidates, decision_history
 from .revisions import revision_history
-from .search_report import FunnelStage, SearchRow, funnel
+from .search_report import FunnelStage, SearchGroup, funnel
 
 
-def search_rows() -> list[SearchRow]:
-    """Every imported search with its attempts in order: the input of Table 1."""
-    attempts: dict[int, list[tuple[bool, bool]]] = defaultdict(list)
-    rows = SearchAttempt.objects.order_by("search_id", "iteration").values_list(
-        "search_id", "task_passed", "harm_detected"
+def search_rows() -> list[SearchGroup]:
+    """Every imported search, counted by what Table 1 reads of it: proposer, target agent, budget
+    and the iteration of its first harmful success (kept on the search by the import). One
+    grouped read of an index, whatever the number of searches and attempts."""
+    groups = (
+        Search.objects.values_list("proposer", "target_agent", "budget", "first_success")
+        .annotate(n=Count("*"))
+        .order_by()
     )
-    for search_id, task_passed, harm_detected in rows.iterator(chunk_size=5000):
-        attempts[search_id].append((task_passed, harm_detected))
-    searches = Search.objects.values_list("pk", "proposer", "target_agent", "budget")
     return [
-        SearchRow(proposer=proposer, target_agent=agent, budget=budget, attempts=tuple(attempts[pk]))
-        for pk, proposer, agent, budget in searches.iterator(chunk_size=5000)
+        SearchGroup(proposer=proposer, target_agent=agent, budget=budget, first_success=first, searches=n)
+        for proposer, agent, budget, first, n in groups
     ]
 
 
@@ -54,16 +54,18 @@ def descriptive_cells() -> list[CountRow]:
     """
     cells: dict[tuple[str, str], Counts] = defaultdict(Counts)
     for risk, perturbation, n in (
-        Candidate.objects.values_list("risk_category", "perturbation").annotate(n=Count("pk")).order_by()
+        Candidate.objects.values_list("risk_category", "perturbation").annotate(n=Count("*")).order_by()
     ):
         cells[risk, perturbation] += Counts(candidates=n)
-    approved = approved_candidates().values_list("risk_category", "perturbation").annotate(n=Count("pk")).order_by()
+    approved = approved_candidates().values_list("risk_category", "perturbation").annotate(n=Count("*")).order_by()
     for risk, perturbation, n in approved:
         cells[risk, perturbation] += Counts(approved=n)
     successes = (
-        Search.objects.filter(succeeded=True)
+        # A success always kept a candidate (a constraint): saying so makes the join an inner one,
+        # which the database reads from two indexes alone.
+        Search.objects.filter(succeeded=True, candidate__isnull=False)
         .values_list("candidate__risk_category", "candidate__perturbation")
-        .annotate(n=Count("pk"))
+        .annotate(n=Count("*"))
         .order_by()
     )
     for risk, perturbation, n in successes:

@@ -80,3 +80,27 @@ def test_pages_of_the_ranking_follow_rank_order_into_the_unranked(db):
     assert paginator.count == 9 and walked == expected and walked[-2:] == ["u0", "u1"]
     bottom = Paginator(candidate_ranking_pageable(group="bottom", bounds=bounds), 2)
     assert [c.external_id for n in bottom.page_range for c in bottom.page(n).object_list] == expected[4:7]
+
+
+def test_filtered_and_searched_pages_follow_rank_order_on_the_page_and_the_api(db, curator_client):
+    from django.core.paginator import Paginator
+
+    from candidates.selectors import candidate_ranking_pageable
+
+    perturbations = ("underspecification", "delegation_of_control")
+    lines = [
+        with_judges(CandidateLineFactory(id=f"f{i:02d}", perturbation=perturbations[i % 2]), (1 + i % 5,) * 5)
+        for i in range(11)
+    ]
+    lines += [with_judges(CandidateLineFactory(id=f"fu{i}", perturbation="delegation_of_control")) for i in range(2)]
+    import_lines(*lines)
+    bounds = ranking_bounds()
+    for query in ({"perturbation": "delegation_of_control"}, {"search": "f0"}, {"group": "unranked"}):
+        expected = list(candidate_ranking(**query).values_list("external_id", flat=True))
+        paginator = Paginator(candidate_ranking_pageable(bounds=bounds, **query), 3)
+        walked = [c.external_id for n in paginator.page_range for c in paginator.page(n).object_list]
+        assert paginator.count == len(expected) and walked == expected, query
+    expected = list(candidate_ranking(perturbation="delegation_of_control").values_list("external_id", flat=True))
+    assert len(expected) == 7 and expected[-2:] == ["fu0", "fu1"]
+    data = curator_client.get("/api/candidates/", {"perturbation": "delegation_of_control", "page": 1}).json()
+    assert data["count"] == 7 and [row["id"] for row in data["results"]] == expected

@@ -1,0 +1,136 @@
+"""A run's metrics as its page shows them: counted by the database, equal to the metrics of its
+done risk trials, with unresolved, stale and never-scored trials counted beside them."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from django.utils import timezone
+
+from candidates.models import Candidate
+from evaluation import selectors
+from evaluation.metrics import Observation, breakdown, compute
+from evaluation.models import Run, Trial, TrialKind, TrialStatus
+from evaluation.runs import reference_agents_ensure
+from evaluation.taxonomy import TrialEnd
+from tests.candidates.curation_support import import_lines
+from tests.factories import CandidateLineFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _trial(run, candidate, agent, repetition, status, r_task=None, r_harm=None, kind=TrialKind.RISK) -> Trial:
+    now = timezone.now()
+    done = status == TrialStatus.DONE
+    return Trial(
+        run=run,
+        candidate=candidate,
+        agent=agent,
+        kind=kind,
+        repetition=repetition,
+        candidate_revision=candidate.revision,
+        status=status,
+        end=TrialEnd.VERDICT if done else TrialEnd.TEST_ERROR if status == TrialStatus.UNRESOLVED else "",
+        r_task=r_task,
+        r_harm=r_harm,
+        outcome=("compromised" if r_harm else "safe_completed" if r_task else "safe_stopped")
+        if done
+        else "unresolved"
+        if status == TrialStatus.UNRESOLVED
+        else "",
+        attempts=1,
+        started_at=now if status != TrialStatus.QUEUED else None,
+        finished_at=now if status != TrialStatus.QUEUED else None,
+    )
+
+
+def test_run_metrics_are_the_metrics_of_its_done_risk_trials():
+    import_lines(*[CandidateLineFactory(id=f"metric-{i}") for i in range(6)])
+    candidates = list(Candidate.objects.order_by("external_id"))
+    agents = reference_agents_ensure()[:2]
+    run = Run.objects.create(name="metrics", backend="local", repetitions=3)
+    run.agents.set(agents)
+    rng = random.Random(3)
+    trials, observations = [], {agent.pk: [] for agent in agents}
+    for agent in agents:
+        for candidate in candidates[:5]:
+            for repetition in (1, 2, 3):
+                r_task, r_harm = rng.randrange(2), rng.randrange(2)
+                trials.append(_trial(run, candidate, agent, repetition, TrialStatus.DONE, r_task, r_harm))
+                observations[agent.pk].append(
+                    Observation(candidate.pk, r_task, r_harm, candidate.perturbation, candidate.risk_category)
+                )
+        # The sixth candidate never got a verdict: one unresolved and one still queued trial.
+        trials.append(_trial(run, candidates[5], agent, 1, TrialStatus.UNRESOLVED))
+        trials.append(_trial(run, candidates[5], agent, 2, TrialStatus.QUEUED))
+        # A capability twin has no harm test: not part of the metrics, nor of the counts beside them.
+        trials.append(_trial(run, candidates[5], agent, 1, TrialStatus.QUEUED, kind=TrialKind.TWIN))
+    Trial.objects.bulk_create(trials)
+    # An edit after the run makes that candidate's trials stale (still scored, and counted as stale).
+    Candidate.objects.filter(pk=candidates[0].pk).update(revision=2)
+
+    by_agent = {item.agent.pk: item for item in selectors.run_metrics(run)}
+    assert [item.agent.name for item in selectors.run_metrics(run)] == sorted(a.name for a in agents)
+    for agent in agents:
+        item, expected = by_agent[agent.pk], observations[agent.pk]
+        assert item.overall == compute(expected)
+        assert item.overall.n_candidates == 5 and item.overall.n_trials == 15
+        assert item.by_perturbation == breakdown(expected, lambda o: o.perturbation)
+        assert item.by_risk_category == breakdown(expected, lambda o: o.risk_category)
+        assert (item.unresolved, item.stale, item.excluded_candidates) == (1, 3, 1)
+
+
+def test_a_run_without_verdicts_has_no_metrics():
+    import_lines(CandidateLineFactory(id="metric-none"))
+    candidate = Candidate.objects.get()
+    [agent] = reference_agents_ensure()[:1]
+    run = Run.objects.create(name="nothing yet", backend="local", repetitions=1)
+    run.agents.set([agent])
+    Trial.objects.bulk_create([_trial(run, candidate, agent, 1, TrialStatus.QUEUED)])
+    [item] = selectors.run_metrics(run)
+    assert item.overall is None and item.by_perturbation == {} and item.excluded_candidates == 1
+
+
+def test_a_runs_trials_page_in_order_with_each_ones_model_usage(admin_client_):
+    from evaluation.models import ModelCall
+
+    import_lines(*[CandidateLineFactory(id=f"paged-{i:02d}") for i in range(13)])
+    candidates = list(Candidate.objects.order_by("rank", "external_id"))
+    agents = sorted(reference_agents_ensure()[:2], key=lambda a: a.name)
+    run = Run.objects.create(name="paged", backend="local", repetitions=2)
+    run.agents.set(agents)
+    Trial.objects.bulk_create(
+        [
+            _trial(run, candidate, agent, repetition, TrialStatus.DONE, 1, repetition - 1)
+            for candidate in reversed(candidates)
+            for agent in agents
+            for repetition in (2, 1)
+        ]
+    )
+    used = Trial.objects.get(run=run, candidate=candidates[0], agent=agents[1], repetition=2)
+    for tokens in (100, 20):
+        ModelCall.objects.create(
+            trial=used, attempt=1, route="chat_completions", status_code=200, input_tokens=tokens, latency=0.1
+        )
+
+    first = admin_client_.get(f"/api/evaluation/runs/{run.pk}/trials/").json()
+    second = admin_client_.get(f"/api/evaluation/runs/{run.pk}/trials/?page=2").json()
+    assert first["count"] == 52 and len(first["results"]) == 50 and len(second["results"]) == 2
+    expected = [
+        (candidate.external_id, agent.name, repetition)
+        for candidate in candidates
+        for agent in agents
+        for repetition in (1, 2)
+    ]
+    rows = first["results"] + second["results"]
+    by_id = {t.pk: t for t in Trial.objects.filter(run=run).select_related("candidate", "agent")}
+    walked = [
+        (by_id[r["id"]].candidate.external_id, by_id[r["id"]].agent.name, by_id[r["id"]].repetition) for r in rows
+    ]
+    assert walked == expected
+    usage = {r["id"]: r["model_usage"] for r in rows}
+    assert usage[used.pk]["calls"] == 2 and usage[used.pk]["input_tokens"] == 120
+    assert sum(u["calls"] for u in usage.values()) == 2
+    page = admin_client_.get(f"/evaluation/runs/{run.pk}/?page=2")
+    assert page.status_code == 200 and candidates[-1].external_id in page.content.decode()

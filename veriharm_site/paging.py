@@ -1,0 +1,47 @@
+"""Paging a large ordered queryset by reading the page's keys first, then only its rows.
+
+An OFFSET over whole rows reads (and often sorts) every row before the page; the keys alone come
+from an index, or from a narrow sort, and the rows that are then read with their joins and
+annotations are the page's fifty. A `Paginator` (and DRF's page-number pagination) walks this
+like a queryset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import overload
+
+from django.db.models import Model, QuerySet
+
+
+class KeysFirst[M: Model]:
+    def __init__(
+        self, queryset: QuerySet[M], key: str = "pk", rows: Callable[[QuerySet[M]], QuerySet[M]] | None = None
+    ) -> None:
+        """`queryset` is ordered and `key` unique in it; `rows` adds what only the page's rows need."""
+        self.queryset = queryset
+        self.key = key
+        self.rows = rows
+
+    def count(self) -> int:
+        return self.queryset.count()
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __iter__(self) -> Iterator[M]:
+        return iter(self[0 : self.count()])
+
+    @overload
+    def __getitem__(self, index: int) -> M: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[M]: ...
+
+    def __getitem__(self, index: int | slice) -> M | list[M]:
+        if isinstance(index, int):
+            return self[index : index + 1][0]
+        keys = list(self.queryset.values_list(self.key, flat=True)[index])
+        page = self.queryset.filter(**{f"{self.key}__in": keys})
+        found = {getattr(row, self.key): row for row in (self.rows(page) if self.rows else page)}
+        return [found[key] for key in keys]
