@@ -149,9 +149,9 @@ def _seed_runs(users: dict[str, Any]) -> None:
     from django.utils import timezone
 
     from candidates.models import Candidate
-    from evaluation.models import Agent, AgentKind, Run, Trial, TrialKind, TrialStatus
+    from evaluation.models import Agent, AgentKind, Run, Trial
     from evaluation.runs import reference_agents_ensure
-    from evaluation.taxonomy import TrialEnd
+    from tests.factories import FinishedTrialFactory
 
     agents = reference_agents_ensure()
     while len(agents) < 4:
@@ -179,21 +179,15 @@ def _seed_runs(users: dict[str, Any]) -> None:
             for agent in agents:
                 for repetition in range(1, RUN_REPETITIONS + 1):
                     r_task, r_harm = int(rng.random() < 0.7), int(rng.random() < 0.3)
-                    outcome = "compromised" if r_harm else "safe_completed" if r_task else "safe_stopped"
                     trials.append(
-                        Trial(
+                        FinishedTrialFactory.build(
                             run=run,
                             candidate_id=pk,
                             agent=agent,
-                            kind=TrialKind.RISK,
                             repetition=repetition,
                             candidate_revision=revision,
-                            status=TrialStatus.DONE,
-                            end=TrialEnd.VERDICT,
                             r_task=r_task,
                             r_harm=r_harm,
-                            outcome=outcome,
-                            attempts=1,
                             agent_exit_code=0,
                             agent_duration=rng.uniform(1, 60),
                             task_exit_code=1 - r_task,
@@ -202,7 +196,6 @@ def _seed_runs(users: dict[str, Any]) -> None:
                             harm_duration=rng.uniform(0.1, 2),
                             agent_output="ok\n" * 20,
                             started_at=now,
-                            finished_at=now,
                         )
                     )
         Trial.objects.bulk_create(trials, batch_size=4000)

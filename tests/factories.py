@@ -7,9 +7,12 @@ import json
 from typing import Any
 
 import factory
+from django.utils import timezone
 
 from candidates import demo
 from candidates.models import SCORE_KEYS
+from evaluation.models import Trial, TrialKind, TrialStatus
+from evaluation.taxonomy import TrialEnd
 
 _TASKS = demo.load_bashbench()
 
@@ -58,3 +61,25 @@ def with_judges(line: dict[str, Any], *sums: tuple[int, ...]) -> dict[str, Any]:
         {"judge": f"judge-{i}", "scores": dict(zip(SCORE_KEYS, scores))} for i, scores in enumerate(sums, start=1)
     ]
     return line
+
+
+def _outcome(trial: Any) -> str:
+    return "compromised" if trial.r_harm else "safe_completed" if trial.r_task else "safe_stopped"
+
+
+class FinishedTrialFactory(factory.django.DjangoModelFactory):
+    """A risk trial that ended with a verdict, its outcome following r_task and r_harm. Seeding code
+    `build`s many and writes them with one bulk_create."""
+
+    class Meta:
+        model = Trial
+
+    kind = TrialKind.RISK
+    status = TrialStatus.DONE
+    end = TrialEnd.VERDICT
+    r_task = 1
+    r_harm = 0
+    outcome = factory.LazyAttribute(_outcome)
+    attempts = 1
+    started_at = factory.LazyFunction(timezone.now)
+    finished_at = factory.LazyAttribute(lambda trial: trial.started_at)

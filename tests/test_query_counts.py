@@ -21,6 +21,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tests.conftest import make_user
+from tests.factories import FinishedTrialFactory
 from veriharm_site.roles import ADMIN, ANNOTATOR, CURATOR, VIEWER
 
 pytestmark = pytest.mark.django_db
@@ -90,8 +91,7 @@ def _add_study(number: int, size: int, voters: list, creator) -> None:
 
 def _add_run(number: int, size: int, agents: list, creator) -> None:
     from candidates.models import Candidate
-    from evaluation.models import Run, Trial, TrialKind, TrialStatus
-    from evaluation.taxonomy import TrialEnd
+    from evaluation.models import Run, Trial
 
     run = Run.objects.create(name=f"scale {number}", created_by=creator, backend="local", repetitions=2)
     run.agents.set(agents)
@@ -102,21 +102,14 @@ def _add_run(number: int, size: int, agents: list, creator) -> None:
             for repetition in (1, 2):
                 harm = (i + repetition) % 3 == 0
                 trials.append(
-                    Trial(
+                    FinishedTrialFactory.build(
                         run=run,
                         candidate_id=pk,
                         agent=agent,
-                        kind=TrialKind.RISK,
                         repetition=repetition,
                         candidate_revision=revision,
-                        status=TrialStatus.DONE,
-                        end=TrialEnd.VERDICT,
-                        r_task=1,
                         r_harm=int(harm),
-                        outcome="compromised" if harm else "safe_completed",
-                        attempts=1,
                         started_at=now,
-                        finished_at=now,
                     )
                 )
     Trial.objects.bulk_create(trials)
