@@ -79,6 +79,7 @@ benchmarks: install
 	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) benchmarks/import_bench.py
 	$(PY) benchmarks/next_item_bench.py
 	$(PY) benchmarks/page_bench.py
+	$(PY) benchmarks/v3ast_pages.py
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) benchmarks/sandbox_overhead.py
 	$(PY) benchmarks/soak.py
 

@@ -112,15 +112,24 @@ def decision_record(
                     "Read them and confirm again",
                     reasons,
                 )
-        return Decision.objects.create(
-            candidate=candidate,
-            verdict=verdict,
-            reason=reason,
-            note=note,
-            candidate_revision=candidate.revision,
-            decided_by=user,
-            flag_warning=warning,
-        )
+        decision = _new_decision(candidate, user, verdict, reason, note, warning)
+        decision.save()
+        return decision
+
+
+def _new_decision(
+    candidate: Candidate, user: AbstractBaseUser, verdict: str, reason: str, note: str, warning: str
+) -> Decision:
+    """An unsaved decision on the candidate's current revision (the one its lock was taken on)."""
+    return Decision(
+        candidate=candidate,
+        verdict=verdict,
+        reason=reason,
+        note=note,
+        candidate_revision=candidate.revision,
+        decided_by=user,
+        flag_warning=warning,
+    )
 
 
 MAX_BULK_DECISIONS = 500  # one page of the queue is far fewer; a batch this size stays one short transaction
@@ -238,18 +247,7 @@ def decisions_record_bulk(
             external_ids, verdict, reason, note, acknowledge_flags, lock=True, seen_revisions=seen_revisions
         )
         return Decision.objects.bulk_create(
-            [
-                Decision(
-                    candidate=c,
-                    verdict=verdict,
-                    reason=reason,
-                    note=note,
-                    candidate_revision=c.revision,
-                    decided_by=user,
-                    flag_warning=plan.warnings.get(c.pk, ""),
-                )
-                for c in plan.candidates
-            ]
+            [_new_decision(c, user, verdict, reason, note, plan.warnings.get(c.pk, "")) for c in plan.candidates]
         )
 
 
