@@ -18,6 +18,7 @@ from veriharm_site.charts import BarSpec, Chart, count_label, nice_ceiling, stac
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin
 from veriharm_site.queries import QueryPageMixin, query_string
+from veriharm_site.url_filling import url_filler
 
 from ..models import Candidate, DecisionReason, Perturbation, Release, ReleaseFrozen, Verdict
 from ..queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueueQuery
@@ -50,13 +51,9 @@ def _queue_url(querystring: str) -> str:
     return _with_query(reverse("candidates:review-queue"), querystring)
 
 
-_RANK_SLOT = 987654321  # no ranking is that long: its digits mark where the rank goes in the URL
-
-
 def _review_urls(querystring: str) -> Callable[[int], str]:
     """The review page of any rank, reversed once: the strip links thousands of ranks."""
-    head, _, tail = _review_url(_RANK_SLOT, querystring).partition(str(_RANK_SLOT))
-    return lambda rank: f"{head}{rank}{tail}"
+    return url_filler("candidates:review", f"?{querystring}" if querystring else "")
 
 
 class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
