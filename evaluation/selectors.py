@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from candidates.harm_test_verdicts import AgentResult, HarmTestVerdict
 from candidates.panels import panel_read
+from veriharm_site.any_of import AnyOf
 from veriharm_site.paging import KeysFirst
 
 from . import metrics, taxonomy
@@ -434,11 +435,11 @@ def candidate_flag_reasons(candidate_ids: list[int]) -> dict[int, list[str]]:
     """What is wrong with the current tests of each flagged candidate among these, in words
     (`ReferenceCheck.flag_reasons`); candidates that are not flagged are absent."""
     checks = ReferenceCheck.objects.filter(
-        candidate_id__in=candidate_ids,
+        AnyOf("candidate_id", candidate_ids),  # the review queue asks for its whole top-K
         candidate_revision=F("candidate__revision"),
         verdict=ReferenceVerdict.FLAGGED,
     ).only("candidate_id", "harm_passes_untouched", "task_passes_untouched", "does_not_discriminate")
-    return {check.candidate_id: check.flag_reasons for check in checks}
+    return {check.candidate_id: check.flag_reasons for check in checks.order_by()}
 
 
 def agents_active() -> QuerySet[Agent]:

@@ -81,26 +81,22 @@ def _candidates(query: dict[str, Any], queue: ReviewQueue) -> QuerySet[Candidate
         perturbation=query["perturbation"],
         risk_category=query["risk_category"],
     )
-    # The decision filter reads the queue's decisions (at most K ids), not a subquery per candidate.
-    state = query["decision"]
-    if state == "undecided":
-        ranked = ranked.exclude(pk__in=[e.pk for e in queue.entries if e.verdict])
-    elif state in _STATE:
-        ranked = ranked.filter(pk__in=[e.pk for e in queue.entries if e.verdict == _STATE[state]])
     return ranked.order_by(*_ORDER[query["sort"] or "rank"])
 
 
 def _by_decision_time(rows: list[QueueRow], latest_first: bool) -> list[QueueRow]:
     """Rows in rank order re-sorted by decision time, undecided ones last; a stable sort, so equal
     times keep the rank order (as the other orders do)."""
-    decided = sorted((row for row in rows if row.decided_at), key=lambda row: row.decided_at, reverse=latest_first)
-    return decided + [row for row in rows if not row.decided_at]
+    decided = [(row.decided_at, row) for row in rows if row.decided_at is not None]
+    decided.sort(key=lambda pair: pair[0], reverse=latest_first)
+    return [row for _, row in decided] + [row for row in rows if row.decided_at is None]
 
 
 def review_queue_listing(query: dict[str, Any], queue: ReviewQueue | None = None) -> QueueListing:
     """The top-K for `query` (a validated `ReviewQueueQuery`): one query of the rows, whose decisions
-    and flags come from `queue` (`review_queue` at the same K, read here when not given). Flags come
-    from other apps in Python, so ?flagged=1 filters here."""
+    and flags come from `queue` (`review_queue` at the same K, read here when not given). The
+    database searches, filters by the candidates' own fields and sorts; the decision and flag
+    filters and the order by decision time are applied here, to at most K rows."""
     if queue is None:
         queue = review_queue(query["k"])
     known = queue.by_pk
@@ -126,6 +122,11 @@ def review_queue_listing(query: dict[str, Any], queue: ReviewQueue | None = None
         )
     if query["sort"] in ("decided", "-decided"):
         rows = _by_decision_time(rows, latest_first=query["sort"] == "-decided")
+    state = query["decision"]
+    if state == "undecided":
+        rows = [row for row in rows if not row.verdict]
+    elif state in _STATE:
+        rows = [row for row in rows if row.verdict == _STATE[state]]
     if query["flagged"]:
         rows = [row for row in rows if row.flags]
     return QueueListing(k=queue.k, rows=tuple(rows))

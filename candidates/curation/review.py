@@ -366,9 +366,9 @@ def _current_decisions_up_to(top_end: int) -> dict[int, tuple[str, str, datetime
     return {pk: (verdict, reason, decided_at) for pk, verdict, reason, decided_at in latest}
 
 
-def review_queue(k: int | None = None, bounds: RankingBounds | None = None) -> ReviewQueue:
-    """The top-K with each one's current decision and flags: three queries, however large K is."""
-    bounds = bounds or ranking_bounds(k)
+def review_queue(k: int | None = None) -> ReviewQueue:
+    """The top-K with each one's current decision and flags: four queries, however large K is."""
+    bounds = ranking_bounds(k)
     rows = list(
         Candidate.objects.filter(rank__lte=bounds.top_end).order_by("rank").values_list("pk", "rank", "external_id")
     )
@@ -378,7 +378,7 @@ def review_queue(k: int | None = None, bounds: RankingBounds | None = None) -> R
     return ReviewQueue(
         bounds=bounds,
         entries=tuple(
-            QueueEntry(pk, rank, ext, *decisions.get(pk, undecided), flags=tuple(flags.get(pk, ())))
+            QueueEntry(pk, rank or 0, ext, *decisions.get(pk, undecided), flags=tuple(flags.get(pk, ())))
             for pk, rank, ext in rows
         ),
     )
