@@ -6,7 +6,8 @@ annotators each and every vote in, 10 finished runs of 150 candidates x 4 agents
 repetitions (24,000 trials), one search per candidate (100,000, with their attempts; 70% kept a
 candidate) and a curator's decisions on the top-K. Then walks every GET route of the URL resolver (so new routes are
 included without editing this file), ids filled from the seeded data, as every role that may see
-it; a route that shows page numbers is also read at its last page. Prints per route and role the
+it; a route that shows page numbers is also read at its last page, and the review queue's routes
+also at K=1,000. Prints per route and role the
 median and p95 of the response time, the number of SQL queries of one request, and the goal.
 
     python benchmarks/page_bench.py [--reuse] [--requests 15] [--candidates 100000] [--only REGEX]
@@ -42,6 +43,14 @@ SKIP_NAMES = re.compile(r"export|jsonl|bundle|tar\.gz|final-state|highlight|logi
 # Routes that list nothing without a filter.
 QUERIES = {"api/decisions/": "?candidate={external_id}", "api/revisions/": "?candidate={external_id}"}
 LAST_PAGE = re.compile(r"[?&]page=(\d+)")
+# Routes also read with these query strings: the review queue (its page, its API and the review
+# page, which draws the queue's strip) at a K well beyond the default, as curators widen it to
+# replace rejected candidates; it draws one cell per candidate of the top-K.
+VARIANTS = {
+    "candidates/review/": ("k=1000",),
+    "candidates/review/<int:rank>/": ("k=1000",),
+    "api/review/queue/": ("k=1000",),
+}
 
 
 def _server_and_name(url: str) -> tuple[str, str]:
@@ -442,6 +451,7 @@ def _walk(users: dict[str, Any], requests: int, only: re.Pattern | None = None) 
             last = _last_page(response) if status == 200 else None
             if last:
                 urls.append(f"{url}{'&' if '?' in url else '?'}page={last}")
+            urls.extend(f"{url}{'&' if '?' in url else '?'}{variant}" for variant in VARIANTS.get(route, ()))
             for target in urls:
                 status, times, queries, _ = _measure(client, target, requests)
                 median, p95 = statistics.median(times), _p95(times)

@@ -4,12 +4,14 @@ The candidates app never imports those apps: each registers a source here when i
 (`AppConfig.ready`). A source takes the candidate and the reader and returns a `Panel` (its
 template and a frozen read model, built and permission-gated by the source), or None when this
 reader sees nothing of it. The page's view asks for them; templates only render what it got.
+Sources that show the same facts read them once per page through `panel_read`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,5 +39,25 @@ def panel_source_register(order: int, source: PanelSource) -> None:
         _sources.sort(key=lambda entry: entry[0])
 
 
+# What the panels of one page have read so far; None outside `candidate_panels`.
+_page_reads: ContextVar[dict[Hashable, Any] | None] = ContextVar("candidate_panel_reads", default=None)
+
+
+def panel_read[T](key: Hashable, read: Callable[[], T]) -> T:
+    """`read()`, once per page: panels of different apps that show the same facts (e.g. each agent's
+    latest result) share one query. Outside `candidate_panels` it simply reads, so nothing outlives
+    the page being built."""
+    reads = _page_reads.get()
+    if reads is None:
+        return read()
+    if key not in reads:
+        reads[key] = read()
+    return reads[key]
+
+
 def candidate_panels(candidate: Candidate, user: Any) -> list[Panel]:
-    return [panel for _, source in _sources if (panel := source(candidate, user)) is not None]
+    token = _page_reads.set({})
+    try:
+        return [panel for _, source in _sources if (panel := source(candidate, user)) is not None]
+    finally:
+        _page_reads.reset(token)

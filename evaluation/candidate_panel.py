@@ -8,6 +8,7 @@ from typing import Any
 from candidates.harm_test_verdicts import VIEW_PERMISSION
 from candidates.models import Candidate
 from candidates.panels import Panel
+from veriharm_site.url_filling import url_filler
 
 from . import rescoring, selectors
 from .models import ReferenceCheck, Trial
@@ -16,10 +17,17 @@ RUN_PERMISSION = "evaluation.run_evaluations"
 
 
 @dataclass(frozen=True)
+class HistoryRow:
+    trial: Trial
+    url: str
+    run_url: str
+
+
+@dataclass(frozen=True)
 class CandidateEvaluation:
     candidate: Candidate
     latest: list[dict[str, Any]]  # each agent's latest finished (r_task, r_harm)
-    history: list[Trial]
+    history: list[HistoryRow]
     check: ReferenceCheck | None
     rescores: list[Any]
     rescorable: int
@@ -31,13 +39,19 @@ def candidate_evaluation_panel(candidate: Candidate, user: Any) -> Panel | None:
     re-score buttons for those who may run evaluations."""
     if not user.has_perm(VIEW_PERMISSION):
         return None
+    trial_url, run_url = url_filler("evaluation:trial"), url_filler("evaluation:run")
+    history = [
+        HistoryRow(trial, trial_url(trial.pk), run_url(trial.run_id))
+        for trial in selectors.candidate_trial_history_rows(candidate.pk)
+    ]
     return Panel(
         "evaluation/_candidate_panel.html",
         CandidateEvaluation(
             candidate=candidate,
-            latest=selectors.latest_results_for_candidates([candidate.pk])[candidate.pk],
-            history=selectors.candidate_trial_history_rows(candidate.pk),
-            check=selectors.reference_check_for(candidate.pk),
+            # The human-verdicts panel reads these too (the harm tests beside the votes): once for both.
+            latest=selectors.latest_results_on_page([candidate.pk])[candidate.pk],
+            history=history,
+            check=selectors.reference_checks_on_page([candidate.pk]).get(candidate.pk),
             rescores=rescoring.candidate_rescores(candidate.pk),
             rescorable=rescoring.rescorable_count(candidate),
             can_run=user.has_perm(RUN_PERMISSION),

@@ -13,6 +13,8 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
 from candidates.harm_test_verdicts import AgentResult, HarmTestVerdict
+from candidates.panels import panel_read
+from veriharm_site.any_of import AnyOf
 from veriharm_site.paging import KeysFirst
 
 from . import metrics, taxonomy
@@ -332,8 +334,8 @@ def harm_test_summaries(candidate_ids: list[int]) -> dict[int, dict[str, Any]]:
     {pk: {"results": latest_results_for_candidates(...)[pk], "harm_observed": harm_observed(...),
     "tests_valid": True (the reference check discriminates) | False (flagged) | None (not decided)}}
     """
-    results = latest_results_for_candidates(candidate_ids)
-    checks = reference_checks(candidate_ids)
+    results = latest_results_on_page(candidate_ids)
+    checks = reference_checks_on_page(candidate_ids)
     summaries = {}
     for pk in candidate_ids:
         check = checks.get(pk)
@@ -397,9 +399,22 @@ def candidate_trial_history_rows(candidate_id: int, limit: int = 200) -> list[Tr
 
 
 def reference_checks(candidate_ids: list[int]) -> dict[int, ReferenceCheck]:
-    """The reference check of each candidate's current revision (absent: never checked)."""
+    """The reference check of each candidate's current revision (absent: never checked). Its trials
+    are left unread: pages and API show their ids, which the check holds."""
     checks = ReferenceCheck.objects.filter(candidate_id__in=candidate_ids, candidate_revision=F("candidate__revision"))
-    return {check.candidate_id: check for check in checks.select_related("safe_trial", "harmful_trial", "noop_trial")}
+    return {check.candidate_id: check for check in checks}
+
+
+def latest_results_on_page(candidate_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """`latest_results_for_candidates`, read once by all the panels of a candidate's page."""
+    ids = list(candidate_ids)
+    return panel_read(("evaluation.latest_results", tuple(ids)), lambda: latest_results_for_candidates(ids))
+
+
+def reference_checks_on_page(candidate_ids: list[int]) -> dict[int, ReferenceCheck]:
+    """`reference_checks`, read once by all the panels of a candidate's page."""
+    ids = list(candidate_ids)
+    return panel_read(("evaluation.reference_checks", tuple(ids)), lambda: reference_checks(ids))
 
 
 def reference_check_for(candidate_id: int) -> ReferenceCheck | None:
@@ -420,11 +435,11 @@ def candidate_flag_reasons(candidate_ids: list[int]) -> dict[int, list[str]]:
     """What is wrong with the current tests of each flagged candidate among these, in words
     (`ReferenceCheck.flag_reasons`); candidates that are not flagged are absent."""
     checks = ReferenceCheck.objects.filter(
-        candidate_id__in=candidate_ids,
+        AnyOf("candidate_id", candidate_ids),  # the review queue asks for its whole top-K
         candidate_revision=F("candidate__revision"),
         verdict=ReferenceVerdict.FLAGGED,
     ).only("candidate_id", "harm_passes_untouched", "task_passes_untouched", "does_not_discriminate")
-    return {check.candidate_id: check.flag_reasons for check in checks}
+    return {check.candidate_id: check.flag_reasons for check in checks.order_by()}
 
 
 def agents_active() -> QuerySet[Agent]:

@@ -164,7 +164,7 @@ class ReviewQueueApi(APIView):
     def get(self, request: Request) -> Response:
         query = query_of(ReviewQueueQuery, request.query_params)
         queue = review.review_queue(query["k"])
-        listing = review_queue_listing(query)
+        listing = review_queue_listing(query, queue)
         return Response(
             {
                 "k": queue.k,

@@ -10,19 +10,19 @@ from typing import Any
 
 from django.db.models import F, QuerySet
 
-from ..flags import candidate_flags
 from ..models import Candidate, Verdict
-from ..selectors import RankingBounds, candidate_ranking, ranking_bounds
-from .review import latest_decision
+from ..selectors import candidate_ranking
+from .review import ReviewQueue, review_queue
 
-# Every order ends on the rank, so equal keys keep the ranking's order and pages are stable.
+# Every order ends on the rank, so equal keys keep the ranking's order and pages are stable. The
+# orders by decision time are applied to the rows (`_by_decision_time`): the queue holds the times.
 _ORDER: dict[str, tuple[Any, ...]] = {
     "rank": ("rank",),
     "-rank": ("-rank",),
     "quality": (F("quality").asc(nulls_last=True), "rank"),
     "-quality": (F("quality").desc(nulls_last=True), "rank"),
-    "decided": (F("latest_decided_at").asc(nulls_last=True), "rank"),
-    "-decided": (F("latest_decided_at").desc(nulls_last=True), "rank"),
+    "decided": ("rank",),
+    "-decided": ("rank",),
     "id": ("external_id",),
     "-id": ("-external_id",),
 }
@@ -69,48 +69,64 @@ class QueueListing:
         return next((row.rank for row in ordered if not row.verdict and row.rank != rank), None)
 
 
-def _candidates(query: dict[str, Any], bounds: RankingBounds) -> QuerySet[Candidate]:
+# What a row shows of the candidate itself; its decision and flags come from the queue.
+_ROW_FIELDS = ("pk", "rank", "external_id", "quality", "source_task__external_id", "perturbation", "risk_category")
+
+
+def _candidates(query: dict[str, Any], queue: ReviewQueue) -> QuerySet[Candidate]:
     ranked = candidate_ranking(
         search=query["q"],
         group="top",
-        bounds=bounds,
+        bounds=queue.bounds,
         perturbation=query["perturbation"],
         risk_category=query["risk_category"],
-    ).annotate(
-        current_verdict=latest_decision("verdict"),
-        current_reason=latest_decision("reason"),
-        latest_decided_at=latest_decision("decided_at"),
     )
-    state = query["decision"]
-    if state == "undecided":
-        ranked = ranked.filter(current_verdict__isnull=True)
-    elif state in _STATE:
-        ranked = ranked.filter(current_verdict=_STATE[state])
     return ranked.order_by(*_ORDER[query["sort"] or "rank"])
 
 
-def review_queue_listing(query: dict[str, Any]) -> QueueListing:
-    """The top-K for `query` (a validated `ReviewQueueQuery`): two queries and the flag sources'
-    own, however many rows. Flags come from other apps in Python, so ?flagged=1 filters here."""
-    bounds = ranking_bounds(query["k"])
-    candidates = list(_candidates(query, bounds))
-    flags = candidate_flags(c.pk for c in candidates)
-    rows = tuple(
-        QueueRow(
-            pk=c.pk,
-            rank=c.rank or 0,
-            external_id=c.external_id,
-            quality=c.quality,
-            source_task=c.source_task.external_id,
-            perturbation=c.perturbation,
-            risk_category=c.risk_category,
-            verdict=c.current_verdict or "",  # type: ignore[attr-defined]
-            reason=c.current_reason or "",  # type: ignore[attr-defined]
-            decided_at=c.latest_decided_at,  # type: ignore[attr-defined]
-            flags=tuple(flags.get(c.pk, ())),
+def _by_decision_time(rows: list[QueueRow], latest_first: bool) -> list[QueueRow]:
+    """Rows in rank order re-sorted by decision time, undecided ones last; a stable sort, so equal
+    times keep the rank order (as the other orders do)."""
+    decided = [(row.decided_at, row) for row in rows if row.decided_at is not None]
+    decided.sort(key=lambda pair: pair[0], reverse=latest_first)
+    return [row for _, row in decided] + [row for row in rows if row.decided_at is None]
+
+
+def review_queue_listing(query: dict[str, Any], queue: ReviewQueue | None = None) -> QueueListing:
+    """The top-K for `query` (a validated `ReviewQueueQuery`): one query of the rows, whose decisions
+    and flags come from `queue` (`review_queue` at the same K, read here when not given). The
+    database searches, filters by the candidates' own fields and sorts; the decision and flag
+    filters and the order by decision time are applied here, to at most K rows."""
+    if queue is None:
+        queue = review_queue(query["k"])
+    known = queue.by_pk
+    rows = []
+    for pk, rank, external_id, quality, source_task, perturbation, risk_category in _candidates(
+        query, queue
+    ).values_list(*_ROW_FIELDS):
+        entry = known.get(pk)  # absent only if the ranking changed between the two reads
+        rows.append(
+            QueueRow(
+                pk=pk,
+                rank=rank or 0,
+                external_id=external_id,
+                quality=quality,
+                source_task=source_task,
+                perturbation=perturbation,
+                risk_category=risk_category,
+                verdict=entry.verdict if entry else "",
+                reason=entry.reason if entry else "",
+                decided_at=entry.decided_at if entry else None,
+                flags=entry.flags if entry else (),
+            )
         )
-        for c in candidates
-    )
+    if query["sort"] in ("decided", "-decided"):
+        rows = _by_decision_time(rows, latest_first=query["sort"] == "-decided")
+    state = query["decision"]
+    if state == "undecided":
+        rows = [row for row in rows if not row.verdict]
+    elif state in _STATE:
+        rows = [row for row in rows if row.verdict == _STATE[state]]
     if query["flagged"]:
-        rows = tuple(row for row in rows if row.flags)
-    return QueueListing(k=bounds.k, rows=rows)
+        rows = [row for row in rows if row.flags]
+    return QueueListing(k=queue.k, rows=tuple(rows))

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
 from veriharm_site.refusals import Refused
 
 from ..flags import candidate_flags, flag_warning
 from ..models import APPROVE_REASONS, REJECT_REASONS, Candidate, Decision, DecisionReason, Verdict
-from ..selectors import ranking_bounds
+from ..selectors import RankingBounds, ranking_bounds
 
 
 @dataclass(frozen=True)
@@ -251,17 +253,6 @@ def decisions_record_bulk(
         )
 
 
-def latest_decision(field: str) -> Subquery:
-    """A field of the candidate's current (latest) decision, as an annotation; None when undecided."""
-    latest = Decision.objects.filter(candidate=OuterRef("pk")).order_by("-decided_at", "-id")
-    return Subquery(latest.values(field)[:1])
-
-
-def with_current_verdict(queryset: QuerySet[Candidate]) -> QuerySet[Candidate]:
-    """Annotate `current_verdict`: the latest decision's verdict, or None when undecided."""
-    return queryset.annotate(current_verdict=latest_decision("verdict"))
-
-
 def current_decision_rows() -> QuerySet[Decision]:
     """Each decided candidate's latest decision (no later one exists). Read from the decisions,
     which are few, rather than by a subquery per candidate, which reads every candidate."""
@@ -294,9 +285,12 @@ def decision_history(candidate_id: int) -> list[Decision]:
 
 @dataclass(frozen=True)
 class QueueEntry:
+    pk: int
     rank: int
     external_id: str
     verdict: str  # "" while undecided
+    reason: str = ""
+    decided_at: datetime | None = None
     flags: tuple[str, ...] = ()  # why its tests are flagged, in words (`candidates.flags`)
 
 
@@ -304,8 +298,16 @@ class QueueEntry:
 class ReviewQueue:
     """The top-K in rank order with each one's current verdict."""
 
-    k: int
+    bounds: RankingBounds
     entries: tuple[QueueEntry, ...]
+
+    @property
+    def k(self) -> int:
+        return self.bounds.k
+
+    @cached_property
+    def by_pk(self) -> dict[int, QueueEntry]:
+        return {e.pk: e for e in self.entries}
 
     def _count(self, verdict: str) -> int:
         return sum(1 for e in self.entries if e.verdict == verdict)
@@ -350,18 +352,32 @@ class ReviewQueue:
         return target if self.contains(target) else None
 
 
+def _current_decisions_up_to(top_end: int) -> dict[int, tuple[str, str, datetime]]:
+    """(verdict, reason, decided_at) of the current decision of each decided candidate ranked up to
+    `top_end`: one pass over the decisions (DISTINCT ON the latest), not a subquery per candidate."""
+    latest = (
+        Decision.objects.filter(candidate__rank__lte=top_end)
+        .order_by("candidate_id", "-decided_at", "-id")
+        .distinct("candidate_id")
+        .values_list("candidate_id", "verdict", "reason", "decided_at")
+    )
+    return {pk: (verdict, reason, decided_at) for pk, verdict, reason, decided_at in latest}
+
+
 def review_queue(k: int | None = None) -> ReviewQueue:
+    """The top-K with each one's current decision and flags: four queries, however large K is."""
     bounds = ranking_bounds(k)
     rows = list(
-        with_current_verdict(Candidate.objects.filter(rank__lte=bounds.top_end))
-        .order_by("rank")
-        .values_list("pk", "rank", "external_id", "current_verdict")
+        Candidate.objects.filter(rank__lte=bounds.top_end).order_by("rank").values_list("pk", "rank", "external_id")
     )
+    decisions = _current_decisions_up_to(bounds.top_end)
     flags = candidate_flags(pk for pk, *_ in rows)
+    undecided = ("", "", None)
     return ReviewQueue(
-        k=bounds.k,
+        bounds=bounds,
         entries=tuple(
-            QueueEntry(rank, ext, verdict or "", tuple(flags.get(pk, ()))) for pk, rank, ext, verdict in rows
+            QueueEntry(pk, rank or 0, ext, *decisions.get(pk, undecided), flags=tuple(flags.get(pk, ())))
+            for pk, rank, ext in rows
         ),
     )
 

@@ -3,6 +3,7 @@ services and selectors and show refusals on the form field they name."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -17,6 +18,7 @@ from veriharm_site.charts import BarSpec, Chart, count_label, nice_ceiling, stac
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin
 from veriharm_site.queries import QueryPageMixin, query_string
+from veriharm_site.url_filling import url_filler
 
 from ..models import Candidate, DecisionReason, Perturbation, Release, ReleaseFrozen, Verdict
 from ..queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueueQuery
@@ -30,6 +32,7 @@ from .decision_forms import decided_message, decision_from_form, field_of
 from .descriptive import breakdown
 from .forms import BulkDecisionForm, BundleImportForm, DecisionForm, ReleaseDescriptionForm, ReleaseForm, RevisionForm
 from .queue_listing import review_queue_listing
+from .queue_strip import queue_strip
 from .search_report import ALL, FunnelStage, SearchReport, search_report
 from .selectors import descriptive_cells, search_funnel, search_rows
 
@@ -48,6 +51,11 @@ def _queue_url(querystring: str) -> str:
     return _with_query(reverse("candidates:review-queue"), querystring)
 
 
+def _review_urls(querystring: str) -> Callable[[int], str]:
+    """The review page of any rank, reversed once: the strip links thousands of ranks."""
+    return url_filler("candidates:review", f"?{querystring}" if querystring else "")
+
+
 class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     """The top-K sorted, filtered and searched; a POST decides the ticked rows at once, after a
     confirm step (the first POST shows what will happen, the second, with `confirmed`, does it)."""
@@ -59,7 +67,7 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     def get_context_data(self, bulk_form: BulkDecisionForm | None = None, **kwargs: Any) -> dict[str, Any]:
         query = self.query
         queue = review.review_queue(query["k"])
-        listing = review_queue_listing(query)
+        listing = review_queue_listing(query, queue)
         page = Paginator(listing.rows, QUEUE_PAGE_SIZE).get_page(self.request.GET.get("page"))
         querystring = query_string(query)
         start = listing.next_undecided(0) or (listing.rows[0].rank if listing.rows else None)
@@ -67,6 +75,7 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         choices = filter_choices()
         return super().get_context_data(
             queue=queue,
+            strip=queue_strip(queue, _review_urls(querystring)),
             listing=listing,
             page=page,
             query=query,
@@ -175,7 +184,7 @@ class ReviewView(QueryPageMixin, CandidateDetailView):
     def get_context_data(self, form: DecisionForm | None = None, **kwargs: Any) -> dict[str, Any]:
         candidate = self._candidate()
         queue = review.review_queue(self.query["k"])
-        listing = review_queue_listing(self.query)
+        listing = review_queue_listing(self.query, queue)
         querystring = query_string(self.query)
         rank = candidate.rank
         neighbours = {step: listing.neighbour(rank, step) for step in (-1, 1)}
@@ -184,6 +193,7 @@ class ReviewView(QueryPageMixin, CandidateDetailView):
         kwargs["external_id"] = candidate.external_id
         return super().get_context_data(
             queue=queue,
+            strip=queue_strip(queue, _review_urls(querystring), current=rank or 0),
             review_query=querystring,
             form=form,
             in_queue=queue.contains(rank),

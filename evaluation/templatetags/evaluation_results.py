@@ -3,6 +3,7 @@
 {% load evaluation_results %}
 {% harm_results results %}                      one candidate's latest (r_task, r_harm) per agent,
                                                 `results`: a HarmTestVerdict's or latest_results_for_candidates()'s
+{% trial_result trial %}                         a finished trial's (r_task, r_harm), marked when stale
 {% outcome_badge trial.outcome %}                a run's V3AST label (empty: no label yet)
 {{ task.risk|outcome_badges }}                   labels by repetition, each badge followed by a space
 {{ task.twin_capable|twin_badges }}              twin verdicts by repetition (True, False, None), the same way
@@ -16,6 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from django import template
+from django.template.loader import render_to_string
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
@@ -31,9 +33,15 @@ def harm_results(results: list[dict[str, Any]] | None) -> dict[str, Any]:
     return {"results": results or []}
 
 
-@register.inclusion_tag("evaluation/_result.html")
-def trial_result(trial: Any) -> dict[str, Any]:
-    return {"r": {"r_task": trial.r_task, "r_harm": trial.r_harm, "stale": trial.stale}}
+@register.simple_tag
+def trial_result(trial: Any) -> SafeString:
+    return _result_pair(trial.r_task, trial.r_harm, trial.stale)
+
+
+# A candidate's history shows a pair per trial (hundreds): each distinct pair is rendered once.
+@lru_cache(maxsize=32)
+def _result_pair(r_task: int | None, r_harm: int | None, stale: bool) -> SafeString:
+    return render_to_string("evaluation/_result.html", {"r": {"r_task": r_task, "r_harm": r_harm, "stale": stale}})
 
 
 @register.simple_tag
