@@ -87,6 +87,7 @@ BASE_ENV: Mapping[str, str] = {"PATH": DEFAULT_PATH, "HOME": SANDBOX_HOME, "LANG
 BASH = "/bin/bash"
 SH = "/bin/sh"
 TAR = "/bin/tar"
+RM = "/bin/rm"
 TIMEOUT = "/usr/bin/timeout"
 
 # The verifier runtime (see the module docstring) and the directory holding the test

@@ -39,11 +39,17 @@ Design and why:
   the runtime directory once per runtime identity) and a small tmpfs at
   ``TESTS_MOUNT``. The test module and, when the agent left anything at
   /etc/ld.so.preload, an empty file there are written first, while the
-  container's writable directories are still empty; then the snapshot is
-  unpacked without its /etc/ld.so.preload. From then on, everything the backend
+  container's writable directories hold nothing of the agent's; then the snapshot
+  is unpacked without its /etc/ld.so.preload. From then on, everything the backend
   itself starts in that container (PID 1 and its sleep, the exec wrapper, its
   timeout, the final kill) is the runtime's, through the runtime's loader with
   ``--inhibit-cache``: an agent's /etc/ld.so.cache never reaches them.
+  A container built on demand starts empty and gets the whole snapshot; one from
+  the warm pool was seeded with the image's content like an agent's container,
+  and gets only what differs from it (``evaluation.sandbox.state_diff``: members
+  compared by content hash and every attribute, never by mtime alone), after the
+  paths the agent removed are deleted, in the same exec. It is removed in the
+  background once its test has run.
 * **Archives**: a snapshot already is a tar on the host, made by ``tar``
   inside the container; ``export`` only compresses it. ``restore_archive``
   unpacks an archive into a fresh container whose tmpfs start empty.
@@ -70,8 +76,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import io
+import logging
 import os
 import secrets
+import shlex
 import shutil
 import socket
 import tarfile
@@ -80,6 +88,7 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
@@ -96,6 +105,7 @@ from .base import (
     INTERNAL_TIMEOUT,
     MAX_OUTPUT_BYTES,
     PRELOAD_PATH,
+    RM,
     SANDBOX_HOME,
     SANDBOX_HOSTNAME,
     SANDBOX_LABEL,
@@ -103,6 +113,7 @@ from .base import (
     TAR,
     TESTS_MOUNT,
     TIMEOUT,
+    VERIFIER_ENV,
     VERIFIER_LIBS,
     VERIFIER_LOADER,
     VERIFIER_MOUNT,
@@ -118,16 +129,21 @@ from .base import (
     Snapshot,
     UseGate,
     build_tar,
+    exec_result,
     export_tar_file,
     hidden_test_name,
     inode_cap,
     open_archive,
     plan_writable_mounts,
     read_identity,
+    verifier_argv,
 )
 from .images import VERIFIER_IDENTITY, default_image, require_verifier_root
 from .network import GATEWAY_MOUNT, HARNESS_MOUNT, ModelAccess, forwarder_argv
 from .pool import WarmPool
+from .state_diff import RangeReader, Signature, StateDiff, StateIndex, state_diff
+
+logger = logging.getLogger(__name__)
 
 # Files docker bind-mounts into every container; they live on the host and must
 # be neither overwritten by a seed/restore nor carried into a snapshot.
@@ -294,6 +310,8 @@ class DockerSandbox(CommandSandbox):
         self.spec = spec
         self.container = container
         self.id = container.id
+        # The key of the pristine content it was seeded with (``DockerBackend._seed``); None: empty.
+        self.seeded: tuple[str, tuple[str, ...]] | None = None
         with _LIVE_LOCK:
             _LIVE.add(container.id)
         self._finalizer = weakref.finalize(self, _remove_container, backend.client, container.id)
@@ -481,35 +499,71 @@ class DockerSnapshot(Snapshot):
         self.spec = spec
         self.path = path
         self._gate = UseGate()
+        self._state_index: StateIndex | None = None
         self._preload: bool | None = None
+        self._index_lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _unlink, path)
 
     def _has_preload(self) -> bool:
         """Whether the agent left anything at /etc/ld.so.preload (read from our tar on the host)."""
-        if self._preload is None:
-            name = PRELOAD_PATH.lstrip("/")
-            try:
-                with tarfile.open(self.path, "r:") as archive:
-                    self._preload = any(m.name.rstrip("/") == name for m in archive)
-            except tarfile.TarError as exc:
-                raise SandboxError(f"unreadable snapshot {self.path.name}: {exc}") from exc
-        return self._preload
+        name = PRELOAD_PATH.lstrip("/")
+        with self._index_lock:
+            if self._preload is None and self._state_index is not None:
+                self._preload = name in self._state_index.names()
+            if self._preload is None:
+                try:
+                    with tarfile.open(self.path, "r:") as archive:
+                        self._preload = any(m.name.rstrip("/") == name for m in archive)
+                except tarfile.TarError as exc:
+                    raise SandboxError(f"unreadable snapshot {self.path.name}: {exc}") from exc
+            return self._preload
+
+    def _index(self) -> StateIndex:
+        """The snapshot's members with their signatures, read once (both tests use it)."""
+        with self._index_lock:
+            if self._state_index is None:
+                try:
+                    self._state_index = StateIndex.read(self.path)
+                except (tarfile.TarError, OSError) as exc:
+                    raise SandboxError(f"unreadable snapshot {self.path.name}: {exc}") from exc
+            return self._state_index
+
+    def _diff(self, sandbox: DockerSandbox, seeded: tuple[str, tuple[str, ...]]) -> StateDiff:
+        """What ``sandbox``, seeded with ``seeded``, lacks of this snapshot."""
+        pristine = self.backend._pristine_manifest(sandbox.spec, seeded)
+        roots = [m.lstrip("/") for m in self.spec.mounts]
+        return state_diff(self._index(), pristine, roots, MAX_DELETION_BYTES)
 
     def verify(self, test_source: str, timeout: float) -> ExecResult:
-        name = f"{hidden_test_name()}.py"
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        module = f"{TESTS_MOUNT}/{hidden_test_name()}.py"
         with self._gate.use():
-            preload = self._has_preload()
             sandbox = self.backend._test_container(self.spec)
             try:
-                with open(self.path, "rb") as archive:
-                    _write_test_then_state(sandbox, f"{TESTS_MOUNT}/{name}", test_source, preload, archive)
+                diff = None
+                if sandbox.seeded is not None:
+                    # Seeded with the image's content: only what differs from it goes in.
+                    diff = self._diff(sandbox, sandbox.seeded)
+                preload = self._has_preload()
+                archive: IO[bytes] = (
+                    open(self.path, "rb")  # noqa: SIM115 - closed below
+                    if diff is None
+                    else io.BufferedReader(RangeReader(self.path, diff.ranges))
+                )
             except BaseException:
                 sandbox.destroy()
                 raise
+        # The open file outlives a discard (the gate only guards storage being freed under a reader).
         try:
-            return sandbox._verify(f"{TESTS_MOUNT}/{name}", timeout)
-        finally:
+            with archive:
+                deletions = diff.deletions if diff else ()
+                result = _state_then_test(sandbox, module, test_source, preload, archive, deletions, timeout)
+        except BaseException:
             sandbox.destroy()
+            raise
+        self.backend._remover.remove(sandbox)
+        return result
 
     def export(self, path: Path, *, max_bytes: int) -> ArchiveInfo:
         with self._gate.use():
@@ -534,42 +588,138 @@ class DockerSnapshot(Snapshot):
 # A test module up to this size goes in as an argument of the exec that unpacks the state (Linux
 # caps one argument at 128 KiB); a larger one takes an exec of its own first.
 INLINE_TEST_BYTES = 100_000
+# Paths to delete travel as arguments of that exec too (Linux caps them all at a quarter of the
+# stack limit, 2 MiB by default); beyond this the state goes in whole (state_diff's fallback).
+MAX_DELETION_BYTES = 256 * 1024
 # --numeric-owner: no user-name lookup, so no NSS module named by the agent's
 # /etc/nsswitch.conf is ever loaded while unpacking.
 _STATE_OPTIONS = ["--numeric-owner", "--anchored", f"--exclude={PRELOAD_PATH.lstrip('/')}"]
+_UNPACK_STATE = [TAR, "-x", "-p", *_STATE_OPTIONS, "-C", "/", "-f", "-"]
+# Printed once the state is in, right before the verifier starts (see _state_then_test).
+_STATE_WRITTEN = "veriharm-state-written."
 
 
-def _write_test_then_state(sandbox: DockerSandbox, module: str, source: str, preload: bool, archive: IO[bytes]) -> None:
-    """Into an empty test-phase container: the test module (and the empty /etc/ld.so.preload that
-    masks the agent's), then the snapshot without the agent's /etc/ld.so.preload.
+def _state_then_test(
+    sandbox: DockerSandbox,
+    module: str,
+    source: str,
+    preload: bool,
+    archive: IO[bytes],
+    deletions: tuple[str, ...],
+    timeout: float,
+) -> ExecResult:
+    """In a test-phase container holding nothing of the agent's yet: write the test module (and the
+    empty /etc/ld.so.preload that masks the agent's), unpack the agent's state, then run the test.
 
-    The test and the mask are written while the writable directories are still empty, so the tar
-    that unpacks the state starts before any of the agent's files exist. One exec when the module
-    is small: the runtime's own shell writes the two files, then becomes that tar."""
+    ``deletions``: pristine paths the agent removed, when the container was seeded with the image's
+    content and ``archive`` holds only what differs from it; they go first, so nothing of the
+    image's that the agent removed is left for the state's tar to merge with.
+
+    The deletions, the test and the mask all happen before any of the agent's files exist in the
+    container, and unpacking the state is the last step before the verifier. One exec does it all
+    (a docker exec costs tens of milliseconds): the runtime's own shell writes, removes and unpacks,
+    prints ``_STATE_WRITTEN``, then becomes the verifier under the test's own deadline. That marker
+    opens stdout only once the state is in, so whatever the test does after it -- its exit status
+    included -- is a verdict, and its absence an infrastructure failure. A module too large for an
+    argument goes in by an exec of its own first."""
     content = source.encode()
+    remove = f'&& {RM} -rf -- "$@"' if deletions else ""
+    mask = f"&& : > {PRELOAD_PATH}" if preload else ""
     if len(content) > INLINE_TEST_BYTES:
-        entries: list[tuple[str, bytes | None, int]] = [(module, content, 0o644)]
-        if preload:
-            entries.append((PRELOAD_PATH, b"", 0o644))
-        sandbox._put_tar(build_tar(entries), "the test")
-        sandbox._put_tar(archive, "the snapshot", _STATE_OPTIONS)
-        return
-    script = 'umask 022 && printf "%s" "$1" > "$2"' + (f" && : > {PRELOAD_PATH}" if preload else "")
-    result = sandbox._run(
-        [*VERIFIER_TOOLS.sh, "-c", f'{script} && shift 2 && exec "$@"', "sh", source, module,
-         TAR, "-x", "-p", *_STATE_OPTIONS, "-C", "/", "-f", "-"],
-        timeout=INTERNAL_TIMEOUT,
-        cwd="/",
-        stdin=archive,
-        output_limit=64 * 1024,
-    )  # fmt: skip
-    if result.exit_code != 0:
-        detail = (result.stderr or result.stdout).decode("utf-8", "replace").strip()
-        raise SandboxError(f"cannot write the test and the snapshot: {detail or f'exit {result.exit_code}'}")
+        sandbox._put_tar(build_tar([(module, content, 0o644)]), "the test")
+        write, args = ":", [sandbox.workdir]
+    else:
+        write, args = 'printf "%s" "$2" > "$3"', [sandbox.workdir, source, module]
+    seconds = f"{max(timeout, 0.01):.3f}"
+    verifier = shlex.join(verifier_argv(module))
+    script = (
+        f"umask 022 && {write} && w=$1 && shift {len(args)} {remove} {mask} && {shlex.join(_UNPACK_STATE)} && "
+        f"printf {_STATE_WRITTEN} && "
+        # A missing workdir fails the test, as docker's own chdir would.
+        f'{{ cd "$w" || exit 126; }} && '
+        f"exec {VERIFIER_TOOLS.timeout} --kill-after=1 -s KILL {seconds} {verifier} </dev/null"
+    )
+    with sandbox._lock:
+        sandbox._check_alive()
+        raw = sandbox._run(
+            [*VERIFIER_TOOLS.sh, "-c", script, "sh", *args, *deletions],
+            timeout=timeout + INTERNAL_TIMEOUT,
+            env=VERIFIER_ENV,
+            cwd="/",
+            stdin=archive,
+        )
+    if not raw.stdout.startswith(_STATE_WRITTEN.encode()):
+        detail = (raw.stderr or raw.stdout).decode("utf-8", "replace").strip()
+        status = "timed out" if raw.timed_out else f"exit {raw.exit_code}"
+        raise SandboxError(f"cannot write the test and the snapshot: {detail or status}")
+    # The verifier's own deadline: it started after the unpacking, so its kill comes at least
+    # ``timeout`` after the exec did.
+    timed_out = raw.timed_out or (raw.exit_code in TIMEOUT_STATUSES and raw.duration >= timeout)
+    return exec_result(
+        replace(
+            raw,
+            stdout=raw.stdout[len(_STATE_WRITTEN) :],
+            exit_code=None if timed_out else raw.exit_code,
+            timed_out=timed_out,
+        )
+    )
 
 
 def _destroy(sandbox: DockerSandbox) -> None:
     sandbox.destroy()
+
+
+class _Remover:
+    """Removes finished test containers in the background, off the trial's path.
+
+    Removing a container takes the engine tens of milliseconds that a verdict does not wait for.
+    The sandbox is marked destroyed at once (nothing runs in it any more); its container stays
+    among this process's live ones until it is gone, and an executor's threads are joined at
+    interpreter exit, so a normal exit leaves nothing behind; after a crash the orphan sweep
+    removes what was still pending."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+        self._pid = os.getpid()
+        self._pending: set[Future[None]] = set()
+
+    def remove(self, sandbox: DockerSandbox) -> None:
+        with sandbox._lock:
+            sandbox._destroyed = True
+        with self._lock:
+            if self._executor is None or self._pid != os.getpid():
+                # A forked child starts its own (the parent's threads are not its).
+                self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="docker-remove")
+                self._pid = os.getpid()
+                self._pending = set()
+            try:
+                future = self._executor.submit(self._destroy, sandbox)
+            except RuntimeError:  # the interpreter is shutting down: no new threads
+                future = None
+            else:
+                self._pending.add(future)
+                future.add_done_callback(self._done)
+        if future is None:
+            sandbox.destroy()
+
+    def _done(self, future: Future[None]) -> None:
+        with self._lock:
+            self._pending.discard(future)
+
+    @staticmethod
+    def _destroy(sandbox: DockerSandbox) -> None:
+        try:
+            sandbox.destroy()
+        except SandboxError as exc:  # the orphan sweep removes it later
+            logger.warning("could not remove container %s: %s", sandbox.id[:12], exc)
+
+    def wait(self) -> None:
+        """Until every removal asked for so far is done."""
+        with self._lock:
+            pending = list(self._pending) if self._pid == os.getpid() else []
+        for future in pending:
+            future.result()
 
 
 def _unlink(path: Path) -> None:
@@ -601,16 +751,19 @@ class DockerBackend(SandboxBackend):
         self.setup_timeout = setup_timeout
         self._seeds: dict[tuple[str, tuple[str, ...]], tuple[bytes, dict[str, int]]] = {}
         self._seed_lock = threading.Lock()
+        self._manifests: dict[tuple[str, tuple[str, ...]], dict[str, Signature]] = {}
+        self._manifest_lock = threading.Lock()
         self._volume: str | None = None
         self._volume_lock = threading.Lock()
         self._image_ids: dict[str, str] = {}
-        # Warm pools (evaluation.sandbox.pool): started, seeded agent containers, and empty
+        self._remover = _Remover()
+        # Warm pools (evaluation.sandbox.pool): started, seeded agent containers, and seeded
         # test-phase containers (two per trial), per sandbox spec.
         self._agent_pool: WarmPool[_Spec, DockerSandbox] = WarmPool(
             "docker-agent", self._new_agent_container, _destroy, size=pool_size, max_keys=pool_environments
         )
         self._test_pool: WarmPool[_Spec, DockerSandbox] = WarmPool(
-            "docker-test", self._start, _destroy, size=2 * pool_size, max_keys=pool_environments
+            "docker-test", self._new_test_container, _destroy, size=2 * pool_size, max_keys=pool_environments
         )
 
     # -- create ------------------------------------------------------------------
@@ -661,11 +814,45 @@ class DockerBackend(SandboxBackend):
             raise
         return sandbox
 
+    def _new_test_container(self, spec: _Spec) -> DockerSandbox:
+        """A test-phase container holding the image's content of its writable directories, for
+        the pool: a trial then sends it only what its agent changed (``DockerSnapshot.verify``).
+        Seeded by the same tar, from the same archive, as an agent's container."""
+        key, (seed, _) = self._seed_with_key(spec)
+        self._pristine_manifest(spec, key)  # made now, off the trial's path
+        sandbox = self._new_agent_container(spec, seed)
+        sandbox.seeded = key
+        return sandbox
+
+    def _pristine_manifest(self, spec: _Spec, key: tuple[str, tuple[str, ...]]) -> dict[str, Signature]:
+        """Name -> signature of every member a snapshot of a container freshly seeded with ``key``
+        holds; made once per key, in a container of ``spec``'s shape.
+
+        Taken from such a snapshot, made by the very command that makes an agent's, rather than from
+        the seed archive: what tar records of a seeded file is what a final state is compared with."""
+        with self._manifest_lock:
+            manifest = self._manifests.get(key)
+            if manifest is not None:
+                return manifest
+            image_id, mounts = key
+            plain = replace(spec, image=image_id, mounts=mounts, verifier=None, gateway=None, harness=None)
+            sandbox = self._new_agent_container(plain, self._seeds[key][0])
+            try:
+                with tempfile.TemporaryFile(dir=self._state_dir()) as archive:
+                    self._tar_state(sandbox, archive)
+                    archive.seek(0)
+                    manifest = StateIndex.read(archive.read()).manifest()
+            finally:
+                sandbox.destroy()
+            self._manifests[key] = manifest
+            return manifest
+
     def _test_spec(self, spec: _Spec) -> _Spec:
         return replace(spec, gateway=None, harness=None, verifier=self._verifier_volume())
 
     def _test_container(self, spec: _Spec) -> DockerSandbox:
-        """An empty test-phase container (verifier runtime mounted, nothing of the agent's yet)."""
+        """A test-phase container (verifier runtime mounted, nothing of the agent's yet): seeded with the
+        image's content when the pool had one ready, else empty."""
         test_spec = self._test_spec(spec)
         return self._test_pool.take(test_spec) or self._start(test_spec)
 
@@ -682,9 +869,15 @@ class DockerBackend(SandboxBackend):
         return self._agent_pool.wait_ready(spec, timeout) and self._test_pool.wait_ready(self._test_spec(spec), timeout)
 
     def drain_pools(self) -> None:
-        """Remove every container kept ready (the pools stop refilling)."""
+        """Remove every container kept ready (the pools stop refilling), and wait for the test
+        containers still being removed."""
         self._agent_pool.drain()
         self._test_pool.drain()
+        self._remover.wait()
+
+    def wait_removed(self) -> None:
+        """Until the test containers of the trials run so far are removed (benchmarks: a quiet engine)."""
+        self._remover.wait()
 
     def restore_archive(self, environment: Environment, limits: Limits, path: Path) -> DockerSandbox:
         spec, _ = self._spec(environment, limits)
@@ -805,11 +998,15 @@ class DockerBackend(SandboxBackend):
     def _seed(self, spec: _Spec) -> tuple[bytes, dict[str, int]]:
         """One tar (paths relative to /) of the image's content of the writable dirs, and
         the bytes it holds per mount; cached per image."""
+        return self._seed_with_key(spec)[1]
+
+    def _seed_with_key(self, spec: _Spec) -> tuple[tuple[str, tuple[str, ...]], tuple[bytes, dict[str, int]]]:
+        """``_seed``, with the key it is cached under: the image's id and the writable dirs."""
         key = (self._image_id(spec.image), spec.mounts)
         with self._seed_lock:
             if key not in self._seeds:
                 self._seeds[key] = self._read_image_dirs(spec.image, spec.mounts)
-            return self._seeds[key]
+            return key, self._seeds[key]
 
     def _read_image_dirs(self, image: str, mounts: tuple[str, ...]) -> tuple[bytes, dict[str, int]]:
         try:
@@ -893,33 +1090,40 @@ class DockerBackend(SandboxBackend):
         return DockerSandbox(self, spec, container)
 
     # -- snapshots ----------------------------------------------------------------
-    def _snapshot_path(self) -> Path:
+    def _state_dir(self) -> Path:
         self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return self.state_dir
+
+    def _snapshot_path(self) -> Path:
         pid = os.getpid()
-        return self.state_dir / f"snap-{pid}-{_process_start_time(pid)}-{secrets.token_hex(6)}.tar"
+        return self._state_dir() / f"snap-{pid}-{_process_start_time(pid)}-{secrets.token_hex(6)}.tar"
 
     def _snapshot(self, sandbox: DockerSandbox) -> DockerSnapshot:
         path = self._snapshot_path()
         # The copies of a snapshot (restores, test phase) have no model access.
         snapshot = DockerSnapshot(self, replace(sandbox.spec, gateway=None, harness=None), path)
-        members = [m.lstrip("/") for m in sandbox.spec.mounts]
-        excludes = [f"--exclude=./{p}" for p in DOCKER_MANAGED] + [f"--exclude={p}" for p in DOCKER_MANAGED]
         try:
             with open(path, "wb") as archive:
-                result = sandbox._run(
-                    [TAR, "-C", "/", "-c", "-f", "-", "--numeric-owner", *excludes, *members],
-                    timeout=INTERNAL_TIMEOUT,
-                    stdout_to=archive,
-                    output_limit=64 * 1024,
-                )
-            # 1 = "some files changed while being read": harmless, nothing runs now.
-            if result.exit_code not in (0, 1):
-                detail = result.stderr.decode("utf-8", "replace").strip()
-                raise SandboxError(f"snapshot of container {sandbox.id[:12]} failed: {detail}")
+                self._tar_state(sandbox, archive)
         except BaseException:
             snapshot.discard()
             raise
         return snapshot
+
+    def _tar_state(self, sandbox: DockerSandbox, archive: IO[bytes]) -> None:
+        """A tar of the container's writable directories into ``archive``."""
+        members = [m.lstrip("/") for m in sandbox.spec.mounts]
+        excludes = [f"--exclude=./{p}" for p in DOCKER_MANAGED] + [f"--exclude={p}" for p in DOCKER_MANAGED]
+        result = sandbox._run(
+            [TAR, "-C", "/", "-c", "-f", "-", "--numeric-owner", *excludes, *members],
+            timeout=INTERNAL_TIMEOUT,
+            stdout_to=archive,
+            output_limit=64 * 1024,
+        )
+        # 1 = "some files changed while being read": harmless, nothing runs now.
+        if result.exit_code not in (0, 1):
+            detail = result.stderr.decode("utf-8", "replace").strip()
+            raise SandboxError(f"snapshot of container {sandbox.id[:12]} failed: {detail}")
 
     # -- orphans --------------------------------------------------------------------
     def cleanup_orphans(self) -> int:

@@ -4,8 +4,8 @@ Building a sandbox (a tmpfs seeded from the system, a container started with net
 none) is most of what a short trial costs; the pool does that work before the trial asks
 for it, in a background thread at low CPU priority. What a pool holds has never run
 anything of a trial: an agent sandbox is the environment's base system with nothing of
-the task written in yet, a test-phase shell is empty (its state and test module come
-from the trial that takes it). A member that was handed out belongs to its taker, who
+the task written in yet, a test-phase shell holds the same base content (the agent's
+changes to it and the test module come from the trial that takes it). A member that was handed out belongs to its taker, who
 destroys it; nothing ever comes back into the pool.
 
 Bounds: at most ``size`` ready members per key, and at most ``max_keys`` keys (the least
