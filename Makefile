@@ -71,7 +71,7 @@ check: install
 	$(PY) manage.py check
 	DJANGO_SETTINGS_MODULE=veriharm_site.settings.production DJANGO_SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(64))') $(PY) manage.py check --deploy --fail-level WARNING
 
-## Print the figures of every benchmark (needs PostgreSQL, Docker and the sandbox image; about 20 minutes;
+## Print the figures of every benchmark (needs PostgreSQL, Docker and the sandbox image; about 30 minutes;
 ## the soak starts its own PostgreSQL and Redis on ports 55432 and 56379 and restarts them).
 benchmarks: install
 	scripts/start_docker.sh

@@ -18,6 +18,7 @@ BENCH_DATABASE_URL says otherwise, dropped and created afresh (and dropped at th
 from __future__ import annotations
 
 import argparse
+import logging
 import multiprocessing
 import os
 import random
@@ -63,6 +64,8 @@ def _setup_django(url: str) -> None:
     django.setup()
     from django.core.management import call_command
 
+    # Every annotator process logs in; axes would print four lines per login between the figures.
+    logging.getLogger("axes").setLevel(logging.ERROR)
     call_command("migrate", verbosity=0)
 
 
