@@ -87,7 +87,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -220,6 +220,11 @@ EXEC_WRAPPER = _exec_wrapper(SYSTEM_TOOLS)
 TIMEOUT_STATUSES = (124, 137)
 
 _LIVE: set[str] = set()  # container ids owned by live sandbox objects of this process
+# Tokens of containers this process is creating: between the engine's answer and the sandbox
+# object taking the id (or, for a helper, its whole short use) they are this process's own but
+# not yet live, and a sweep in another thread must leave them alone.
+_CREATING: set[str] = set()
+CREATION_LABEL = "veriharm.creation"
 _LIVE_LOCK = threading.Lock()
 
 
@@ -240,6 +245,20 @@ def _owner_labels(kind: str) -> dict[str, str]:
         "veriharm.owner_start": str(_process_start_time(pid)),
         "veriharm.host": socket.gethostname(),
     }
+
+
+@contextlib.contextmanager
+def _creating(kind: str) -> Iterator[dict[str, str]]:
+    """The owner labels for a container about to be created, marked as being created until the
+    block ends: ``cleanup_orphans`` leaves it alone until then."""
+    token = secrets.token_hex(8)
+    with _LIVE_LOCK:
+        _CREATING.add(token)
+    try:
+        yield {**_owner_labels(kind), CREATION_LABEL: token}
+    finally:
+        with _LIVE_LOCK:
+            _CREATING.discard(token)
 
 
 def _owner_gone(labels: Mapping[str, str]) -> bool:
@@ -941,48 +960,49 @@ class DockerBackend(SandboxBackend):
             self._volume = name
             return name
 
-    def _volume_helper(self, name: str, mode: str) -> Container:
-        return self.client.containers.create(
-            self.image,
-            command=["true"],
-            network_disabled=True,
-            labels=_owner_labels("helper"),
-            volumes={name: {"bind": VOLUME_FILL_MOUNT, "mode": mode}},
-        )
+    @contextlib.contextmanager
+    def _volume_helper(self, name: str, mode: str) -> Iterator[Container]:
+        """A stopped container with volume ``name`` mounted, for its whole use, then removed."""
+        with _creating("helper") as labels:
+            helper = self.client.containers.create(
+                self.image,
+                command=["true"],
+                network_disabled=True,
+                labels=labels,
+                volumes={name: {"bind": VOLUME_FILL_MOUNT, "mode": mode}},
+            )
+            try:
+                yield helper
+            finally:
+                _remove_container(self.client, helper.id)
 
     def _volume_identity(self, name: str) -> str | None:
         try:
             self.client.volumes.get(name)
         except docker.errors.NotFound:
             return None
-        helper = self._volume_helper(name, "ro")
-        try:
-            chunks, _ = helper.get_archive(f"{VOLUME_FILL_MOUNT}/{VERIFIER_IDENTITY}")
-            with tarfile.open(fileobj=_ChunkReader(chunks), mode="r|") as archive:
-                for member in archive:
-                    content = archive.extractfile(member)
-                    return content.read().decode().strip() if content else None
-        except docker.errors.NotFound:
-            return None
-        finally:
-            _remove_container(self.client, helper.id)
+        with self._volume_helper(name, "ro") as helper:
+            try:
+                chunks, _ = helper.get_archive(f"{VOLUME_FILL_MOUNT}/{VERIFIER_IDENTITY}")
+                with tarfile.open(fileobj=_ChunkReader(chunks), mode="r|") as archive:
+                    for member in archive:
+                        content = archive.extractfile(member)
+                        return content.read().decode().strip() if content else None
+            except docker.errors.NotFound:
+                return None
         return None
 
     def _fill_volume(self, name: str, root: Path) -> None:
         self.client.volumes.create(name, labels={SANDBOX_LABEL + ".verifier": "1"})
-        helper = self._volume_helper(name, "rw")
-        try:
-            with tempfile.TemporaryFile(dir=self.state_dir) as stream:
-                with tarfile.open(fileobj=stream, mode="w", format=tarfile.PAX_FORMAT) as archive:
-                    for entry in sorted(root.iterdir()):
-                        if entry.name != VERIFIER_IDENTITY:
-                            archive.add(entry, arcname=entry.name)
-                    archive.add(root / VERIFIER_IDENTITY, arcname=VERIFIER_IDENTITY)
-                stream.seek(0)
-                if not helper.put_archive(VOLUME_FILL_MOUNT, stream):
-                    raise SandboxError(f"the docker engine refused to fill volume {name}")
-        finally:
-            _remove_container(self.client, helper.id)
+        with self._volume_helper(name, "rw") as helper, tempfile.TemporaryFile(dir=self.state_dir) as stream:
+            with tarfile.open(fileobj=stream, mode="w", format=tarfile.PAX_FORMAT) as archive:
+                for entry in sorted(root.iterdir()):
+                    if entry.name != VERIFIER_IDENTITY:
+                        archive.add(entry, arcname=entry.name)
+                archive.add(root / VERIFIER_IDENTITY, arcname=VERIFIER_IDENTITY)
+            stream.seek(0)
+            if not helper.put_archive(VOLUME_FILL_MOUNT, stream):
+                raise SandboxError(f"the docker engine refused to fill volume {name}")
 
     def _image_id(self, image: str) -> str:
         try:
@@ -1009,10 +1029,14 @@ class DockerBackend(SandboxBackend):
             return key, self._seeds[key]
 
     def _read_image_dirs(self, image: str, mounts: tuple[str, ...]) -> tuple[bytes, dict[str, int]]:
+        with _creating("helper") as labels:
+            return self._read_image_dirs_with(image, mounts, labels)
+
+    def _read_image_dirs_with(
+        self, image: str, mounts: tuple[str, ...], labels: dict[str, str]
+    ) -> tuple[bytes, dict[str, int]]:
         try:
-            helper = self.client.containers.create(
-                image, command=["true"], network_disabled=True, labels=_owner_labels("helper")
-            )
+            helper = self.client.containers.create(image, command=["true"], network_disabled=True, labels=labels)
         except docker.errors.DockerException as exc:
             raise SandboxError(f"cannot create a helper container from {image}: {exc}") from exc
         output = io.BytesIO()
@@ -1044,8 +1068,6 @@ class DockerBackend(SandboxBackend):
         return output.getvalue(), sizes
 
     def _start(self, spec: _Spec) -> DockerSandbox:
-        limits = spec.limits
-        disk_bytes = limits.disk_mb * 1024 * 1024
         tmpfs = {m: _tmpfs_options(m, size) for m, size in spec.sizes}
         volumes: dict[str, dict[str, str]] = {}
         command = [BASH, "-c", PID1]
@@ -1058,13 +1080,26 @@ class DockerBackend(SandboxBackend):
             volumes[spec.gateway] = {"bind": GATEWAY_MOUNT, "mode": "ro"}
         if spec.harness:
             volumes[spec.harness] = {"bind": HARNESS_MOUNT, "mode": "ro"}
+        with _creating("sandbox") as labels:
+            return self._run_container(spec, command, tmpfs, volumes, labels)
+
+    def _run_container(
+        self,
+        spec: _Spec,
+        command: list[str],
+        tmpfs: dict[str, str],
+        volumes: dict[str, dict[str, str]],
+        labels: dict[str, str],
+    ) -> DockerSandbox:
+        limits = spec.limits
+        disk_bytes = limits.disk_mb * 1024 * 1024
         try:
             container = self.client.containers.run(
                 spec.image,
                 command=command,
                 entrypoint=[],
                 detach=True,
-                labels=_owner_labels("sandbox"),
+                labels=labels,
                 hostname=SANDBOX_HOSTNAME,
                 network_mode="none",
                 read_only=True,
@@ -1129,19 +1164,21 @@ class DockerBackend(SandboxBackend):
     def cleanup_orphans(self) -> int:
         here = socket.gethostname()
         try:
-            containers = self.client.containers.list(all=True, filters={"label": f"{SANDBOX_LABEL}=1"})
+            # The list alone (ids and labels): the SDK's containers.list() then inspects each
+            # container, and one removed meanwhile by any other process would fail the sweep.
+            containers = self.client.api.containers(all=True, filters={"label": f"{SANDBOX_LABEL}=1"})
         except docker.errors.DockerException as exc:
             raise SandboxError(f"cannot list containers: {exc}") from exc
         removed = 0
         for container in containers:
-            labels = container.labels
+            container_id, labels = container["Id"], container.get("Labels") or {}
             if labels.get("veriharm.host") != here:
                 continue  # another machine's, sharing this engine: not ours to judge
             mine = labels.get("veriharm.owner_pid") == str(os.getpid())
             with _LIVE_LOCK:
-                live = container.id in _LIVE
+                live = container_id in _LIVE or labels.get(CREATION_LABEL) in _CREATING
             if (mine and not live) or (not mine and _owner_gone(labels)):
-                _remove_container(self.client, container.id)
+                _remove_container(self.client, container_id)
                 if labels.get("veriharm.kind") == "sandbox":
                     removed += 1
         self._remove_orphan_snapshots()
