@@ -142,6 +142,13 @@ def test_make_run_fills_every_demo_page(make_run):
     launch = _get(admin, "/evaluation/launch/").text
     assert 'data-testid="sandbox-status" data-state="ready"' in launch
 
+    # The curators' pages work on the embedded database too: no SQL that only PostgreSQL knows.
+    first = _get(api, "/api/candidates/").json()["results"][0]["id"]
+    for url in ("/candidates/review/", "/candidates/review/1/", f"/candidates/c/{first}/", "/api/review/queue/"):
+        answer = _get(admin, url)
+        assert answer.status_code == 200, (url, answer.status_code)
+    assert first in _get(admin, "/candidates/review/").text
+
     # The run's metrics: one row per scripted agent, with figures.
     metrics = _get(api, f"/api/evaluation/runs/{agents_run['id']}/metrics/").json()
     by_agent = {row["agent"]: row for row in metrics["rows"] if row["breakdown"] == "all"}

@@ -14,7 +14,7 @@ from datetime import datetime
 from functools import cached_property
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
 from veriharm_site.refusals import Refused
@@ -355,13 +355,18 @@ class ReviewQueue:
 def _current_decisions_up_to(top_end: int) -> dict[int, tuple[str, str, datetime]]:
     """(verdict, reason, decided_at) of the current decision of each decided candidate ranked up to
     `top_end`: one pass over the decisions (DISTINCT ON the latest), not a subquery per candidate."""
-    latest = (
+    ordered = (
         Decision.objects.filter(candidate__rank__lte=top_end)
         .order_by("candidate_id", "-decided_at", "-id")
-        .distinct("candidate_id")
         .values_list("candidate_id", "verdict", "reason", "decided_at")
     )
-    return {pk: (verdict, reason, decided_at) for pk, verdict, reason, decided_at in latest}
+    if connection.features.can_distinct_on_fields:
+        latest = ordered.distinct("candidate_id")
+        return {pk: (verdict, reason, decided_at) for pk, verdict, reason, decided_at in latest}
+    current: dict[int, tuple[str, str, datetime]] = {}
+    for pk, verdict, reason, decided_at in ordered:  # the embedded SQLite of `make run`: the first of each
+        current.setdefault(pk, (verdict, reason, decided_at))
+    return current
 
 
 def review_queue(k: int | None = None) -> ReviewQueue:
