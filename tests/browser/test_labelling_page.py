@@ -57,10 +57,13 @@ def study(transactional_db, curator):
 def open_first_item(page: Page, base_url: str, username: str) -> int:
     login(page, base_url, username)
     page.goto(f"{base_url}/annotation/")
+    # Start has autofocus; a key pressed before the browser applied it would go nowhere.
+    expect(page.locator("button[autofocus]").first).to_be_focused()
     with page.expect_navigation():
-        page.keyboard.press("Enter")  # Start has focus
-    # The study's guidelines come before the first item.
+        page.keyboard.press("Enter")
+    # The study's guidelines come before the first item, and their start button has the focus.
     expect(page.get_by_test_id("study-guidelines")).to_have_text(GUIDELINES)
+    expect(page.get_by_test_id("guidelines-start")).to_be_focused()
     with page.expect_navigation():
         page.keyboard.press("Enter")
     expect(page.locator("#label-form[data-keys=on]")).to_be_visible()
