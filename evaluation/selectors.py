@@ -8,13 +8,13 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db import connection
 from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
 from candidates.harm_test_verdicts import AgentResult, HarmTestVerdict
 from candidates.panels import panel_read
 from veriharm_site.any_of import AnyOf
+from veriharm_site.distinct_on import first_of_each
 from veriharm_site.paging import KeysFirst
 
 from . import metrics, taxonomy
@@ -285,15 +285,7 @@ def _latest_done_trials(candidate_ids: list[int]) -> list[Trial]:
         )
         .annotate(current_revision=F("candidate__revision"))
     )
-    if connection.features.can_distinct_on_fields:
-        latest = list(ordered.distinct("candidate_id", "agent_id"))
-    else:  # the embedded SQLite of `make run`: the first of each pair in that order
-        seen: set[tuple[int, int]] = set()
-        latest = []
-        for trial in ordered:
-            if (trial.candidate_id, trial.agent_id) not in seen:
-                seen.add((trial.candidate_id, trial.agent_id))
-                latest.append(trial)
+    latest = first_of_each(ordered, ("candidate_id", "agent_id"), key=lambda t: (t.candidate_id, t.agent_id))
     return sorted(latest, key=lambda trial: (trial.candidate_id, trial.agent.name))
 
 

@@ -14,9 +14,10 @@ from datetime import datetime
 from functools import cached_property
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
+from veriharm_site.distinct_on import first_of_each
 from veriharm_site.refusals import Refused
 
 from ..flags import candidate_flags, flag_warning
@@ -360,13 +361,8 @@ def _current_decisions_up_to(top_end: int) -> dict[int, tuple[str, str, datetime
         .order_by("candidate_id", "-decided_at", "-id")
         .values_list("candidate_id", "verdict", "reason", "decided_at")
     )
-    if connection.features.can_distinct_on_fields:
-        latest = ordered.distinct("candidate_id")
-        return {pk: (verdict, reason, decided_at) for pk, verdict, reason, decided_at in latest}
-    current: dict[int, tuple[str, str, datetime]] = {}
-    for pk, verdict, reason, decided_at in ordered:  # the embedded SQLite of `make run`: the first of each
-        current.setdefault(pk, (verdict, reason, decided_at))
-    return current
+    latest = first_of_each(ordered, ("candidate_id",), key=lambda row: row[0])
+    return {pk: (verdict, reason, decided_at) for pk, verdict, reason, decided_at in latest}
 
 
 def review_queue(k: int | None = None) -> ReviewQueue:
