@@ -364,7 +364,7 @@ def _shift_ranks(cursor: Any) -> None:
     )
 
 
-def _compress_with_lz4(cursor: Any) -> None:
+def compress_with_lz4(cursor: Any) -> None:
     """Texts of the import (instructions, harm tests: about 2 KB a candidate, past the size where
     PostgreSQL compresses a row) compressed with lz4 rather than pglz, which costs several times the
     CPU for about the same size. Set for the transaction: the staging table compresses once and the
@@ -412,7 +412,7 @@ def staged_import(
     with transaction.atomic(), connection.cursor() as django_cursor:
         cursor = django_cursor.cursor  # psycopg's own, for COPY
         cursor.execute("SET LOCAL work_mem = '64MB'")
-        _compress_with_lz4(cursor)
+        compress_with_lz4(cursor)
         _create_tables(cursor)
         with phase("validate+stage"):
             _stage(cursor, items, stream, progress)
