@@ -6,7 +6,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from veriharm_site.api_errors import MAX_INT32
-from veriharm_site.queries import FlagField, WholeNumberField, optional_choice
+from veriharm_site.queries import FlagField, WholeNumberField, optional_choice, page_number_field
 
 GROUPS = ("top", "bottom", "unranked")
 
@@ -32,6 +32,12 @@ class RankingQuery(GroupSizeQuery):
     risk_category = serializers.CharField(required=False, allow_blank=True, default="")
     target_agent = serializers.CharField(required=False, allow_blank=True, default="")
     proposer = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class RankingPageQuery(RankingQuery):
+    """The ranking page's parameters: the API's, and the page number its pagination reads."""
+
+    page = page_number_field()
 
 
 REVIEW_SORTS = {
@@ -63,3 +69,9 @@ class ReviewQueueQuery(GroupSizeQuery):
     )
     perturbation = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
     risk_category = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+
+
+class ReviewQueuePageQuery(ReviewQueueQuery):
+    """The queue page's parameters: the API's (which lists the whole queue), and the page number."""
+
+    page = page_number_field()

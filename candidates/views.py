@@ -22,7 +22,7 @@ from .flags import candidate_flags, flag_warning
 from .forms import ImportForm
 from .models import Candidate, ImportJob, Perturbation
 from .panels import candidate_panels
-from .queries import RankingQuery
+from .queries import RankingPageQuery
 
 PAGE_SIZE = 50
 
@@ -30,7 +30,7 @@ PAGE_SIZE = 50
 class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     permission_required = "candidates.view_ranking"
     template_name = "candidates/ranking.html"
-    query_serializer = RankingQuery
+    query_serializer = RankingPageQuery
 
     def get_context_data(self, **kwargs):
         params = self.request.GET
@@ -40,7 +40,7 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         rows_source = selectors.candidate_ranking_pageable(
             search=query["q"], group=query["group"], bounds=bounds, **filters
         )
-        page: Page[Candidate] = Paginator(rows_source, PAGE_SIZE).get_page(params.get("page"))
+        page: Page[Candidate] = Paginator(rows_source, PAGE_SIZE).get_page(query["page"])
         rows = list(page.object_list)
         sums = selectors.candidate_judge_sums([c.pk for c in rows])
         flags = candidate_flags(c.pk for c in rows)

@@ -12,10 +12,12 @@ from django.views.generic import TemplateView
 from candidates.models import Candidate
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin
+from veriharm_site.queries import PageNumberQuery, QueryPageMixin, query_string
 
 from . import exports, metrics, presentation, rescoring, runs, selectors
 from .forms import LaunchForm
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
+from .queries import RunTrialsQuery
 from .sandbox_status import sandbox_status
 from .selection import selection_in_words
 from .taxonomy import MEANING
@@ -23,12 +25,13 @@ from .taxonomy import MEANING
 PAGE_SIZE = 50
 
 
-class RunListView(RoleRequiredMixin, TemplateView):
+class RunListView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     permission_required = "evaluation.view_evaluations"
     template_name = "evaluation/runs.html"
+    query_serializer = PageNumberQuery
 
     def get_context_data(self, **kwargs):
-        page = Paginator(selectors.runs_list(), PAGE_SIZE).get_page(self.request.GET.get("page"))
+        page = Paginator(selectors.runs_list(), PAGE_SIZE).get_page(self.query["page"])
         return super().get_context_data(page=page, **kwargs)
 
 
@@ -80,14 +83,15 @@ def _run_or_404(pk: int) -> Run:
         raise Http404("No run with this id.") from None
 
 
-class RunDetailView(RoleRequiredMixin, TemplateView):
+class RunDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     permission_required = "evaluation.view_evaluations"
     template_name = "evaluation/run.html"
+    query_serializer = RunTrialsQuery
 
     def get_context_data(self, **kwargs):
         run = _run_or_404(kwargs["pk"])
-        status = self.request.GET.get("status", "")
-        page = Paginator(selectors.run_trials(run, status), PAGE_SIZE).get_page(self.request.GET.get("page"))
+        status = self.query["status"]
+        page = Paginator(selectors.run_trials(run, status), PAGE_SIZE).get_page(self.query["page"])
         progress = selectors.run_progress(run)
         return super().get_context_data(
             run=run,
@@ -98,7 +102,7 @@ class RunDetailView(RoleRequiredMixin, TemplateView):
             page=page,
             status=status,
             statuses=TrialStatus.choices,
-            querystring=f"status={status}" if status else "",
+            querystring=query_string(self.query),
             agent_rows=presentation.agent_rows(selectors.run_metrics(run)),
             usage=selectors.run_model_usage(run),
             **kwargs,

@@ -74,6 +74,18 @@ def optional_choice(choices: tuple[str, ...] | dict[str, str], help_text: str) -
     )
 
 
+def page_number_field() -> WholeNumberField:
+    """`?page=` of a paged list: a whole number from 1, absent for the first. One past the last shows
+    the last (a list can shrink between two clicks); anything else is refused like any parameter."""
+    return WholeNumberField(low=1, help_text="Page of the list, from 1 (past the last: the last)")
+
+
+class PageNumberQuery(serializers.Serializer):
+    """The parameters of a list whose only one is its page."""
+
+    page = page_number_field()
+
+
 def query_of(serializer_class: type[serializers.Serializer], params: Any) -> dict[str, Any]:
     """The validated parameters; raises ValidationError naming each wrong one."""
     query = serializer_class(data=params)
@@ -107,6 +119,11 @@ class QueryPageMixin:
 
 
 def query_string(query: dict[str, Any]) -> str:
-    """The validated parameters that differ from "absent", to carry into links (pagination, next)."""
-    kept = {name: "1" if value is True else value for name, value in query.items() if value not in (None, "", False)}
+    """The validated parameters that differ from "absent", to carry into links (pagination, next);
+    never the page number, which each pagination link sets for itself."""
+    kept = {
+        name: "1" if value is True else value
+        for name, value in query.items()
+        if value not in (None, "", False) and name != "page"
+    }
     return urlencode(kept)

@@ -21,7 +21,7 @@ from veriharm_site.queries import QueryPageMixin, query_string
 from veriharm_site.url_filling import url_filler
 
 from ..models import Candidate, DecisionReason, Perturbation, Release, ReleaseFrozen, Verdict
-from ..queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueueQuery
+from ..queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueuePageQuery, ReviewQueueQuery
 from ..releases import services as releases
 from ..releases.bundle import BundleRefused, release_bundle
 from ..releases.bundle_import import release_bundle_import
@@ -61,14 +61,14 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     confirm step (the first POST shows what will happen, the second, with `confirmed`, does it)."""
 
     permission_required = "candidates.curate"
-    query_serializer = ReviewQueueQuery
+    query_serializer = ReviewQueuePageQuery
     template_name = "candidates/review_queue.html"
 
     def get_context_data(self, bulk_form: BulkDecisionForm | None = None, **kwargs: Any) -> dict[str, Any]:
         query = self.query
         queue = review.review_queue(query["k"])
         listing = review_queue_listing(query, queue)
-        page = Paginator(listing.rows, QUEUE_PAGE_SIZE).get_page(self.request.GET.get("page"))
+        page = Paginator(listing.rows, QUEUE_PAGE_SIZE).get_page(query["page"])
         querystring = query_string(query)
         start = listing.next_undecided(0) or (listing.rows[0].rank if listing.rows else None)
         bulk_form = bulk_form or BulkDecisionForm(initial={"verdict": Verdict.REJECT})
