@@ -887,6 +887,10 @@ class DockerBackend(SandboxBackend):
         self._test_pool.warm(self._test_spec(spec))
         return self._agent_pool.wait_ready(spec, timeout) and self._test_pool.wait_ready(self._test_spec(spec), timeout)
 
+    def wait_pools_idle(self, timeout: float = 60.0) -> bool:
+        """Until the pools build nothing and want nothing (True), at most ``timeout`` seconds each."""
+        return self._agent_pool.wait_idle(timeout) and self._test_pool.wait_idle(timeout)
+
     def drain_pools(self) -> None:
         """Remove every container kept ready (the pools stop refilling), and wait for the test
         containers still being removed."""

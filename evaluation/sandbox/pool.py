@@ -9,7 +9,8 @@ changes to it and the test module come from the trial that takes it). A member t
 destroys it; nothing ever comes back into the pool.
 
 Bounds: at most ``size`` ready members per key, and at most ``max_keys`` keys (the least
-recently asked for is emptied first). Members are ordinary sandboxes of their backend, so
+recently asked for is emptied first). A key whose build failed is not built again until a
+trial asks for it again: a broken environment must not keep an idle worker rebuilding it. Members are ordinary sandboxes of their backend, so
 the backend's own bookkeeping covers them: while this process lives they count as its live
 sandboxes (the orphan sweep leaves them alone), once it dies they are orphans like any
 other and the sweep removes them. On a normal exit ``drain`` destroys them.
@@ -38,9 +39,6 @@ T = TypeVar("T")
 # Refills run at this niceness (their own thread, and the cp/mount/... they start), so a
 # trial's own work on a busy host comes first.
 REFILL_NICENESS = 10
-# After a failed build, the refill waits this long before trying that key again.
-RETRY_SECONDS = 5.0
-
 _POOLS: weakref.WeakSet[WarmPool] = weakref.WeakSet()
 
 
@@ -63,6 +61,7 @@ class WarmPool(Generic[K, T]):  # noqa: UP046 - PEP 695 syntax when this class n
         self._destroy = destroy
         self._ready: OrderedDict[K, list[T]] = OrderedDict()
         self._building: dict[K, int] = {}
+        self._failed: set[K] = set()
         self._lock = threading.Condition()
         self._pid = os.getpid()
         self._thread: threading.Thread | None = None
@@ -86,6 +85,7 @@ class WarmPool(Generic[K, T]):  # noqa: UP046 - PEP 695 syntax when this class n
                 return None
             members = self._ready.setdefault(key, [])
             self._ready.move_to_end(key)
+            self._failed.discard(key)
             member = members.pop(0) if members else None
             if member is None:
                 self.misses += 1
@@ -108,6 +108,7 @@ class WarmPool(Generic[K, T]):  # noqa: UP046 - PEP 695 syntax when this class n
                 return
             self._ready.setdefault(key, [])
             self._ready.move_to_end(key)
+            self._failed.discard(key)
             evicted = self._evict()
             self._start_thread()
             self._lock.notify_all()
@@ -122,6 +123,12 @@ class WarmPool(Generic[K, T]):  # noqa: UP046 - PEP 695 syntax when this class n
         """Block until ``key`` has ``size`` members ready (benchmarks: a pool in steady state)."""
         with self._lock:
             return self._lock.wait_for(lambda: len(self._ready.get(key, ())) >= self.size, timeout)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until no build is under way and none is wanted (every key full, or failed and not
+        asked for since): what the pool holds stays as it is until someone takes or warms."""
+        with self._lock:
+            return self._lock.wait_for(lambda: not any(self._building.values()) and self._wanted() is None, timeout)
 
     def members(self) -> list[T]:
         """The members ready now, every key (they stay in the pool)."""
@@ -146,12 +153,14 @@ class WarmPool(Generic[K, T]):  # noqa: UP046 - PEP 695 syntax when this class n
             self._pid = os.getpid()
             self._ready = OrderedDict()
             self._building = {}
+            self._failed = set()
             self._thread = None
 
     def _evict(self) -> list[T]:
         evicted: list[T] = []
         while len(self._ready) > self.max_keys:
-            _, members = self._ready.popitem(last=False)
+            key, members = self._ready.popitem(last=False)
+            self._failed.discard(key)
             evicted.extend(members)
         return evicted
 
@@ -162,26 +171,20 @@ class WarmPool(Generic[K, T]):  # noqa: UP046 - PEP 695 syntax when this class n
 
     def _wanted(self) -> K | None:
         for key, members in reversed(self._ready.items()):  # most recently asked for first
-            if len(members) + self._building.get(key, 0) < self.size:
+            if key not in self._failed and len(members) + self._building.get(key, 0) < self.size:
                 return key
         return None
 
     def _refill(self) -> None:
         with contextlib.suppress(OSError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), REFILL_NICENESS)
-        failed: dict[K, float] = {}
         while True:
             with self._lock:
                 key = None
                 while not self._closed and self._pid == os.getpid():
                     key = self._wanted()
-                    if key is not None and key not in failed:
-                        break
                     if key is not None:
-                        # Only a key that failed a moment ago is wanted: wait, then try it again.
-                        self._lock.wait(RETRY_SECONDS)
-                        failed.clear()
-                        continue
+                        break
                     self._lock.wait()
                 if self._closed or self._pid != os.getpid() or key is None:
                     return
@@ -190,16 +193,19 @@ class WarmPool(Generic[K, T]):  # noqa: UP046 - PEP 695 syntax when this class n
                 member = self._make(key)
             except Exception:
                 logger.warning("warm pool %s could not build a sandbox", self.name, exc_info=True)
-                failed[key] = 1.0
                 member = None
             with self._lock:
-                self._building[key] -= 1
                 keep = member is not None and not self._closed and key in self._ready
                 if keep:
                     self._ready[key].append(member)
-                    self._lock.notify_all()
             if member is not None and not keep:
                 self._discard(member)
+            # Counted as building until it is kept or gone: wait_idle then sees a settled host.
+            with self._lock:
+                self._building[key] -= 1
+                if member is None:
+                    self._failed.add(key)
+                self._lock.notify_all()
 
     def _discard(self, member: T) -> None:
         try:
