@@ -111,9 +111,11 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("api-descriptive", "GET", READERS),
     # Evaluation: pages
     ("evaluation:runs", "GET", READERS),
+    ("evaluation:runs", "POST", READERS),  # 405 past the role check (QueryPageMixin)
     ("evaluation:launch", "GET", ADMINS),
     ("evaluation:launch", "POST", ADMINS),
     ("evaluation:run", "GET", READERS),
+    ("evaluation:run", "POST", READERS),  # 405 past the role check (QueryPageMixin)
     ("evaluation:run-progress", "GET", READERS),
     ("evaluation:run-cancel", "GET", ADMINS),  # the confirmation page
     ("evaluation:run-cancel", "POST", ADMINS),
