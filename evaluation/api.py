@@ -1,6 +1,6 @@
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -9,9 +9,11 @@ from rest_framework.views import APIView
 from candidates.models import Candidate
 from veriharm_site.api_errors import API_ERRORS, refusal
 from veriharm_site.permissions import api_permission
+from veriharm_site.queries import query_of
 
 from . import exports, rescoring, runs, selectors
 from .models import Agent, Run, Trial
+from .queries import RunTrialsQuery
 from .serializers import (
     AgentSerializer,
     CandidateRerunSerializer,
@@ -137,13 +139,13 @@ class RunTrialsApi(generics.ListAPIView):
     permission_classes = [VIEW]
     serializer_class = TrialSerializer
 
-    @extend_schema(parameters=[OpenApiParameter("status", str)])
+    @extend_schema(parameters=[RunTrialsQuery])
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
         run = generics.get_object_or_404(Run, pk=self.kwargs["pk"])
-        return selectors.run_trials(run, self.request.query_params.get("status", ""))
+        return selectors.run_trials(run, query_of(RunTrialsQuery, self.request.query_params)["status"])
 
 
 class TrialDetailApi(generics.RetrieveAPIView):

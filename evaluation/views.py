@@ -17,7 +17,7 @@ from veriharm_site.queries import PageNumberQuery, QueryPageMixin, query_string
 from . import exports, metrics, presentation, rescoring, runs, selectors
 from .forms import LaunchForm
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
-from .queries import RunTrialsQuery
+from .queries import RunTrialsPageQuery
 from .sandbox_status import sandbox_status
 from .selection import selection_in_words
 from .taxonomy import MEANING
@@ -86,7 +86,7 @@ def _run_or_404(pk: int) -> Run:
 class RunDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     permission_required = "evaluation.view_evaluations"
     template_name = "evaluation/run.html"
-    query_serializer = RunTrialsQuery
+    query_serializer = RunTrialsPageQuery
 
     def get_context_data(self, **kwargs):
         run = _run_or_404(kwargs["pk"])
