@@ -103,3 +103,13 @@ def test_a_run_page_refuses_a_status_it_does_not_know(paged_run, admin_client_):
 def test_a_user_without_the_role_learns_nothing_from_a_bad_page(paged_run, annotator_client):
     for url in _lists(paged_run).values():
         assert annotator_client.get(url, {"page": "abc"}).status_code == 403
+
+
+def test_the_run_api_refuses_a_status_it_does_not_know_as_the_page_does(paged_run, admin_client_):
+    url = f"/api/evaluation/runs/{paged_run.pk}/trials/"
+    refused = admin_client_.get(url, {"status": "finished-ish"})
+    assert refused.status_code == 400
+    [error] = refused.json()["errors"]
+    assert error["field"] == "status" and error["message"].startswith("must be one of")
+    assert admin_client_.get(url, {"status": "done"}).json()["count"] == ROWS
+    assert admin_client_.get(url, {"status": "queued"}).json()["count"] == 0
