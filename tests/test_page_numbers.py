@@ -113,3 +113,22 @@ def test_the_run_api_refuses_a_status_it_does_not_know_as_the_page_does(paged_ru
     assert error["field"] == "status" and error["message"].startswith("must be one of")
     assert admin_client_.get(url, {"status": "done"}).json()["count"] == ROWS
     assert admin_client_.get(url, {"status": "queued"}).json()["count"] == 0
+
+
+@pytest.mark.parametrize("value", BAD_NUMBERS)
+def test_the_api_lists_refuse_a_page_that_is_not_a_page_number(paged_run, admin_client_, value):
+    for url in ("/api/candidates/", f"/api/evaluation/runs/{paged_run.pk}/trials/"):
+        refused = admin_client_.get(url, {"page": value})
+        assert refused.status_code == 400, url
+        [error] = refused.json()["errors"]
+        assert error["field"] == "page" and error["message"].startswith("must be a whole number from 1"), url
+
+
+def test_the_api_lists_walk_their_pages(paged_run, admin_client_):
+    url = "/api/candidates/"
+    first = admin_client_.get(url).json()
+    assert first["count"] == ROWS and len(first["results"]) == 50
+    second = admin_client_.get(url, {"page": "2"}).json()
+    assert len(second["results"]) == ROWS - 50 and second["next"] is None
+    assert admin_client_.get(url, {"page": "last"}).json()["results"] == second["results"]
+    assert admin_client_.get(url, {"page": "3"}).status_code == 404  # past the end: clients follow `next`
