@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
@@ -95,8 +96,10 @@ def query_of(serializer_class: type[serializers.Serializer], params: Any) -> dic
 
 class QueryPageMixin:
     """A page whose query parameters go through `query_serializer`; `self.query` holds them.
-    Wrong parameters get 400 and a page that names them (nothing else is rendered). Parsed in the
-    method handlers, after the role checks of dispatch: a user without the role learns nothing."""
+    Wrong parameters get 400 and a page that names them (nothing else is rendered, nothing is
+    written). Parsed before any handler runs, the page's own `get` or `post` included, and only
+    once the role check passes, whatever the order of the bases: a user without the role learns
+    nothing from a bad parameter (RoleRequiredMixin refuses them as it would anyway)."""
 
     query_serializer: type[serializers.Serializer]
     query: dict[str, Any]
@@ -108,14 +111,15 @@ class QueryPageMixin:
             return render(request, "bad_query.html", {"errors": flatten_errors(refused.detail)}, status=400)
         return None
 
-    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        return self._refused_query(request) or super().get(request, *args, **kwargs)  # type: ignore[misc]
-
-    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        handler = getattr(super(), "post", None)
-        if handler is None:
-            return self.http_method_not_allowed(request, *args, **kwargs)  # type: ignore[attr-defined]
-        return self._refused_query(request) or handler(request, *args, **kwargs)
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        method = (request.method or "").lower()
+        handled = method in self.http_method_names and hasattr(self, method)  # type: ignore[attr-defined]
+        allowed = self.has_permission() if hasattr(self, "has_permission") else True
+        if handled and allowed:
+            refused = self._refused_query(request)
+            if refused is not None:
+                return refused
+        return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
 
 
 def query_string(query: dict[str, Any]) -> str:

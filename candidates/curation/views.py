@@ -98,9 +98,6 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         )
 
     def post(self, request: HttpRequest) -> HttpResponse:
-        refused_query = self._refused_query(request)
-        if refused_query is not None:
-            return refused_query
         form = BulkDecisionForm(request.POST)
         status = 400
         if form.is_valid():
@@ -205,9 +202,6 @@ class ReviewView(QueryPageMixin, CandidateDetailView):
         )
 
     def post(self, request: HttpRequest, rank: int) -> HttpResponse:
-        refused = self._refused_query(request)
-        if refused is not None:
-            return refused
         candidate = self._candidate()
         # "Next" is read before deciding: under ?decision=undecided this candidate then leaves the list.
         following = review_queue_listing(self.query).neighbour(rank, 1)
