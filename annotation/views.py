@@ -29,7 +29,7 @@ from .forms import (
 from .guidelines import CRITERIA, MEASURES
 from .item_table import ITEM_SORTS, MAJORITIES, item_table
 from .models import Assignment, Study
-from .queries import ExportQuery, ItemsQuery
+from .queries import ExportQuery, GuidelinesQuery, ItemPageQuery, ItemsQuery
 
 ANNOTATE = "annotation.annotate"
 MANAGE = "annotation.manage_studies"
@@ -80,10 +80,11 @@ class ClaimNextView(RoleRequiredMixin, View):
         return _go_to_next(request, study_id, skipped=self.skipped)
 
 
-class GuidelinesView(RoleRequiredMixin, View):
+class GuidelinesView(RoleRequiredMixin, QueryPageMixin, View):
     """The study's guidelines and worked examples; POST records them read and goes on labelling."""
 
     permission_required = ANNOTATE
+    query_serializer = GuidelinesQuery
     template_name = "annotation/guidelines.html"
 
     def get(self, request: HttpRequest, study_id: int) -> HttpResponse:
@@ -95,7 +96,7 @@ class GuidelinesView(RoleRequiredMixin, View):
                 "study": study,
                 "criteria": CRITERIA,
                 "progress": selectors.annotator_progress(study, request.user),
-                "back": request.GET.get("back", ""),
+                "back": self.query["back"],
             },
         )
 
@@ -159,9 +160,10 @@ class SkipView(RoleRequiredMixin, View):
         return _go_to_next(request, study_id)
 
 
-class ItemView(RoleRequiredMixin, View):
+class ItemView(RoleRequiredMixin, QueryPageMixin, View):
     permission_required = ANNOTATE
     template_name = "annotation/item.html"
+    query_serializer = ItemPageQuery
 
     def _item(self, request: HttpRequest, study_id: int, token: str) -> selectors.BlindItem:
         try:
@@ -197,7 +199,7 @@ class ItemView(RoleRequiredMixin, View):
 
     def get(self, request: HttpRequest, study_id: int, token: str) -> HttpResponse:
         item = self._item(request, study_id, token)
-        initial = {"then": request.GET.get("then", "next")}
+        initial = {"then": self.query["then"] or "next"}
         if item.own.submitted:
             initial |= {key: "yes" if value else "no" for key, value in item.answered.items()}
             initial["comment"] = item.own.comment
@@ -513,9 +515,6 @@ class ExportView(RoleRequiredMixin, QueryPageMixin, View):
         if name not in EXPORTS:
             raise Http404(f"No export {name!r}; there are {', '.join(sorted(EXPORTS))}.")
         study = _curator_study(pk)
-        refused = self._refused_query(request)
-        if refused is not None:
-            return refused
         identities = self.query["identities"]
         if identities and not request.user.has_perm("annotation.export_identities"):
             return HttpResponseForbidden("Exporting annotators' identities needs annotation.export_identities.")
