@@ -1,9 +1,12 @@
-"""Every HTML form of the site, found by walking the pages as each role, sent back with hostile values.
+"""Every HTML form and every link parameter of the site, found by walking the pages as each role,
+sent back with hostile values.
 
 The schema walk covers the API; the pages have their own forms (labels, decisions, study settings,
-launches, filters), reachable only by following links. Each field of each form gets a NUL, a lone
-surrogate, a number past 64 bits and text past every size limit: never a 500, and a POST carrying
-text the database cannot store or text over the limits is refused with nothing changed.
+launches, filters) and links that carry parameters (pages, filters, the way back to an item),
+reachable only by following links. Each field of each form gets a NUL, a lone surrogate, a number
+past 64 bits and text past every size limit: never a 500, and a POST carrying text the database
+cannot store or text over the limits is refused with nothing changed. Each parameter of each link
+gets the same and a few wrong shapes besides (a path, a word, a negative number): never a 500.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import parse_qsl, quote, urljoin, urlsplit
 
 import pytest
 from django.db import transaction
@@ -28,6 +31,8 @@ MAX_PAGES = 200
 # Values no field may store (NUL, a lone surrogate), a number no column holds, and text over every limit.
 TEXT_REFUSED = {"nul": "bad\x00text", "surrogate": "bad\ud800text", "oversized": "x" * 200_000}
 HUGE = "9223372036854775808"
+# Beside those, shapes a link's parameter may be given by hand instead of the page's own value.
+WRONG_SHAPES = {"path": "a/b", "word": "abc", "negative": "-1"}
 TYPED = {"text", "search", "number", "hidden", "email", "url", "date", "datetime-local", "textarea", "select", ""}
 
 
@@ -93,11 +98,19 @@ def _shape(url: str) -> str:
     return "/".join("<id>" if part.isdigit() or len(part) > 20 else part for part in path.split("/"))
 
 
-def _walk(client: Client, starts: list[str], problems: list[str]) -> tuple[list[Form], int]:
+@dataclass
+class Walk:
+    forms: list[Form]
+    links: list[str]  # one link with parameters per route and set of parameter names
+    pages: int
+
+
+def _walk(client: Client, starts: list[str], problems: list[str]) -> Walk:
     seen: set[str] = set()
     shapes: dict[str, int] = {}
     queue = [*START, *starts]
     forms: dict[tuple, Form] = {}
+    links: dict[tuple, str] = {}
     while queue and len(seen) < MAX_PAGES:
         url = queue.pop(0)
         parts = urlsplit(url)
@@ -120,9 +133,14 @@ def _walk(client: Client, starts: list[str], problems: list[str]) -> tuple[list[
         page = _Page("http://testserver" + path)
         page.feed(response.content.decode())
         queue.extend(page.links)
+        for link in page.links:
+            parts = urlsplit(link)
+            if parts.query and parts.netloc in ("", "testserver") and not parts.path.startswith(SKIP_PREFIXES):
+                names = tuple(sorted({name for name, _ in parse_qsl(parts.query, keep_blank_values=True)}))
+                links.setdefault((_shape(parts.path), names), link)
         for form in page.forms:
             forms.setdefault(form.key(), form)
-    return list(forms.values()), len(seen)
+    return Walk(list(forms.values()), list(links.values()), len(seen))
 
 
 def _encode(pairs: list[tuple[str, str]]) -> str:
@@ -140,8 +158,7 @@ def _variants(form: Form) -> Iterator[tuple[str, str, bool, str]]:
             yield name, what, what in TEXT_REFUSED, _encode(pairs)
 
 
-@pytest.mark.parametrize("role", ROLES)
-def test_every_page_form_refuses_hostile_values_without_a_500_or_a_change(db, role):
+def _walk_as(role: str) -> tuple[Client, Walk, list[str]]:
     seeded = seed()
     client = Client(raise_request_exception=False)
     client.force_login(seeded.users[role])
@@ -155,7 +172,13 @@ def test_every_page_form_refuses_hostile_values_without_a_500_or_a_change(db, ro
         f"/evaluation/trials/{seeded.trial}/",
     ]
     problems: list[str] = []
-    forms, pages = _walk(client, starts, problems)
+    return client, _walk(client, starts, problems), problems
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_page_form_refuses_hostile_values_without_a_500_or_a_change(db, role):
+    client, walk, problems = _walk_as(role)
+    forms, pages = walk.forms, walk.pages
     # An annotator's site is the studies, the item page and their own labels.
     assert pages >= (3 if role == "annotator" else 10) and forms, f"the walk found {pages} pages and {len(forms)} forms"
     sent = 0
@@ -180,4 +203,25 @@ def test_every_page_form_refuses_hostile_values_without_a_500_or_a_change(db, ro
     # Forms with nothing but a button (start, skip, log out) take no hostile value.
     typed = [f for f in forms if any(kind in TYPED and name != "csrfmiddlewaretoken" for name, kind, _ in f.fields)]
     assert sent >= 4 * len(typed), f"only {sent} hostile submissions built from {len(typed)} forms with fields"
+    assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_link_parameter_takes_hostile_values_without_a_500(db, role):
+    client, walk, problems = _walk_as(role)
+    # Every role follows links with parameters: pages of a list, filters, the way back to an item.
+    assert walk.links, "the walk found no link with parameters"
+    values = {**TEXT_REFUSED, "huge": HUGE, **WRONG_SHAPES}
+    sent = 0
+    for link in walk.links:
+        parts = urlsplit(link)
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        for index, (name, _) in enumerate(pairs):
+            for what, value in values.items():
+                data = _encode([(n, value if i == index else v) for i, (n, v) in enumerate(pairs)])
+                response = client.get(parts.path, QUERY_STRING=data)
+                sent += 1
+                if response.status_code >= 500:
+                    problems.append(f"GET {parts.path}?{parts.query} with {name}={what} -> {response.status_code}")
+    assert sent >= len(values) * len(walk.links)
     assert problems == [], "\n".join(problems)
