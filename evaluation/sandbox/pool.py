@@ -194,8 +194,8 @@ class WarmPool(Generic[K, T]):  # noqa: UP046 - PEP 695 syntax when this class n
                 member = None
             with self._lock:
                 self._building[key] -= 1
-                keep = member is not None and not self._closed and key in self._ready
-                if keep:
+                keep = not self._closed and key in self._ready
+                if member is not None and keep:
                     self._ready[key].append(member)
                     self._lock.notify_all()
             if member is not None and not keep:
