@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     from rest_framework.request import Request
     from rest_framework.views import APIView
 
+    from veriharm_site.accounts.models import User
+
 
 class RoleRequiredMixin(LoginRequiredMixin, PermissionRequiredMixin):
     """Pages: anonymous users go to the login page, signed-in users without the permission get 403."""
@@ -23,6 +25,15 @@ class RoleRequiredMixin(LoginRequiredMixin, PermissionRequiredMixin):
         if self.request.user.is_authenticated:
             self.raise_exception = True
         return super().handle_no_permission()
+
+
+def signed_in_user(request: HttpRequest | Request) -> User:
+    """The user of a request that passed a role check, which lets no anonymous user through."""
+    from django.contrib.auth.models import AnonymousUser
+
+    user = request.user
+    assert not isinstance(user, AnonymousUser), "a role check lets no anonymous user through"
+    return user
 
 
 def api_permission(*perms: str) -> type[BasePermission]:
