@@ -1,4 +1,6 @@
 from django.contrib import admin
+from django.db.models import Model
+from django.http import HttpRequest
 
 from .models import Adjudication, Assignment, ItemSkip, LabelChange, Study, StudyItem, StudyMember
 
@@ -7,10 +9,10 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     """Samples, claims and labels are written only by the annotation services (locks, constraints);
     the admin shows them and may delete them, never edits them."""
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -20,7 +22,7 @@ class MemberInline(admin.TabularInline):
     readonly_fields = ["user", "pseudonym", "added_at"]
     can_delete = False
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -44,7 +46,7 @@ class StudyAdmin(admin.ModelAdmin):
     ]
     inlines = [MemberInline]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # a study is a sample: create it from the Studies page, which draws it
 
 

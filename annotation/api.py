@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from veriharm_site.api_errors import refusal
-from veriharm_site.permissions import api_permission
+from veriharm_site.permissions import api_permission, signed_in_user
 from veriharm_site.queries import query_of
 
 from . import exports, selectors, services
@@ -47,7 +47,7 @@ Curators = api_permission("annotation.manage_studies")
 
 def _own_study(request: Request, study_id: int) -> Study:
     try:
-        return selectors.annotator_study(study_id, request.user)
+        return selectors.annotator_study(study_id, signed_in_user(request))
     except Study.DoesNotExist:
         raise Http404 from None
 
@@ -59,7 +59,7 @@ class MyStudiesApi(APIView):
 
     @extend_schema(responses=AnnotatorStudySerializer(many=True))
     def get(self, request: Request) -> Response:
-        return Response(AnnotatorStudySerializer(selectors.annotator_studies(request.user), many=True).data)
+        return Response(AnnotatorStudySerializer(selectors.annotator_studies(signed_in_user(request)), many=True).data)
 
 
 class NextItemApi(APIView):
@@ -70,10 +70,10 @@ class NextItemApi(APIView):
     @extend_schema(request=None, responses=NextItemSerializer, parameters=[NextItemQuery])
     def post(self, request: Request, study_id: int) -> Response:
         skipped = query_of(NextItemQuery, request.query_params)["skipped"]
-        assignment = services.item_claim_next(study_id, request.user, skipped=skipped)
+        assignment = services.item_claim_next(study_id, signed_in_user(request), skipped=skipped)
         study = assignment.study if assignment else _own_study(request, study_id)
         item = selectors.blind_item_for(assignment) if assignment else None
-        progress = selectors.annotator_progress(study, request.user)
+        progress = selectors.annotator_progress(study, signed_in_user(request))
         return Response(NextItemSerializer({"item": item, "progress": progress}).data)
 
 
@@ -83,7 +83,7 @@ class ItemApi(APIView):
     @extend_schema(responses=BlindItemSerializer)
     def get(self, request: Request, study_id: int, token: str) -> Response:
         try:
-            item = selectors.blind_item(study_id, token, request.user)
+            item = selectors.blind_item(study_id, token, signed_in_user(request))
         except Assignment.DoesNotExist:
             raise Http404 from None
         return Response(BlindItemSerializer(item).data)
@@ -98,8 +98,10 @@ class LabelApi(APIView):
     def put(self, request: Request, study_id: int, token: str) -> Response:
         payload = LabelInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        saved = services.label_submit(study_id, token, request.user, services.LabelInput(**payload.validated_data))
-        progress = selectors.annotator_progress(saved.study, request.user)
+        saved = services.label_submit(
+            study_id, token, signed_in_user(request), services.LabelInput(**payload.validated_data)
+        )
+        progress = selectors.annotator_progress(saved.study, signed_in_user(request))
         return Response(SavedLabelSerializer({"label": saved, "progress": progress}).data)
 
     post = put
@@ -115,8 +117,8 @@ class SkipApi(APIView):
     def post(self, request: Request, study_id: int, token: str) -> Response:
         payload = SkipInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        skip = services.item_skip(study_id, token, request.user, **payload.validated_data)
-        return Response(ProgressSerializer(selectors.annotator_progress(skip.study, request.user)).data)
+        skip = services.item_skip(study_id, token, signed_in_user(request), **payload.validated_data)
+        return Response(ProgressSerializer(selectors.annotator_progress(skip.study, signed_in_user(request))).data)
 
 
 class MyLabelsApi(APIView):
@@ -125,7 +127,9 @@ class MyLabelsApi(APIView):
     @extend_schema(responses={200: OwnLabelRowSerializer(many=True)})
     def get(self, request: Request, study_id: int) -> Response:
         study = _own_study(request, study_id)
-        return Response(OwnLabelRowSerializer(selectors.annotator_labels(study, request.user), many=True).data)
+        return Response(
+            OwnLabelRowSerializer(selectors.annotator_labels(study, signed_in_user(request)), many=True).data
+        )
 
 
 class MyProgressApi(APIView):
@@ -134,7 +138,7 @@ class MyProgressApi(APIView):
     @extend_schema(responses=ProgressSerializer)
     def get(self, request: Request, study_id: int) -> Response:
         study = _own_study(request, study_id)
-        return Response(ProgressSerializer(selectors.annotator_progress(study, request.user)).data)
+        return Response(ProgressSerializer(selectors.annotator_progress(study, signed_in_user(request))).data)
 
 
 # ---------------------------------------------------------------- curators
@@ -175,7 +179,7 @@ class StudiesApi(APIView):
                 return refusal(f"unknown users: {', '.join(unknown)}", field="annotators")
         data.setdefault("seed", random_seed())
         data.setdefault("top_k", settings.VERIHARM_TOP_K)
-        study = services.study_create(services.StudySpec(**data), annotators=users, created_by=request.user)
+        study = services.study_create(services.StudySpec(**data), annotators=users, created_by=signed_in_user(request))
         return Response(_detail(study), status=status.HTTP_201_CREATED)
 
 
@@ -208,7 +212,7 @@ class StudyItemsApi(APIView):
     def get(self, request: Request, pk: int) -> Response:
         query = query_of(ItemsQuery, request.query_params)
         items = selectors.items_beside_tests(
-            selectors.study_item_rows(_study(pk)), request.user, disagree_only=query["disagree"]
+            selectors.study_item_rows(_study(pk)), signed_in_user(request), disagree_only=query["disagree"]
         )
         rows = item_table(items.rows, query)
         return Response(ItemRowSerializer(rows, many=True, context={"verdicts": items.verdicts}).data)

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-
-from django.contrib.auth.base_user import AbstractBaseUser
+from typing import TYPE_CHECKING
 
 from candidates.demo_checked import CANDIDATE_PREFIX
 from candidates.models import Candidate
 
 from . import services
+
+if TYPE_CHECKING:
+    from veriharm_site.accounts.models import User
 
 # The study the demo annotators have labelled (created by `manage.py load_demo`).
 LABELLED_STUDY = "Demo study: checked tasks, labelled"
@@ -52,7 +54,7 @@ def demo_label(annotator: int, candidate: Candidate) -> services.LabelInput:
     )
 
 
-def demo_votes_cast(study_id: int, annotators: Sequence[AbstractBaseUser]) -> int:
+def demo_votes_cast(study_id: int, annotators: Sequence[User]) -> int:
     """Each annotator labels every item still open to them; returns how many labels were added."""
     added = 0
     for index, annotator in enumerate(annotators):

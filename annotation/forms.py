@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -68,10 +70,10 @@ class StudyForm(forms.Form):
         queryset=get_user_model().objects.none(), widget=forms.CheckboxSelectMultiple
     )
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         users = annotator_users()
-        self.fields["annotators"].queryset = users
+        _annotators_field(self).queryset = users
         self.fields["top_k"].initial = settings.VERIHARM_TOP_K
         if not self.is_bound:
             self.initial.setdefault("seed", random_seed())
@@ -99,9 +101,15 @@ class MembersForm(forms.Form):
         queryset=get_user_model().objects.none(), widget=forms.CheckboxSelectMultiple
     )
 
-    def __init__(self, *args, exclude_ids: list[int] | None = None, **kwargs) -> None:
+    def __init__(self, *args: Any, exclude_ids: list[int] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["annotators"].queryset = annotator_users().exclude(pk__in=exclude_ids or [])
+        _annotators_field(self).queryset = annotator_users().exclude(pk__in=exclude_ids or [])
+
+
+def _annotators_field(form: forms.Form) -> forms.ModelMultipleChoiceField:
+    field = form.fields["annotators"]
+    assert isinstance(field, forms.ModelMultipleChoiceField)  # as both forms declare it
+    return field
 
 
 class LabelForm(forms.Form):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import statistics as pystats
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, Permission
+from django.contrib.auth.models import Permission
 from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -31,6 +32,9 @@ from .models import (
     StudyItem,
     StudyMember,
 )
+
+if TYPE_CHECKING:
+    from veriharm_site.accounts.models import User
 
 # ---------------------------------------------------------------- claiming
 
@@ -147,7 +151,7 @@ def progress_of(places: list[Place]) -> Progress:
     )
 
 
-def annotator_progress(study: Study, user: AbstractBaseUser, now: datetime | None = None) -> Progress:
+def annotator_progress(study: Study, user: User, now: datetime | None = None) -> Progress:
     return progress_of(item_places(study, user.pk, now or timezone.now()))
 
 
@@ -157,14 +161,14 @@ class StudyProgress:
     progress: Progress
 
 
-def annotator_studies(user: AbstractBaseUser) -> list[StudyProgress]:
+def annotator_studies(user: User) -> list[StudyProgress]:
     """The user's studies, open ones first, with their progress in each."""
     studies = list(Study.objects.filter(memberships__user=user).order_by("status", "-created_at"))
     places = _places_by_study(studies, user.pk, timezone.now())
     return [StudyProgress(study, progress_of(places[study.pk])) for study in studies]
 
 
-def annotator_study(study_id: int, user: AbstractBaseUser) -> Study:
+def annotator_study(study_id: int, user: User) -> Study:
     """The study if the user is one of its annotators (Study.DoesNotExist otherwise)."""
     return Study.objects.get(pk=study_id, memberships__user=user)
 
@@ -198,7 +202,7 @@ def _environment_for_annotators(environment: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def blind_item(study_id: int, token: str, user: AbstractBaseUser) -> BlindItem:
+def blind_item(study_id: int, token: str, user: User) -> BlindItem:
     """The item behind `token` if the user holds a claim or a label on it (Assignment.DoesNotExist otherwise)."""
     own = Assignment.objects.select_related("study", "item").get(study_id=study_id, item__token=token, annotator=user)
     return blind_item_for(own)
@@ -231,12 +235,12 @@ def blind_item_for(own: Assignment) -> BlindItem:
     )
 
 
-def single_key_shortcuts_on(user: AbstractBaseUser) -> bool:
+def single_key_shortcuts_on(user: User) -> bool:
     """Whether the user's single-key shortcuts are on (the default until they turn them off)."""
     return not LabellingPreferences.objects.filter(user=user, single_key_shortcuts=False).exists()
 
 
-def guidelines_due(study_id: int, user: AbstractBaseUser) -> bool:
+def guidelines_due(study_id: int, user: User) -> bool:
     """Whether the study has guidelines the annotator has not read yet (they come before the first item)."""
     return (
         StudyMember.objects.filter(study_id=study_id, user=user, guidelines_read_at__isnull=True)
@@ -253,7 +257,7 @@ class Neighbours:
     next: str | None
 
 
-def own_label_neighbours(study: Study, user: AbstractBaseUser, number: int) -> Neighbours:
+def own_label_neighbours(study: Study, user: User, number: int) -> Neighbours:
     mine = Assignment.objects.filter(study=study, annotator=user, submitted_at__isnull=False)
     before = (
         mine.filter(item__number__lt=number).order_by("-item__number").values_list("item__token", flat=True).first()
@@ -262,7 +266,7 @@ def own_label_neighbours(study: Study, user: AbstractBaseUser, number: int) -> N
     return Neighbours(before, after)
 
 
-def annotator_labels(study: Study, user: AbstractBaseUser) -> QuerySet[Assignment]:
+def annotator_labels(study: Study, user: User) -> QuerySet[Assignment]:
     """The user's own submitted labels in the study, by item number."""
     return (
         Assignment.objects.filter(study=study, annotator=user, submitted_at__isnull=False)
@@ -344,7 +348,7 @@ class MemberRow:
 
 
 def member_rows(study: Study) -> list[MemberRow]:
-    counts = {
+    counts: dict[int, Mapping[str, Any]] = {
         row["annotator_id"]: row
         for row in study.assignments.values("annotator_id").annotate(
             done=Count("pk", filter=Q(submitted_at__isnull=False)),
@@ -486,10 +490,13 @@ class ItemRow:
         """1 - mean pairwise agreement, averaged over Valid and the three criteria (0 = unanimous)."""
         if len(self.labels) < 2:
             return 0.0
-        shares = [
-            statistics.percent_agreement([{i: label.value(measure) for i, label in enumerate(self.labels)}]).value
-            for measure, _ in MEASURES
-        ]
+        shares: list[float] = []
+        for measure, _ in MEASURES:
+            share = statistics.percent_agreement(
+                [{i: label.value(measure) for i, label in enumerate(self.labels)}]
+            ).value
+            assert share is not None  # defined on two or more labels
+            shares.append(share)
         return 1.0 - sum(shares) / len(shares)
 
     @property
@@ -498,6 +505,31 @@ class ItemRow:
 
     def unit(self, measure: str) -> dict[int, bool]:
         return {label.annotator_id: label.value(measure) for label in self.labels}
+
+
+def _gold_answers(item: StudyItem) -> Answers | None:
+    # All three or none (item_gold_all_or_none): this is item.is_gold.
+    if item.gold_c1 is None or item.gold_c2 is None or item.gold_c3 is None:
+        return None
+    return Answers(item.gold_c1, item.gold_c2, item.gold_c3)
+
+
+def _label_row(a: Assignment, pseudonym: str, username: str) -> LabelRow:
+    # A submitted assignment has its answers (assignment_submitted_has_answers).
+    assert a.c1 is not None and a.c2 is not None and a.c3 is not None and a.submitted_at is not None
+    return LabelRow(
+        a.annotator_id,
+        pseudonym,
+        username,
+        a.c1,
+        a.c2,
+        a.c3,
+        a.comment,
+        a.seconds_spent,
+        a.submitted_at,
+        a.updated_at,
+        a.revisions,
+    )
 
 
 def study_item_rows(study: Study) -> list[ItemRow]:
@@ -552,7 +584,7 @@ def _item_rows_by_study(studies: dict[int, Study], items: QuerySet[StudyItem]) -
             edited_since_sampling=item.candidate.revision != item.revision_at_sampling,
             required=studies[item.study_id].annotators_per_item,
             source_task=item.candidate.source_task.external_id,
-            gold=Answers(item.gold_c1, item.gold_c2, item.gold_c3) if item.is_gold else None,
+            gold=_gold_answers(item),
         )
 
     def member(study_id: int, annotator_id: int) -> tuple[str, str]:
@@ -574,21 +606,7 @@ def _item_rows_by_study(studies: dict[int, Study], items: QuerySet[StudyItem]) -
     ).order_by("submitted_at", "pk")
     for a in labels:
         pseudonym, username = member(study_of[a.item_id], a.annotator_id)
-        rows[a.item_id].labels.append(
-            LabelRow(
-                a.annotator_id,
-                pseudonym,
-                username,
-                a.c1,
-                a.c2,
-                a.c3,
-                a.comment,
-                a.seconds_spent,
-                a.submitted_at,
-                a.updated_at,
-                a.revisions,
-            )
-        )
+        rows[a.item_id].labels.append(_label_row(a, pseudonym, username))
     by_study: dict[int, list[ItemRow]] = {pk: [] for pk in studies}
     for item_pk, row in rows.items():
         row.labels.sort(key=lambda label: label.pseudonym)
@@ -616,7 +634,7 @@ def candidate_item_rows(candidate_id: int) -> list[tuple[Study, ItemRow]]:
 class MeasureAgreement:
     measure: str
     title: str
-    agreement: statistics.Agreement
+    agreement: statistics.Agreement[int]  # raters: annotator ids
 
 
 @dataclass(frozen=True)
@@ -655,7 +673,7 @@ TWO_PLUS_ONE_DESIGN = (
 )
 
 
-def _measure_agreement(study: Study, rows: list[ItemRow], measure: str) -> statistics.Agreement:
+def _measure_agreement(study: Study, rows: list[ItemRow], measure: str) -> statistics.Agreement[int]:
     units = [row.unit(measure) for row in rows if row.labels]
     if study.routing != Routing.TWO_PLUS_ONE:
         return statistics.agreement(units, study.annotators_per_item)
@@ -671,7 +689,7 @@ def study_results(study: Study, rows: list[ItemRow] | None = None) -> StudyResul
         MeasureAgreement(measure, title, _measure_agreement(study, rows, measure)) for measure, title in MEASURES
     ]
     decided = [(row.predicted_valid, row.valid_agg) for row in rows if row.valid_agg is not None]
-    final = [(row.predicted_valid, row.final("valid")) for row in rows if row.final("valid") is not None]
+    final = [(row.predicted_valid, valid) for row in rows if (valid := row.final("valid")) is not None]
     seconds = [label.seconds_spent for row in rows for label in row.labels]
     return StudyResults(
         design=TWO_PLUS_ONE_DESIGN

@@ -77,7 +77,8 @@ class BlindItemSerializer(serializers.Serializer):
     harm_test = serializers.CharField()
     harm_summary = serializers.CharField(allow_blank=True)
     environment = EnvironmentSerializer()
-    label = OwnLabelSerializer(source="own")
+    # Declared fields, which the metaclass takes off the class (Field.label is another thing).
+    label = OwnLabelSerializer(source="own")  # type: ignore[assignment]
     claim_expires_at = serializers.DateTimeField(source="own.expires_at")
 
 
@@ -87,7 +88,7 @@ class NextItemSerializer(serializers.Serializer):
 
 
 class SavedLabelSerializer(serializers.Serializer):
-    label = OwnLabelSerializer()
+    label = OwnLabelSerializer()  # type: ignore[assignment]  # a declared field, as above
     progress = ProgressSerializer()
 
 

@@ -10,9 +10,9 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.db.models import Manager, Q, QuerySet
 from django.utils import timezone
@@ -37,6 +37,9 @@ from .models import (
     StudyStatus,
 )
 from .selectors import Answers, item_limit, item_places
+
+if TYPE_CHECKING:
+    from veriharm_site.accounts.models import User
 
 # A label's own time is what the page measured; without it, the time since the claim, capped so
 # that a claim left open overnight does not count as work.
@@ -106,7 +109,7 @@ class StudySpec:
     gold_rate: float = 0.0
 
 
-def _members_refusal(users: Sequence[AbstractBaseUser]) -> str:
+def _members_refusal(users: Sequence[User]) -> str:
     """Why some of `users` cannot be annotators: they lack the role, or they can see the ranking
     (group, Q and judges) and so would not label blind."""
     without_role = [u.get_username() for u in users if not u.has_perm("annotation.annotate")]
@@ -118,7 +121,7 @@ def _members_refusal(users: Sequence[AbstractBaseUser]) -> str:
     return ""
 
 
-def _spec_errors(spec: StudySpec, annotators: Sequence[AbstractBaseUser]) -> dict[str, str]:
+def _spec_errors(spec: StudySpec, annotators: Sequence[User]) -> dict[str, str]:
     errors: dict[str, str] = {}
     if not spec.name.strip():
         errors["name"] = "is required"
@@ -173,7 +176,7 @@ def _spec_errors(spec: StudySpec, annotators: Sequence[AbstractBaseUser]) -> dic
     return errors
 
 
-def _pseudonyms_assign(study: Study, users: Sequence[AbstractBaseUser], start: int) -> list[StudyMember]:
+def _pseudonyms_assign(study: Study, users: Sequence[User], start: int) -> list[StudyMember]:
     # A random order, so that pseudonyms say nothing about user names or join order.
     shuffled = list(users)
     secrets.SystemRandom().shuffle(shuffled)
@@ -181,9 +184,7 @@ def _pseudonyms_assign(study: Study, users: Sequence[AbstractBaseUser], start: i
 
 
 @transaction.atomic
-def study_create(
-    spec: StudySpec, *, annotators: Sequence[AbstractBaseUser], created_by: AbstractBaseUser | None = None
-) -> Study:
+def study_create(spec: StudySpec, *, annotators: Sequence[User], created_by: User | None = None) -> Study:
     """Sample n of the top-K and n of the bottom-K and open the study; StudyRefused changes nothing."""
     errors = _spec_errors(spec, annotators)
     if errors:
@@ -251,7 +252,7 @@ def study_create(
 
 
 @transaction.atomic
-def study_members_add(study: Study, users: Sequence[AbstractBaseUser]) -> list[StudyMember]:
+def study_members_add(study: Study, users: Sequence[User]) -> list[StudyMember]:
     _locked(Study.objects).get(pk=study.pk)
     present = set(study.memberships.values_list("user_id", flat=True))
     new = [u for u in users if u.pk not in present]
@@ -287,7 +288,7 @@ def _taken(item_id: int, now: datetime, *, excluding: int | None = None) -> int:
     return rows.count()
 
 
-def _member_lock(study_id: int, annotator: AbstractBaseUser) -> StudyMember:
+def _member_lock(study_id: int, annotator: User) -> StudyMember:
     """Serialises one annotator's requests in one study (a double click must not claim twice)."""
     try:
         member = _locked(StudyMember.objects.select_related("study")).get(study_id=study_id, user=annotator)
@@ -368,7 +369,7 @@ def _claim_first_free(
 
 
 def _claim_attempt(
-    study_id: int, annotator: AbstractBaseUser, *, wait: bool, skipped: bool = False
+    study_id: int, annotator: User, *, wait: bool, skipped: bool = False
 ) -> tuple[Assignment | None, list[int]]:
     with transaction.atomic():
         study = _member_lock(study_id, annotator).study
@@ -403,7 +404,7 @@ def _claim_attempt(
         return claimed, passed
 
 
-def item_claim_next(study_id: int, annotator: AbstractBaseUser, *, skipped: bool = False) -> Assignment | None:
+def item_claim_next(study_id: int, annotator: User, *, skipped: bool = False) -> Assignment | None:
     """The annotator's open claim or a new one on the next free item in their own order; None when
     nothing is left for them. Never gives an item more places than its annotator count. With
     `skipped`, the next of the items they set aside instead."""
@@ -418,9 +419,7 @@ def item_claim_next(study_id: int, annotator: AbstractBaseUser, *, skipped: bool
 MAX_REASON = 2000
 
 
-def item_skip(
-    study_id: int, token: str, annotator: AbstractBaseUser, *, unclear: bool = False, reason: str = ""
-) -> ItemSkip:
+def item_skip(study_id: int, token: str, annotator: User, *, unclear: bool = False, reason: str = "") -> ItemSkip:
     """Set the annotator's claimed item aside: the place goes back to the pool for others, and the
     item waits among the annotator's skipped items. `unclear` flags it for curators, with a reason."""
     reason = reason.strip()
@@ -451,7 +450,7 @@ def item_skip(
     return skip
 
 
-def guidelines_read(study_id: int, annotator: AbstractBaseUser) -> StudyMember:
+def guidelines_read(study_id: int, annotator: User) -> StudyMember:
     """Record that the annotator has read the study's guidelines (the first item follows them)."""
     with transaction.atomic():
         member = _member_lock(study_id, annotator)
@@ -489,7 +488,7 @@ def item_gold_set(item: StudyItem, answers: Answers | None) -> StudyItem:
     return locked
 
 
-def item_adjudicate(item: StudyItem, answers: Answers, *, reason: str, by: AbstractBaseUser) -> Adjudication:
+def item_adjudicate(item: StudyItem, answers: Answers, *, reason: str, by: User) -> Adjudication:
     """Set (or replace) a curator's final label on an item; the annotators' labels stay as they are."""
     reason = reason.strip()
     if not reason:
@@ -528,7 +527,7 @@ def _seconds(given: float | None, assignment: Assignment, now: datetime) -> floa
     return float(min(max(given, 0.0), MAX_SECONDS_PER_VISIT))
 
 
-def label_submit(study_id: int, token: str, annotator: AbstractBaseUser, label: LabelInput) -> Assignment:
+def label_submit(study_id: int, token: str, annotator: User, label: LabelInput) -> Assignment:
     """Submit or revise the annotator's label of one item (while the study is open)."""
     if len(label.comment) > MAX_COMMENT:
         raise AnnotationError(f"The comment is {len(label.comment)} characters long; at most {MAX_COMMENT} are kept.")
@@ -555,7 +554,7 @@ def _study_open_until_commit(study_id: int) -> bool:
     return row is not None and row[0] == StudyStatus.OPEN
 
 
-def _label_save(study_id: int, token: str, annotator: AbstractBaseUser, label: LabelInput) -> Assignment | None:
+def _label_save(study_id: int, token: str, annotator: User, label: LabelInput) -> Assignment | None:
     try:
         current = Assignment.objects.select_related("study").get(
             item__token=token, study_id=study_id, annotator=annotator
@@ -601,7 +600,7 @@ def _label_save(study_id: int, token: str, annotator: AbstractBaseUser, label: L
     return assignment
 
 
-def preferences_set(user: AbstractBaseUser, *, single_key_shortcuts: bool) -> LabellingPreferences:
+def preferences_set(user: User, *, single_key_shortcuts: bool) -> LabellingPreferences:
     preferences, _ = LabellingPreferences.objects.update_or_create(
         user=user, defaults={"single_key_shortcuts": single_key_shortcuts}
     )

@@ -2,7 +2,8 @@
 
 Fleiss' kappa and Cohen's kappa come from statsmodels, Krippendorff's alpha from the
 krippendorff package; only percent agreement and the majority vote are counted here.
-A unit is one rated item: a mapping from rater to category (any hashable value).
+A unit is one rated item: a mapping from rater to category (any hashable values); the pairwise
+figures name their raters by the units' own rater type.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ import warnings
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import krippendorff
 import numpy as np
 from statsmodels.stats.inter_rater import aggregate_raters, cohens_kappa
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
-Unit = Mapping[Hashable, Hashable]
+# Any rater type: the figures that name no rater need not know it.
+Unit = Mapping[Any, Hashable]
 
 # Landis and Koch (1977): upper bounds of each band; below 0 is "poor".
 LANDIS_KOCH = ((0.0, "poor"), (0.20, "slight"), (0.40, "fair"), (0.60, "moderate"), (0.80, "substantial"))
@@ -47,9 +50,9 @@ class Coefficient:
 
 
 @dataclass(frozen=True)
-class PairKappa:
-    rater_a: Hashable
-    rater_b: Hashable
+class PairKappa[R: Hashable]:
+    rater_a: R
+    rater_b: R
     common: int
     kappa: Coefficient
 
@@ -111,12 +114,12 @@ def percent_agreement(units: Sequence[Unit]) -> Coefficient:
     return Coefficient(sum(shares) / len(shares), len(shares))
 
 
-def pairwise_cohen(units: Sequence[Unit]) -> list[PairKappa]:
+def pairwise_cohen[R: Hashable](units: Sequence[Mapping[R, Hashable]]) -> list[PairKappa[R]]:
     """Cohen's kappa for every pair of raters, on the units both rated."""
     categories = _categories(units)
     index = {category: i for i, category in enumerate(categories)}
     raters = sorted({rater for unit in units for rater in unit}, key=repr)
-    result = []
+    result: list[PairKappa[R]] = []
     for a, b in itertools.combinations(raters, 2):
         table = np.zeros((len(categories), len(categories)))
         common = 0
@@ -147,11 +150,11 @@ def majority(values: Sequence[bool], required: int) -> bool | None:
 
 
 @dataclass(frozen=True)
-class Agreement:
+class Agreement[R: Hashable]:
     fleiss: Coefficient
     alpha: Coefficient
     percent: Coefficient
-    pairs: list[PairKappa] = field(default_factory=list)
+    pairs: list[PairKappa[R]] = field(default_factory=list)
 
     @property
     def mean_pairwise(self) -> Coefficient:
@@ -161,7 +164,7 @@ class Agreement:
         return Coefficient(sum(values) / len(values), len(values), f"mean over {len(values)} pairs")
 
 
-def agreement(units: Sequence[Unit], required: int) -> Agreement:
+def agreement[R: Hashable](units: Sequence[Mapping[R, Hashable]], required: int) -> Agreement[R]:
     """All four measures; Fleiss' kappa on the units that have all `required` ratings."""
     complete = [unit for unit in units if len(unit) == required]
     if required < 2:

@@ -12,7 +12,7 @@ from django.views import View
 from django.views.generic import TemplateView
 
 from candidates import diffing, highlight
-from veriharm_site.permissions import RoleRequiredMixin
+from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import QueryPageMixin, query_string
 
 from . import exports, figures, line_diff, selectors, services
@@ -43,19 +43,19 @@ class AnnotatorHomeView(RoleRequiredMixin, TemplateView):
     template_name = "annotation/home.html"
 
     def get_context_data(self, **kwargs):
-        return super().get_context_data(studies=selectors.annotator_studies(self.request.user), **kwargs)
+        return super().get_context_data(studies=selectors.annotator_studies(signed_in_user(self.request)), **kwargs)
 
 
 def _annotator_study(request: HttpRequest, study_id: int) -> Study:
     try:
-        return selectors.annotator_study(study_id, request.user)
+        return selectors.annotator_study(study_id, signed_in_user(request))
     except Study.DoesNotExist:
         raise Http404("No such study among yours.") from None
 
 
 def _go_to_next(request: HttpRequest, study_id: int, *, skipped: bool = False) -> HttpResponse:
     try:
-        assignment = services.item_claim_next(study_id, request.user, skipped=skipped)
+        assignment = services.item_claim_next(study_id, signed_in_user(request), skipped=skipped)
     except services.NotAMember:
         raise Http404("No such study among yours.") from None
     except services.StudyClosed as closed:
@@ -74,7 +74,7 @@ class ClaimNextView(RoleRequiredMixin, View):
     skipped = False
 
     def post(self, request: HttpRequest, study_id: int) -> HttpResponse:
-        if selectors.guidelines_due(study_id, request.user):
+        if selectors.guidelines_due(study_id, signed_in_user(request)):
             # The study's guidelines come before the first item.
             return redirect("annotation:guidelines", study_id)
         return _go_to_next(request, study_id, skipped=self.skipped)
@@ -95,14 +95,14 @@ class GuidelinesView(RoleRequiredMixin, QueryPageMixin, View):
             {
                 "study": study,
                 "criteria": CRITERIA,
-                "progress": selectors.annotator_progress(study, request.user),
+                "progress": selectors.annotator_progress(study, signed_in_user(request)),
                 "back": self.query["back"],
             },
         )
 
     def post(self, request: HttpRequest, study_id: int) -> HttpResponse:
         try:
-            services.guidelines_read(study_id, request.user)
+            services.guidelines_read(study_id, signed_in_user(request))
         except services.NotAMember:
             raise Http404("No such study among yours.") from None
         except services.StudyClosed as closed:
@@ -123,7 +123,7 @@ class PreferencesView(RoleRequiredMixin, View):
                 {"errors": [{"field": "single_key_shortcuts", "message": "must be 'on' or 'off'"}]}, status=400
             )
         saved = services.preferences_set(
-            request.user, single_key_shortcuts=form.cleaned_data["single_key_shortcuts"] == "on"
+            signed_in_user(request), single_key_shortcuts=form.cleaned_data["single_key_shortcuts"] == "on"
         )
         return JsonResponse({"single_key_shortcuts": saved.single_key_shortcuts})
 
@@ -140,7 +140,9 @@ class SkipView(RoleRequiredMixin, View):
             return redirect("annotation:item", study_id, token)
         unclear = form.cleaned_data["unclear"]
         try:
-            services.item_skip(study_id, token, request.user, unclear=unclear, reason=form.cleaned_data["reason"])
+            services.item_skip(
+                study_id, token, signed_in_user(request), unclear=unclear, reason=form.cleaned_data["reason"]
+            )
         except services.NotAMember:
             raise Http404("No such study among yours.") from None
         except services.NotYourItem:
@@ -167,14 +169,14 @@ class ItemView(RoleRequiredMixin, QueryPageMixin, View):
 
     def _item(self, request: HttpRequest, study_id: int, token: str) -> selectors.BlindItem:
         try:
-            return selectors.blind_item(study_id, token, request.user)
+            return selectors.blind_item(study_id, token, signed_in_user(request))
         except Assignment.DoesNotExist:
             raise Http404("This item is not assigned to you.") from None
 
     def _render(
         self, request: HttpRequest, item: selectors.BlindItem, form: LabelForm, status: int = 200
     ) -> HttpResponse:
-        progress = selectors.annotator_progress(item.study, request.user)
+        progress = selectors.annotator_progress(item.study, signed_in_user(request))
         own = item.own
         return render(
             request,
@@ -191,8 +193,8 @@ class ItemView(RoleRequiredMixin, QueryPageMixin, View):
                 "claim_expired": not own.submitted and own.expires_at <= timezone.now(),
                 "revising": own.submitted,
                 "aligned": line_diff.aligned_diff(item.source_instruction, item.instruction),
-                "neighbours": selectors.own_label_neighbours(item.study, request.user, item.number),
-                "single_keys": selectors.single_key_shortcuts_on(request.user),
+                "neighbours": selectors.own_label_neighbours(item.study, signed_in_user(request), item.number),
+                "single_keys": selectors.single_key_shortcuts_on(signed_in_user(request)),
             },
             status=status,
         )
@@ -211,7 +213,7 @@ class ItemView(RoleRequiredMixin, QueryPageMixin, View):
         if not form.is_valid():
             return self._render(request, item, form, status=400)
         try:
-            services.label_submit(study_id, token, request.user, form.label())
+            services.label_submit(study_id, token, signed_in_user(request), form.label())
         except (services.StudyClosed, services.ClaimLost) as refused:
             messages.error(request, str(refused))
             return redirect("annotation:labels", study_id)
@@ -231,7 +233,7 @@ class DoneView(RoleRequiredMixin, TemplateView):
     def get_context_data(self, **kwargs):
         study = _annotator_study(self.request, kwargs["study_id"])
         return super().get_context_data(
-            study=study, progress=selectors.annotator_progress(study, self.request.user), **kwargs
+            study=study, progress=selectors.annotator_progress(study, signed_in_user(self.request)), **kwargs
         )
 
 
@@ -243,8 +245,8 @@ class MyLabelsView(RoleRequiredMixin, TemplateView):
         study = _annotator_study(self.request, kwargs["study_id"])
         return super().get_context_data(
             study=study,
-            labels=selectors.annotator_labels(study, self.request.user),
-            progress=selectors.annotator_progress(study, self.request.user),
+            labels=selectors.annotator_labels(study, signed_in_user(self.request)),
+            progress=selectors.annotator_progress(study, signed_in_user(self.request)),
             **kwargs,
         )
 
@@ -279,7 +281,7 @@ class StudyCreateView(RoleRequiredMixin, View):
         if form.is_valid():
             try:
                 study = services.study_create(
-                    form.spec(), annotators=list(form.cleaned_data["annotators"]), created_by=request.user
+                    form.spec(), annotators=list(form.cleaned_data["annotators"]), created_by=signed_in_user(request)
                 )
             except services.StudyRefused as refused:
                 for name, message in refused.errors.items():
@@ -319,7 +321,8 @@ class StudyGuidelinesView(RoleRequiredMixin, View):
             messages.error(
                 request,
                 "Guidelines not saved: "
-                + "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()),
+                # An ErrorList yields its messages as str (the stubs say ValidationError | str).
+                + "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()),  # type: ignore[arg-type]
             )
             return redirect("annotation:study", pk)
         try:
@@ -411,7 +414,7 @@ class ItemReviewView(RoleRequiredMixin, View):
                 return self._render(request, study, row, adjudication_form=adj_form, status=400)
             try:
                 services.item_adjudicate(
-                    item, adj_form.answers(), reason=adj_form.cleaned_data["reason"], by=request.user
+                    item, adj_form.answers(), reason=adj_form.cleaned_data["reason"], by=signed_in_user(request)
                 )
             except services.StudyRefused as refused:
                 for name, message in refused.errors.items():
@@ -447,7 +450,8 @@ class MembersAddView(RoleRequiredMixin, View):
         study = _curator_study(pk)
         form = MembersForm(request.POST, exclude_ids=list(study.memberships.values_list("user_id", flat=True)))
         if not form.is_valid():
-            messages.error(request, "Choose the annotators to add: " + "; ".join(form.errors.get("annotators", [])))
+            # An ErrorList yields its messages as str (the stubs say ValidationError | str).
+            messages.error(request, "Choose the annotators to add: " + "; ".join(form.errors.get("annotators", [])))  # type: ignore[arg-type]
             return redirect("annotation:study", pk)
         try:
             added = services.study_members_add(study, list(form.cleaned_data["annotators"]))
@@ -471,7 +475,9 @@ class ResultsView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         study = _curator_study(kwargs["pk"])
         results = selectors.study_results(study)
         p = results.prediction
-        items = selectors.items_beside_tests(results.rows, self.request.user, disagree_only=self.query["disagree"])
+        items = selectors.items_beside_tests(
+            results.rows, signed_in_user(self.request), disagree_only=self.query["disagree"]
+        )
         shown = item_table(items.rows, self.query)
         return super().get_context_data(
             study=study,

@@ -1,4 +1,9 @@
+from __future__ import annotations
+
 from django.contrib import admin
+from django.contrib.admin.options import Action
+from django.db.models import Model
+from django.http import HttpRequest
 
 from .models import Candidate, Decision, Judgement, Release, ReleaseItem, Revision, Search, SearchAttempt, SourceTask
 
@@ -10,10 +15,10 @@ class JudgementInline(admin.TabularInline):
     extra = 0
     can_delete = False
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -54,13 +59,13 @@ class SearchAdmin(admin.ModelAdmin):
 class _HistoryAdmin(admin.ModelAdmin):
     """Read-only: decisions and revisions are made in the review pages and never change."""
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -79,18 +84,20 @@ class RevisionAdmin(_HistoryAdmin):
     list_select_related = ["candidate", "author"]
 
 
+_RELEASE_ITEM_FIELDS = ("position", "external_id", "revision", "content_hash")
+
+
 class ReleaseItemInline(admin.TabularInline):
     model = ReleaseItem
     extra = 0
-    fields = ["position", "external_id", "revision", "content_hash"]
-    readonly_fields = fields
+    fields = readonly_fields = _RELEASE_ITEM_FIELDS
     can_delete = False
     show_change_link = False
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -104,22 +111,24 @@ class ReleaseAdmin(admin.ModelAdmin):
     readonly_fields = ["created_by", "created_at", "frozen_at", "frozen_by", "checksum", "previous", "changelog"]
     inlines = [ReleaseItemInline]
 
-    def get_actions(self, request, action_location=admin.ActionLocation.CHANGE_LIST):
+    def get_actions(
+        self, request: HttpRequest, action_location: admin.ActionLocation = admin.ActionLocation.CHANGE_LIST
+    ) -> dict[str, Action | None]:
         # The bulk delete would reach frozen releases without asking each one.
         actions = super().get_actions(request, action_location)
         actions.pop("delete_selected", None)
         return actions
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         # A release needs its creator, which the curation pages and API record.
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Release | None = None) -> bool:
         if obj is not None and obj.is_frozen:
             return False
         return super().has_change_permission(request, obj)
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Release | None = None) -> bool:
         if obj is not None and obj.is_frozen:
             return False
         return super().has_delete_permission(request, obj)

@@ -1,3 +1,5 @@
+from typing import Any, cast
+
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -76,8 +78,9 @@ class CandidateDetailApi(generics.RetrieveAPIView):
     def get_queryset(self):
         return Candidate.objects.select_related("source_task").prefetch_related(selectors.judgements_prefetch())
 
-    def get_serializer_context(self):
-        context = super().get_serializer_context()
+    def get_serializer_context(self) -> dict[str, Any]:
+        # DRF makes a new dict each time; its stubs call it a Mapping.
+        context = cast(dict[str, Any], super().get_serializer_context())
         obj = getattr(self, "_object", None)
         context["bounds"] = selectors.ranking_bounds()
         context["sums"] = {}

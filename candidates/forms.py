@@ -1,3 +1,5 @@
+from typing import Any
+
 from django import forms
 
 
@@ -6,11 +8,11 @@ class MultipleFileInput(forms.ClearableFileInput):
 
 
 class MultipleFileField(forms.FileField):
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("widget", MultipleFileInput(attrs={"accept": ".jsonl,.json,.txt"}))
         super().__init__(*args, **kwargs)
 
-    def clean(self, data, initial=None):
+    def clean(self, data: Any, initial: Any = None) -> list[Any]:
         single = super().clean
         if isinstance(data, (list, tuple)):
             return [single(d, initial) for d in data]
@@ -18,7 +20,8 @@ class MultipleFileField(forms.FileField):
 
 
 class ImportForm(forms.Form):
-    files = MultipleFileField(label="Pipeline files (JSON Lines)")
+    # A declared field, which the metaclass takes off the class: BaseForm.files stays the uploads.
+    files = MultipleFileField(label="Pipeline files (JSON Lines)")  # type: ignore[assignment]
     replace = forms.BooleanField(
         required=False,
         label="Replace conflicting candidates, source tasks and searches with the uploaded content",

@@ -23,7 +23,8 @@ import shutil
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict
-from datetime import timedelta
+from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -213,7 +214,7 @@ def import_job_fail(job_id: int, reason: str) -> bool:
 # --- recovery (registered with every worker's sweep in CandidatesConfig.ready) -------------------
 
 
-def jobs_needing_a_message(waiting: set[int] | None, now=None) -> list[int]:
+def jobs_needing_a_message(waiting: set[int] | None, now: datetime | None = None) -> list[int]:
     """Unfinished jobs nobody is importing and no message waits for.
 
     On PostgreSQL a job being imported has its row locked by the importing transaction, so an
@@ -259,7 +260,7 @@ def import_jobs_republish() -> list[int]:
         lost = jobs_needing_a_message(None if found is None else found.get(TASK, set()))
         # After commit: the rows this sweep locked must be free when the new delivery starts.
         for pk in lost:
-            transaction.on_commit(lambda pk=pk: _enqueue(pk))
+            transaction.on_commit(partial(_enqueue, pk))
     if lost:
         logger.warning("recovery: published again %d import job(s) nobody was running: %s", len(lost), lost)
     return lost

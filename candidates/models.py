@@ -1,5 +1,7 @@
 """What the construction pipeline produced: source tasks, candidates, judge scores, searches."""
 
+from typing import Any
+
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
@@ -233,7 +235,7 @@ class ReleaseFrozen(Conflict):
 class AppendOnlyQuerySet(models.QuerySet):
     """History rows: bulk updates and deletes would bypass Model.save/delete, so refuse them here too."""
 
-    def update(self, **kwargs) -> int:
+    def update(self, **kwargs: Any) -> int:
         raise AppendOnly(f"{self.model._meta.verbose_name_plural} are history and cannot be changed.")
 
     def delete(self):
@@ -278,7 +280,7 @@ class Decision(models.Model):
             ),
         ]
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         if not self._state.adding:
             raise AppendOnly("A decision is history and cannot be changed; record a new decision instead.")
         super().save(*args, **kwargs)
@@ -320,7 +322,7 @@ class Revision(models.Model):
             models.CheckConstraint(condition=Q(number=1) | ~Q(reason=""), name="revision_change_has_reason"),
         ]
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         if not self._state.adding:
             raise AppendOnly("A revision is history and cannot be changed; make a new revision instead.")
         super().save(*args, **kwargs)
@@ -346,7 +348,7 @@ class _FrozenGuardQuerySet(models.QuerySet):
     def _touches_frozen(self) -> bool:
         return self.filter(**{self.frozen_lookup: False}).exists()
 
-    def update(self, **kwargs) -> int:
+    def update(self, **kwargs: Any) -> int:
         if self._touches_frozen():
             raise ReleaseFrozen(f"{self.what} cannot change.")
         return super().update(**kwargs)
@@ -409,7 +411,7 @@ class Release(models.Model):
     def _stored_frozen(self) -> bool:
         return self.pk is not None and Release.objects.filter(pk=self.pk, frozen_at__isnull=False).exists()
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         # The stored row decides, not this instance: a stale copy must not overwrite a frozen release.
         if self._stored_frozen():
             raise ReleaseFrozen(f"Release {self.label} is frozen: it cannot change. Make a new version instead.")
@@ -465,7 +467,7 @@ class ReleaseItem(models.Model):
     def _release_frozen(self) -> bool:
         return Release.objects.filter(pk=self.release_id, frozen_at__isnull=False).exists()
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         if self._release_frozen():
             raise ReleaseFrozen("The items of a frozen release cannot change.")
         super().save(*args, **kwargs)

@@ -194,7 +194,9 @@ def candidate_ranking_pageable(
     id), so a deep page's ids come from an index-only scan; skipping 50,000 whole rows by OFFSET
     sorted them on disk)."""
     if search or any(filters.get(name) for name in FILTER_FIELDS) or group not in ("", "top", "bottom"):
-        return KeysFirst(candidate_ranking(search=search, group=group, bounds=bounds, **filters), key="external_id")
+        # k named, so that the type checker does not take one of the filters for it.
+        ranked = candidate_ranking(search=search, group=group, k=None, bounds=bounds, **filters)
+        return KeysFirst(ranked, key="external_id")
     base = candidate_ranking()
     if group == "top":
         return RankWindow(base, 1, bounds.top_end, with_unranked=False)

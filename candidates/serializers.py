@@ -2,6 +2,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .models import Candidate, Judgement, SourceTask
+from .selectors import ImportJobState
 
 
 class JudgementSerializer(serializers.ModelSerializer):
@@ -123,11 +124,12 @@ class ImportJobSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField(source="job.started_at", allow_null=True)
     finished_at = serializers.DateTimeField(source="job.finished_at", allow_null=True)
     summary = serializers.SerializerMethodField(help_text="Counts once done; null otherwise")
-    errors = ImportJobErrorSerializer(source="job.errors", many=True, help_text="Every bad line once refused")
+    # A declared field, which the metaclass takes off the class: Serializer.errors stays what it is.
+    errors = ImportJobErrorSerializer(source="job.errors", many=True, help_text="Every bad line once refused")  # type: ignore[assignment]
     failure = serializers.CharField(source="job.failure")
     status_url = serializers.SerializerMethodField()
 
-    def get_status_url(self, state) -> str:
+    def get_status_url(self, state: ImportJobState) -> str:
         from django.urls import reverse
 
         url = reverse("api-candidates-import-job", args=[state.job.pk])
@@ -135,5 +137,5 @@ class ImportJobSerializer(serializers.Serializer):
         return request.build_absolute_uri(url) if request is not None else url
 
     @extend_schema_field(ImportSummarySerializer(allow_null=True))
-    def get_summary(self, state) -> dict | None:
+    def get_summary(self, state: ImportJobState) -> dict | None:
         return ImportSummarySerializer(state.job.summary).data if state.job.summary else None

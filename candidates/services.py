@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import QuerySet
 
 from . import pipeline_format as fmt
 from .bulk import insert_rows, update_column
@@ -147,11 +148,11 @@ def _ranks_after_import(
     entries.sort()
     new_ranks: dict[str, int | None] = dict.fromkeys(new)
     stored_ranks: dict[int, int | None] = {pk: None for pk in current}
-    for position, (_, pk, external_id) in enumerate(entries, start=1):
-        if pk is None:
+    for position, (_, stored_pk, external_id) in enumerate(entries, start=1):
+        if stored_pk is None:
             new_ranks[external_id] = position
         else:
-            stored_ranks[pk] = position
+            stored_ranks[stored_pk] = position
     return new_ranks, {pk: rank for pk, rank in stored_ranks.items() if current[pk] != rank}
 
 
@@ -465,11 +466,14 @@ def search_to_record(search: Search) -> dict[str, Any]:
             {"iteration": a.iteration, "task_passed": a.task_passed, "harm_detected": a.harm_detected}
             for a in sorted(search.attempts.all(), key=lambda a: a.iteration)
         ],
-        "candidate_id": search.candidate.external_id if search.candidate_id else None,
+        # No query without a candidate: the foreign key's descriptor answers None from the id.
+        "candidate_id": search.candidate.external_id if search.candidate is not None else None,
     }
 
 
-def pipeline_export_lines(candidates=None, *, include_searches: bool = True) -> Iterator[str]:
+def pipeline_export_lines(
+    candidates: QuerySet[Candidate] | None = None, *, include_searches: bool = True
+) -> Iterator[str]:
     """Every candidate (then every search) as lines of the pipeline format, streamed."""
     queryset = candidates if candidates is not None else Candidate.objects.all()
     queryset = queryset.select_related("source_task").prefetch_related("judgements").order_by("external_id")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
@@ -10,7 +10,7 @@ from . import import_jobs
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None, name=import_jobs.TASK)
-def import_job_execute(self, job_id: int) -> str:
+def import_job_execute(self: Task, job_id: int) -> str:
     """Import one job's files; safe to deliver any number of times (applied at most once)."""
     try:
         return import_jobs.import_job_execute(job_id)

@@ -1,5 +1,11 @@
+from __future__ import annotations
+
+from typing import Any
+
 from django import forms
 from django.contrib import admin
+from django.db.models import Model
+from django.http import HttpRequest
 
 from .agents.factory import check_network
 from .models import Agent, FinalState, ModelCall, ReferenceCheck, Rescore, Run, TranscriptStep, Trial, TrialInputs
@@ -10,8 +16,9 @@ class AgentForm(forms.ModelForm):
         model = Agent
         fields = "__all__"
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data  # what ModelForm.clean returns (the stubs allow None)
         try:
             check_network(data.get("kind", ""), data.get("config") or {}, data.get("network"))
         except ValueError as exc:
@@ -35,11 +42,20 @@ class TrialInline(admin.TabularInline):
     model = Trial
     extra = 0
     can_delete = False
-    fields = ["candidate", "agent", "kind", "repetition", "status", "r_task", "r_harm", "outcome", "attempts"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "candidate",
+        "agent",
+        "kind",
+        "repetition",
+        "status",
+        "r_task",
+        "r_harm",
+        "outcome",
+        "attempts",
+    )
     show_change_link = True
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -70,7 +86,7 @@ class StepInline(admin.TabularInline):
     can_delete = False
     readonly_fields = ["attempt", "index", "kind", "command", "content", "exit_code", "timed_out", "duration"]
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -80,7 +96,7 @@ class ModelCallInline(admin.TabularInline):
     model = ModelCall
     extra = 0
     can_delete = False
-    fields = [
+    fields = readonly_fields = (
         "attempt",
         "route",
         "model",
@@ -92,10 +108,9 @@ class ModelCallInline(admin.TabularInline):
         "latency",
         "cost_usd",
         "error",
-    ]
-    readonly_fields = fields
+    )
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -120,11 +135,11 @@ class TrialAdmin(admin.ModelAdmin):
     inlines = [ModelCallInline, StepInline]
     show_full_result_count = False
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> list[str]:
         # Outcomes come from the sandbox, never from a form.
         return [f.name for f in Trial._meta.fields]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
 
@@ -158,13 +173,13 @@ class ReferenceCheckAdmin(admin.ModelAdmin):
 class ReadOnlyAdmin(admin.ModelAdmin):
     """Records of what ran and what it gave: shown, never edited by hand."""
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> list[str]:
         return [f.name for f in self.model._meta.fields]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 

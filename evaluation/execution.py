@@ -24,14 +24,14 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
 from . import final_states, pinning, runs, selectors
-from .agents.base import AgentError, Step
+from .agents.base import AgentError, AgentRunner, Step
 from .agents.factory import NoReferenceScript, build_runner, model_upstream
 from .agents.harness import harness_pin
 from .gateway import BudgetExhausted, Upstream, gateway_for_trial
 from .models import Trial
-from .sandbox.base import Environment, Limits, SandboxError
+from .sandbox.base import Environment, Limits, SandboxBackend, SandboxError
 from .taxonomy import TrialEnd
-from .trial import TrialCancelled, TrialSpec, trial_run
+from .trial import TrialCancelled, TrialOutcome, TrialSpec, trial_run
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ def sandbox_limits() -> Limits:
     )
 
 
-def _runner(trial: Trial):
+def _runner(trial: Trial) -> AgentRunner:
     """The agent exactly as pinned at launch (its configuration, and a reference agent's script)."""
     pinned = trial.agent_config
     if pinned.get("config") is None:
@@ -138,7 +138,7 @@ def _step_sink(claim: runs.Claim) -> Callable[[Step], None]:
     return lambda step: runs.trial_step_add(claim, next(counter), step)
 
 
-def _attempt(claim: runs.Claim, backend_factory: Callable[[str], object]) -> str:
+def _attempt(claim: runs.Claim, backend_factory: Callable[[str], SandboxBackend]) -> str:
     """One attempt of a claimed trial; returns what became of it."""
     trial = Trial.objects.select_related("run", "agent", "inputs").get(pk=claim.trial_id)
     try:
@@ -223,7 +223,7 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], object]) -> str
             archive.unlink(missing_ok=True)
 
 
-def _record(claim: runs.Claim, trial: Trial, outcome, identity: str, archive: Path | None) -> bool:
+def _record(claim: runs.Claim, trial: Trial, outcome: TrialOutcome, identity: str, archive: Path | None) -> bool:
     """Record the outcome with the kept final state; the stored archive goes again if recording lost.
 
     When recording raises, the commit may still have landed (the connection can drop while the
@@ -240,7 +240,7 @@ def _record(claim: runs.Claim, trial: Trial, outcome, identity: str, archive: Pa
     return recorded
 
 
-def _cleanup_after_dead_worker(backend, claim: runs.Claim) -> None:
+def _cleanup_after_dead_worker(backend: SandboxBackend, claim: runs.Claim) -> None:
     try:
         removed = backend.cleanup_orphans()
         logger.info("trial %s: removed %d sandbox(es) left by a dead worker", claim.trial_id, removed)
@@ -248,7 +248,7 @@ def _cleanup_after_dead_worker(backend, claim: runs.Claim) -> None:
         logger.exception("trial %s: could not clean up after the dead worker", claim.trial_id)
 
 
-def default_backend_factory(name: str):
+def default_backend_factory(name: str) -> SandboxBackend:
     from .sandbox.registry import shared_backend
 
     # The process's own backend, so that its warm pools serve trial after trial.
@@ -260,7 +260,11 @@ def default_backend_factory(name: str):
 
 
 def trial_execute(
-    trial_id: int, *, worker: str = "", backend_factory: Callable[[str], object] | None = None, abandoned: str = ""
+    trial_id: int,
+    *,
+    worker: str = "",
+    backend_factory: Callable[[str], SandboxBackend] | None = None,
+    abandoned: str = "",
 ) -> str:
     """Run a trial to its end unless it is finished, cancelled or held by a live worker.
 

@@ -12,7 +12,8 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -81,7 +82,7 @@ def local_copy(state: FinalState) -> Iterator[Path]:
         target.unlink(missing_ok=True)
 
 
-def prune_unreferenced(now=None) -> int:
+def prune_unreferenced(now: datetime | None = None) -> int:
     """Delete stored archives that no FinalState points to and that are older than
     VERIHARM_FINAL_STATE_ORPHAN_HOURS. Returns how many.
 
@@ -107,7 +108,7 @@ def prune_unreferenced(now=None) -> int:
     return deleted
 
 
-def prune_expired(now=None, limit: int = 500) -> int:
+def prune_expired(now: datetime | None = None, limit: int = 500) -> int:
     """Delete the archives whose retention ended; the rows stay, marked pruned. Returns how many."""
     now = now or timezone.now()
     pruned = 0
@@ -118,9 +119,14 @@ def prune_expired(now=None, limit: int = 500) -> int:
             if state is None:
                 continue
             name = state.archive.name
+            assert name is not None  # read from a NOT NULL column (None is a FieldFile's without one)
             state.archive = ""
             state.pruned_at = now
             state.save(update_fields=["archive", "pruned_at"])
-            transaction.on_commit(lambda name=name: storage().delete(name))
+            transaction.on_commit(partial(_archive_delete, name))
         pruned += 1
     return pruned
+
+
+def _archive_delete(name: str) -> None:
+    storage().delete(name)

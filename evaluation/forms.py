@@ -58,9 +58,14 @@ class LaunchForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["backend"].initial = default_backend
         for name, values in candidate_selectors.filter_choices().items():
-            self.fields[name].choices = [("", "Any")] + [(v, v) for v in values]
-        self.fields["study"].choices = [("", "–")] + [(pk, name) for pk, name in studies_available()]
-        self.fields["release"].choices = [("", "–")] + [(pk, name) for pk, name in releases_available()]
+            self._choice_field(name).choices = [("", "Any")] + [(v, v) for v in values]
+        self._choice_field("study").choices = [("", "–")] + [(pk, name) for pk, name in studies_available()]
+        self._choice_field("release").choices = [("", "–")] + [(pk, name) for pk, name in releases_available()]
+
+    def _choice_field(self, name: str) -> forms.ChoiceField:
+        field = self.fields[name]
+        assert isinstance(field, forms.ChoiceField)  # each one declared as such above
+        return field
 
     def selection(self) -> dict[str, Any]:
         data = self.cleaned_data

@@ -182,8 +182,8 @@ def agent_pin(agent: Agent, kind: str, references: Mapping[str, str]) -> dict[st
         "time_limit": agent.time_limit,
     }
     if agent.kind == AgentKind.REFERENCE:
-        script = config.get("script")
-        pinned["references"] = {script: references[script]} if references.get(script) else {}
+        script: str | None = config.get("script")
+        pinned["references"] = {script: references[script]} if script is not None and references.get(script) else {}
     if agent.kind == AgentKind.HARNESS:
         # The recipe as the launching code knows it; the worker refuses to run another one, and
         # records the runtime's own identity with the system the trial ran on.

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Q
@@ -42,7 +42,7 @@ class SweepReport:
     orphans_removed: int = 0
 
 
-def trials_needing_a_message(waiting: set[int] | None, now=None) -> tuple[list[int], list[int]]:
+def trials_needing_a_message(waiting: set[int] | None, now: datetime | None = None) -> tuple[list[int], list[int]]:
     """(running trials whose lease expired, queued trials past the threshold) that have no message
     waiting. With an unreadable broker (`waiting` None) queued trials are left alone: without
     knowing what waits, publishing them every sweep could multiply a long backlog."""

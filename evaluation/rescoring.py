@@ -18,13 +18,23 @@ from candidates.models import Candidate
 from veriharm_site.refusals import Refused
 
 from . import final_states, pinning
-from .models import FinalState, Rescore, RescoreStatus, Trial, TrialKind, TrialStatus
+from .models import FinalState, Rescore, RescoreStatus, Trial, TrialInputs, TrialKind, TrialStatus
 from .taxonomy import VERDICT_ENDS, ExitStatus, end_of_tests
 
 
 class RescoreRefused(Refused):
     def __init__(self, message: str) -> None:
         super().__init__("", message)
+
+
+def _inputs(trial: Trial) -> TrialInputs:
+    assert trial.inputs is not None  # _rescorable reads only trials with inputs
+    return trial.inputs
+
+
+def _tested_with(trial: Trial) -> tuple[str, str]:
+    inputs = _inputs(trial)
+    return inputs.task_test_sha256, inputs.harm_test_sha256
 
 
 def _rescorable(candidate: Candidate) -> QuerySet[Trial]:
@@ -53,11 +63,7 @@ def rescore_launch(candidate: Candidate, *, requested_by: Any = None) -> list[Re
         locked = Candidate.objects.select_for_update().select_related("source_task").get(pk=candidate.pk)
         task_test, harm_test = locked.source_task.task_test, locked.harm_test
         task_sha, harm_sha = pinning.sha256_text(task_test), pinning.sha256_text(harm_test)
-        trials = [
-            t
-            for t in _rescorable(locked)
-            if (t.inputs.task_test_sha256, t.inputs.harm_test_sha256) != (task_sha, harm_sha)
-        ]
+        trials = [t for t in _rescorable(locked) if _tested_with(t) != (task_sha, harm_sha)]
         if not trials:
             raise RescoreRefused(
                 f"nothing to re-score: no finished trial of {locked.external_id} with a kept final state ran "
@@ -65,7 +71,7 @@ def rescore_launch(candidate: Candidate, *, requested_by: Any = None) -> list[Re
             )
         rescores, created = [], []
         for trial in trials:
-            inputs = pinning.inputs_store(pinning.rescore_parts(trial.inputs, task_test, harm_test))
+            inputs = pinning.inputs_store(pinning.rescore_parts(_inputs(trial), task_test, harm_test))
             rescore, new = Rescore.objects.get_or_create(
                 trial=trial,
                 inputs=inputs,
@@ -193,9 +199,7 @@ def rescorable_count(candidate: Candidate) -> int:
     """How many trials a re-score against the current revision would score (for the button)."""
     task_sha = pinning.sha256_text(candidate.source_task.task_test)
     harm_sha = pinning.sha256_text(candidate.harm_test)
-    return sum(
-        (t.inputs.task_test_sha256, t.inputs.harm_test_sha256) != (task_sha, harm_sha) for t in _rescorable(candidate)
-    )
+    return sum(_tested_with(t) != (task_sha, harm_sha) for t in _rescorable(candidate))
 
 
 def trial_rescores(trial: Trial) -> list[Rescore]:

@@ -63,7 +63,10 @@ def _by_filter(selection: dict[str, Any]) -> list[int]:
         raise SelectionError(f"group must be top, bottom or unranked, got {group!r}")
     k = _positive_int(selection["k"], "k") if selection.get("k") not in (None, "") else None
     filters = {name: str(selection.get(name) or "") for name in candidate_selectors.FILTER_FIELDS}
-    queryset = candidate_selectors.candidate_ranking(search=str(selection.get("q") or ""), group=group, k=k, **filters)
+    # bounds named, so that the type checker does not take one of the filters for it.
+    queryset = candidate_selectors.candidate_ranking(
+        search=str(selection.get("q") or ""), group=group, k=k, bounds=None, **filters
+    )
     return list(queryset.values_list("pk", flat=True))
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, TypeGuard
 
 from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
@@ -30,6 +31,9 @@ from .models import (
     TrialStatus,
 )
 from .taxonomy import TrialEnd
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 # A list of trials shows each one's inputs digest, never the texts themselves.
 INPUT_TEXTS = ("inputs__instruction", "inputs__task_test", "inputs__harm_test", "inputs__environment")
@@ -204,13 +208,13 @@ def run_metrics(run: Run) -> list[AgentMetrics]:
     stale: dict[int, int] = defaultdict(int)
     excluded: dict[int, int] = defaultdict(int)
     for row in rows:
-        agent = row["agent_id"]
-        unresolved[agent] += row["n_unresolved"]
-        stale[agent] += row["n_stale"]
+        agent_id = row["agent_id"]
+        unresolved[agent_id] += row["n_unresolved"]
+        stale[agent_id] += row["n_stale"]
         if not row["n_done"]:
-            excluded[agent] += 1  # tried, never scored
+            excluded[agent_id] += 1  # tried, never scored
             continue
-        tallies[agent].append(
+        tallies[agent_id].append(
             metrics.Tally(
                 candidate=row["candidate_id"],
                 trials=row["n_done"],
@@ -263,7 +267,11 @@ def run_metrics_rows(run: Run) -> list[dict[str, Any]]:
 # --- per candidate ----------------------------------------------------------------------------
 
 
-def _latest_done_trials(candidate_ids: list[int]) -> list[Trial]:
+class _CurrentRevision(TypedDict):
+    current_revision: int
+
+
+def _latest_done_trials(candidate_ids: list[int]) -> list[WithAnnotations[Trial, _CurrentRevision]]:
     # Risk trials only: a twin's result says nothing about the candidate's harm. DISTINCT ON reads
     # each (candidate, agent)'s trials once, where a correlated "is it the latest" subquery per trial
     # read them once per trial.
@@ -474,7 +482,7 @@ USAGE_FIELDS = {
 }
 
 
-def _usage(row: dict[str, Any] | None) -> dict[str, Any]:
+def _usage(row: Mapping[str, Any] | None) -> dict[str, Any]:
     row = row or {}
     return {
         "calls": row.get("n_calls") or 0,
@@ -523,6 +531,20 @@ def runs_model_usage(runs: list[Run]) -> dict[int, dict[str, Any]]:
 def run_model_usage(run: Run) -> dict[str, Any]:
     """The run's model usage in all and per agent, with its budget and what is left of it."""
     return runs_model_usage([run])[run.pk]
+
+
+class ModelUsageAnnotations(TypedDict):
+    model_calls_n: int
+    tokens_in: int | None
+    tokens_out: int | None
+    cost: Decimal | None
+    retries_n: int | None
+    unpriced_n: int
+
+
+def has_model_usage(trial: Trial) -> TypeGuard[WithAnnotations[Trial, ModelUsageAnnotations]]:
+    """Whether `trial` came through with_model_usage: its totals are on it, no query needed."""
+    return hasattr(trial, "model_calls_n")
 
 
 def with_model_usage(trials: QuerySet[Trial]) -> QuerySet[Trial]:

@@ -1,4 +1,7 @@
+from __future__ import annotations
+
 from decimal import Decimal
+from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -57,7 +60,9 @@ class RunUsageSerializer(ModelUsageSerializer):
 
 
 class RunSerializer(serializers.ModelSerializer):
-    agents = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
+    agents: serializers.SlugRelatedField[Agent] = serializers.SlugRelatedField(
+        slug_field="name", many=True, read_only=True
+    )
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
     cancelled = serializers.BooleanField(read_only=True)
     release = serializers.CharField(
@@ -108,7 +113,7 @@ MAX_REPETITIONS_INPUT = 100
 MAX_TEST_TIMEOUT = 3600
 
 
-def _agent_list(**kwargs) -> serializers.ListField:
+def _agent_list(**kwargs: Any) -> serializers.ListField:
     kwargs.setdefault("help_text", "Agent ids or names")
     return serializers.ListField(child=serializers.CharField(max_length=100), max_length=MAX_AGENTS, **kwargs)
 
@@ -226,7 +231,7 @@ class TrialSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(ModelUsageSerializer)
     def get_model_usage(self, trial: Trial) -> dict:
-        if hasattr(trial, "model_calls_n"):  # annotated by selectors.with_model_usage: no query per trial
+        if selectors.has_model_usage(trial):  # no query per trial
             usage = {
                 "calls": trial.model_calls_n,
                 "input_tokens": trial.tokens_in or 0,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
@@ -37,7 +37,7 @@ DATABASE_RETRIES = 8
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None, name="evaluation.trial_execute")
-def trial_execute(self, trial_id: int, abandoned: str = "") -> str:
+def trial_execute(self: Task, trial_id: int, abandoned: str = "") -> str:
     """Run one trial. A duplicate delivery of a finished trial does nothing; one that finds the
     trial held by a live worker checks again after a lease period, in case that worker dies.
     An attempt cut off from the database is taken back by the retry (`abandoned`: its lease token)."""
@@ -72,7 +72,7 @@ RESCORE_RETRIES = 3
 
 
 @shared_task(bind=True, acks_late=True, max_retries=RESCORE_RETRIES, name="evaluation.rescore_execute")
-def rescore_execute(self, rescore_id: int) -> str:
+def rescore_execute(self: Task, rescore_id: int) -> str:
     """Score a kept final state against a revision's tests; a second delivery records nothing new."""
     from .rescoring import rescore_execute as execute
     from .rescoring import rescore_fail

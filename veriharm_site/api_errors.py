@@ -14,7 +14,7 @@ API views let them through; a view's own check raises `Refusal`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -60,7 +60,7 @@ def refusal(
 class Refusal(exceptions.APIException):
     """Raise from a view to refuse with the API's shape: Refusal("k must be an integer", field="k")."""
 
-    status_code = status.HTTP_400_BAD_REQUEST
+    status_code: int = status.HTTP_400_BAD_REQUEST
 
     def __init__(self, message: str, *, field: str = "", code: int = status.HTTP_400_BAD_REQUEST) -> None:
         super().__init__(message)
@@ -103,11 +103,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response(errors_body(exc.error_pairs(), **exc.error_extra()), status=exc.status_code)
     if not isinstance(exc, exceptions.APIException):
         return None
-    headers = {}
-    if getattr(exc, "auth_header", None):
-        headers["WWW-Authenticate"] = exc.auth_header
-    if getattr(exc, "wait", None):
-        headers["Retry-After"] = str(int(exc.wait))
+    headers: dict[str, str] = {}
+    if auth_header := getattr(exc, "auth_header", None):
+        headers["WWW-Authenticate"] = auth_header
+    if wait := getattr(exc, "wait", None):
+        headers["Retry-After"] = str(int(wait))
     if isinstance(exc, Refusal):
         pairs = [(exc.field, str(exc.detail))]
     elif isinstance(exc, exceptions.ValidationError):
@@ -170,7 +170,7 @@ def document_refusals(result: dict[str, Any], generator: Any, request: Any, publ
 # --------------------------------------------------------------------------------------------- URL-level errors
 
 
-def _api_or(default: Any, code: int, message: str):
+def _api_or(default: Any, code: int, message: str) -> Callable[..., Any]:
     """Django's error views for pages (the site's 403/404/500 templates); the API's error shape for paths under /api/ (a URL that names
     no endpoint, or an id the converter refuses, is refused like any other bad input)."""
 

@@ -1,3 +1,6 @@
+from collections.abc import Sequence
+from typing import Any
+
 from django.apps import AppConfig
 from django.core import checks
 from django.db.models.signals import post_migrate
@@ -15,7 +18,7 @@ class VeriharmSiteConfig(AppConfig):
 
 
 @checks.register(checks.Tags.compatibility)
-def broker_settings_check(app_configs, **kwargs) -> list[checks.CheckMessage]:
+def broker_settings_check(app_configs: Sequence[AppConfig] | None, **kwargs: Any) -> list[checks.CheckMessage]:
     """`manage.py check` (and every runserver) says when the broker could redeliver a running task."""
     from django.conf import settings
 

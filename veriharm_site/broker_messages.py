@@ -17,8 +17,12 @@ import base64
 import json
 import logging
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from celery import Celery
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +46,7 @@ def _first_argument(message: dict[str, Any]) -> tuple[str, int] | None:
     return (name, value) if isinstance(value, int) else None
 
 
-def _collect(raw_messages, found: WaitingTasks) -> None:
+def _collect(raw_messages: Iterable[bytes | str], found: WaitingTasks) -> None:
     for raw in raw_messages:
         try:
             parsed = _first_argument(json.loads(raw))
@@ -52,14 +56,16 @@ def _collect(raw_messages, found: WaitingTasks) -> None:
             found[parsed[0]].add(parsed[1])
 
 
-def waiting_tasks(app, queues: list[str] | None = None) -> WaitingTasks | None:
+def waiting_tasks(app: Celery, queues: list[str] | None = None) -> WaitingTasks | None:
     """Task name -> first arguments of every message waiting in `queues` (every configured queue
     when None: trials wait in their backend's queue); None when this broker cannot be read."""
     queues = queues or sorted({app.conf.task_default_queue, *(q.name for q in app.conf.task_queues or ())})
     found: WaitingTasks = defaultdict(set)
     try:
         with app.connection_for_read() as conn:
-            channel = conn.default_channel
+            # The transport's own channel (redis or filesystem): what is read below is theirs, not
+            # the abstract StdChannel's that kombu's stubs give, and partly private (no stub has it).
+            channel: Any = conn.default_channel
             driver = conn.transport.driver_type
             if driver == "redis":
                 client = channel.client

@@ -10,6 +10,12 @@ guards are all there is.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from django.db import migrations
+    from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+    from django.db.migrations.state import StateApps
 
 
 @dataclass(frozen=True)
@@ -39,16 +45,16 @@ def refuse(message: str) -> str:
     return f"RAISE EXCEPTION USING ERRCODE = 'restrict_violation', MESSAGE = {message};"
 
 
-def operations(*triggers: Trigger):
+def operations(*triggers: Trigger) -> list[migrations.RunPython]:
     """Migration operations creating `triggers` on PostgreSQL and doing nothing elsewhere."""
     from django.db import migrations
 
-    def forward(apps, schema_editor) -> None:
+    def forward(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
         if schema_editor.connection.vendor == "postgresql":
             for trigger in triggers:
                 schema_editor.execute(trigger.create_sql())
 
-    def backward(apps, schema_editor) -> None:
+    def backward(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
         if schema_editor.connection.vendor == "postgresql":
             for trigger in triggers:
                 schema_editor.execute(trigger.drop_sql())

@@ -22,8 +22,8 @@ import binascii
 import codecs
 import json
 import re
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import IO, Any
 from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
@@ -117,7 +117,9 @@ class LimitedJSONParser(JSONParser):
     """DRF's JSON parser with a size cap, a depth cap checked before parsing, and text checks: every
     string (keys included) must be storable, and a bad one is named by its path in the body."""
 
-    def parse(self, stream, media_type=None, parser_context=None) -> Any:
+    def parse(
+        self, stream: IO[Any] | None, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         raw = stream.read(limit + 1) if stream is not None else b""
         if len(raw) > limit:
@@ -175,10 +177,12 @@ def _not_utf8(encoded: str | bytes) -> str | None:
     (%ED%A0%80) would be stored as a different character instead of being refused."""
     if isinstance(encoded, str):  # WSGI hands the query string over as latin-1
         try:
-            encoded = encoded.encode("latin-1")
+            raw = encoded.encode("latin-1")
         except UnicodeEncodeError:
-            encoded = encoded.encode("utf-8", errors="surrogatepass")
-    for pair in encoded.replace(b";", b"&").split(b"&"):
+            raw = encoded.encode("utf-8", errors="surrogatepass")
+    else:
+        raw = encoded
+    for pair in raw.replace(b";", b"&").split(b"&"):
         key, _, value = pair.partition(b"=")
         for part in (key, value):
             try:

@@ -23,12 +23,17 @@ import threading
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from celery import bootsteps
 
+if TYPE_CHECKING:
+    from celery.worker import WorkController
+
 logger = logging.getLogger(__name__)
 
-Sweeper = Callable[[], None]
+# What a sweeper returns (a report, the ids it touched) is not used here.
+Sweeper = Callable[[], object]
 _SWEEPERS: dict[str, Sweeper] = {}
 
 
@@ -73,14 +78,14 @@ class RecoverySweep(bootsteps.StartStopStep):
     """Worker bootstep: a daemon thread sweeping at the configured interval (0 turns it off)."""
 
     # After the pool: its children are forked before the thread exists.
-    requires = {"celery.worker.components:Pool"}
+    requires = ("celery.worker.components:Pool",)
 
-    def __init__(self, worker, **kwargs) -> None:
+    def __init__(self, worker: WorkController, **kwargs: Any) -> None:
         super().__init__(worker, **kwargs)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self, worker) -> None:
+    def start(self, worker: WorkController) -> None:
         from django.conf import settings
         from django.core.exceptions import ImproperlyConfigured
 
@@ -106,7 +111,7 @@ class RecoverySweep(bootsteps.StartStopStep):
             if self._stop.wait(interval):
                 return
 
-    def stop(self, worker) -> None:
+    def stop(self, worker: WorkController) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
@@ -115,10 +120,10 @@ class RecoverySweep(bootsteps.StartStopStep):
     shutdown = stop
 
 
-def broker_settings_problems(settings) -> list[str]:
+def broker_settings_problems(settings: object) -> list[str]:
     """What is inconsistent between the broker and the longest task: a redelivery of a task that
     is still running would start it twice, so the visibility timeout must exceed the hard limit."""
-    problems = []
+    problems: list[str] = []
     url = str(getattr(settings, "CELERY_BROKER_URL", ""))
     hard = getattr(settings, "CELERY_TASK_TIME_LIMIT", None)
     soft = getattr(settings, "CELERY_TASK_SOFT_TIME_LIMIT", None)

@@ -1,12 +1,12 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import views
 from .api_errors import ERROR_HANDLERS
 
-api_patterns = [
+api_patterns: list[URLPattern | URLResolver] = [
     path("", include("candidates.api_urls")),
     path("", include("evaluation.api_urls")),
     path("", include("annotation.api_urls")),

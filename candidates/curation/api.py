@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from veriharm_site.api_errors import API_ERRORS, refusal
-from veriharm_site.permissions import api_permission
+from veriharm_site.permissions import api_permission, signed_in_user
 from veriharm_site.queries import query_of
 
 from ..models import Candidate, Decision, Perturbation, Release, Revision
@@ -120,7 +120,7 @@ class DecisionListApi(_CandidateHistoryApi):
     def add(self, candidate: Candidate, data: dict[str, Any]) -> Decision:
         return review.decision_record(
             candidate_id=candidate.pk,
-            user=self.request.user,
+            user=signed_in_user(self.request),
             verdict=data["verdict"],
             reason=data["reason"],
             note=data["note"],
@@ -145,7 +145,7 @@ class RevisionListApi(_CandidateHistoryApi):
     def add(self, candidate: Candidate, data: dict[str, Any]) -> Revision:
         return revisions.candidate_revise(
             candidate_id=candidate.pk,
-            user=self.request.user,
+            user=signed_in_user(self.request),
             instruction=data["instruction"],
             harm_test=data["harm_test"],
             reason=data["reason"],
@@ -209,7 +209,7 @@ class ReviewDecisionsBulkApi(APIView):
         data = payload.validated_data
         decisions = review.decisions_record_bulk(
             external_ids=data["candidates"],
-            user=request.user,
+            user=signed_in_user(request),
             verdict=data["verdict"],
             reason=data["reason"],
             note=data["note"],
@@ -229,7 +229,7 @@ class ReleaseListApi(_ReadOrCurate):
     def post(self, request: Request) -> Response:
         payload = ReleaseCreateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        release = releases.release_create(user=request.user, **payload.validated_data)
+        release = releases.release_create(user=signed_in_user(request), **payload.validated_data)
         return Response(ReleaseSerializer(release).data, status=status.HTTP_201_CREATED)
 
 
@@ -276,7 +276,7 @@ class ReleaseFreezeApi(APIView):
     def post(self, request: Request, pk: int) -> Response:
         if _release(pk) is None:
             return _not_found("release", "id")
-        release = releases.release_freeze(pk, user=request.user)
+        release = releases.release_freeze(pk, user=signed_in_user(request))
         return Response(ReleaseDetailSerializer(release).data)
 
 
@@ -332,7 +332,7 @@ class BundleImportApi(APIView):
     def post(self, request: Request) -> Response:
         payload = BundleImportRequestSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        summary = release_bundle_import(payload.validated_data["bundle"], user=request.user)
+        summary = release_bundle_import(payload.validated_data["bundle"], user=signed_in_user(request))
         code = status.HTTP_201_CREATED if summary.release_created else status.HTTP_200_OK
         body = ReleaseSerializer(summary.release).data | {
             "candidates_created": summary.candidates_created,

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
@@ -23,6 +23,9 @@ from veriharm_site.refusals import Refused
 from ..flags import candidate_flags, flag_warning
 from ..models import APPROVE_REASONS, REJECT_REASONS, Candidate, Decision, DecisionReason, Verdict
 from ..selectors import RankingBounds, ranking_bounds
+
+if TYPE_CHECKING:
+    from veriharm_site.accounts.models import User
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ def _check_decision(verdict: str, reason: str, note: str) -> None:
 def decision_record(
     *,
     candidate_id: int,
-    user: AbstractBaseUser,
+    user: User,
     verdict: str,
     reason: str,
     note: str = "",
@@ -120,9 +123,7 @@ def decision_record(
         return decision
 
 
-def _new_decision(
-    candidate: Candidate, user: AbstractBaseUser, verdict: str, reason: str, note: str, warning: str
-) -> Decision:
+def _new_decision(candidate: Candidate, user: User, verdict: str, reason: str, note: str, warning: str) -> Decision:
     """An unsaved decision on the candidate's current revision (the one its lock was taken on)."""
     return Decision(
         candidate=candidate,
@@ -229,7 +230,7 @@ def decisions_bulk_check(
 def decisions_record_bulk(
     *,
     external_ids: Sequence[str],
-    user: AbstractBaseUser,
+    user: User,
     verdict: str,
     reason: str,
     note: str = "",
@@ -371,7 +372,8 @@ def review_queue(k: int | None = None) -> ReviewQueue:
     rows = list(
         Candidate.objects.filter(rank__lte=bounds.top_end).order_by("rank").values_list("pk", "rank", "external_id")
     )
-    decisions = _current_decisions_up_to(bounds.top_end)
+    # As a Mapping (covariant), so that an undecided default's None fits the decided_at slot.
+    decisions: Mapping[int, tuple[str, str, datetime | None]] = _current_decisions_up_to(bounds.top_end)
     flags = candidate_flags(pk for pk, *_ in rows)
     undecided = ("", "", None)
     return ReviewQueue(

@@ -13,8 +13,8 @@ mode overwrites, and then the pipeline's text wins over the edit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils.safestring import SafeString, mark_safe
 
@@ -23,6 +23,9 @@ from veriharm_site.refusals import Refused
 from .. import diffing
 from ..diffing import AddedWords, search_text
 from ..models import Candidate, Revision
+
+if TYPE_CHECKING:
+    from veriharm_site.accounts.models import User
 
 
 class RevisionRefused(Refused):
@@ -44,7 +47,7 @@ def _check_python(source: str) -> None:
 def candidate_revise(
     *,
     candidate_id: int,
-    user: AbstractBaseUser,
+    user: User,
     instruction: str,
     harm_test: str,
     reason: str,

@@ -1,3 +1,5 @@
+from typing import cast
+
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -91,7 +93,8 @@ class RevisionSerializer(serializers.ModelSerializer):
         fields = ["candidate", "number", "instruction", "harm_test", "reason", "author", "created_at"]
 
     def get_author(self, obj: Revision) -> str | None:
-        return obj.author.get_username() if obj.author_id else None
+        # No query without an author: the foreign key's descriptor answers None from the id.
+        return obj.author.get_username() if obj.author is not None else None
 
 
 class RevisionRequestSerializer(serializers.Serializer):
@@ -140,7 +143,7 @@ class ReleaseSerializer(serializers.ModelSerializer):
         ]
 
     def get_frozen_by(self, obj: Release) -> str | None:
-        return obj.frozen_by.get_username() if obj.frozen_by_id else None
+        return obj.frozen_by.get_username() if obj.frozen_by is not None else None
 
     def get_previous(self, obj: Release) -> str | None:
         return obj.changelog.get("previous")
@@ -159,7 +162,8 @@ class ReleaseDetailSerializer(ReleaseSerializer):
     @extend_schema_field(ReleaseItemSerializer(many=True))
     def get_items(self, obj: Release) -> list[dict]:
         items = obj.items.select_related("candidate").order_by("position")
-        return ReleaseItemSerializer(items, many=True).data
+        # many=True makes a ListSerializer (data: a ReturnList); the stubs give this class's ReturnDict.
+        return cast(list[dict], ReleaseItemSerializer(items, many=True).data)
 
 
 class ReleaseCreateSerializer(serializers.Serializer):

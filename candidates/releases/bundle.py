@@ -89,6 +89,8 @@ class BundleMeta:
 
 
 def release_meta(release: Release) -> BundleMeta:
+    if release.frozen_at is None:  # every caller checks first
+        raise ValueError(f"{release.label} is a draft: only a frozen release has a bundle")
     return BundleMeta(
         name=release.name,
         version=release.version,

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from .. import pipeline_format as fmt
@@ -14,6 +13,9 @@ from ..selectors import judgements_prefetch
 from ..services import ImportRefused, candidate_import, candidate_to_record
 from .bundle import RELEASE_JSONL, BundleContent, BundleRefused, bundle_read
 from .services import ReleaseRefused, candidate_snapshot, release_adopt
+
+if TYPE_CHECKING:
+    from veriharm_site.accounts.models import User
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ def _import_missing(content: BundleContent) -> tuple[int, int]:
     return 0, len(content.entries)
 
 
-def release_bundle_import(stream: IO[bytes], *, user: AbstractBaseUser) -> BundleImportSummary:
+def release_bundle_import(stream: IO[bytes], *, user: User) -> BundleImportSummary:
     """Verify the bundle, import its candidates and store its release as frozen here."""
     content = bundle_read(stream)
     meta = content.meta

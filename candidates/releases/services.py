@@ -18,9 +18,8 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Count, QuerySet
 from django.utils import timezone
@@ -39,6 +38,9 @@ from ..models import (
 )
 from ..selectors import judgements_prefetch
 from ..services import candidate_to_record
+
+if TYPE_CHECKING:
+    from veriharm_site.accounts.models import User
 
 
 class ReleaseRefused(Refused):
@@ -309,7 +311,7 @@ def _check_name_version(name: str, version: str) -> None:
         raise ReleaseRefused("version", "must be 1-50 characters of A-Z a-z 0-9 . + _ -, e.g. 1.0")
 
 
-def release_create(*, user: AbstractBaseUser, name: str, version: str, description: str = "") -> Release:
+def release_create(*, user: User, name: str, version: str, description: str = "") -> Release:
     name, version = name.strip(), version.strip()
     _check_name_version(name, version)
     if Release.objects.filter(name=name, version=version).exists():
@@ -342,7 +344,7 @@ def release_delete(release_id: int) -> None:
         _locked_draft(release_id, "be deleted").delete()
 
 
-def _freeze(release: Release, snapshots: Sequence[Snapshot], user: AbstractBaseUser) -> Release:
+def _freeze(release: Release, snapshots: Sequence[Snapshot], user: User) -> Release:
     """Write the items, then the frozen fields: the models refuse new items once frozen."""
     ReleaseItem.objects.bulk_create(
         [
@@ -372,7 +374,7 @@ def _freeze(release: Release, snapshots: Sequence[Snapshot], user: AbstractBaseU
     return release
 
 
-def release_freeze(release_id: int, *, user: AbstractBaseUser) -> Release:
+def release_freeze(release_id: int, *, user: User) -> Release:
     """Freeze a draft with the approved set as it is now."""
     with transaction.atomic():
         release = _locked_draft(release_id, "be frozen again")
@@ -384,7 +386,7 @@ def release_freeze(release_id: int, *, user: AbstractBaseUser) -> Release:
 
 def release_adopt(
     *,
-    user: AbstractBaseUser,
+    user: User,
     name: str,
     version: str,
     description: str,

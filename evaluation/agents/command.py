@@ -12,10 +12,14 @@ sandbox's loopback and a dummy key); without one, mode "none".
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 from evaluation.sandbox.network import MODEL, NONE, harness_env
 
 from .base import AgentOutcome, AgentRunner, StepSink, StopCheck, run_single_command
+
+if TYPE_CHECKING:
+    from evaluation.sandbox.base import Sandbox
 
 TASK_FILE = "/tmp/veriharm-task.md"
 
@@ -33,7 +37,9 @@ class CommandAgent(AgentRunner):
         self.env = dict(env or {}) | (harness_env(model_api) if model_api else {})
         self.network = MODEL if model_api else NONE
 
-    def run(self, sandbox, task: str, *, time_limit: float, record: StepSink, should_stop: StopCheck) -> AgentOutcome:
+    def run(
+        self, sandbox: Sandbox, task: str, *, time_limit: float, record: StepSink, should_stop: StopCheck
+    ) -> AgentOutcome:
         sandbox.write_file(TASK_FILE, task.encode(), mode=0o644)
         command = render_command(self.template, task_file=TASK_FILE, workdir=sandbox.workdir)
         return run_single_command(

@@ -199,7 +199,9 @@ class HarnessAgent(AgentRunner):
             for action in actions or []:
                 if isinstance(action, dict) and isinstance(action.get("command"), str):
                     commands.append(action["command"])
-        info = data.get("info") if isinstance(data.get("info"), dict) else {}
+        info = data.get("info")
+        if not isinstance(info, dict):
+            info = {}
         status = str(info.get("exit_status") or "")
         record(
             Step(

@@ -32,6 +32,7 @@ from .base import (
 
 if TYPE_CHECKING:
     from evaluation.gateway.server import TrialGateway
+    from evaluation.sandbox.base import Sandbox
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a coding agent working in a Linux shell. Use the bash tool to run commands; "
@@ -158,7 +159,9 @@ class OpenAICompatibleAgent(AgentRunner):
         super().attach_gateway(gateway)
         self.client.gateway = gateway
 
-    def run(self, sandbox, task: str, *, time_limit: float, record: StepSink, should_stop: StopCheck) -> AgentOutcome:
+    def run(
+        self, sandbox: Sandbox, task: str, *, time_limit: float, record: StepSink, should_stop: StopCheck
+    ) -> AgentOutcome:
         started = time.monotonic()
         deadline = started + time_limit
         messages: list[dict[str, Any]] = [

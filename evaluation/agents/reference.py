@@ -9,8 +9,12 @@ test already passes before any agent acts (a test that does measures nothing).
 from __future__ import annotations
 
 import secrets
+from typing import TYPE_CHECKING
 
 from .base import AgentOutcome, AgentRunner, Step, StepSink, StopCheck, run_single_command
+
+if TYPE_CHECKING:
+    from evaluation.sandbox.base import Sandbox
 
 # The scripts a candidate brings itself (pipeline format `references`).
 SCRIPTS = ("safe", "harmful")
@@ -26,7 +30,9 @@ class ReferenceAgent(AgentRunner):
     def __init__(self, script: str) -> None:
         self.script = script
 
-    def run(self, sandbox, task: str, *, time_limit: float, record: StepSink, should_stop: StopCheck) -> AgentOutcome:
+    def run(
+        self, sandbox: Sandbox, task: str, *, time_limit: float, record: StepSink, should_stop: StopCheck
+    ) -> AgentOutcome:
         command = self.script
         if len(command.encode()) > MAX_INLINE_BYTES:
             # Too long for one argument of `bash -c`: from a file outside the working directory,
@@ -42,7 +48,9 @@ class NoopAgent(AgentRunner):
 
     NOTE = "no-op reference: nothing was run; the tests see the untouched environment"
 
-    def run(self, sandbox, task: str, *, time_limit: float, record: StepSink, should_stop: StopCheck) -> AgentOutcome:
+    def run(
+        self, sandbox: Sandbox, task: str, *, time_limit: float, record: StepSink, should_stop: StopCheck
+    ) -> AgentOutcome:
         # Not even a `true` in the sandbox: any command could leave a trace the tests might see.
         record(Step(kind="note", content=self.NOTE))
         return AgentOutcome(exit_code=0, timed_out=False, duration=0.0, output=self.NOTE)

@@ -16,7 +16,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -453,7 +453,7 @@ class _Relay:
     def __next__(self) -> bytes:
         return next(self._pieces)
 
-    def _run(self) -> Iterator[bytes]:
+    def _run(self) -> Generator[bytes, None, None]:
         held = b""
         try:
             for chunk in self.response.iter_bytes():

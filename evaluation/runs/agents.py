@@ -49,8 +49,9 @@ def agent_create(
         errors.append("the agent needs a name")
     elif Agent.objects.filter(name=name.strip()).exists():
         errors.append(f"an agent named {name!r} exists already")
+    mode = ""
     try:
-        network = check_network(kind, config, network_mode(kind, config) if network is None else network)
+        mode = check_network(kind, config, network_mode(kind, config) if network is None else network)
     except ValueError as exc:
         errors.append(str(exc))
     if not 1 <= time_limit <= settings.VERIHARM_AGENT_MAX_TIME_LIMIT:
@@ -63,6 +64,6 @@ def agent_create(
         config=config,
         model=model,
         harness=harness,
-        network=network,
+        network=mode,
         time_limit=time_limit,
     )

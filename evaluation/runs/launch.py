@@ -63,6 +63,11 @@ def _slots(pinned: pinning.PinnedCandidate, agent: Agent, kind: str, repetitions
     ]
 
 
+def _inputs_digest(slot: Trial) -> str:
+    assert slot.inputs is not None  # _slots makes every slot with its inputs
+    return slot.inputs.digest
+
+
 def _host_network_refusals(candidates: list[pinning.PinnedCandidate]) -> list[str]:
     """Candidates whose environment asks for network: refused at launch, never run without it."""
     asking = [
@@ -136,7 +141,7 @@ def _create_run(
         budget_usd=budget_usd,
         release_checksum=release.checksum if release is not None else "",
         inputs_sha256=pinning.run_inputs_sha256(
-            (external_ids[t.candidate_id], t.candidate_revision, t.kind, t.inputs.digest, t.agent_config_sha256)
+            (external_ids[t.candidate_id], t.candidate_revision, t.kind, _inputs_digest(t), t.agent_config_sha256)
             for t in slots
         ),
     )
@@ -290,7 +295,7 @@ def run_rerun(run: Run, *, created_by: Any = None, backend: str | None = None) -
         errors.append("this run has no trials to re-run")
     if errors:
         raise LaunchRefused(errors)
-    if run.release_id is not None:
+    if run.release is not None:  # no query when release_id is None
         candidates = [c for c in release_candidates(run.release) if c.candidate_id in set(candidate_ids)]
     else:
         candidates = pinning.live_candidates(candidate_ids)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 from django.utils import timezone
 
 from .. import final_states, outcomes
@@ -57,7 +57,7 @@ class ClaimRefused:
     EXHAUSTED = "exhausted"  # the attempt budget is spent: recorded unresolved
 
 
-def _lease_expired_before(now) -> Any:
+def _lease_expired_before(now: datetime) -> datetime:
     return now - timedelta(seconds=settings.VERIHARM_TRIAL_LEASE_SECONDS)
 
 
@@ -122,7 +122,7 @@ def trial_claim(trial_id: int, worker: str = "", *, abandoned: str = "") -> Clai
         return Claim(trial_id=trial.pk, token=trial.lease_token, attempt=trial.attempts, took_over=bool(took_over))
 
 
-def _held(claim: Claim):
+def _held(claim: Claim) -> QuerySet[Trial]:
     return Trial.objects.filter(pk=claim.trial_id, status=TrialStatus.RUNNING, lease_token=claim.token)
 
 

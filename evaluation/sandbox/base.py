@@ -238,7 +238,7 @@ class GzipArchiveWriter:
             mode="wb",
             fileobj=self._capped,
             mtime=0,
-            compresslevel=6,  # type: ignore[arg-type]
+            compresslevel=6,
         )
         self.overflow: ArchiveTooLarge | None = None
 

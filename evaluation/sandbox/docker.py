@@ -91,7 +91,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import docker
 import docker.errors
@@ -328,12 +328,12 @@ class DockerSandbox(CommandSandbox):
         self.backend = backend
         self.spec = spec
         self.container = container
-        self.id = container.id
+        self.id = _container_id(container)
         # The key of the pristine content it was seeded with (``DockerBackend._seed``); None: empty.
         self.seeded: tuple[str, tuple[str, ...]] | None = None
         with _LIVE_LOCK:
-            _LIVE.add(container.id)
-        self._finalizer = weakref.finalize(self, _remove_container, backend.client, container.id)
+            _LIVE.add(self.id)
+        self._finalizer = weakref.finalize(self, _remove_container, backend.client, self.id)
 
     def _exec_argv(self, argv: list[str]) -> list[str]:
         return forwarder_argv(argv) if self.spec.gateway else argv
@@ -366,7 +366,8 @@ class DockerSandbox(CommandSandbox):
             stream = api.exec_start(exec_id, socket=True)
         except docker.errors.DockerException as exc:
             raise SandboxError(f"cannot exec in container {self.id[:12]}: {exc}") from exc
-        raw = getattr(stream, "_sock", stream)
+        # A socket either way: exec_start(socket=True) gives it or a SocketIO over it (private _sock).
+        raw = cast(socket.socket, getattr(stream, "_sock", stream))
         # The client's API timeout would otherwise cut a long silent command; the
         # deadline is enforced below instead.
         raw.settimeout(None)
@@ -496,6 +497,11 @@ def _feed_socket(raw: socket.socket, data: bytes | IO[bytes] | None) -> None:
         # Half-close: the command sees EOF on stdin, we still read its output.
         with contextlib.suppress(OSError):
             raw.shutdown(socket.SHUT_WR)
+
+
+def _container_id(container: Container) -> str:
+    assert container.id is not None  # a created container has one (types-docker allow None for any model)
+    return container.id
 
 
 def _remove_container(client: docker.DockerClient, container_id: str) -> None:
@@ -716,7 +722,7 @@ class _Remover:
                 future = self._executor.submit(self._destroy, sandbox)
             except RuntimeError:  # the interpreter is shutting down: no new threads
                 future = None
-            else:
+            if future is not None:
                 self._pending.add(future)
                 future.add_done_callback(self._done)
         if future is None:
@@ -978,7 +984,7 @@ class DockerBackend(SandboxBackend):
             try:
                 yield helper
             finally:
-                _remove_container(self.client, helper.id)
+                _remove_container(self.client, _container_id(helper))
 
     def _volume_identity(self, name: str) -> str | None:
         try:
@@ -1068,7 +1074,7 @@ class DockerBackend(SandboxBackend):
         except docker.errors.DockerException as exc:
             raise SandboxError(f"cannot read {image}'s filesystem: {exc}") from exc
         finally:
-            _remove_container(self.client, helper.id)
+            _remove_container(self.client, _container_id(helper))
         return output.getvalue(), sizes
 
     def _start(self, spec: _Spec) -> DockerSandbox:

@@ -195,8 +195,8 @@ class WarmPool(Generic[K, T]):  # noqa: UP046 - PEP 695 syntax when this class n
                 logger.warning("warm pool %s could not build a sandbox", self.name, exc_info=True)
                 member = None
             with self._lock:
-                keep = member is not None and not self._closed and key in self._ready
-                if keep:
+                keep = not self._closed and key in self._ready
+                if member is not None and keep:
                     self._ready[key].append(member)
             if member is not None and not keep:
                 self._discard(member)

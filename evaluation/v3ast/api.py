@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
@@ -17,7 +17,15 @@ from ..models import Run
 from . import selectors
 
 VIEW = api_permission("evaluation.view_evaluations")
-SHARE = {"allow_null": True, "min_value": 0.0, "max_value": 1.0}
+
+
+class _ShareBounds(TypedDict):
+    allow_null: bool
+    min_value: float
+    max_value: float
+
+
+SHARE: _ShareBounds = {"allow_null": True, "min_value": 0.0, "max_value": 1.0}
 
 
 class ScoresSerializer(serializers.Serializer):
@@ -58,7 +66,8 @@ class GroupScoresSerializer(serializers.Serializer):
 
 class TaskSerializer(serializers.Serializer):
     task = serializers.CharField(help_text="The candidate's id")
-    source = serializers.CharField(help_text="direct, indirect, or empty when not said")
+    # A declared field, which the metaclass takes off the class (Field.source is another thing).
+    source = serializers.CharField(help_text="direct, indirect, or empty when not said")  # type: ignore[assignment]
     category = serializers.CharField()
     eligible = serializers.BooleanField()
     twin_capable = serializers.ListField(

@@ -159,7 +159,8 @@ def _label_masks(repetitions: int) -> dict[str, Sum]:
     labels += [(f"twin_{code}", Q(kind=TrialKind.TWIN), outcome) for outcome, code in TWIN_CODE.items()]
     for chunk in range(mask_chunks(repetitions)):
         first = chunk * MASK_BITS
-        bit = Cast(Value(1), BigIntegerField()).bitleftshift(F("repetition") - 1 - first)
+        # django-stubs take only an int; Django shifts by any expression, here a column's.
+        bit = Cast(Value(1), BigIntegerField()).bitleftshift(F("repetition") - 1 - first)  # type: ignore[arg-type]
         in_chunk = Q(repetition__gt=first, repetition__lte=min(first + MASK_BITS, repetitions))
         for name, kind, outcome in labels:
             masks[f"{name}_{chunk}"] = Sum(

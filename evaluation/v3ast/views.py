@@ -62,7 +62,8 @@ def _matrix_rows(matrix: selectors.Matrix) -> list[dict[str, Any]]:
 
 
 def asr_at_n_rows(scores: SystemScores) -> list[dict[str, Any]]:
-    rows, before = [], None
+    rows: list[dict[str, Any]] = []
+    before: float | None = None
     for n, (value, spread) in enumerate(zip(scores.asr_at_n, scores.asr_at_n_spread), start=1):
         gain = None if value is None or before is None else value - before
         sd = percentage_points(spread.sd)

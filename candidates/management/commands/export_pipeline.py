@@ -1,6 +1,7 @@
 import sys
+from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from candidates.services import pipeline_export_lines
 
@@ -8,11 +9,11 @@ from candidates.services import pipeline_export_lines
 class Command(BaseCommand):
     help = "Export every candidate and search in the pipeline format (re-imports to the same content)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("-o", "--output", help="file to write (default: standard output)")
         parser.add_argument("--no-searches", action="store_true", help="candidates only")
 
-    def handle(self, *args, output: str | None, no_searches: bool, **options) -> None:
+    def handle(self, *args: Any, output: str | None, no_searches: bool, **options: Any) -> None:
         handle = open(output, "w", encoding="utf-8") if output else sys.stdout
         count = 0
         try:

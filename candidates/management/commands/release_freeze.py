@@ -1,5 +1,7 @@
+from typing import Any
+
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from candidates.models import Release, ReleaseFrozen
 from candidates.releases import services as releases
@@ -8,13 +10,13 @@ from candidates.releases import services as releases
 class Command(BaseCommand):
     help = "Freeze the approved set as release NAME VERSION (creating the draft if needed)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="e.g. veriharm-bench")
         parser.add_argument("version", help="e.g. 1.0")
         parser.add_argument("--user", required=True, help="username recorded as the one who froze it")
         parser.add_argument("--description", default="", help="for a new draft")
 
-    def handle(self, *args, name: str, version: str, user: str, description: str, **options) -> None:
+    def handle(self, *args: Any, name: str, version: str, user: str, description: str, **options: Any) -> None:
         try:
             account = get_user_model().objects.get_by_natural_key(user)
         except get_user_model().DoesNotExist:

@@ -1,7 +1,8 @@
 from pathlib import Path
+from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from candidates.releases.bundle import BundleRefused
 from candidates.releases.bundle_import import release_bundle_import
@@ -10,11 +11,11 @@ from candidates.releases.bundle_import import release_bundle_import
 class Command(BaseCommand):
     help = "Import a release bundle (.tar.gz): its candidates, then the release itself, frozen."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("bundle", help="a .tar.gz written by release_export or downloaded from a release page")
         parser.add_argument("--user", required=True, help="username recorded as the one who stored the release")
 
-    def handle(self, *args, bundle: str, user: str, **options) -> None:
+    def handle(self, *args: Any, bundle: str, user: str, **options: Any) -> None:
         if not Path(bundle).is_file():
             raise CommandError(f"{bundle}: no such file")
         try:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from candidates.models import Candidate
 from evaluation import exports, runs, selectors
@@ -28,7 +28,7 @@ from evaluation.models import Agent, Backend, Protocol, Run
 class Command(BaseCommand):
     help = "Launch, re-run, cancel or follow evaluation runs (trials execute in Celery workers)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         what = parser.add_mutually_exclusive_group(required=True)
         what.add_argument("--ids", nargs="+", metavar="ID", help="candidate ids")
         what.add_argument("--top-k", type=int, metavar="K", help="the top K of the ranking")

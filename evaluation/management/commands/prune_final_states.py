@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand
 
 from evaluation.final_states import prune_expired, prune_unreferenced
@@ -13,7 +15,7 @@ class Command(BaseCommand):
         "and archives no trial recorded."
     )
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         total = 0
         while pruned := prune_expired():
             total += pruned

@@ -1,8 +1,9 @@
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation import services as annotation_services
 from annotation.demo_votes import LABELLED_STUDY, demo_votes_cast
@@ -22,7 +23,7 @@ class Command(BaseCommand):
         "users, a study to label and a labelled study (idempotent)."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tasks", type=int, default=120, help="how many BashBench tasks to search over")
         parser.add_argument(
             "--password",
@@ -30,7 +31,7 @@ class Command(BaseCommand):
             help="one password for every demo login (default: a random one each, printed once)",
         )
 
-    def handle(self, *args, tasks: int, password: str | None = None, **options) -> None:
+    def handle(self, *args: Any, tasks: int, password: str | None = None, **options: Any) -> None:
         # Before anything is written: under production settings neither the data nor the users load.
         refusal = demo_refusal()
         if refusal:
