@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import overload
 
 from django.conf import settings
 from django.db import connection
@@ -174,7 +176,21 @@ class RankWindow:
     def __len__(self) -> int:
         return self.count()
 
-    def __getitem__(self, key: slice) -> list[Candidate]:
+    def __iter__(self) -> Iterator[Candidate]:
+        return iter(self[0 : self.count()])
+
+    @overload
+    def __getitem__(self, key: int) -> Candidate: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[Candidate]: ...
+
+    def __getitem__(self, key: int | slice) -> Candidate | list[Candidate]:
+        if isinstance(key, int):
+            found = self[key : key + 1]
+            if not found:
+                raise IndexError(key)
+            return found[0]
         start, stop = key.start or 0, key.stop
         ranked = self._ranked_count()
         rows: list[Candidate] = []

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views import View
 from django.views.generic import TemplateView
 
-from veriharm_site.permissions import RoleRequiredMixin
+from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import QueryPageMixin
 
 from . import diffing, highlight, import_jobs, selectors, services
@@ -114,7 +114,7 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
     def post(self, request: HttpRequest, external_id: str) -> HttpResponse:
         candidate = self._detail(external_id)
         form = DecisionForm(request.POST)
-        decision = decision_from_form(form, candidate, request.user)
+        decision = decision_from_form(form, candidate, signed_in_user(request))
         if decision is None:
             context = self.get_context_data(external_id=external_id, decision_form=form)
             return self.render_to_response(context, status=400)
@@ -134,7 +134,7 @@ class ImportView(RoleRequiredMixin, View):
         if not form.is_valid():
             return render(request, self.template_name, {"form": form}, status=400)
         job = import_jobs.import_job_create(
-            user=request.user, uploads=form.cleaned_data["files"], replace=form.cleaned_data["replace"]
+            user=signed_in_user(request), uploads=form.cleaned_data["files"], replace=form.cleaned_data["replace"]
         )
         return redirect("candidates:import-job", pk=job.pk)
 

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views import View
@@ -11,7 +14,7 @@ from django.views.generic import TemplateView
 
 from candidates.models import Candidate
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
-from veriharm_site.permissions import RoleRequiredMixin
+from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import PageNumberQuery, QueryPageMixin, query_string
 
 from . import exports, metrics, presentation, rescoring, runs, selectors
@@ -39,7 +42,7 @@ class RunLaunchView(RoleRequiredMixin, View):
     permission_required = "evaluation.run_evaluations"
     template_name = "evaluation/launch.html"
 
-    def _form(self, data=None) -> LaunchForm:
+    def _form(self, data: QueryDict | None = None) -> LaunchForm:
         initial = {}
         if data is None and self.request.GET.get("ids"):
             initial = {"selection_kind": "ids", "ids": self.request.GET["ids"]}
@@ -64,7 +67,7 @@ class RunLaunchView(RoleRequiredMixin, View):
                 agent_ids=[a.pk for a in data["agents"]],
                 repetitions=data["repetitions"],
                 backend=data["backend"],
-                created_by=request.user,
+                created_by=signed_in_user(request),
                 name=data["name"],
                 test_timeout=data.get("test_timeout"),
                 protocol=data.get("protocol") or None,
@@ -158,7 +161,7 @@ class RunRerunView(RoleRequiredMixin, ConfirmStepMixin, View):
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         run = _run_or_404(pk)
         try:
-            new = runs.run_rerun(run, created_by=request.user)
+            new = runs.run_rerun(run, created_by=signed_in_user(request))
         except runs.LaunchRefused as refused:
             messages.error(request, f"Not re-run: {refused}")
             return redirect("evaluation:run", pk=run.pk)
@@ -170,7 +173,7 @@ class RunMetricsView(RoleRequiredMixin, TemplateView):
     permission_required = "evaluation.view_evaluations"
     template_name = "evaluation/metrics.html"
 
-    def get(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         run = _run_or_404(kwargs["pk"])
         fmt = request.GET.get("format", "")
         if fmt == "csv":
@@ -223,7 +226,7 @@ class TrialFinalStateView(RoleRequiredMixin, View):
 
     permission_required = "evaluation.run_evaluations"
 
-    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+    def get(self, request: HttpRequest, pk: int) -> HttpResponseBase:
         state = FinalState.objects.filter(trial_id=pk).first()
         if state is None or not state.available:
             raise Http404("No kept final state for this trial.")
@@ -243,7 +246,7 @@ class CandidateRescoreView(RoleRequiredMixin, View):
     def post(self, request: HttpRequest, external_id: str) -> HttpResponse:
         candidate = get_object_or_404(Candidate, external_id=external_id)
         try:
-            rescores = rescoring.rescore_launch(candidate, requested_by=request.user)
+            rescores = rescoring.rescore_launch(candidate, requested_by=signed_in_user(request))
         except rescoring.RescoreRefused as refused:
             messages.error(request, f"Not re-scored: {refused}")
         else:
@@ -272,7 +275,7 @@ class CandidateRerunView(RoleRequiredMixin, ConfirmStepMixin, View):
     def post(self, request: HttpRequest, external_id: str) -> HttpResponse:
         candidate = get_object_or_404(Candidate, external_id=external_id)
         try:
-            run = runs.candidate_rerun(candidate, created_by=request.user)
+            run = runs.candidate_rerun(candidate, created_by=signed_in_user(request))
         except runs.LaunchRefused as refused:
             messages.error(request, f"Not re-evaluated: {refused}")
             return redirect("candidates:detail", external_id=external_id)

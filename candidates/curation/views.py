@@ -9,6 +9,7 @@ from typing import Any
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views import View
@@ -16,7 +17,7 @@ from django.views.generic import TemplateView
 
 from veriharm_site.charts import BarSpec, Chart, count_label, nice_ceiling, stacked_bars
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
-from veriharm_site.permissions import RoleRequiredMixin
+from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import QueryPageMixin, query_string
 from veriharm_site.url_filling import url_filler
 
@@ -114,7 +115,7 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
                     plan = review.decisions_bulk_check(**decide)
                     return self._confirm_page(request, form, plan)
                 decisions = review.decisions_record_bulk(
-                    user=request.user, seen_revisions=form.seen_revisions(), **decide
+                    user=signed_in_user(request), seen_revisions=form.seen_revisions(), **decide
                 )
             except review.DecisionRefused as refused:
                 form.add_error(field_of(form, refused.field), refused.message)
@@ -183,14 +184,14 @@ class ReviewView(QueryPageMixin, CandidateDetailView):
         queue = review.review_queue(self.query["k"])
         listing = review_queue_listing(self.query, queue)
         querystring = query_string(self.query)
-        rank = candidate.rank
+        rank: int = self.kwargs["rank"]  # the candidate's own rank: it was read by it
         neighbours = {step: listing.neighbour(rank, step) for step in (-1, 1)}
         next_undecided = listing.next_undecided(rank)
         form = form or DecisionForm(initial={"candidate": candidate.external_id, "revision": candidate.revision})
         kwargs["external_id"] = candidate.external_id
         return super().get_context_data(
             queue=queue,
-            strip=queue_strip(queue, _review_urls(querystring), current=rank or 0),
+            strip=queue_strip(queue, _review_urls(querystring), current=rank),
             review_query=querystring,
             form=form,
             in_queue=queue.contains(rank),
@@ -206,7 +207,7 @@ class ReviewView(QueryPageMixin, CandidateDetailView):
         # "Next" is read before deciding: under ?decision=undecided this candidate then leaves the list.
         following = review_queue_listing(self.query).neighbour(rank, 1)
         form = DecisionForm(request.POST)
-        decision = decision_from_form(form, candidate, request.user)
+        decision = decision_from_form(form, candidate, signed_in_user(request))
         if decision is None:
             return self.render_to_response(self.get_context_data(form=form, rank=rank), status=400)
         messages.success(request, decided_message(decision, candidate, f" (rank {rank})"))
@@ -248,7 +249,7 @@ class ReviseView(RoleRequiredMixin, View):
             try:
                 revision = revisions.candidate_revise(
                     candidate_id=candidate.pk,
-                    user=request.user,
+                    user=signed_in_user(request),
                     instruction=form.cleaned_data["instruction"],
                     harm_test=form.cleaned_data["harm_test"],
                     reason=form.cleaned_data["reason"],
@@ -286,7 +287,7 @@ class ReleaseListView(RoleRequiredMixin, View):
         form = ReleaseForm(request.POST)
         if form.is_valid():
             try:
-                release = releases.release_create(user=request.user, **form.cleaned_data)
+                release = releases.release_create(user=signed_in_user(request), **form.cleaned_data)
             except releases.ReleaseRefused as refused:
                 form.add_error(field_of(form, refused.field), refused.message)
             else:
@@ -358,7 +359,7 @@ class ReleaseFreezeView(ConfirmStepMixin, _ReleaseAction):
         )
 
     def act(self, request: HttpRequest, release: Release) -> HttpResponse:
-        frozen = releases.release_freeze(release.pk, user=request.user)
+        frozen = releases.release_freeze(release.pk, user=signed_in_user(request))
         count = frozen.items.count()
         messages.success(request, f"Froze {frozen.label} with {count} instance{'s' if count != 1 else ''}.")
         return redirect("candidates:release", release.pk)
@@ -403,7 +404,7 @@ class _FrozenDownload(RoleRequiredMixin, View):
 
 
 class ReleaseJsonlView(_FrozenDownload):
-    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+    def get(self, request: HttpRequest, pk: int) -> HttpResponseBase:
         release = self.frozen(request, pk)
         if not isinstance(release, Release):
             return release
@@ -431,7 +432,7 @@ class BundleImportView(RoleRequiredMixin, View):
         errors: list[str] = []
         if form.is_valid():
             try:
-                summary = release_bundle_import(form.cleaned_data["bundle"], user=request.user)
+                summary = release_bundle_import(form.cleaned_data["bundle"], user=signed_in_user(request))
             except BundleRefused as refused:
                 errors = refused.messages
             else:
