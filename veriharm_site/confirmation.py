@@ -31,7 +31,7 @@ def confirm_page(request: HttpRequest, confirmation: Confirmation) -> HttpRespon
 class ConfirmStepMixin:
     """GET renders the confirm step of the view's POST action."""
 
-    def confirmation(self, request: HttpRequest, **kwargs: Any) -> Confirmation:
+    def confirmation(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Confirmation:
         raise NotImplementedError
 
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
