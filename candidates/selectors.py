@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import overload
 
 from django.conf import settings
 from django.db import connection
 from django.db.models import Max, Prefetch, Q, QuerySet
 
-from veriharm_site.paging import KeysFirst
+from veriharm_site.paging import KeysFirst, PagedRows
 
 from .models import SCORE_KEYS, Candidate, ImportJob, ImportStatus, Judgement, SourceTask
 
@@ -154,7 +152,7 @@ def candidate_judge_sums(candidate_ids: list[int]) -> dict[int, list[tuple[str, 
     return sums
 
 
-class RankWindow:
+class RankWindow(PagedRows[Candidate]):
     """A contiguous run of ranks (the whole ranking, the top-K or the bottom-K) that pages by
     rank range instead of OFFSET, so the last page of 100,000 candidates costs what the first does.
     Unranked candidates, when included, follow the ranked ones."""
@@ -173,25 +171,8 @@ class RankWindow:
     def count(self) -> int:
         return self._ranked_count() + (self._unranked().count() if self.with_unranked else 0)
 
-    def __len__(self) -> int:
-        return self.count()
-
-    def __iter__(self) -> Iterator[Candidate]:
-        return iter(self[0 : self.count()])
-
-    @overload
-    def __getitem__(self, key: int) -> Candidate: ...
-
-    @overload
-    def __getitem__(self, key: slice) -> list[Candidate]: ...
-
-    def __getitem__(self, key: int | slice) -> Candidate | list[Candidate]:
-        if isinstance(key, int):
-            found = self[key : key + 1]
-            if not found:
-                raise IndexError(key)
-            return found[0]
-        start, stop = key.start or 0, key.stop
+    def _window(self, window: slice) -> list[Candidate]:
+        start, stop = window.start or 0, window.stop
         ranked = self._ranked_count()
         rows: list[Candidate] = []
         if start < ranked:
