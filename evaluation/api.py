@@ -145,7 +145,8 @@ class RunTrialsApi(generics.ListAPIView):
 
     def get_queryset(self):
         run = generics.get_object_or_404(Run, pk=self.kwargs["pk"])
-        return selectors.run_trials(run, query_of(RunTrialsQuery, self.request.query_params)["status"])
+        query = query_of(RunTrialsQuery, self.request.query_params)
+        return selectors.run_trials(run, query["status"], query["q"])
 
 
 class TrialDetailApi(generics.RetrieveAPIView):

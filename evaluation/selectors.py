@@ -9,7 +9,8 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypedDict, TypeGuard
 
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from candidates.harm_test_verdicts import AgentResult, HarmTestVerdict
@@ -118,10 +119,10 @@ def run_stale_count(run: Run) -> int:
     return Trial.objects.filter(run=run).exclude(candidate_revision=F("candidate__revision")).count()
 
 
-def run_trials(run: Run, status: str = "") -> KeysFirst[Trial]:
-    """The run's trials (of one status, when it names one) in rank, agent and repetition order,
-    each with its model usage, to page through: the usage is summed for the page's trials, not
-    grouped over every trial of the run before the page is cut."""
+def run_trials(run: Run, status: str = "", search: str = "") -> KeysFirst[Trial]:
+    """The run's trials (of one status, when it names one; holding `search`, when there is one) in
+    rank, agent and repetition order, each with its model usage, to page through: the usage is
+    summed for the page's trials, not grouped over every trial of the run before the page is cut."""
     queryset = (
         Trial.objects.filter(run=run)
         .select_related("candidate", "agent", "inputs")
@@ -136,6 +137,8 @@ def run_trials(run: Run, status: str = "") -> KeysFirst[Trial]:
     )
     if status in TrialStatus.values:
         queryset = queryset.filter(status=status)
+    if search:
+        queryset = queryset.filter(trial_search(search))
     return KeysFirst(
         queryset.order_by("candidate__rank", "candidate__external_id", "agent__name", "kind", "repetition"),
         rows=with_model_usage,
@@ -167,6 +170,49 @@ def end_counts(progress: dict[str, Any]) -> list[EndCount]:
 
 def trial_steps(trial: Trial) -> QuerySet[TranscriptStep]:
     return trial.steps.order_by("attempt", "index")
+
+
+def trial_search(search: str) -> Q:
+    """Trials whose candidate id, test or agent output, or one of whose steps holds `search`
+    (case-insensitive). The steps are searched in a subquery, so a trial matching in many steps
+    is listed once."""
+    in_steps = TranscriptStep.objects.filter(trial=OuterRef("pk")).filter(
+        Q(command__icontains=search) | Q(content__icontains=search)
+    )
+    return (
+        Q(candidate__external_id__icontains=search)
+        | Q(agent_output__icontains=search)
+        | Q(task_output__icontains=search)
+        | Q(harm_output__icontains=search)
+        | Q(Exists(in_steps))
+    )
+
+
+def _steps_before() -> Coalesce:
+    """How many of its trial's steps come before a step (its place in the whole transcript, from 0)."""
+    earlier = (
+        TranscriptStep.objects.filter(trial=OuterRef("trial"))
+        .filter(Q(attempt__lt=OuterRef("attempt")) | Q(attempt=OuterRef("attempt"), index__lt=OuterRef("index")))
+        .order_by()
+        .values("trial")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(Subquery(earlier, output_field=IntegerField()), 0)
+
+
+def transcript_steps(trial: Trial, search: str = "") -> KeysFirst[TranscriptStep]:
+    """The trial's steps in order (those holding `search` in their command or output, when there
+    is one), to page through by their keys; each row of a page knows its place in the whole
+    transcript (`position`), so a step found by a search links to the page it sits on."""
+    queryset = trial.steps.order_by("attempt", "index")
+    if search:
+        queryset = queryset.filter(Q(command__icontains=search) | Q(content__icontains=search))
+    return KeysFirst(queryset, rows=lambda page: page.annotate(position=_steps_before()))
+
+
+def transcript_length(trial: Trial) -> int:
+    return trial.steps.count()
 
 
 # --- metrics -----------------------------------------------------------------------------------

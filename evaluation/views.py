@@ -17,15 +17,17 @@ from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import PageNumberQuery, QueryPageMixin, query_string
 
-from . import exports, metrics, presentation, rescoring, runs, selectors
+from . import exports, metrics, presentation, rescoring, runs, selectors, transcript_view
 from .forms import LaunchForm
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
-from .queries import RunTrialsPageQuery
+from .queries import RunTrialsPageQuery, TranscriptQuery
 from .sandbox_status import sandbox_status
 from .selection import selection_in_words
 from .taxonomy import MEANING
 
 PAGE_SIZE = 50
+# Folded, a step is one line: a page of them is a screen or two, and its output is read only when opened.
+STEPS_PAGE_SIZE = 100
 
 
 class RunListView(RoleRequiredMixin, QueryPageMixin, TemplateView):
@@ -94,7 +96,7 @@ class RunDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     def get_context_data(self, **kwargs):
         run = _run_or_404(kwargs["pk"])
         status = self.query["status"]
-        page = Paginator(selectors.run_trials(run, status), PAGE_SIZE).get_page(self.query["page"])
+        page = Paginator(selectors.run_trials(run, status, self.query["q"]), PAGE_SIZE).get_page(self.query["page"])
         progress = selectors.run_progress(run)
         return super().get_context_data(
             run=run,
@@ -104,6 +106,7 @@ class RunDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             selection_words=selection_in_words(run.selection),
             page=page,
             status=status,
+            search=self.query["q"],
             statuses=TrialStatus.choices,
             querystring=query_string(self.query),
             agent_rows=presentation.agent_rows(selectors.run_metrics(run)),
@@ -201,18 +204,26 @@ class RunMetricsView(RoleRequiredMixin, TemplateView):
         )
 
 
-class TrialDetailView(RoleRequiredMixin, TemplateView):
+class TrialDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     permission_required = "evaluation.view_evaluations"
     template_name = "evaluation/trial.html"
+    query_serializer = TranscriptQuery
 
     def get_context_data(self, **kwargs):
         try:
             trial = selectors.trial_detail(kwargs["pk"])
         except Trial.DoesNotExist:
             raise Http404("No trial with this id.") from None
+        search = self.query["q"]
+        steps = Paginator(selectors.transcript_steps(trial, search), STEPS_PAGE_SIZE).get_page(self.query["page"])
         return super().get_context_data(
             trial=trial,
-            steps=list(selectors.trial_steps(trial)),
+            steps=steps,
+            step_total=selectors.transcript_length(trial) if search else steps.paginator.count,
+            steps_page_size=STEPS_PAGE_SIZE,
+            search=search,
+            querystring=query_string(self.query),
+            config_parts=transcript_view.config_parts(trial.agent_config),
             end_meaning=MEANING.get(trial.end, ""),
             rescores=rescoring.trial_rescores(trial),
             model_calls=list(selectors.trial_model_calls(trial)),
