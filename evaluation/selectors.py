@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypedDict, TypeGuard
 
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
 from django.utils import timezone
 
 from candidates.harm_test_verdicts import AgentResult, HarmTestVerdict
@@ -188,27 +188,21 @@ def trial_search(search: str) -> Q:
     )
 
 
-def _steps_before() -> Coalesce:
-    """How many of its trial's steps come before a step (its place in the whole transcript, from 0)."""
-    earlier = (
-        TranscriptStep.objects.filter(trial=OuterRef("trial"))
-        .filter(Q(attempt__lt=OuterRef("attempt")) | Q(attempt=OuterRef("attempt"), index__lt=OuterRef("index")))
-        .order_by()
-        .values("trial")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    return Coalesce(Subquery(earlier, output_field=IntegerField()), 0)
-
-
 def transcript_steps(trial: Trial, search: str = "") -> KeysFirst[TranscriptStep]:
     """The trial's steps in order (those holding `search` in their command or output, when there
-    is one), to page through by their keys; each row of a page knows its place in the whole
-    transcript (`position`), so a step found by a search links to the page it sits on."""
+    is one), to page through by their keys."""
     queryset = trial.steps.order_by("attempt", "index")
     if search:
         queryset = queryset.filter(Q(command__icontains=search) | Q(content__icontains=search))
-    return KeysFirst(queryset, rows=lambda page: page.annotate(position=_steps_before()))
+    return KeysFirst(queryset)
+
+
+def transcript_positions(trial: Trial, steps: Iterable[TranscriptStep]) -> dict[int, int]:
+    """Where each of `steps` sits in the trial's whole transcript (from 0), by its id: a step a
+    search found links to the page it is on. One narrow read of the trial's step keys, from the
+    index; counting the steps before each found one would read as many for every step."""
+    order = list(trial.steps.order_by("attempt", "index").values_list("attempt", "index"))
+    return {step.pk: bisect_left(order, (step.attempt, step.index)) for step in steps}
 
 
 def transcript_length(trial: Trial) -> int:

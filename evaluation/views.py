@@ -216,6 +216,10 @@ class TrialDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             raise Http404("No trial with this id.") from None
         search = self.query["q"]
         steps = Paginator(selectors.transcript_steps(trial, search), STEPS_PAGE_SIZE).get_page(self.query["page"])
+        if search:
+            positions = selectors.transcript_positions(trial, steps.object_list)
+            for step in steps.object_list:
+                step.position = positions[step.pk]  # type: ignore[attr-defined]
         return super().get_context_data(
             trial=trial,
             steps=steps,
