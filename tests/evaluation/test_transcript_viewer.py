@@ -3,11 +3,12 @@ within it that links each step it finds to its page, and the agent's configurati
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
-from evaluation.models import Trial
+from evaluation.models import TranscriptStep, Trial
 from tests.evaluation.transcript_helpers import NEEDLE, NEEDLE_AT, long_transcript_trial
 
 pytestmark = pytest.mark.django_db
@@ -93,3 +94,21 @@ def test_the_agent_configuration_reads_as_text_with_its_playbook_indented(trial,
 def test_the_api_still_lists_every_step_of_the_trial(trial, curator_client):
     steps = curator_client.get(f"/api/evaluation/trials/{trial.pk}/").json()["steps"]
     assert len(steps) == 2000 and steps[NEEDLE_AT - 1]["command"] == f"grep -rn {NEEDLE} /srv/data"
+
+
+def test_markup_in_a_step_and_in_a_search_is_shown_as_text(trial, curator_client):
+    # Long enough a JSON literal to be shown indented: its text is escaped too.
+    literal = json.dumps({"k": "<img src=x onerror=alert(1)>", "pad": "p" * 200})
+    TranscriptStep.objects.create(
+        trial=trial,
+        attempt=1,
+        index=2001,
+        kind="command",
+        command=f"cat page.html '{literal}'",
+        content="<script>alert('step')</script>",
+    )
+    for params in ({"page": "21"}, {"q": "<script>"}):
+        html = curator_client.get(f"/evaluation/trials/{trial.pk}/", params).content.decode()
+        assert 'data-testid="embedded-json"' in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+        assert "&lt;/script&gt;" in html
+        assert "<script>alert(" not in html and "<img src=x" not in html
