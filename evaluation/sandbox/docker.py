@@ -128,6 +128,7 @@ from .base import (
     SandboxError,
     Snapshot,
     UseGate,
+    audited,
     build_tar,
     exec_result,
     export_tar_file,
@@ -680,12 +681,14 @@ def _state_then_test(
     # The verifier's own deadline: it started after the unpacking, so its kill comes at least
     # ``timeout`` after the exec did.
     timed_out = raw.timed_out or (raw.exit_code in TIMEOUT_STATUSES and raw.duration >= timeout)
-    return exec_result(
-        replace(
-            raw,
-            stdout=raw.stdout[len(_STATE_WRITTEN) :],
-            exit_code=None if timed_out else raw.exit_code,
-            timed_out=timed_out,
+    return audited(
+        exec_result(
+            replace(
+                raw,
+                stdout=raw.stdout[len(_STATE_WRITTEN) :],
+                exit_code=None if timed_out else raw.exit_code,
+                timed_out=timed_out,
+            )
         )
     )
 
