@@ -203,10 +203,11 @@ build_verifier() {
     # (usr/lib/python3.X/sitecustomize.py -> /etc/python3.X/sitecustomize.py): none is kept,
     # and no relative one may climb out either.
     find "$tmp" -type l -lname '/*' -delete
-    local link
+    local link inside
+    inside="$(readlink -f "$tmp")"
     while IFS= read -r -d '' link; do
         case "$(readlink -m "$link")" in
-            "$tmp"/*) ;;
+            "$inside"/*) ;;
             *) log "ERROR: $link in the verifier runtime leads out of it"; rm -rf "$tmp"; exit 1 ;;
         esac
     done < <(find "$tmp" -type l -print0)
