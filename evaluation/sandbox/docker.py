@@ -168,6 +168,10 @@ VERIFIER_TOOLS = _Tools(
     timeout=f"{_VLOAD} {VERIFIER_MOUNT}/usr/bin/timeout",
     sleep=f"{_VLOAD} {VERIFIER_MOUNT}/usr/bin/sleep",
 )
+# A snapshot helper (DockerBackend._snapshot_helper) reads the sandbox's files here: the root of
+# the sandbox's PID 1, in the PID namespace they share. Its own life is bounded by this.
+SNAPSHOT_SOURCE = "/proc/1/root"
+HELPER_LIFETIME = 4 * INTERNAL_TIMEOUT
 # Size of the tmpfs holding the test module in the test phase.
 TESTS_TMPFS_MB = 16
 # Where a helper container sees the verifier volume while it is filled.
@@ -349,15 +353,23 @@ class DockerSandbox(CommandSandbox):
         stdin: bytes | IO[bytes] | None = None,
         output_limit: int | None = MAX_OUTPUT_BYTES,
         stdout_to: IO[bytes] | None = None,
+        reap: bool = True,
     ) -> RawResult:
+        """``reap=False``: under the deadline alone, without the final kill (a snapshot helper, whose
+        kill would reach the sandbox whose PID namespace it shares, and its own keep-alive)."""
         api = self.backend.client.api
         seconds = f"{max(timeout, 0.01):.3f}"
         started = time.monotonic()
         try:
             tools = self.spec.tools
+            command = (
+                [*tools.sh, "-c", _exec_wrapper(tools), "sh", seconds, *argv]
+                if reap
+                else [*shlex.split(tools.timeout), "--kill-after=1", "-s", "KILL", seconds, *argv]
+            )
             exec_id = api.exec_create(
                 self.id,
-                [*tools.sh, "-c", _exec_wrapper(tools), "sh", seconds, *argv],
+                command,
                 stdin=stdin is not None,
                 stdout=True,
                 stderr=True,
@@ -1103,6 +1115,8 @@ class DockerBackend(SandboxBackend):
         tmpfs: dict[str, str],
         volumes: dict[str, dict[str, str]],
         labels: dict[str, str],
+        *,
+        pid_mode: str | None = None,
     ) -> DockerSandbox:
         limits = spec.limits
         disk_bytes = limits.disk_mb * 1024 * 1024
@@ -1132,6 +1146,7 @@ class DockerBackend(SandboxBackend):
                 cap_drop=["NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP", "SYS_CHROOT"],
                 security_opt=["no-new-privileges"],
                 stop_signal="SIGKILL",
+                pid_mode=pid_mode,
             )
         except docker.errors.DockerException as exc:
             raise SandboxError(f"cannot start a container from {spec.image}: {exc}") from exc
@@ -1159,19 +1174,53 @@ class DockerBackend(SandboxBackend):
         return snapshot
 
     def _tar_state(self, sandbox: DockerSandbox, archive: IO[bytes]) -> None:
-        """A tar of the container's writable directories into ``archive``."""
+        """A tar of the container's writable directories into ``archive``, made from outside it.
+
+        Every process started in the container itself loads what its /etc/ld.so.preload names,
+        which is the agent's to write, and the engine's archive calls do not see tmpfs content.
+        So the tar runs in a snapshot helper (``_snapshot_helper``), where the image's own
+        loader, tar and /etc apply, and reads the container's files through its PID 1's root:
+        nothing runs in the container. (The pristine manifest of ``state_diff`` is made the
+        same way, from a freshly seeded container.)"""
         members = [m.lstrip("/") for m in sandbox.spec.mounts]
         excludes = [f"--exclude=./{p}" for p in DOCKER_MANAGED] + [f"--exclude={p}" for p in DOCKER_MANAGED]
-        result = sandbox._run(
-            [TAR, "-C", "/", "-c", "-f", "-", "--numeric-owner", *excludes, *members],
-            timeout=INTERNAL_TIMEOUT,
-            stdout_to=archive,
-            output_limit=64 * 1024,
-        )
+        with self._snapshot_helper(sandbox) as helper:
+            result = helper._run(
+                [TAR, "-C", SNAPSHOT_SOURCE, "-c", "-f", "-", "--numeric-owner", *excludes, *members],
+                timeout=INTERNAL_TIMEOUT,
+                cwd="/",
+                stdout_to=archive,
+                output_limit=64 * 1024,
+                reap=False,
+            )
         # 1 = "some files changed while being read": harmless, nothing runs now.
         if result.exit_code not in (0, 1):
             detail = result.stderr.decode("utf-8", "replace").strip()
             raise SandboxError(f"snapshot of container {sandbox.id[:12]} failed: {detail}")
+
+    @contextlib.contextmanager
+    def _snapshot_helper(self, sandbox: DockerSandbox) -> Iterator[DockerSandbox]:
+        """A container of ``sandbox``'s image in ``sandbox``'s PID namespace, for one snapshot.
+
+        Its root is the image's, read-only, with nothing writable: no file of the agent's is on
+        its paths, so its loader, tar and libraries are the image's. It has the sandbox's
+        capabilities, no fewer (reading another process's root takes as many), and no network.
+        It keeps itself alive only for a while and is removed, with its processes, once the tar
+        has run; its exec does not end by killing what it sees, which would be the sandbox's."""
+        spec = _Spec(image=sandbox.spec.image, workdir="/", mounts=(), limits=sandbox.spec.limits)
+        with _creating("helper") as labels:
+            helper = self._run_container(
+                spec,
+                ["sleep", f"{HELPER_LIFETIME:.0f}"],
+                {},
+                {},
+                labels,
+                pid_mode=f"container:{sandbox.id}",
+            )
+        try:
+            yield helper
+        finally:
+            helper.destroy()
 
     # -- orphans --------------------------------------------------------------------
     def cleanup_orphans(self) -> int:
