@@ -19,8 +19,11 @@ it: the interpreter and pytest come from the *verifier runtime*, a read-only
 directory made by ``scripts/build_sandbox_image.sh`` outside any sandbox's
 writable state and mounted at ``VERIFIER_MOUNT`` only in the test phase; it is
 started through its own dynamic loader with ``--inhibit-cache`` and its own
-libraries, in isolated mode with a fixed environment, and the test module lives
-in ``TESTS_MOUNT``, outside the agent's tree. The one input the loader reads
+libraries, in isolated mode without ``site`` and with a fixed environment, on the
+runtime's bootstrap, which sets the module search path to the runtime's own
+directories and checks the interpreter against the runtime's manifest before the
+test is collected (``verifier_bootstrap``; a failed check is ``VerifierAuditFailed``,
+no verdict); the test module lives in ``TESTS_MOUNT``, outside the agent's tree. The one input the loader reads
 whatever it is told is ``/etc/ld.so.preload``; in the test phase that path
 holds an empty file wherever the agent left anything there (file, symlink,
 directory...), and nothing where it left nothing (see ``PRELOAD_PATH``). What

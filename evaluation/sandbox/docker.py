@@ -24,10 +24,13 @@ Design and why:
 * **Seeding**: a tmpfs starts empty, so at create the image's content of those
   directories is copied in: read once per image from a created-never-started
   helper container (``get_archive``), cached, and unpacked by ``tar`` inside.
-* **Snapshot**: a tar of the writable directories streamed out of the container
-  into a host file; restore starts a fresh container from the same image and
-  unpacks it. ``container.commit`` would miss tmpfs content, and the read-only
-  root never changes, so the tar is the whole state.
+* **Snapshot**: a tar of the writable directories streamed into a host file by a
+  helper container of the same image that joins the sandbox's PID namespace and
+  reads its files through ``/proc/1/root``: no process runs in the sandbox, so
+  nothing runs under the agent's /etc/ld.so.preload (the engine's archive calls
+  would not see tmpfs content). Restore starts a fresh container from the same
+  image and unpacks it. ``container.commit`` would miss tmpfs content, and the
+  read-only root never changes, so the tar is the whole state.
 * **Processes**: PID 1 is a bash loop around ``sleep`` (it reaps orphans, which a
   bare ``sleep`` would leave as zombies eating the pids limit). Commands run via
   ``exec`` under ``timeout -s KILL``; whatever the outcome, the exec ends with
@@ -50,13 +53,9 @@ Design and why:
   compared by content hash and every attribute, never by mtime alone), after the
   paths the agent removed are deleted, in the same exec. It is removed in the
   background once its test has run.
-* **Archives**: a snapshot already is a tar on the host, made by ``tar``
-  inside the container; ``export`` only compresses it. ``restore_archive``
+* **Archives**: a snapshot already is a tar on the host, made by the
+  snapshot helper's ``tar``; ``export`` only compresses it. ``restore_archive``
   unpacks an archive into a fresh container whose tmpfs start empty.
-  (Residual: the snapshot's ``tar`` runs in the agent's container, under the
-  agent's /etc/ld.so.preload; what a preloaded library could do there is
-  shape the copy, which the agent could have done with files directly, or
-  break the snapshot, which is an infrastructure failure, never a verdict.)
 * **Network**: always ``network_mode="none"`` (loopback only); the host's
   network is never shared. In ``model`` mode (``evaluation.sandbox.network``)
   the trial gateway's socket directory is bind-mounted read-only at

@@ -72,8 +72,8 @@ COLLECT_ONLY_INI = {
     "setup.cfg": "[tool:pytest]\naddopts = --collect-only\n",
     "pyproject.toml": '[tool.pytest.ini_options]\naddopts = "--collect-only"\n',
 }
-# Exits 0 at load in any process whose command line mentions pytest: a verifier that
-# loads it reports success without running a test. Other programs (tar, sh...) are
+# Exits 0 at load in any process whose command line mentions pytest or the tests' directory
+# (the verifier's names both): a verifier that loads it reports success without running a test. Other programs (tar, sh...) are
 # left alone, so the sandbox's own plumbing works as usual.
 EVIL_LIBRARY = r"""
 #include <fcntl.h>
@@ -87,7 +87,7 @@ __attribute__((constructor)) static void take_over(void) {
     ssize_t size = read(fd, buffer, sizeof buffer - 1);
     close(fd);
     for (ssize_t i = 0; i < size; i++) if (buffer[i] == 0) buffer[i] = ' ';
-    if (size > 0) { buffer[size] = 0; if (strstr(buffer, "pytest")) _exit(0); }
+    if (size > 0) { buffer[size] = 0; if (strstr(buffer, "pytest") || strstr(buffer, "veriharm-tests")) _exit(0); }
 }
 """
 
