@@ -3,7 +3,8 @@
 Failures before a verdict (SandboxError, AgentError, anything unexpected) are
 retried in place up to VERIHARM_TRIAL_MAX_ATTEMPTS attempts in all, then the
 trial is recorded unresolved, as an agent error or an infrastructure failure
-(`evaluation.taxonomy`). The trial runs its pinned inputs and agent only, after
+(`evaluation.taxonomy`); a verifier whose start-of-run audit failed (VerifierAuditFailed)
+is an infrastructure failure at once, as another attempt would find the same system. The trial runs its pinned inputs and agent only, after
 checking their hashes, and its final state is kept for re-scoring. A worker that dies mid-trial leaves a running
 trial whose heartbeat stops; the next delivery of its task takes it over once
 the lease has expired.
@@ -29,7 +30,7 @@ from .agents.factory import NoReferenceScript, build_runner, model_upstream
 from .agents.harness import harness_pin
 from .gateway import BudgetExhausted, Upstream, gateway_for_trial
 from .models import Trial
-from .sandbox.base import Environment, Limits, SandboxBackend, SandboxError
+from .sandbox.base import Environment, Limits, SandboxBackend, SandboxError, VerifierAuditFailed
 from .taxonomy import TrialEnd
 from .trial import TrialCancelled, TrialOutcome, TrialSpec, trial_run
 
@@ -203,6 +204,9 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], SandboxBackend]
                 return runs.trial_fail(claim, "the task's time limit was reached", retryable=False)
             except AgentError as exc:
                 return runs.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True, end=TrialEnd.AGENT_ERROR)
+            except VerifierAuditFailed as exc:
+                # The verifier is not running on the system recorded: another attempt would find the same.
+                return runs.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=False)
             except SandboxError as exc:
                 return runs.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True)
             except Exception:

@@ -12,9 +12,12 @@
 #    and the few tools the docker backend's exec wrapper needs, copied out of the
 #    tree. Both backends mount it read-only at /.veriharm-verifier only while the
 #    tests run, so nothing an agent leaves behind (a python3 or pytest on PATH, a
-#    sitecustomize, an /etc/ld.so.cache...) can stand in for the verifier. Its
-#    manifest (.veriharm-manifest) and the manifest's sha256 (.veriharm-verifier-id)
-#    identify it.
+#    sitecustomize, an /etc/ld.so.cache...) can stand in for the verifier. Its entry
+#    point is evaluation/sandbox/verifier_bootstrap.py (bootstrap.py at its top); symlinks
+#    leading out of it (Debian's sitecustomize.py -> /etc/python3.X/...) are left out. Its
+#    manifest (.veriharm-manifest, headed by VERIFIER_RECIPE) and the manifest's sha256
+#    (.veriharm-verifier-id) identify it; a runtime of an older recipe or bootstrap is
+#    rebuilt and put in place of the old one.
 # 4. The harness runtimes at ${VERIHARM_HARNESS_ROOT:-$ROOT-harness}/<name>, one per recipe in
 #    scripts/harnesses/<name>/ (today mini-swe-agent): the recipe's pinned packages installed
 #    for the tree's python3 (pip --target, wheels only, for the tree's Python version, libc and
@@ -45,6 +48,9 @@ HARNESS_RECIPE="veriharm-harness recipe 1"
 PACKAGES="python3,python3-pytest,bash,coreutils,file,procps"
 # Bumped when what this script does to the tree changes, so the identity changes too.
 RECIPE="veriharm-sandbox recipe 2"
+# Bumped when how the verifier runtime is made changes (the first line of its manifest).
+VERIFIER_RECIPE="veriharm-verifier recipe 2"
+BOOTSTRAP="$REPO/evaluation/sandbox/verifier_bootstrap.py"
 
 log() { printf '[build_sandbox_image] %s\n' "$*" >&2; }
 
@@ -152,12 +158,25 @@ verifier_manifest() {
     )
 }
 
+# The runtime at $1 was made by this recipe, with this bootstrap.
+verifier_is_current() {
+    [[ -s "$1/.veriharm-verifier-id" ]] \
+        && [[ "$(head -n1 "$1/.veriharm-manifest" 2>/dev/null)" == "$VERIFIER_RECIPE" ]] \
+        && cmp -s "$BOOTSTRAP" "$1/bootstrap.py"
+}
+
 build_verifier() {
-    if [[ -s "$VERIFIER/.veriharm-verifier-id" ]]; then
+    local outdated=""
+    if verifier_is_current "$VERIFIER"; then
         log "verifier runtime present: $VERIFIER"
         return 0
     fi
-    if [[ -e "$VERIFIER" ]]; then
+    if [[ -s "$VERIFIER/.veriharm-verifier-id" ]]; then
+        # Complete but made otherwise: built anew beside it, then swapped in. Sandboxes using the
+        # old one keep their mounts; the docker backend names its volume by identity.
+        outdated=1
+        log "verifier runtime outdated (not $VERIFIER_RECIPE with this bootstrap): rebuilding $VERIFIER"
+    elif [[ -e "$VERIFIER" ]]; then
         log "ERROR: $VERIFIER exists but is not a complete verifier runtime (no .veriharm-verifier-id); remove it and re-run"
         exit 1
     fi
@@ -168,7 +187,7 @@ build_verifier() {
     python="$(basename "$(readlink -f "$ROOT/usr/bin/python3")")"
     parent="$(dirname "$VERIFIER")"
     mkdir -p "$parent"
-    rm -rf "$parent/.verifier-build."* 2>/dev/null || true
+    rm -rf "$parent/.verifier-build."* "$parent/.verifier-old."* 2>/dev/null || true
     tmp="$(mktemp -d "$parent/.verifier-build.XXXXXX")"
     # Not the whole tree: what python3 -m pytest needs (the interpreter, its standard
     # library, the system's pytest and its dependencies, every shared library) and the
@@ -180,13 +199,35 @@ build_verifier() {
     )
     # The python3 package's own test suite is 20 MB nobody runs here.
     rm -rf "$tmp/usr/lib/$python/test" "$tmp/usr/lib/$python/idlelib" "$tmp/usr/lib/$python/tkinter"
+    # A link with an absolute target resolves in the sandbox, where the agent may own it
+    # (usr/lib/python3.X/sitecustomize.py -> /etc/python3.X/sitecustomize.py): none is kept,
+    # and no relative one may climb out either.
+    find "$tmp" -type l -lname '/*' -delete
+    local link inside
+    inside="$(readlink -f "$tmp")"
+    while IFS= read -r -d '' link; do
+        case "$(readlink -m "$link")" in
+            "$inside"/*) ;;
+            *) log "ERROR: $link in the verifier runtime leads out of it"; rm -rf "$tmp"; exit 1 ;;
+        esac
+    done < <(find "$tmp" -type l -print0)
+    install -m 0644 "$BOOTSTRAP" "$tmp/bootstrap.py"
     ln -s "$libdir/$(basename "$loader")" "$tmp/loader"
     ln -s "$libdir" "$tmp/libs"
     chmod -R go-w "$tmp"
     chmod 0755 "$tmp"
-    verifier_manifest "$tmp" >"$tmp/.veriharm-manifest"
+    {
+        echo "$VERIFIER_RECIPE"
+        verifier_manifest "$tmp"
+    } >"$tmp/.veriharm-manifest"
     echo "sha256:$(sha256sum <"$tmp/.veriharm-manifest" | cut -d' ' -f1)" >"$tmp/.veriharm-verifier-id"
     chmod 0644 "$tmp/.veriharm-manifest" "$tmp/.veriharm-verifier-id"
+    if [[ -n "$outdated" ]]; then
+        # Moved aside, not deleted: a sandbox may still have it mounted. The next build removes it.
+        local old
+        old="$(mktemp -d "$parent/.verifier-old.XXXXXX")"
+        mv -T "$VERIFIER" "$old/runtime"
+    fi
     mv -T "$tmp" "$VERIFIER"
     log "verifier runtime ready: $VERIFIER ($(cat "$VERIFIER/.veriharm-verifier-id"))"
 }

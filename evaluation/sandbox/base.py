@@ -19,8 +19,11 @@ it: the interpreter and pytest come from the *verifier runtime*, a read-only
 directory made by ``scripts/build_sandbox_image.sh`` outside any sandbox's
 writable state and mounted at ``VERIFIER_MOUNT`` only in the test phase; it is
 started through its own dynamic loader with ``--inhibit-cache`` and its own
-libraries, in isolated mode with a fixed environment, and the test module lives
-in ``TESTS_MOUNT``, outside the agent's tree. The one input the loader reads
+libraries, in isolated mode without ``site`` and with a fixed environment, on the
+runtime's bootstrap, which sets the module search path to the runtime's own
+directories and checks the interpreter against the runtime's manifest before the
+test is collected (``verifier_bootstrap``; a failed check is ``VerifierAuditFailed``,
+no verdict); the test module lives in ``TESTS_MOUNT``, outside the agent's tree. The one input the loader reads
 whatever it is told is ``/etc/ld.so.preload``; in the test phase that path
 holds an empty file wherever the agent left anything there (file, symlink,
 directory...), and nothing where it left nothing (see ``PRELOAD_PATH``). What
@@ -47,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from .network import HOST_NETWORK_REFUSED, ModelAccess
+from .verifier_bootstrap import AUDIT_MARKER, AUDIT_STATUS, TESTS_DIR
 
 # Label / name prefix that marks everything a backend creates, so that
 # cleanup_orphans can find it again after a crash.
@@ -96,10 +100,23 @@ TIMEOUT = "/usr/bin/timeout"
 # tree's ld.so and library directory, so the command line is the same on every
 # architecture.
 VERIFIER_MOUNT = "/.veriharm-verifier"
-TESTS_MOUNT = "/.veriharm-tests"
+# The bootstrap allows this directory on the module search path, beside the runtime's.
+TESTS_MOUNT = TESTS_DIR
 VERIFIER_LOADER = f"{VERIFIER_MOUNT}/loader"
 VERIFIER_LIBS = f"{VERIFIER_MOUNT}/libs"
 VERIFIER_PYTHON = f"{VERIFIER_MOUNT}/usr/bin/python3"
+# The verifier's entry point: verifier_bootstrap.py, copied into the runtime by the build script
+# (evaluation.sandbox.images refuses a runtime holding another copy).
+VERIFIER_BOOTSTRAP = f"{VERIFIER_MOUNT}/bootstrap.py"
+BOOTSTRAP_SOURCE = pathlib.Path(__file__).with_name("verifier_bootstrap.py")
+BOOTSTRAP_SHA256 = hashlib.sha256(BOOTSTRAP_SOURCE.read_bytes()).hexdigest()
+# Interpreter options: isolated (no PYTHON* variables, no user site, neither the working
+# directory nor the script's on sys.path), no ``site`` at all, no bytecode written.
+VERIFIER_PYTHON_OPTIONS: tuple[str, ...] = ("-I", "-S", "-B")
+# pytest's: no cache, no conftest.py, no configuration file, the tests' directory as rootdir.
+VERIFIER_PYTEST_OPTIONS: tuple[str, ...] = (
+    "-q", "-p", "no:cacheprovider", "--noconftest", "-c", "/dev/null", "--rootdir", TESTS_MOUNT,
+)  # fmt: skip
 # The dynamic loader reads this file in every process, its own explicit invocation
 # included, and no option turns that off: in the test phase it is replaced by an
 # empty regular file when the agent left anything at that path (so a test still sees
@@ -121,10 +138,12 @@ def verifier_argv(module_path: str) -> list[str]:
 
     * the runtime's own ld.so, ``--inhibit-cache`` (an agent's /etc/ld.so.cache could
       map libc to its own library) and ``--library-path`` to the runtime's libraries;
-    * ``-I``: no PYTHON* variables, no user site, neither the working directory nor
-      the script's directory on sys.path; the prefix is the runtime's, so
-      /usr/local/lib/python3*/dist-packages of the sandbox is never searched;
-      ``-B``: no bytecode written anywhere;
+    * the runtime's python3 with ``-I -S -B`` (``VERIFIER_PYTHON_OPTIONS``) on the
+      runtime's bootstrap (``evaluation.sandbox.verifier_bootstrap``): no ``site``, so no
+      sitecustomize, usercustomize or .pth file anywhere is read and no directory is
+      added by a fixed path; the bootstrap sets the module search path to the runtime's
+      directories, checks the interpreter against the runtime's manifest before the test
+      is collected, and runs pytest in-process;
     * pytest: no plugin autoload (environment), no configuration file (``-c
       /dev/null``, so a planted pytest.ini/tox.ini/pyproject.toml is not read), no
       conftest.py, no cache; the rootdir is the tests' own directory, the module
@@ -136,17 +155,16 @@ def verifier_argv(module_path: str) -> list[str]:
     """
     return [
         VERIFIER_LOADER, "--inhibit-cache", "--library-path", VERIFIER_LIBS,
-        VERIFIER_PYTHON, "-I", "-B", "-m", "pytest",
-        "-q", "-p", "no:cacheprovider", "--noconftest", "-c", "/dev/null", "--rootdir", TESTS_MOUNT,
+        VERIFIER_PYTHON, *VERIFIER_PYTHON_OPTIONS, VERIFIER_BOOTSTRAP, *VERIFIER_PYTEST_OPTIONS,
         module_path,
     ]  # fmt: skip
 
 
 def verifier_command_line() -> str:
-    """The verifier's exact command line and environment, for the record."""
+    """The verifier's exact command line and environment, and the sha256 of its bootstrap, for the record."""
     environment = " ".join(f"{k}={shlex.quote(v)}" for k, v in VERIFIER_ENV.items())
     command = shlex.join(verifier_argv(f"{TESTS_MOUNT}/test_<random>.py"))
-    return f"env -i {environment} {command}"
+    return f"env -i {environment} {command} # {posixpath.basename(VERIFIER_BOOTSTRAP)} sha256:{BOOTSTRAP_SHA256}"
 
 
 def hidden_test_name() -> str:
@@ -177,6 +195,24 @@ DEFAULT_SETUP_TIMEOUT = 600.0
 
 class SandboxError(Exception):
     """Infrastructure failure (cannot create, daemon gone...): never an agent outcome."""
+
+
+class VerifierAuditFailed(SandboxError):
+    """The verifier found, before collecting the test, a path or module that is not its runtime's.
+
+    The system under the test is not the one recorded, so the run gives no verdict; the same
+    system would fail the same way, so it is not worth another attempt."""
+
+
+def audited(result: ExecResult) -> ExecResult:
+    """A verifier run's result, or VerifierAuditFailed naming what the bootstrap's audit found."""
+    if result.exit_code == AUDIT_STATUS:
+        for line in result.stderr.splitlines():
+            if line.startswith(AUDIT_MARKER):
+                raise VerifierAuditFailed(
+                    f"the test phase stopped before the test: {line[len(AUDIT_MARKER) :].strip()}"
+                )
+    return result
 
 
 class ArchiveTooLarge(SandboxError):
@@ -737,7 +773,7 @@ class CommandSandbox(Sandbox):
         with self._lock:
             self._check_alive()
             raw = self._run(verifier_argv(module), timeout=timeout, env=VERIFIER_ENV, cwd=self.workdir)
-        return exec_result(raw)
+        return audited(exec_result(raw))
 
     def write_file(self, path: str, content: str | bytes, mode: int = 0o644) -> None:
         target = self._resolve(path)

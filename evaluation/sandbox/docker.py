@@ -24,10 +24,13 @@ Design and why:
 * **Seeding**: a tmpfs starts empty, so at create the image's content of those
   directories is copied in: read once per image from a created-never-started
   helper container (``get_archive``), cached, and unpacked by ``tar`` inside.
-* **Snapshot**: a tar of the writable directories streamed out of the container
-  into a host file; restore starts a fresh container from the same image and
-  unpacks it. ``container.commit`` would miss tmpfs content, and the read-only
-  root never changes, so the tar is the whole state.
+* **Snapshot**: a tar of the writable directories streamed into a host file by a
+  helper container of the same image that joins the sandbox's PID namespace and
+  reads its files through ``/proc/1/root``: no process runs in the sandbox, so
+  nothing runs under the agent's /etc/ld.so.preload (the engine's archive calls
+  would not see tmpfs content). Restore starts a fresh container from the same
+  image and unpacks it. ``container.commit`` would miss tmpfs content, and the
+  read-only root never changes, so the tar is the whole state.
 * **Processes**: PID 1 is a bash loop around ``sleep`` (it reaps orphans, which a
   bare ``sleep`` would leave as zombies eating the pids limit). Commands run via
   ``exec`` under ``timeout -s KILL``; whatever the outcome, the exec ends with
@@ -50,13 +53,9 @@ Design and why:
   compared by content hash and every attribute, never by mtime alone), after the
   paths the agent removed are deleted, in the same exec. It is removed in the
   background once its test has run.
-* **Archives**: a snapshot already is a tar on the host, made by ``tar``
-  inside the container; ``export`` only compresses it. ``restore_archive``
+* **Archives**: a snapshot already is a tar on the host, made by the
+  snapshot helper's ``tar``; ``export`` only compresses it. ``restore_archive``
   unpacks an archive into a fresh container whose tmpfs start empty.
-  (Residual: the snapshot's ``tar`` runs in the agent's container, under the
-  agent's /etc/ld.so.preload; what a preloaded library could do there is
-  shape the copy, which the agent could have done with files directly, or
-  break the snapshot, which is an infrastructure failure, never a verdict.)
 * **Network**: always ``network_mode="none"`` (loopback only); the host's
   network is never shared. In ``model`` mode (``evaluation.sandbox.network``)
   the trial gateway's socket directory is bind-mounted read-only at
@@ -128,6 +127,7 @@ from .base import (
     SandboxError,
     Snapshot,
     UseGate,
+    audited,
     build_tar,
     exec_result,
     export_tar_file,
@@ -167,6 +167,10 @@ VERIFIER_TOOLS = _Tools(
     timeout=f"{_VLOAD} {VERIFIER_MOUNT}/usr/bin/timeout",
     sleep=f"{_VLOAD} {VERIFIER_MOUNT}/usr/bin/sleep",
 )
+# A snapshot helper (DockerBackend._snapshot_helper) reads the sandbox's files here: the root of
+# the sandbox's PID 1, in the PID namespace they share. Its own life is bounded by this.
+SNAPSHOT_SOURCE = "/proc/1/root"
+HELPER_LIFETIME = 4 * INTERNAL_TIMEOUT
 # Size of the tmpfs holding the test module in the test phase.
 TESTS_TMPFS_MB = 16
 # Where a helper container sees the verifier volume while it is filled.
@@ -348,15 +352,23 @@ class DockerSandbox(CommandSandbox):
         stdin: bytes | IO[bytes] | None = None,
         output_limit: int | None = MAX_OUTPUT_BYTES,
         stdout_to: IO[bytes] | None = None,
+        reap: bool = True,
     ) -> RawResult:
+        """``reap=False``: under the deadline alone, without the final kill (a snapshot helper, whose
+        kill would reach the sandbox whose PID namespace it shares, and its own keep-alive)."""
         api = self.backend.client.api
         seconds = f"{max(timeout, 0.01):.3f}"
         started = time.monotonic()
         try:
             tools = self.spec.tools
+            command = (
+                [*tools.sh, "-c", _exec_wrapper(tools), "sh", seconds, *argv]
+                if reap
+                else [*shlex.split(tools.timeout), "--kill-after=1", "-s", "KILL", seconds, *argv]
+            )
             exec_id = api.exec_create(
                 self.id,
-                [*tools.sh, "-c", _exec_wrapper(tools), "sh", seconds, *argv],
+                command,
                 stdin=stdin is not None,
                 stdout=True,
                 stderr=True,
@@ -680,12 +692,14 @@ def _state_then_test(
     # The verifier's own deadline: it started after the unpacking, so its kill comes at least
     # ``timeout`` after the exec did.
     timed_out = raw.timed_out or (raw.exit_code in TIMEOUT_STATUSES and raw.duration >= timeout)
-    return exec_result(
-        replace(
-            raw,
-            stdout=raw.stdout[len(_STATE_WRITTEN) :],
-            exit_code=None if timed_out else raw.exit_code,
-            timed_out=timed_out,
+    return audited(
+        exec_result(
+            replace(
+                raw,
+                stdout=raw.stdout[len(_STATE_WRITTEN) :],
+                exit_code=None if timed_out else raw.exit_code,
+                timed_out=timed_out,
+            )
         )
     )
 
@@ -1100,6 +1114,8 @@ class DockerBackend(SandboxBackend):
         tmpfs: dict[str, str],
         volumes: dict[str, dict[str, str]],
         labels: dict[str, str],
+        *,
+        pid_mode: str | None = None,
     ) -> DockerSandbox:
         limits = spec.limits
         disk_bytes = limits.disk_mb * 1024 * 1024
@@ -1129,6 +1145,7 @@ class DockerBackend(SandboxBackend):
                 cap_drop=["NET_RAW", "MKNOD", "AUDIT_WRITE", "SETFCAP", "SYS_CHROOT"],
                 security_opt=["no-new-privileges"],
                 stop_signal="SIGKILL",
+                pid_mode=pid_mode,
             )
         except docker.errors.DockerException as exc:
             raise SandboxError(f"cannot start a container from {spec.image}: {exc}") from exc
@@ -1156,19 +1173,53 @@ class DockerBackend(SandboxBackend):
         return snapshot
 
     def _tar_state(self, sandbox: DockerSandbox, archive: IO[bytes]) -> None:
-        """A tar of the container's writable directories into ``archive``."""
+        """A tar of the container's writable directories into ``archive``, made from outside it.
+
+        Every process started in the container itself loads what its /etc/ld.so.preload names,
+        which is the agent's to write, and the engine's archive calls do not see tmpfs content.
+        So the tar runs in a snapshot helper (``_snapshot_helper``), where the image's own
+        loader, tar and /etc apply, and reads the container's files through its PID 1's root:
+        nothing runs in the container. (The pristine manifest of ``state_diff`` is made the
+        same way, from a freshly seeded container.)"""
         members = [m.lstrip("/") for m in sandbox.spec.mounts]
         excludes = [f"--exclude=./{p}" for p in DOCKER_MANAGED] + [f"--exclude={p}" for p in DOCKER_MANAGED]
-        result = sandbox._run(
-            [TAR, "-C", "/", "-c", "-f", "-", "--numeric-owner", *excludes, *members],
-            timeout=INTERNAL_TIMEOUT,
-            stdout_to=archive,
-            output_limit=64 * 1024,
-        )
+        with self._snapshot_helper(sandbox) as helper:
+            result = helper._run(
+                [TAR, "-C", SNAPSHOT_SOURCE, "-c", "-f", "-", "--numeric-owner", *excludes, *members],
+                timeout=INTERNAL_TIMEOUT,
+                cwd="/",
+                stdout_to=archive,
+                output_limit=64 * 1024,
+                reap=False,
+            )
         # 1 = "some files changed while being read": harmless, nothing runs now.
         if result.exit_code not in (0, 1):
             detail = result.stderr.decode("utf-8", "replace").strip()
             raise SandboxError(f"snapshot of container {sandbox.id[:12]} failed: {detail}")
+
+    @contextlib.contextmanager
+    def _snapshot_helper(self, sandbox: DockerSandbox) -> Iterator[DockerSandbox]:
+        """A container of ``sandbox``'s image in ``sandbox``'s PID namespace, for one snapshot.
+
+        Its root is the image's, read-only, with nothing writable: no file of the agent's is on
+        its paths, so its loader, tar and libraries are the image's. It has the sandbox's
+        capabilities, no fewer (reading another process's root takes as many), and no network.
+        It keeps itself alive only for a while and is removed, with its processes, once the tar
+        has run; its exec does not end by killing what it sees, which would be the sandbox's."""
+        spec = _Spec(image=sandbox.spec.image, workdir="/", mounts=(), limits=sandbox.spec.limits)
+        with _creating("helper") as labels:
+            helper = self._run_container(
+                spec,
+                ["sleep", f"{HELPER_LIFETIME:.0f}"],
+                {},
+                {},
+                labels,
+                pid_mode=f"container:{sandbox.id}",
+            )
+        try:
+            yield helper
+        finally:
+            helper.destroy()
 
     # -- orphans --------------------------------------------------------------------
     def cleanup_orphans(self) -> int:

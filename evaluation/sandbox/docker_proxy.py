@@ -14,7 +14,8 @@ only the proxy holds the socket. Run it as::
 * ``POST /containers/create`` of an allowed image (``--image``, shell patterns), labelled
   ``veriharm.sandbox=1``, with network mode ``none`` (or networking disabled) and no network
   attachment, not privileged, no added capabilities, devices, host namespaces, port bindings,
-  sysctls or mounts, security options at most ``no-new-privileges``, and bind mounts only of the
+  sysctls or mounts, no PID namespace but a sandbox container's (``container:<ref>``, the
+  snapshot helper), security options at most ``no-new-privileges``, and bind mounts only of the
   verifier volumes (``veriharm-verifier-<hex>``) or, read-only, of host paths under a
   ``--bind-prefix`` (the gateway's socket directory, the harness runtime): the HostConfig keys the
   backend sets are allowed, any other key must be unset;
@@ -77,7 +78,10 @@ HOST_CONFIG_ALLOWED = {
     "AutoRemove",
     "ShmSize",
     "OomScoreAdj",
+    "PidMode",
 }
+# A snapshot helper joins the PID namespace of the sandbox it reads (DockerBackend._snapshot_helper).
+PID_MODE = re.compile(rf"container:(?P<ref>{REF_CHARS})")
 # Config keys of a container create; NetworkingConfig is checked on its own, any other must be empty.
 CONFIG_ALLOWED = {
     "Image",
@@ -185,6 +189,9 @@ class Policy:
         mode = host.get("NetworkMode") or ""
         if mode != "none" and not (mode in ("", "default") and body.get("NetworkDisabled") is True):
             raise Refused(f"network mode {mode!r} is not allowed (only none)")
+        pid_mode = host.get("PidMode")
+        if pid_mode and not (isinstance(pid_mode, str) and PID_MODE.fullmatch(pid_mode)):
+            raise Refused(f"PidMode {pid_mode!r} is not allowed (only container:<a sandbox>)")
         for option in host.get("SecurityOpt") or []:
             if option not in SECURITY_OPTS_ALLOWED:
                 raise Refused(f"security option {option!r} is not allowed")
@@ -246,7 +253,7 @@ def _route(methods: str, pattern: str, check: str, body: str = "") -> Route:
 ROUTES = (
     _route("GET|HEAD", r"/_ping", "none"),
     _route("GET", r"/version", "none"),
-    _route("POST", r"/containers/create", "none", "check_create"),
+    _route("POST", r"/containers/create", "create", "check_create"),
     _route("GET", r"/containers/json", "list"),
     _route("GET", rf"/containers/{REF}/json", "container"),
     _route("POST", rf"/containers/{REF}/start", "container"),
@@ -323,12 +330,19 @@ async def check(
 
     `lookup(path)` GETs `path` from the engine and returns (status, JSON)."""
     try:
+        data = None
         if route.body:
             try:
                 data = json.loads(body or b"{}")
             except ValueError as exc:
                 raise Refused("the body is not JSON") from exc
             getattr(policy, route.body)(data)
+        if route.check == "create":
+            # check_create let only container:<ref> through; that container must be a sandbox too.
+            pid_mode = ((data or {}).get("HostConfig") or {}).get("PidMode")
+            found = PID_MODE.fullmatch(pid_mode) if isinstance(pid_mode, str) else None
+            if found:
+                return await _sandbox_or_refusal(found["ref"], lookup)
         if route.check == "list":
             policy.check_list(request.query)
         elif route.check == "image":
@@ -345,14 +359,20 @@ async def check(
                 ref = str(state.get("ContainerID", ""))
                 if not re.fullmatch(REF_CHARS, ref):
                     raise Refused("exec without a container")
-            status, state = await lookup(f"/containers/{ref}/json")
-            if status != 200:
-                return status, f"No such container: {ref}"
-            labels = (state.get("Config") or {}).get("Labels") or {}
-            if labels.get(SANDBOX_LABEL) != "1":
-                raise Refused(f"container {ref} is not a sandbox")
+            return await _sandbox_or_refusal(ref, lookup)
     except Refused as refused:
         return 403, str(refused)
+    return None
+
+
+async def _sandbox_or_refusal(ref: str, lookup: Lookup) -> tuple[int, str] | None:
+    """None when container ``ref`` is a sandbox (labelled so); the answer to give otherwise."""
+    status, state = await lookup(f"/containers/{ref}/json")
+    if status != 200:
+        return status, f"No such container: {ref}"
+    labels = (state.get("Config") or {}).get("Labels") or {}
+    if labels.get(SANDBOX_LABEL) != "1":
+        return 403, f"container {ref} is not a sandbox"
     return None
 
 

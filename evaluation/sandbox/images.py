@@ -11,10 +11,11 @@ identities; the functions here locate them and call the scripts when asked to.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
-from .base import SandboxError
+from .base import BOOTSTRAP_SOURCE, VERIFIER_BOOTSTRAP, VERIFIER_MOUNT, SandboxError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS_DIR = REPO_ROOT / "scripts"
@@ -28,6 +29,8 @@ COMPLETE_MARKER = ".veriharm-complete"
 # sha256 of the tree's package list, and of the verifier runtime's manifest.
 TREE_IDENTITY = ".veriharm-id"
 VERIFIER_IDENTITY = ".veriharm-verifier-id"
+# Every file of the verifier runtime, headed by its recipe.
+VERIFIER_MANIFEST = ".veriharm-manifest"
 HARNESS_IDENTITY = ".veriharm-harness-id"
 # The harness runtimes the build script makes (one directory each under harness_root()).
 HARNESS_RUNTIMES = tuple(sorted(p.name for p in (SCRIPTS_DIR / "harnesses").iterdir() if p.is_dir()))
@@ -70,16 +73,38 @@ def require_harness(name: str) -> Path:
     return harness_root()
 
 
+def verifier_recipe() -> str:
+    """The recipe line that heads a current runtime's manifest (``VERIFIER_RECIPE`` of the build script)."""
+    found = re.search(r'^VERIFIER_RECIPE="([^"]+)"$', BUILD_SCRIPT.read_text(), re.MULTILINE)
+    if found is None:
+        raise SandboxError(f"{BUILD_SCRIPT} names no VERIFIER_RECIPE")
+    return found.group(1)
+
+
 def verifier_is_complete() -> bool:
+    """The runtime is built, by the build script's current recipe, with this checkout's bootstrap.
+
+    An older one (another recipe, another bootstrap) counts as incomplete: the build script
+    rebuilds it, and until then no test runs with a verifier other than the one recorded."""
     directory = verifier_root()
-    return (directory / VERIFIER_IDENTITY).is_file() and (directory / "loader").exists()
+    try:
+        return (
+            (directory / VERIFIER_IDENTITY).is_file()
+            and (directory / "loader").exists()
+            and (directory / VERIFIER_MANIFEST).read_text().partition("\n")[0] == verifier_recipe()
+            and (directory / VERIFIER_BOOTSTRAP.removeprefix(VERIFIER_MOUNT + "/")).read_bytes()
+            == BOOTSTRAP_SOURCE.read_bytes()
+        )
+    except OSError:
+        return False
 
 
 def require_verifier_root() -> Path:
     directory = verifier_root()
     if not verifier_is_complete():
         raise SandboxError(
-            f"verifier runtime {directory} is missing or incomplete; build it with scripts/build_sandbox_image.sh"
+            f"verifier runtime {directory} is missing, incomplete or outdated; build it with "
+            "scripts/build_sandbox_image.sh"
         )
     return directory
 

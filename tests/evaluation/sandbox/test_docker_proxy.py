@@ -14,7 +14,7 @@ import pytest
 
 from evaluation.sandbox import Environment, Sandbox
 from evaluation.sandbox.docker import DockerBackend
-from evaluation.sandbox.docker_proxy import Policy, Refused, match, parse_head, serve
+from evaluation.sandbox.docker_proxy import Policy, Refused, check, match, parse_head, serve
 from evaluation.sandbox.images import default_image
 
 POLICY = Policy(images=("veriharm-sandbox:*",), bind_prefixes=("/var/lib/veriharm/gateway",))
@@ -79,6 +79,8 @@ def test_the_backends_own_create_is_allowed() -> None:
         ({"HostConfig": {"NetworkMode": "host"}}, "network mode"),
         ({"HostConfig": {"NetworkMode": "bridge"}}, "network mode"),
         ({"HostConfig": {"PidMode": "host"}}, "PidMode"),
+        ({"HostConfig": {"PidMode": "container:"}}, "PidMode"),
+        ({"HostConfig": {"PidMode": "container:../x"}}, "PidMode"),
         ({"HostConfig": {"Devices": [{"PathOnHost": "/dev/kmsg"}]}}, "Devices"),
         ({"HostConfig": {"Mounts": [{"Type": "bind", "Source": "/", "Target": "/host"}]}}, "Mounts"),
         ({"HostConfig": {"Binds": ["/:/host"]}}, "outside the allowed"),
@@ -105,6 +107,30 @@ def test_dangerous_creates_are_refused(change: dict, reason: str) -> None:
             body[key] = value
     with pytest.raises(Refused, match=reason):
         POLICY.check_create(body)
+
+
+def test_a_pid_namespace_only_of_a_sandbox() -> None:
+    """The snapshot helper joins its sandbox's PID namespace; no other container's can be joined."""
+    containers = {"sandbox1": {"Config": {"Labels": dict(LABELS)}}, "postgres": {"Config": {"Labels": {}}}}
+    looked_up: list[str] = []
+
+    async def lookup(path: str) -> tuple[int, dict]:
+        looked_up.append(path)
+        name = path.split("/")[2]
+        return (200, containers[name]) if name in containers else (404, {})
+
+    route, groups = match(parse_head(head("POST", "/v1.41/containers/create")))
+
+    def answer(pid_mode: str) -> tuple[int, str] | None:
+        body = json.dumps(sandbox_create(PidMode=pid_mode)).encode()
+        return asyncio.run(check(POLICY, parse_head(head("POST", "/containers/create")), route, groups, body, lookup))
+
+    assert answer("container:sandbox1") is None
+    assert answer("container:postgres") == (403, "container postgres is not a sandbox")
+    assert answer("container:gone") == (404, "No such container: gone")
+    assert looked_up == ["/containers/sandbox1/json", "/containers/postgres/json", "/containers/gone/json"]
+    status, message = answer("host") or (0, "")
+    assert status == 403 and "PidMode" in message
 
 
 def test_execs_volumes_and_lists() -> None:
