@@ -20,6 +20,7 @@ from .curation.review import REASON_OPTIONS
 from .curation.selectors import curation_history
 from .flags import candidate_flags, flag_warning
 from .forms import ImportForm
+from .harm_test_verdicts import reference_states_for
 from .models import Candidate, ImportJob, Perturbation
 from .panels import candidate_panels
 from .queries import RankingPageQuery
@@ -44,12 +45,19 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         rows = list(page.object_list)
         sums = selectors.candidate_judge_sums([c.pk for c in rows])
         flags = candidate_flags(c.pk for c in rows)
+        references = reference_states_for(self.request.user, [c.pk for c in rows]) or {}
         kept = params.copy()
         kept.pop("page", None)
         return super().get_context_data(
             page=page,
             rows=[
-                {"candidate": c, "group": bounds.group(c.rank), "sums": sums[c.pk], "flags": flags.get(c.pk, [])}
+                {
+                    "candidate": c,
+                    "group": bounds.group(c.rank),
+                    "sums": sums[c.pk],
+                    "flags": flags.get(c.pk, []),
+                    "reference": references.get(c.pk),
+                }
                 for c in rows
             ],
             bounds=bounds,

@@ -23,6 +23,7 @@ from veriharm_site.api_errors import API_ERRORS, refusal
 from veriharm_site.permissions import api_permission, signed_in_user
 from veriharm_site.queries import query_of
 
+from ..harm_test_verdicts import reference_states_for
 from ..models import Candidate, Decision, Perturbation, Release, Revision
 from ..queries import ReviewQueueQuery
 from ..releases import services as releases
@@ -165,6 +166,7 @@ class ReviewQueueApi(APIView):
         query = query_of(ReviewQueueQuery, request.query_params)
         queue = review.review_queue(query["k"])
         listing = review_queue_listing(query, queue)
+        references = reference_states_for(request.user, [row.pk for row in listing.rows])
         return Response(
             {
                 "k": queue.k,
@@ -186,6 +188,7 @@ class ReviewQueueApi(APIView):
                         "reason": row.reason,
                         "decided_at": row.decided_at,
                         "flags": list(row.flags),
+                        "reference_check": None if references is None else str(references[row.pk]),
                     }
                     for row in listing.rows
                 ],

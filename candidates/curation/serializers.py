@@ -4,6 +4,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from ..harm_test_verdicts import ReferenceState
 from ..models import Decision, DecisionReason, Release, ReleaseItem, Revision, Verdict
 from .review import MAX_BULK_DECISIONS
 
@@ -196,6 +197,12 @@ class ReviewQueueEntrySerializer(serializers.Serializer):
     reason = serializers.CharField(help_text='The current decision\'s reason, "" while undecided')
     decided_at = serializers.DateTimeField(allow_null=True, help_text="When the current decision was made")
     flags = serializers.ListField(child=serializers.CharField(), help_text="Why its tests failed their reference check")
+    reference_check = serializers.ChoiceField(
+        choices=[state.value for state in ReferenceState],
+        allow_null=True,
+        help_text="What the reference check established: discriminates, does_not_discriminate, or not_checked "
+        "(no result yet, or no safe and harmful script to compare)",
+    )
 
 
 class ReviewQueueSerializer(serializers.Serializer):

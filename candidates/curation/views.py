@@ -21,6 +21,7 @@ from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import QueryPageMixin, query_string
 from veriharm_site.url_filling import url_filler
 
+from ..harm_test_verdicts import reference_states_for
 from ..models import Candidate, DecisionReason, Perturbation, Release, ReleaseFrozen, Verdict
 from ..queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueuePageQuery, ReviewQueueQuery
 from ..releases import services as releases
@@ -72,13 +73,15 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         page = Paginator(listing.rows, QUEUE_PAGE_SIZE).get_page(query["page"])
         querystring = query_string(query)
         start = listing.next_undecided(0) or (listing.rows[0].rank if listing.rows else None)
-        bulk_form = bulk_form or BulkDecisionForm(initial={"verdict": Verdict.REJECT})
+        bulk_form = bulk_form or BulkDecisionForm()
         choices = filter_choices()
+        references = reference_states_for(self.request.user, [row.pk for row in page.object_list])
         return super().get_context_data(
             queue=queue,
             strip=queue_strip(queue, _review_urls(querystring)),
             listing=listing,
             page=page,
+            references=references,
             query=query,
             querystring=querystring,
             # The rows' links to the review page carry the order and filters: "next" follows them.
