@@ -16,11 +16,12 @@ from veriharm_site.queries import QueryPageMixin
 from . import diffing, highlight, import_jobs, selectors, services
 from .curation.decision_forms import decided_message, decision_from_form
 from .curation.forms import DecisionForm
-from .curation.review import REASON_OPTIONS
+from .curation.review import REASON_OPTIONS, approval_warning
 from .curation.selectors import curation_history
 from .flags import candidate_flags, flag_warning
 from .forms import ImportForm
 from .harm_test_verdicts import reference_states_for
+from .human_verdicts import human_majorities_for
 from .models import Candidate, ImportJob, Perturbation
 from .panels import candidate_panels
 from .queries import RankingPageQuery
@@ -96,6 +97,9 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
         diff = diffing.side_by_side(candidate.source_task.instruction, candidate.instruction)
         bounds = selectors.ranking_bounds()
         flags = candidate_flags([candidate.pk]).get(candidate.pk, [])
+        user = self.request.user
+        humans = human_majorities_for(user, [candidate.pk])
+        references = reference_states_for(user, [candidate.pk])
         if decision_form is None and self.request.user.has_perm(self.decide_permission):
             decision_form = DecisionForm(initial={"candidate": candidate.external_id, "revision": candidate.revision})
         return super().get_context_data(
@@ -106,6 +110,11 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
             panels=candidate_panels(candidate, self.request.user),
             flags=flags,
             flag_warning=flag_warning(flags),
+            # What an approval now keeps, flags and humans' rejection: refused if it changes before the click.
+            approval_warning=approval_warning(candidate.pk),
+            human=None if humans is None else humans.get(candidate.pk),
+            humans_visible=humans is not None,
+            reference=None if references is None else references[candidate.pk],
             group=bounds.group(candidate.rank),
             bounds=bounds,
             diff=diff,

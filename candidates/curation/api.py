@@ -43,6 +43,7 @@ from .serializers import (
     DescriptiveSerializer,
     ReleaseCreateSerializer,
     ReleaseDetailSerializer,
+    ReleaseFreezeRequestSerializer,
     ReleaseSerializer,
     ReleaseUpdateSerializer,
     ReviewQueueSerializer,
@@ -127,6 +128,7 @@ class DecisionListApi(_CandidateHistoryApi):
             note=data["note"],
             seen_revision=data.get("revision"),
             acknowledge_flags=data["acknowledge_flags"],
+            acknowledge_human_verdict=data["acknowledge_human_verdict"],
         )
 
 
@@ -198,7 +200,8 @@ class ReviewQueueApi(APIView):
 
 class ReviewDecisionsBulkApi(APIView):
     """The same decision for many candidates at once, all or nothing. Unknown ids are refused (404),
-    and so is an approval of flagged candidates without acknowledge_flags (400, naming them)."""
+    and so is an approval of flagged candidates without acknowledge_flags, or of candidates humans
+    judged invalid without acknowledge_human_verdict (400, naming them)."""
 
     permission_classes = [api_permission(CURATE)]
 
@@ -217,6 +220,7 @@ class ReviewDecisionsBulkApi(APIView):
             reason=data["reason"],
             note=data["note"],
             acknowledge_flags=data["acknowledge_flags"],
+            acknowledge_human_verdict=data["acknowledge_human_verdict"],
             seen_revisions=data.get("seen_revisions"),
         )
         body = {"recorded": len(decisions), "decisions": DecisionSerializer(decisions, many=True).data}
@@ -275,11 +279,17 @@ class ReleaseFreezeApi(APIView):
 
     permission_classes = [api_permission(CURATE)]
 
-    @extend_schema(request=None, responses=ReleaseDetailSerializer)
+    @extend_schema(request=ReleaseFreezeRequestSerializer, responses={200: ReleaseDetailSerializer, 400: API_ERRORS})
     def post(self, request: Request, pk: int) -> Response:
         if _release(pk) is None:
             return _not_found("release", "id")
-        release = releases.release_freeze(pk, user=signed_in_user(request))
+        payload = ReleaseFreezeRequestSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        release = releases.release_freeze(
+            pk,
+            user=signed_in_user(request),
+            acknowledge_human_verdict=payload.validated_data["acknowledge_human_verdict"],
+        )
         return Response(ReleaseDetailSerializer(release).data)
 
 
