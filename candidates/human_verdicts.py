@@ -71,11 +71,14 @@ def human_majorities(candidate_ids: Iterable[int]) -> dict[int, HumanMajority]:
     return majorities
 
 
+def human_majorities_visible(user: Any) -> bool:
+    """Whether this reader may see human majorities: the one rule for every page and API."""
+    return bool(getattr(user, "has_perm", None)) and user.has_perm(VIEW_PERMISSION)
+
+
 def human_majorities_for(user: Any, candidate_ids: Iterable[int]) -> dict[int, HumanMajority] | None:
     """`human_majorities` for a page or API, or None for a reader who may not see study results."""
-    if not getattr(user, "has_perm", None) or not user.has_perm(VIEW_PERMISSION):
-        return None
-    return human_majorities(candidate_ids)
+    return human_majorities(candidate_ids) if human_majorities_visible(user) else None
 
 
 def human_warning(majority: HumanMajority | None) -> str:

@@ -16,12 +16,12 @@ from veriharm_site.queries import QueryPageMixin
 from . import diffing, highlight, import_jobs, selectors, services
 from .curation.decision_forms import decided_message, decision_from_form
 from .curation.forms import DecisionForm
-from .curation.review import REASON_OPTIONS, approval_warning
+from .curation.review import REASON_OPTIONS, approval_text
 from .curation.selectors import curation_history
 from .flags import candidate_flags, flag_warning
 from .forms import ImportForm
 from .harm_test_verdicts import reference_states_for
-from .human_verdicts import human_majorities_for
+from .human_verdicts import human_majorities, human_majorities_visible
 from .models import Candidate, ImportJob, Perturbation
 from .panels import candidate_panels
 from .queries import RankingPageQuery
@@ -98,9 +98,12 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
         bounds = selectors.ranking_bounds()
         flags = candidate_flags([candidate.pk]).get(candidate.pk, [])
         user = self.request.user
-        humans = human_majorities_for(user, [candidate.pk])
+        can_decide = user.has_perm(self.decide_permission)
+        humans_visible = human_majorities_visible(user)
+        # Read once: shown to those who may see it, and part of the warning an approval keeps.
+        majority = human_majorities([candidate.pk]).get(candidate.pk) if humans_visible or can_decide else None
         references = reference_states_for(user, [candidate.pk])
-        if decision_form is None and self.request.user.has_perm(self.decide_permission):
+        if decision_form is None and can_decide:
             decision_form = DecisionForm(initial={"candidate": candidate.external_id, "revision": candidate.revision})
         return super().get_context_data(
             candidate=candidate,
@@ -111,9 +114,9 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
             flags=flags,
             flag_warning=flag_warning(flags),
             # What an approval now keeps, flags and humans' rejection: refused if it changes before the click.
-            approval_warning=approval_warning(candidate.pk),
-            human=None if humans is None else humans.get(candidate.pk),
-            humans_visible=humans is not None,
+            approval_warning=approval_text(flags, majority),
+            human=majority if humans_visible else None,
+            humans_visible=humans_visible,
             reference=None if references is None else references[candidate.pk],
             group=bounds.group(candidate.rank),
             bounds=bounds,

@@ -71,16 +71,9 @@ class HumanRejectionNotAcknowledged(DecisionRefused):
 
 
 def approval_text(reasons: list[str], majority: HumanMajority | None) -> str:
-    """The warning an approval keeps: the reference check's flags, then humans' rejection."""
+    """The warning an approval keeps: the reference check's flags, then humans' rejection. A page
+    renders it, and the approval is refused if it changed before the curator confirmed it."""
     return " ".join(part for part in (flag_warning(reasons), human_warning(majority)) if part)
-
-
-def approval_warning(candidate_id: int) -> str:
-    """The warning approving this candidate asks to acknowledge now; "" when there is none. A page
-    renders it, and the decision is refused if it changed before the curator confirmed it."""
-    return approval_text(
-        candidate_flags([candidate_id]).get(candidate_id, []), human_majorities([candidate_id]).get(candidate_id)
-    )
 
 
 def _check_decision(verdict: str, reason: str, note: str) -> None:

@@ -143,15 +143,16 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         data = form.cleaned_data
         count = len(plan.candidates)
         title = _bulk_summary(data["verdict"], data["reason"], count, question=True)
-        warned = len(plan.warnings)
         message = (
             f"Each of the {count} gets a new decision by you on its current revision"
             f"{', with the note' if data['note'].strip() else ''}; their earlier decisions stay in their history."
         )
-        if warned:
+        flagged, rejected = len(plan.flagged), len(plan.human_rejected)
+        if flagged:
+            message += f" {flagged} of them {'is' if flagged == 1 else 'are'} flagged: each approval keeps its warning."
+        if rejected:
             message += (
-                f" {warned} of them {'has' if warned == 1 else 'have'} a warning (flags, or humans judged "
-                f"{'it' if warned == 1 else 'them'} invalid): each approval keeps its warning."
+                f" Humans judged {rejected} of them invalid: each approval keeps that warning, as you acknowledged."
             )
         confirmation = Confirmation(
             title=title,
