@@ -22,7 +22,12 @@ WARNING = f"Humans judged it invalid: {VOTES}."
 
 @pytest.fixture
 def judged(curator):
-    """A study whose three annotators judge item 1 invalid and every other item valid."""
+    return judged_candidates(curator)
+
+
+def judged_candidates(curator):
+    """A study whose three annotators judge item 1 invalid and every other item valid: (its
+    candidate, item 2's candidate)."""
     import_pool(12)
     people = [make_user(f"person-{i}", ANNOTATOR) for i in range(3)]
     study = services.study_create(
