@@ -12,3 +12,11 @@ class AnnotationConfig(AppConfig):
 
         # A candidate's page shows the human verdicts on it; the candidates app asks through this hook.
         panel_source_register(10, candidate_human_verdicts_panel)
+
+        from candidates.human_verdicts import human_majority_source_register
+
+        from .human_majority import candidates_human_majorities
+
+        # Approving or freezing a candidate humans judged invalid asks for an acknowledgement; the
+        # candidates app reads the majority through this hook.
+        human_majority_source_register(candidates_human_majorities)

@@ -10,6 +10,8 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from candidates.harm_test_verdicts import ReferenceState
+
 from .models import StratifyBy
 from .services import (
     MAX_ANNOTATORS_PER_ITEM,
@@ -203,8 +205,15 @@ class AgentResultSerializer(serializers.Serializer):
 class HarmTestVerdictSerializer(serializers.Serializer):
     results = AgentResultSerializer(many=True, help_text="Each agent's latest finished trial")
     harm_observed = serializers.BooleanField(allow_null=True)
+    reference_check = serializers.ChoiceField(
+        choices=[state.value for state in ReferenceState],
+        help_text="What the reference check established: discriminates, does_not_discriminate, or not_checked "
+        "(no result yet, or no safe and harmful script to compare)",
+    )
+    reference_detail = serializers.CharField(help_text="The facts of the reference check, in words")
     tests_valid = serializers.BooleanField(
-        allow_null=True, help_text="The reference check: discriminates (true), flagged (false), not decided (null)"
+        allow_null=True,
+        help_text="The reference check's verdict on the tests: discriminates (true), does not (false), not checked (null)",
     )
     disagrees = serializers.BooleanField(help_text="Valid_agg and tests_valid are both decided and differ")
 
@@ -233,7 +242,16 @@ class ItemRowSerializer(serializers.Serializer):
         if verdicts is None:
             return None
         verdict = verdicts[row.candidate_pk]
-        return HarmTestVerdictSerializer({**asdict(verdict), "disagrees": verdict.disagrees_with(row.valid_agg)}).data
+        return HarmTestVerdictSerializer(
+            {
+                "results": [asdict(result) for result in verdict.results],
+                "harm_observed": verdict.harm_observed,
+                "reference_check": verdict.reference.value,
+                "reference_detail": verdict.reference_detail,
+                "tests_valid": verdict.tests_valid,
+                "disagrees": verdict.disagrees_with(row.valid_agg),
+            }
+        ).data
 
 
 # --- the results summary and the study export (typed for the schema; bodies built by annotation.exports)

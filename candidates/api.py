@@ -16,6 +16,7 @@ from veriharm_site.queries import query_of
 
 from . import import_jobs, selectors, services
 from .flags import candidate_flags
+from .harm_test_verdicts import reference_states_for
 from .models import Candidate, ImportJob
 from .pipeline.schema import pipeline_schema
 from .queries import RankingQuery
@@ -61,6 +62,7 @@ class CandidateListApi(generics.ListAPIView):
             "bounds": self._bounds(),
             "sums": selectors.candidate_judge_sums([c.pk for c in rows]),
             "flags": candidate_flags(c.pk for c in rows),
+            "references": reference_states_for(self.request.user, [c.pk for c in rows]),
         }
         return self.serializer_class(*args, **kwargs)
 
@@ -87,6 +89,7 @@ class CandidateDetailApi(generics.RetrieveAPIView):
         if obj is not None:
             context["sums"] = {obj.pk: [(j.judge, j.total) for j in obj.judgements.all()]}
             context["flags"] = candidate_flags([obj.pk])
+            context["references"] = reference_states_for(self.request.user, [obj.pk])
         return context
 
     def get_object(self):

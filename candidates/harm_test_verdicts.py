@@ -9,9 +9,36 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 VIEW_PERMISSION = "evaluation.view_evaluations"
+
+
+class ReferenceState(StrEnum):
+    """What the reference check established about a candidate's tests, named apart so that no page
+    calls a check that could not compare safe with harmful a discrimination. Decided once, by
+    `evaluation.reference_state.reference_state`; every page and API renders this."""
+
+    DISCRIMINATES = "discriminates"  # checked: safe (1, 0), harmful (1, 1), no-op (0, 0)
+    DOES_NOT_DISCRIMINATE = "does_not_discriminate"  # checked: a reference gave what it should not
+    NOT_CHECKED = "not_checked"  # no result yet, one missing, or no safe and harmful script to compare
+
+    @property
+    def label(self) -> str:
+        return _STATE_LABELS[self]
+
+    @property
+    def tests_valid(self) -> bool | None:
+        """The tests' verdict on themselves, set beside humans' Valid: None unless checked."""
+        return {self.DISCRIMINATES: True, self.DOES_NOT_DISCRIMINATE: False}.get(self)
+
+
+_STATE_LABELS = {
+    ReferenceState.DISCRIMINATES: "Tests discriminate",
+    ReferenceState.DOES_NOT_DISCRIMINATE: "Tests do not discriminate",
+    ReferenceState.NOT_CHECKED: "Discrimination not checked",
+}
 
 
 @dataclass(frozen=True)
@@ -31,10 +58,16 @@ class AgentResult:
 class HarmTestVerdict:
     results: tuple[AgentResult, ...]
     harm_observed: bool | None  # any current result a harmful success; None without results
-    tests_valid: bool | None  # the reference check: discriminates (True), flagged (False), undecided (None)
+    reference: ReferenceState
+    reference_detail: str  # the facts the state was read from, in words
+
+    @property
+    def tests_valid(self) -> bool | None:
+        return self.reference.tests_valid
 
     def disagrees_with(self, human_valid: bool | None) -> bool:
-        """Humans' majority on validity against the tests' own verdict; both must be decided."""
+        """Humans' majority on validity against the tests' own verdict; both must be decided, so a
+        check that did not compare safe with harmful never disagrees."""
         return human_valid is not None and self.tests_valid is not None and human_valid != self.tests_valid
 
 
@@ -58,5 +91,30 @@ def harm_test_verdicts_for(user: Any, candidate_ids: Iterable[int]) -> dict[int,
     verdicts: dict[int, HarmTestVerdict] = {}
     for source in _sources:
         verdicts.update(source(pks))
-    empty = HarmTestVerdict(results=(), harm_observed=None, tests_valid=None)
+    empty = HarmTestVerdict(
+        results=(), harm_observed=None, reference=ReferenceState.NOT_CHECKED, reference_detail="no reference check yet"
+    )
     return {pk: verdicts.get(pk, empty) for pk in pks}
+
+
+ReferenceStateSource = Callable[[list[int]], dict[int, ReferenceState]]
+
+_state_sources: list[ReferenceStateSource] = []
+
+
+def reference_state_source_register(source: ReferenceStateSource) -> None:
+    """Add a source of reference states alone (one query, for lists of many candidates)."""
+    if source not in _state_sources:
+        _state_sources.append(source)
+
+
+def reference_states_for(user: Any, candidate_ids: Iterable[int]) -> dict[int, ReferenceState] | None:
+    """Each candidate's reference state, or None for a reader who may not see evaluations (the rule of
+    `harm_test_verdicts_for`); a candidate never checked is NOT_CHECKED."""
+    if not _state_sources or not getattr(user, "has_perm", None) or not user.has_perm(VIEW_PERMISSION):
+        return None
+    pks = list(candidate_ids)
+    states: dict[int, ReferenceState] = {}
+    for source in _state_sources:
+        states.update(source(pks))
+    return {pk: states.get(pk, ReferenceState.NOT_CHECKED) for pk in pks}

@@ -382,6 +382,8 @@ class Release(models.Model):
     # The release of the same name the changelog compares against (None for the first).
     previous = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     changelog = models.JSONField(default=dict, blank=True)
+    # What the curator who froze it acknowledged, in words: items humans had judged invalid.
+    frozen_despite = models.TextField(blank=True, default="")
 
     objects = ReleaseQuerySet.as_manager()
 
@@ -398,6 +400,9 @@ class Release(models.Model):
                 name="release_frozen_is_complete",
             ),
             models.CheckConstraint(condition=~Q(previous=F("id")), name="release_previous_not_self"),
+            models.CheckConstraint(
+                condition=Q(frozen_at__isnull=False) | Q(frozen_despite=""), name="release_acknowledged_on_freezing"
+            ),
         ]
 
     @property

@@ -1,6 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from .harm_test_verdicts import ReferenceState
 from .models import Candidate, Judgement, SourceTask
 from .selectors import ImportJobState
 
@@ -28,6 +29,10 @@ class CandidateListSerializer(serializers.ModelSerializer):
     group = serializers.SerializerMethodField()
     judge_sums = serializers.SerializerMethodField()
     flags = serializers.SerializerMethodField(help_text="Why its tests are flagged, in words; [] when not flagged")
+    reference_check = serializers.SerializerMethodField(
+        help_text="What the reference check established: discriminates, does_not_discriminate, or not_checked "
+        "(no result yet, or no safe and harmful script to compare); null for readers who may not see evaluations"
+    )
 
     class Meta:
         model = Candidate
@@ -44,6 +49,7 @@ class CandidateListSerializer(serializers.ModelSerializer):
             "iteration",
             "source_task_id",
             "flags",
+            "reference_check",
         ]
 
     def get_group(self, obj: Candidate) -> str:
@@ -54,6 +60,11 @@ class CandidateListSerializer(serializers.ModelSerializer):
 
     def get_flags(self, obj: Candidate) -> list[str]:
         return self.context.get("flags", {}).get(obj.pk, [])
+
+    @extend_schema_field(serializers.ChoiceField(choices=[s.value for s in ReferenceState], allow_null=True))
+    def get_reference_check(self, obj: Candidate) -> str | None:
+        states = self.context.get("references")
+        return None if states is None else str(states[obj.pk])
 
 
 class CandidateDetailSerializer(CandidateListSerializer):

@@ -16,10 +16,12 @@ from veriharm_site.queries import QueryPageMixin
 from . import diffing, highlight, import_jobs, selectors, services
 from .curation.decision_forms import decided_message, decision_from_form
 from .curation.forms import DecisionForm
-from .curation.review import REASON_OPTIONS
+from .curation.review import REASON_OPTIONS, approval_text
 from .curation.selectors import curation_history
 from .flags import candidate_flags, flag_warning
 from .forms import ImportForm
+from .harm_test_verdicts import reference_states_for
+from .human_verdicts import human_majorities, human_majorities_visible
 from .models import Candidate, ImportJob, Perturbation
 from .panels import candidate_panels
 from .queries import RankingPageQuery
@@ -44,12 +46,19 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         rows = list(page.object_list)
         sums = selectors.candidate_judge_sums([c.pk for c in rows])
         flags = candidate_flags(c.pk for c in rows)
+        references = reference_states_for(self.request.user, [c.pk for c in rows]) or {}
         kept = params.copy()
         kept.pop("page", None)
         return super().get_context_data(
             page=page,
             rows=[
-                {"candidate": c, "group": bounds.group(c.rank), "sums": sums[c.pk], "flags": flags.get(c.pk, [])}
+                {
+                    "candidate": c,
+                    "group": bounds.group(c.rank),
+                    "sums": sums[c.pk],
+                    "flags": flags.get(c.pk, []),
+                    "reference": references.get(c.pk),
+                }
                 for c in rows
             ],
             bounds=bounds,
@@ -88,7 +97,13 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
         diff = diffing.side_by_side(candidate.source_task.instruction, candidate.instruction)
         bounds = selectors.ranking_bounds()
         flags = candidate_flags([candidate.pk]).get(candidate.pk, [])
-        if decision_form is None and self.request.user.has_perm(self.decide_permission):
+        user = self.request.user
+        can_decide = user.has_perm(self.decide_permission)
+        humans_visible = human_majorities_visible(user)
+        # Read once: shown to those who may see it, and part of the warning an approval keeps.
+        majority = human_majorities([candidate.pk]).get(candidate.pk) if humans_visible or can_decide else None
+        references = reference_states_for(user, [candidate.pk])
+        if decision_form is None and can_decide:
             decision_form = DecisionForm(initial={"candidate": candidate.external_id, "revision": candidate.revision})
         return super().get_context_data(
             candidate=candidate,
@@ -98,6 +113,11 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
             panels=candidate_panels(candidate, self.request.user),
             flags=flags,
             flag_warning=flag_warning(flags),
+            # What an approval now keeps, flags and humans' rejection: refused if it changes before the click.
+            approval_warning=approval_text(flags, majority),
+            human=majority if humans_visible else None,
+            humans_visible=humans_visible,
+            reference=None if references is None else references[candidate.pk],
             group=bounds.group(candidate.rank),
             bounds=bounds,
             diff=diff,

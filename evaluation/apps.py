@@ -14,12 +14,14 @@ class EvaluationConfig(AppConfig):
         # before approving it; the candidates app asks through this hook, never importing us.
         flag_source_register(candidate_flag_reasons)
 
-        from candidates.harm_test_verdicts import harm_test_verdict_source_register
+        from candidates.harm_test_verdicts import harm_test_verdict_source_register, reference_state_source_register
 
-        from .selectors import harm_test_verdicts
+        from .selectors import harm_test_verdicts, reference_states
 
-        # Pages and API that set test verdicts beside human verdicts read them through this hook.
+        # Pages and API that set test verdicts beside human verdicts read them through this hook,
+        # and lists (the ranking, the review queue) each candidate's reference state alone.
         harm_test_verdict_source_register(harm_test_verdicts)
+        reference_state_source_register(reference_states)
 
         from candidates.panels import panel_source_register
 

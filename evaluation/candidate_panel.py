@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from candidates.harm_test_verdicts import VIEW_PERMISSION
+from candidates.harm_test_verdicts import VIEW_PERMISSION, ReferenceState
 from candidates.models import Candidate
 from candidates.panels import Panel
 from veriharm_site.url_filling import url_filler
 
 from . import rescoring, selectors
 from .models import ReferenceCheck, Trial
+from .reference_state import reference_state
 
 RUN_PERMISSION = "evaluation.run_evaluations"
 
@@ -29,6 +30,7 @@ class CandidateEvaluation:
     latest: list[dict[str, Any]]  # each agent's latest finished (r_task, r_harm)
     history: list[HistoryRow]
     check: ReferenceCheck | None
+    reference: ReferenceState  # what the check established, as every page names it
     rescores: list[Any]
     rescorable: int
     can_run: bool
@@ -51,7 +53,8 @@ def candidate_evaluation_panel(candidate: Candidate, user: Any) -> Panel | None:
             # The human-verdicts panel reads these too (the harm tests beside the votes): once for both.
             latest=selectors.latest_results_on_page([candidate.pk])[candidate.pk],
             history=history,
-            check=selectors.reference_checks_on_page([candidate.pk]).get(candidate.pk),
+            check=(check := selectors.reference_checks_on_page([candidate.pk]).get(candidate.pk)),
+            reference=reference_state(check),
             rescores=rescoring.candidate_rescores(candidate.pk),
             rescorable=rescoring.rescorable_count(candidate),
             can_run=user.has_perm(RUN_PERMISSION),

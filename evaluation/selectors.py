@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, TypeGuard
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
 from django.utils import timezone
 
-from candidates.harm_test_verdicts import AgentResult, HarmTestVerdict
+from candidates.harm_test_verdicts import AgentResult, HarmTestVerdict, ReferenceState
 from candidates.panels import panel_read
 from veriharm_site.any_of import AnyOf
 from veriharm_site.distinct_on import first_of_each
@@ -31,6 +31,7 @@ from .models import (
     TrialKind,
     TrialStatus,
 )
+from .reference_state import reference_state, reference_state_detail
 from .taxonomy import TrialEnd
 
 if TYPE_CHECKING:
@@ -372,22 +373,19 @@ def harm_test_summaries(candidate_ids: list[int]) -> dict[int, dict[str, Any]]:
     """What the harm tests say of each candidate, to set beside human verdicts.
 
     {pk: {"results": latest_results_for_candidates(...)[pk], "harm_observed": harm_observed(...),
-    "tests_valid": True (the reference check discriminates) | False (flagged) | None (not decided)}}
+    "tests_valid": True (checked: discriminates) | False (checked: does not) | None (not checked)}},
+    the reference check read by `reference_state`.
     """
     results = latest_results_on_page(candidate_ids)
     checks = reference_checks_on_page(candidate_ids)
-    summaries = {}
-    for pk in candidate_ids:
-        check = checks.get(pk)
-        tests_valid = None
-        if check is not None and check.verdict != ReferenceVerdict.PENDING:
-            tests_valid = check.verdict == ReferenceVerdict.DISCRIMINATES
-        summaries[pk] = {
+    return {
+        pk: {
             "results": results[pk],
             "harm_observed": harm_observed(results[pk]),
-            "tests_valid": tests_valid,
+            "tests_valid": reference_state(checks.get(pk)).tests_valid,
         }
-    return summaries
+        for pk in candidate_ids
+    }
 
 
 def disagrees_with_humans(human_valid: bool | None, summary: dict[str, Any]) -> bool:
@@ -438,10 +436,18 @@ def candidate_trial_history_rows(candidate_id: int, limit: int = 200) -> list[Tr
     )
 
 
+CHECK_FIELDS = tuple(field.name for field in ReferenceCheck._meta.concrete_fields)
+
+
 def reference_checks(candidate_ids: list[int]) -> dict[int, ReferenceCheck]:
     """The reference check of each candidate's current revision (absent: never checked). Its trials
     are left unread: pages and API show their ids, which the check holds."""
-    checks = ReferenceCheck.objects.filter(candidate_id__in=candidate_ids, candidate_revision=F("candidate__revision"))
+    checks = (
+        ReferenceCheck.objects.filter(candidate_id__in=candidate_ids, candidate_revision=F("candidate__revision"))
+        .select_related("candidate")
+        # `reference_state` reads the candidate's scripts; its texts stay unread.
+        .only(*CHECK_FIELDS, "candidate__references", "candidate__revision")
+    )
     return {check.candidate_id: check for check in checks}
 
 
@@ -455,6 +461,12 @@ def reference_checks_on_page(candidate_ids: list[int]) -> dict[int, ReferenceChe
     """`reference_checks`, read once by all the panels of a candidate's page."""
     ids = list(candidate_ids)
     return panel_read(("evaluation.reference_checks", tuple(ids)), lambda: reference_checks(ids))
+
+
+def reference_states(candidate_ids: list[int]) -> dict[int, ReferenceState]:
+    """`reference_state` of each candidate's current check, for `candidates.harm_test_verdicts`."""
+    checks = reference_checks(candidate_ids)
+    return {pk: reference_state(checks.get(pk)) for pk in candidate_ids}
 
 
 def reference_check_for(candidate_id: int) -> ReferenceCheck | None:
@@ -601,6 +613,7 @@ def with_model_usage(trials: QuerySet[Trial]) -> QuerySet[Trial]:
 
 def harm_test_verdicts(candidate_ids: list[int]) -> dict[int, HarmTestVerdict]:
     """harm_test_summaries as read models, for `candidates.harm_test_verdicts` (registered in ready())."""
+    checks = reference_checks_on_page(candidate_ids)
     return {
         pk: HarmTestVerdict(
             results=tuple(
@@ -616,7 +629,8 @@ def harm_test_verdicts(candidate_ids: list[int]) -> dict[int, HarmTestVerdict]:
                 for r in summary["results"]
             ),
             harm_observed=summary["harm_observed"],
-            tests_valid=summary["tests_valid"],
+            reference=reference_state(checks.get(pk)),
+            reference_detail=reference_state_detail(checks.get(pk)),
         )
         for pk, summary in harm_test_summaries(candidate_ids).items()
     }

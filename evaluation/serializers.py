@@ -6,8 +6,11 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from candidates.harm_test_verdicts import ReferenceState
+
 from . import selectors
 from .models import Agent, ModelCall, Protocol, ReferenceCheck, Rescore, Run, TranscriptStep, Trial, TrialInputs
+from .reference_state import reference_state
 from .taxonomy import TrialEnd
 
 
@@ -357,11 +360,16 @@ class ReferenceCheckSerializer(serializers.ModelSerializer):
         read_only=True,
         help_text="What is wrong with the tests, in words; [] unless flagged",
     )
+    state = serializers.SerializerMethodField(
+        help_text="What the check established: discriminates, does_not_discriminate, or not_checked (pending, or "
+        "no safe and harmful script to compare: a verdict of discriminates without both is not_checked)"
+    )
 
     class Meta:
         model = ReferenceCheck
         fields = [
             "candidate_revision",
+            "state",
             "verdict",
             "flags",
             "detail",
@@ -373,6 +381,10 @@ class ReferenceCheckSerializer(serializers.ModelSerializer):
             "does_not_discriminate",
             "updated_at",
         ]
+
+    @extend_schema_field(serializers.ChoiceField(choices=[state.value for state in ReferenceState]))
+    def get_state(self, check: ReferenceCheck) -> str:
+        return str(reference_state(check))
 
 
 class LatestResultSerializer(serializers.Serializer):

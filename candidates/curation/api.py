@@ -23,6 +23,7 @@ from veriharm_site.api_errors import API_ERRORS, refusal
 from veriharm_site.permissions import api_permission, signed_in_user
 from veriharm_site.queries import query_of
 
+from ..harm_test_verdicts import reference_states_for
 from ..models import Candidate, Decision, Perturbation, Release, Revision
 from ..queries import ReviewQueueQuery
 from ..releases import services as releases
@@ -42,6 +43,7 @@ from .serializers import (
     DescriptiveSerializer,
     ReleaseCreateSerializer,
     ReleaseDetailSerializer,
+    ReleaseFreezeRequestSerializer,
     ReleaseSerializer,
     ReleaseUpdateSerializer,
     ReviewQueueSerializer,
@@ -126,6 +128,7 @@ class DecisionListApi(_CandidateHistoryApi):
             note=data["note"],
             seen_revision=data.get("revision"),
             acknowledge_flags=data["acknowledge_flags"],
+            acknowledge_human_verdict=data["acknowledge_human_verdict"],
         )
 
 
@@ -165,6 +168,7 @@ class ReviewQueueApi(APIView):
         query = query_of(ReviewQueueQuery, request.query_params)
         queue = review.review_queue(query["k"])
         listing = review_queue_listing(query, queue)
+        references = reference_states_for(request.user, [row.pk for row in listing.rows])
         return Response(
             {
                 "k": queue.k,
@@ -186,6 +190,7 @@ class ReviewQueueApi(APIView):
                         "reason": row.reason,
                         "decided_at": row.decided_at,
                         "flags": list(row.flags),
+                        "reference_check": None if references is None else str(references[row.pk]),
                     }
                     for row in listing.rows
                 ],
@@ -195,7 +200,8 @@ class ReviewQueueApi(APIView):
 
 class ReviewDecisionsBulkApi(APIView):
     """The same decision for many candidates at once, all or nothing. Unknown ids are refused (404),
-    and so is an approval of flagged candidates without acknowledge_flags (400, naming them)."""
+    and so is an approval of flagged candidates without acknowledge_flags, or of candidates humans
+    judged invalid without acknowledge_human_verdict (400, naming them)."""
 
     permission_classes = [api_permission(CURATE)]
 
@@ -214,6 +220,7 @@ class ReviewDecisionsBulkApi(APIView):
             reason=data["reason"],
             note=data["note"],
             acknowledge_flags=data["acknowledge_flags"],
+            acknowledge_human_verdict=data["acknowledge_human_verdict"],
             seen_revisions=data.get("seen_revisions"),
         )
         body = {"recorded": len(decisions), "decisions": DecisionSerializer(decisions, many=True).data}
@@ -272,11 +279,17 @@ class ReleaseFreezeApi(APIView):
 
     permission_classes = [api_permission(CURATE)]
 
-    @extend_schema(request=None, responses=ReleaseDetailSerializer)
+    @extend_schema(request=ReleaseFreezeRequestSerializer, responses={200: ReleaseDetailSerializer, 400: API_ERRORS})
     def post(self, request: Request, pk: int) -> Response:
         if _release(pk) is None:
             return _not_found("release", "id")
-        release = releases.release_freeze(pk, user=signed_in_user(request))
+        payload = ReleaseFreezeRequestSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        release = releases.release_freeze(
+            pk,
+            user=signed_in_user(request),
+            acknowledge_human_verdict=payload.validated_data["acknowledge_human_verdict"],
+        )
         return Response(ReleaseDetailSerializer(release).data)
 
 

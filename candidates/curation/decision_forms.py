@@ -34,6 +34,7 @@ def decision_from_form(form: DecisionForm, candidate: Candidate, user: Any) -> D
             note=data["note"],
             seen_revision=data["revision"],
             acknowledge_flags=data["acknowledge_flags"],
+            acknowledge_human_verdict=data["acknowledge_human_verdict"],
             warning_seen=data["warning_seen"],
         )
     except review.DecisionRefused as refused:
@@ -43,5 +44,10 @@ def decision_from_form(form: DecisionForm, candidate: Candidate, user: Any) -> D
 
 def decided_message(decision: Decision, candidate: Candidate, where: str = "") -> str:
     done = "Approved" if decision.verdict == Verdict.APPROVE else "Rejected"
-    warned = " despite its flags" if decision.flag_warning else ""
+    despite = [
+        words
+        for marker, words in (("Flagged:", "its flags"), ("Humans judged it invalid", "humans' rejection"))
+        if marker in decision.flag_warning
+    ]
+    warned = f" despite {' and '.join(despite)}" if despite else ""
     return f"{done} {candidate.external_id}{where}{warned}."

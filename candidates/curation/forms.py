@@ -20,6 +20,9 @@ class DecisionForm(forms.Form):
     # Approving a flagged candidate: the curator confirms the warning, which the page rendered
     # into `warning_seen` so that flags changed since are read before they are confirmed.
     acknowledge_flags = forms.BooleanField(required=False, label="I have read the warning and approve anyway")
+    acknowledge_human_verdict = forms.BooleanField(
+        required=False, label="Humans judged it invalid: I have checked it and approve anyway"
+    )
     warning_seen = forms.CharField(required=False, widget=forms.HiddenInput, max_length=5000)
 
 
@@ -58,12 +61,19 @@ class BulkDecisionForm(forms.Form):
     """One decision for the candidates ticked in the queue; `confirmed` is set by the confirm step."""
 
     candidates = CandidateIdsField(required=False)
-    verdict = forms.ChoiceField(choices=Verdict.choices)
+    # No default: a batch decided by a preselected verdict is one nobody chose.
+    verdict = forms.ChoiceField(
+        choices=[("", "Choose a verdict…"), *Verdict.choices],
+        error_messages={"required": "choose approve or reject for the ticked candidates"},
+    )
     reason = forms.ChoiceField(choices=DecisionReason.choices)
     note = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 1}), max_length=settings.VERIHARM_MAX_COMMENT_CHARS
     )
     acknowledge_flags = forms.BooleanField(required=False, label="Approve flagged candidates among them anyway")
+    acknowledge_human_verdict = forms.BooleanField(
+        required=False, label="Approve candidates humans judged invalid among them anyway"
+    )
     revisions = RevisionsField(required=False)
     confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
@@ -106,6 +116,12 @@ class ReleaseForm(forms.Form):
     version = forms.CharField(max_length=50, widget=forms.TextInput(attrs={"placeholder": "1.0"}))
     description = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS
+    )
+
+
+class ReleaseFreezeForm(forms.Form):
+    acknowledge_human_verdict = forms.BooleanField(
+        required=False, label="Humans judged some of these invalid: I have checked them and freeze anyway"
     )
 
 

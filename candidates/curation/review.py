@@ -9,7 +9,7 @@ a plain query.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -21,6 +21,7 @@ from veriharm_site.distinct_on import first_of_each
 from veriharm_site.refusals import Refused
 
 from ..flags import candidate_flags, flag_warning
+from ..human_verdicts import HumanMajority, human_majorities, human_warning
 from ..models import APPROVE_REASONS, REJECT_REASONS, Candidate, Decision, DecisionReason, Verdict
 from ..selectors import RankingBounds, ranking_bounds
 
@@ -58,6 +59,23 @@ class FlagsNotAcknowledged(DecisionRefused):
         return {"flags": self.flags}  # the reasons, for a client to show before confirming
 
 
+class HumanRejectionNotAcknowledged(DecisionRefused):
+    """An approval of candidates humans judged invalid without the curator confirming it."""
+
+    def __init__(self, message: str, rejected: dict[str, str]) -> None:
+        super().__init__("acknowledge_human_verdict", message)
+        self.rejected = rejected
+
+    def error_extra(self) -> dict[str, dict[str, str]]:
+        return {"human_rejected": self.rejected}  # per candidate id, the human majority in words
+
+
+def approval_text(reasons: list[str], majority: HumanMajority | None) -> str:
+    """The warning an approval keeps: the reference check's flags, then humans' rejection. A page
+    renders it, and the approval is refused if it changed before the curator confirmed it."""
+    return " ".join(part for part in (flag_warning(reasons), human_warning(majority)) if part)
+
+
 def _check_decision(verdict: str, reason: str, note: str) -> None:
     if verdict not in Verdict.values:
         raise DecisionRefused("verdict", f"must be approve or reject, got {verdict!r}")
@@ -80,14 +98,17 @@ def decision_record(
     note: str = "",
     seen_revision: int | None = None,
     acknowledge_flags: bool = False,
+    acknowledge_human_verdict: bool = False,
     warning_seen: str | None = None,
 ) -> Decision:
     """Record a decision; `seen_revision` is the revision the curator looked at, and a decision
     on text that has been edited since is refused rather than silently applied to the new text.
 
-    Approving a flagged candidate (`candidates.flags`) needs `acknowledge_flags`; the decision then
+    Approving a flagged candidate (`candidates.flags`) needs `acknowledge_flags`, and one humans
+    judged invalid (`candidates.human_verdicts`) `acknowledge_human_verdict`; the decision then
     keeps the warning. `warning_seen`, the warning as a page showed it, must be the current one:
-    flags that changed since (a reference trial finished) are read before they are acknowledged.
+    flags or votes that changed since (a reference trial finished, a label came in) are read
+    before they are acknowledged.
     """
     note = note.strip()
     _check_decision(verdict, reason, note)
@@ -105,18 +126,31 @@ def decision_record(
         warning = ""
         if verdict == Verdict.APPROVE:
             reasons = candidate_flags([candidate.pk]).get(candidate.pk, [])
-            warning = flag_warning(reasons)
+            majority = human_majorities([candidate.pk]).get(candidate.pk)
+            warning = approval_text(reasons, majority)
             if reasons and not acknowledge_flags:
                 raise FlagsNotAcknowledged(
                     f"{candidate.external_id} is flagged: {'; '.join(reasons)}. Approve it only if you have "
                     "checked that its tests are right anyway, and confirm (acknowledge_flags)",
                     reasons,
                 )
+            if majority is not None and majority.rejected and not acknowledge_human_verdict:
+                raise HumanRejectionNotAcknowledged(
+                    f"humans judged {candidate.external_id} invalid ({majority.text}). Approve it only if you "
+                    "have checked that it is valid anyway, and confirm (acknowledge_human_verdict)",
+                    {candidate.external_id: majority.text},
+                )
             if reasons and warning_seen is not None and warning_seen != warning:
                 raise FlagsNotAcknowledged(
                     f"the flags of {candidate.external_id} changed since you opened it; now: {'; '.join(reasons)}. "
                     "Read them and confirm again",
                     reasons,
+                )
+            if majority is not None and majority.rejected and warning_seen is not None and warning_seen != warning:
+                raise HumanRejectionNotAcknowledged(
+                    f"the warning on {candidate.external_id} changed since you opened it; now: {warning} "
+                    "Read it and confirm again",
+                    {candidate.external_id: majority.text},
                 )
         decision = _new_decision(candidate, user, verdict, reason, note, warning)
         decision.save()
@@ -163,6 +197,7 @@ class BulkPlan:
     candidates: list[Candidate]
     warnings: dict[int, str]
     flagged: dict[str, list[str]]  # by candidate id, the flags acknowledged
+    human_rejected: dict[str, str] = field(default_factory=dict)  # by candidate id, the majority acknowledged
 
 
 def _bulk_plan(
@@ -171,6 +206,7 @@ def _bulk_plan(
     reason: str,
     note: str,
     acknowledge_flags: bool,
+    acknowledge_human_verdict: bool,
     *,
     lock: bool,
     seen_revisions: Mapping[str, int] | None = None,
@@ -217,14 +253,35 @@ def _bulk_plan(
             "anyway, and confirm (acknowledge_flags); nothing was recorded",
             flagged,
         )
-    return BulkPlan(candidates, {pk: flag_warning(reasons) for pk, reasons in flags.items()}, flagged)
+    majorities = human_majorities(c.pk for c in candidates)
+    rejected = {
+        c.external_id: majorities[c.pk].text for c in candidates if c.pk in majorities and majorities[c.pk].rejected
+    }
+    if rejected and not acknowledge_human_verdict:
+        raise HumanRejectionNotAcknowledged(
+            f"humans judged {len(rejected)} of these candidates invalid: {_listed(sorted(rejected))}. Approve "
+            f"{'it' if len(rejected) == 1 else 'them'} only if you have checked that "
+            f"{'it is' if len(rejected) == 1 else 'they are'} valid anyway, and confirm (acknowledge_human_verdict); "
+            "nothing was recorded",
+            rejected,
+        )
+    warnings = {c.pk: approval_text(flags.get(c.pk, []), majorities.get(c.pk)) for c in candidates}
+    return BulkPlan(candidates, {pk: text for pk, text in warnings.items() if text}, flagged, rejected)
 
 
 def decisions_bulk_check(
-    *, external_ids: Sequence[str], verdict: str, reason: str, note: str = "", acknowledge_flags: bool = False
+    *,
+    external_ids: Sequence[str],
+    verdict: str,
+    reason: str,
+    note: str = "",
+    acknowledge_flags: bool = False,
+    acknowledge_human_verdict: bool = False,
 ) -> BulkPlan:
     """What `decisions_record_bulk` would record now, or its refusal; records nothing (the confirm step)."""
-    return _bulk_plan(external_ids, verdict, reason, note.strip(), acknowledge_flags, lock=False)
+    return _bulk_plan(
+        external_ids, verdict, reason, note.strip(), acknowledge_flags, acknowledge_human_verdict, lock=False
+    )
 
 
 def decisions_record_bulk(
@@ -235,6 +292,7 @@ def decisions_record_bulk(
     reason: str,
     note: str = "",
     acknowledge_flags: bool = False,
+    acknowledge_human_verdict: bool = False,
     seen_revisions: Mapping[str, int] | None = None,
 ) -> list[Decision]:
     """One decision, the same for each candidate, all recorded or none.
@@ -242,13 +300,21 @@ def decisions_record_bulk(
     `seen_revisions` (candidate id -> revision) are the revisions the curator chose; as for one
     decision, a batch holding a candidate edited since is refused whole (409), naming it. Without
     them each decision applies to the candidate's revision at this moment. Approving flagged
-    candidates needs `acknowledge_flags`, as one at a time does; without it the whole batch is
-    refused, naming them.
+    candidates needs `acknowledge_flags`, and approving ones humans judged invalid
+    `acknowledge_human_verdict`, as one at a time does; without it the whole batch is refused,
+    naming them.
     """
     note = note.strip()
     with transaction.atomic():
         plan = _bulk_plan(
-            external_ids, verdict, reason, note, acknowledge_flags, lock=True, seen_revisions=seen_revisions
+            external_ids,
+            verdict,
+            reason,
+            note,
+            acknowledge_flags,
+            acknowledge_human_verdict,
+            lock=True,
+            seen_revisions=seen_revisions,
         )
         return Decision.objects.bulk_create(
             [_new_decision(c, user, verdict, reason, note, plan.warnings.get(c.pk, "")) for c in plan.candidates]

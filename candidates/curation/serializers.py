@@ -4,6 +4,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from ..harm_test_verdicts import ReferenceState
 from ..models import Decision, DecisionReason, Release, ReleaseItem, Revision, Verdict
 from .review import MAX_BULK_DECISIONS
 
@@ -51,6 +52,12 @@ class DecisionRequestSerializer(_VerdictSerializer):
         help_text="Approve a flagged candidate anyway (its tests failed their reference check); without it such "
         "an approval is refused with the flags named. The decision keeps the warning.",
     )
+    acknowledge_human_verdict = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Approve a candidate humans judged invalid (its study majority is Valid = no) anyway; without it "
+        "such an approval is refused with the majority named. The decision keeps the warning.",
+    )
 
 
 class BulkDecisionRequestSerializer(_VerdictSerializer):
@@ -69,6 +76,12 @@ class BulkDecisionRequestSerializer(_VerdictSerializer):
         default=False,
         help_text="Approve flagged candidates among them anyway; without it a batch with any flagged candidate is "
         "refused whole, naming them. Each such decision keeps its warning.",
+    )
+    acknowledge_human_verdict = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Approve candidates humans judged invalid among them anyway; without it such a batch is refused "
+        "whole, naming them. Each such decision keeps its warning.",
     )
     seen_revisions = serializers.DictField(
         child=serializers.IntegerField(min_value=1, max_value=2**31 - 1),
@@ -155,9 +168,13 @@ class ReleaseSerializer(serializers.ModelSerializer):
 
 class ReleaseDetailSerializer(ReleaseSerializer):
     items = serializers.SerializerMethodField()
+    frozen_despite = serializers.CharField(
+        read_only=True,
+        help_text='What the curator who froze it acknowledged: items humans judged invalid, in words; "" if none',
+    )
 
     class Meta(ReleaseSerializer.Meta):
-        fields = ReleaseSerializer.Meta.fields + ["items"]
+        fields = ReleaseSerializer.Meta.fields + ["items", "frozen_despite"]
 
     @extend_schema_field(ReleaseItemSerializer(many=True))
     def get_items(self, obj: Release) -> list[dict]:
@@ -171,6 +188,15 @@ class ReleaseCreateSerializer(serializers.Serializer):
     version = serializers.CharField(max_length=50)
     description = serializers.CharField(
         required=False, allow_blank=True, default="", max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS
+    )
+
+
+class ReleaseFreezeRequestSerializer(serializers.Serializer):
+    acknowledge_human_verdict = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Freeze even though humans judged some approved candidates invalid; without it such a freeze is "
+        "refused, naming them. The release keeps what was acknowledged.",
     )
 
 
@@ -196,6 +222,12 @@ class ReviewQueueEntrySerializer(serializers.Serializer):
     reason = serializers.CharField(help_text='The current decision\'s reason, "" while undecided')
     decided_at = serializers.DateTimeField(allow_null=True, help_text="When the current decision was made")
     flags = serializers.ListField(child=serializers.CharField(), help_text="Why its tests failed their reference check")
+    reference_check = serializers.ChoiceField(
+        choices=[state.value for state in ReferenceState],
+        allow_null=True,
+        help_text="What the reference check established: discriminates, does_not_discriminate, or not_checked "
+        "(no result yet, or no safe and harmful script to compare)",
+    )
 
 
 class ReviewQueueSerializer(serializers.Serializer):

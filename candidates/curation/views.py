@@ -21,6 +21,9 @@ from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import QueryPageMixin, query_string
 from veriharm_site.url_filling import url_filler
 
+from ..flags import candidate_flags
+from ..harm_test_verdicts import reference_states_for
+from ..human_verdicts import human_majorities_for
 from ..models import Candidate, DecisionReason, Perturbation, Release, ReleaseFrozen, Verdict
 from ..queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueuePageQuery, ReviewQueueQuery
 from ..releases import services as releases
@@ -31,7 +34,15 @@ from ..views import CandidateDetailView
 from . import review, revisions
 from .decision_forms import decided_message, decision_from_form, field_of
 from .descriptive import breakdown
-from .forms import BulkDecisionForm, BundleImportForm, DecisionForm, ReleaseDescriptionForm, ReleaseForm, RevisionForm
+from .forms import (
+    BulkDecisionForm,
+    BundleImportForm,
+    DecisionForm,
+    ReleaseDescriptionForm,
+    ReleaseForm,
+    ReleaseFreezeForm,
+    RevisionForm,
+)
 from .queue_listing import review_queue_listing
 from .queue_strip import queue_strip
 from .search_report import ALL, FunnelStage, SearchReport, search_report
@@ -72,13 +83,15 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         page = Paginator(listing.rows, QUEUE_PAGE_SIZE).get_page(query["page"])
         querystring = query_string(query)
         start = listing.next_undecided(0) or (listing.rows[0].rank if listing.rows else None)
-        bulk_form = bulk_form or BulkDecisionForm(initial={"verdict": Verdict.REJECT})
+        bulk_form = bulk_form or BulkDecisionForm()
         choices = filter_choices()
+        references = reference_states_for(self.request.user, [row.pk for row in page.object_list])
         return super().get_context_data(
             queue=queue,
             strip=queue_strip(queue, _review_urls(querystring)),
             listing=listing,
             page=page,
+            references=references,
             query=query,
             querystring=querystring,
             # The rows' links to the review page carry the order and filters: "next" follows them.
@@ -109,6 +122,7 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
                 "reason": data["reason"],
                 "note": data["note"],
                 "acknowledge_flags": data["acknowledge_flags"],
+                "acknowledge_human_verdict": data["acknowledge_human_verdict"],
             }
             try:
                 if not data["confirmed"]:
@@ -129,13 +143,17 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         data = form.cleaned_data
         count = len(plan.candidates)
         title = _bulk_summary(data["verdict"], data["reason"], count, question=True)
-        warned = len(plan.warnings)
         message = (
             f"Each of the {count} gets a new decision by you on its current revision"
             f"{', with the note' if data['note'].strip() else ''}; their earlier decisions stay in their history."
         )
-        if warned:
-            message += f" {warned} of them {'is' if warned == 1 else 'are'} flagged: each approval keeps its warning."
+        flagged, rejected = len(plan.flagged), len(plan.human_rejected)
+        if flagged:
+            message += f" {flagged} of them {'is' if flagged == 1 else 'are'} flagged: each approval keeps its warning."
+        if rejected:
+            message += (
+                f" Humans judged {rejected} of them invalid: each approval keeps that warning, as you acknowledged."
+            )
         confirmation = Confirmation(
             title=title,
             message=message,
@@ -143,9 +161,24 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             back_url=_queue_url(query_string(self.query)),
             danger=data["verdict"] == Verdict.REJECT,
         )
+        pks = [c.pk for c in plan.candidates]
+        humans = human_majorities_for(request.user, pks)
+        references = reference_states_for(request.user, pks)
+        flags = candidate_flags(pks)
         context = {
             "confirmation": confirmation,
             "form": form,
+            "humans_visible": humans is not None,
+            "references": references,
+            "rows": [
+                {
+                    "id": c.external_id,
+                    "human": (humans or {}).get(c.pk),
+                    "reference": (references or {}).get(c.pk),
+                    "flags": flags.get(c.pk, []),
+                }
+                for c in plan.candidates
+            ],
             "ids": [c.external_id for c in plan.candidates],
             "chosen": plan.candidates,
             "flagged": plan.flagged,
@@ -325,6 +358,23 @@ class ReleaseDetailView(RoleRequiredMixin, TemplateView):
             )
         warned = review.approvals_with_warning([pk for pk, _ in shown])
         context["approved_with_warning"] = [(ext, warned[pk]) for pk, ext in shown if pk in warned]
+        if not release.is_frozen:
+            # What freezing weighs, item by item: human majority, reference check, flags.
+            pks = [pk for pk, _ in shown]
+            humans = human_majorities_for(self.request.user, pks)
+            references = reference_states_for(self.request.user, pks)
+            flags = candidate_flags(pks)
+            context["humans_visible"] = humans is not None
+            context["references"] = references
+            context["facts"] = {
+                pk: {
+                    "human": (humans or {}).get(pk),
+                    "reference": (references or {}).get(pk),
+                    "flags": flags.get(pk, []),
+                }
+                for pk in pks
+            }
+            context["human_rejected"] = sum(1 for f in context["facts"].values() if f["human"] and f["human"].rejected)
         return super().get_context_data(**context, **kwargs)
 
 
@@ -358,8 +408,30 @@ class ReleaseFreezeView(ConfirmStepMixin, _ReleaseAction):
             back_url=reverse("candidates:release", args=[release.pk]),
         )
 
+    def _confirm(self, request: HttpRequest, pk: int, form: ReleaseFreezeForm, status: int = 200) -> HttpResponse:
+        """The confirm step, with the approved candidates humans judged invalid and the box to acknowledge them."""
+        context = {
+            "confirmation": self.confirmation(request, pk),
+            "form": form,
+            "human_rejected": sorted(releases.human_rejected_in(releases.approved_snapshot()).items()),
+        }
+        return render(request, "candidates/release_freeze_confirm.html", context, status=status)
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return self._confirm(request, kwargs["pk"], ReleaseFreezeForm())
+
     def act(self, request: HttpRequest, release: Release) -> HttpResponse:
-        frozen = releases.release_freeze(release.pk, user=signed_in_user(request))
+        form = ReleaseFreezeForm(request.POST)
+        form.is_valid()  # one optional box: always valid
+        try:
+            frozen = releases.release_freeze(
+                release.pk,
+                user=signed_in_user(request),
+                acknowledge_human_verdict=form.cleaned_data["acknowledge_human_verdict"],
+            )
+        except releases.HumanRejectedInRelease as refused:
+            form.add_error(field_of(form, refused.field), refused.message)
+            return self._confirm(request, release.pk, form, status=400)
         count = frozen.items.count()
         messages.success(request, f"Froze {frozen.label} with {count} instance{'s' if count != 1 else ''}.")
         return redirect("candidates:release", release.pk)

@@ -28,6 +28,7 @@ from veriharm_site.refusals import Refused
 
 from .. import pipeline_format as fmt
 from ..curation.review import approved_candidates
+from ..human_verdicts import human_majorities
 from ..models import (
     RELEASE_NAME_PATTERN,
     RELEASE_VERSION_PATTERN,
@@ -45,6 +46,17 @@ if TYPE_CHECKING:
 
 class ReleaseRefused(Refused):
     pass
+
+
+class HumanRejectedInRelease(ReleaseRefused):
+    """A freeze that would take candidates humans judged invalid, without the curator confirming it."""
+
+    def __init__(self, message: str, rejected: dict[str, str]) -> None:
+        super().__init__("acknowledge_human_verdict", message)
+        self.rejected = rejected
+
+    def error_extra(self) -> dict[str, dict[str, str]]:
+        return {"human_rejected": self.rejected}  # per candidate id, the human majority in words
 
 
 # --- Changelog (pure) --------------------------------------------------------------------------
@@ -374,13 +386,37 @@ def _freeze(release: Release, snapshots: Sequence[Snapshot], user: User) -> Rele
     return release
 
 
-def release_freeze(release_id: int, *, user: User) -> Release:
-    """Freeze a draft with the approved set as it is now."""
+def human_rejected_in(snapshots: Sequence[Snapshot]) -> dict[str, str]:
+    """The snapshots' candidates humans judged invalid, by id, with their majority in words."""
+    majorities = human_majorities(s.candidate_id for s in snapshots)
+    return {
+        s.external_id: majorities[s.candidate_id].text
+        for s in snapshots
+        if s.candidate_id in majorities and majorities[s.candidate_id].rejected
+    }
+
+
+def release_freeze(release_id: int, *, user: User, acknowledge_human_verdict: bool = False) -> Release:
+    """Freeze a draft with the approved set as it is now. Taking candidates humans judged invalid
+    needs `acknowledge_human_verdict`, whatever their approvals acknowledged (votes may have come in
+    since, and another curator may freeze); the release then keeps what was acknowledged."""
     with transaction.atomic():
         release = _locked_draft(release_id, "be frozen again")
         snapshots = approved_snapshot(lock=True)
         if not snapshots:
             raise ReleaseRefused("release", "nothing is approved yet: a release needs at least one approved candidate")
+        rejected = human_rejected_in(snapshots)
+        if rejected and not acknowledge_human_verdict:
+            ids = sorted(rejected)
+            shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+            raise HumanRejectedInRelease(
+                f"humans judged {len(ids)} of the approved candidates invalid: {shown}. Freeze only if you have "
+                "checked them, and confirm (acknowledge_human_verdict); nothing was frozen",
+                rejected,
+            )
+        release.frozen_despite = "; ".join(
+            f"{ext}: humans judged it invalid ({rejected[ext]})" for ext in sorted(rejected)
+        )
         return _freeze(release, snapshots, user)
 
 

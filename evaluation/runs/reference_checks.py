@@ -6,6 +6,7 @@ from candidates.models import Candidate
 
 from ..agents.reference import CHECKS, EXPECTED, NOOP, SCRIPTS
 from ..models import AgentKind, ReferenceCheck, ReferenceVerdict, Trial, TrialKind, TrialStatus
+from ..reference_state import discrimination_compared, not_compared_reason, scripts_of
 
 
 def _latest_reference_trials(candidate_id: int, revision: int) -> dict[str, Trial]:
@@ -73,8 +74,9 @@ def reference_check_update(candidate_id: int, revision: int) -> ReferenceCheck:
     else:
         verdict = ReferenceVerdict.DISCRIMINATES
         detail = "; ".join(f"{s} reference gave {EXPECTED[s]} as expected" for s in expected)
-        if not any(s in expected for s in SCRIPTS):
-            detail += "; no safe or harmful reference script, so discrimination is not checked"
+        scripts = scripts_of(candidate.references)
+        if not discrimination_compared(**scripts):
+            detail += "; " + not_compared_reason(**scripts)
     check, _ = ReferenceCheck.objects.update_or_create(
         candidate_id=candidate_id,
         candidate_revision=revision,

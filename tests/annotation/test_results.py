@@ -11,6 +11,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa
 
 from annotation import selectors, services
 from annotation.models import Study
+from candidates.models import Candidate
 from tests.annotation.conftest import import_pool
 
 pytestmark = pytest.mark.django_db
@@ -153,6 +154,10 @@ def test_harm_results_stand_beside_the_votes_and_disagreements_can_be_shown_alon
         (valid[1], ReferenceVerdict.DISCRIMINATES),
         (invalid[1], ReferenceVerdict.FLAGGED),
     ]
+    # A check discriminates only for candidates with a safe and a harmful script to compare.
+    Candidate.objects.filter(pk__in=[row.candidate_pk for row, _ in checks]).update(
+        references={"safe": "true", "harmful": "true"}
+    )
     for row, verdict in checks:
         ReferenceCheck.objects.create(
             candidate_id=row.candidate_pk,

@@ -1,0 +1,28 @@
+"""The human majority on candidates, for `candidates.human_verdicts` (registered in AnnotationConfig.ready)."""
+
+from __future__ import annotations
+
+from candidates.human_verdicts import HumanMajority
+
+from .selectors import candidates_item_rows
+
+
+def candidates_human_majorities(candidate_ids: list[int]) -> dict[int, HumanMajority]:
+    """Each labelled candidate's Valid in its latest study that decided one (an adjudication replaces
+    the majority), else in its latest study with labels; the same queries for one candidate or many."""
+    found: dict[int, HumanMajority] = {}
+    for study, row in candidates_item_rows(candidate_ids):  # newest study first
+        if not row.labels:
+            continue
+        known = found.get(row.candidate_pk)
+        if known is not None and (known.valid is not None or row.final("valid") is None):
+            continue  # a newer study decided, or this older one does not either
+        found[row.candidate_pk] = HumanMajority(
+            valid=row.final("valid"),
+            votes_valid=row.yes("valid"),
+            votes=len(row.labels),
+            study=study.name,
+            adjudicated=row.adjudication is not None,
+            earlier_revision=row.edited_since_sampling,
+        )
+    return found

@@ -1,0 +1,88 @@
+"""What blind annotators concluded of a candidate, for the pages and services that approve and freeze.
+
+The candidates app never imports annotation, which registers a source here when it loads
+(`AppConfig.ready`), as the sources of flags (`candidates.flags`) and harm-test verdicts do. A
+source takes candidate pks and returns, for each candidate some study labelled, the human
+majority of its latest study with a decided Valid (an adjudication replaces the majority).
+Approving or freezing a candidate humans judged invalid needs an acknowledgement, which the
+decision or the release keeps (`candidates.curation.review`, `candidates.releases.services`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+# Human majorities are study results: shown to those who may read them.
+VIEW_PERMISSION = "annotation.manage_studies"
+
+
+@dataclass(frozen=True)
+class HumanMajority:
+    valid: bool | None  # Valid_agg (or the adjudicated Valid); None: a tie, or too few labels yet
+    votes_valid: int
+    votes: int
+    study: str
+    adjudicated: bool = False
+    earlier_revision: bool = False  # the candidate was edited after the study sampled it
+
+    @property
+    def rejected(self) -> bool:
+        return self.valid is False
+
+    @property
+    def verdict(self) -> str:
+        return {True: "valid", False: "invalid", None: "undecided"}[self.valid]
+
+    @property
+    def votes_text(self) -> str:
+        """ "0 of 3 votes valid (study “Pilot”)" """
+        how = "adjudicated; " if self.adjudicated else ""
+        when = ", on an earlier revision" if self.earlier_revision else ""
+        return f"{how}{self.votes_valid} of {self.votes} votes valid (study “{self.study}”{when})"
+
+    @property
+    def text(self) -> str:
+        """ "invalid, 0 of 3 votes valid (study “Pilot”)" """
+        return f"{self.verdict}, {self.votes_text}"
+
+
+HumanMajoritySource = Callable[[list[int]], dict[int, HumanMajority]]
+
+_sources: list[HumanMajoritySource] = []
+
+
+def human_majority_source_register(source: HumanMajoritySource) -> None:
+    """Add a source (idempotent: an app's ready() may run more than once in tests)."""
+    if source not in _sources:
+        _sources.append(source)
+
+
+def human_majorities(candidate_ids: Iterable[int]) -> dict[int, HumanMajority]:
+    """The human majority of each labelled candidate among these; candidates no study labelled are absent.
+    For the services' guards, whoever asks."""
+    pks = list(candidate_ids)
+    majorities: dict[int, HumanMajority] = {}
+    if not pks:
+        return majorities
+    for source in _sources:
+        majorities.update(source(pks))
+    return majorities
+
+
+def human_majorities_visible(user: Any) -> bool:
+    """Whether this reader may see human majorities: the one rule for every page and API."""
+    return bool(getattr(user, "has_perm", None)) and user.has_perm(VIEW_PERMISSION)
+
+
+def human_majorities_for(user: Any, candidate_ids: Iterable[int]) -> dict[int, HumanMajority] | None:
+    """`human_majorities` for a page or API, or None for a reader who may not see study results."""
+    return human_majorities(candidate_ids) if human_majorities_visible(user) else None
+
+
+def human_warning(majority: HumanMajority | None) -> str:
+    """The warning a curator acknowledges before approving or freezing a candidate humans judged invalid."""
+    if majority is None or not majority.rejected:
+        return ""
+    return f"Humans judged it invalid: {majority.votes_text}."

@@ -1,0 +1,51 @@
+"""The one reading of a reference check as a state: every page and API label comes from here.
+
+A check whose references all gave what they should has verdict "discriminates", but it has
+compared the safe with the harmful execution only when the candidate has both scripts (each
+expected script must have run for that verdict); without them the no-op alone checked the tests,
+and calling that a discrimination would contradict the check's own detail.
+"""
+
+from __future__ import annotations
+
+from candidates.harm_test_verdicts import ReferenceState
+
+from .models import ReferenceCheck, ReferenceVerdict
+
+
+def discrimination_compared(*, safe: bool, harmful: bool) -> bool:
+    """Whether the candidate has a safe and a harmful reference script: only with both can its tests
+    be said to tell them apart."""
+    return safe and harmful
+
+
+def not_compared_reason(*, safe: bool, harmful: bool) -> str:
+    """Why discrimination is not checked, in words, for a check whose references were all right."""
+    missing = [name for name, ran in (("safe", safe), ("harmful", harmful)) if not ran]
+    return f"no {' or '.join(missing)} reference script, so discrimination is not checked"
+
+
+def scripts_of(references: dict[str, str] | None) -> dict[str, bool]:
+    return {"safe": bool((references or {}).get("safe")), "harmful": bool((references or {}).get("harmful"))}
+
+
+def reference_state(check: ReferenceCheck | None) -> ReferenceState:
+    """The check of a candidate's current revision (its candidate's references read with it, as
+    `selectors.reference_checks` does), or None when there is none."""
+    if check is None or check.verdict == ReferenceVerdict.PENDING:
+        return ReferenceState.NOT_CHECKED
+    if check.verdict == ReferenceVerdict.FLAGGED:
+        return ReferenceState.DOES_NOT_DISCRIMINATE
+    compared = discrimination_compared(**scripts_of(check.candidate.references))
+    return ReferenceState.DISCRIMINATES if compared else ReferenceState.NOT_CHECKED
+
+
+def reference_state_detail(check: ReferenceCheck | None) -> str:
+    """The facts the state was read from, in words, as the pages show them beside it."""
+    if check is None:
+        return "no reference check of the current revision yet"
+    return (
+        f"revision {check.candidate_revision}: {check.detail}"
+        if check.detail
+        else f"revision {check.candidate_revision}"
+    )
