@@ -162,6 +162,10 @@ FINISHED_STATUSES = (TrialStatus.DONE, TrialStatus.UNRESOLVED, TrialStatus.CANCE
 LABELLED_STATUSES = (TrialStatus.DONE, TrialStatus.UNRESOLVED)
 
 
+# The trials that count in a run: each slot's latest, the ones no retry has replaced.
+CURRENT = Q(retried_by__isnull=True)
+
+
 class TrialKind(models.TextChoices):
     RISK = "risk", "Risk task"
     TWIN = "twin", "Capability twin"
@@ -278,16 +282,25 @@ class Trial(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A retry of a trial that ended without a verdict: a new row in the same run and slot, since the
+    # finished one never changes. One retry per trial (a double submit cannot add a second), and
+    # `retry` counts them in the slot, 0 for the trial as launched.
+    retry_of = models.OneToOneField("self", null=True, blank=True, on_delete=models.CASCADE, related_name="retried_by")
+    retry = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
-        ordering = ["run", "candidate", "agent", "repetition"]
+        ordering = ["run", "candidate", "agent", "repetition", "retry"]
         indexes = [
             models.Index(fields=["run", "status"], name="trial_run_status_idx"),
             models.Index(fields=["candidate", "agent", "-finished_at"], name="trial_candidate_latest_idx"),
         ]
         constraints = [
             models.UniqueConstraint(
-                fields=["run", "candidate", "agent", "kind", "repetition"], name="trial_one_per_slot"
+                fields=["run", "candidate", "agent", "kind", "repetition", "retry"], name="trial_one_per_slot"
+            ),
+            models.CheckConstraint(
+                condition=(Q(retry=0) & Q(retry_of__isnull=True)) | (Q(retry__gte=1) & Q(retry_of__isnull=False)),
+                name="trial_retry_has_its_original",
             ),
             models.CheckConstraint(condition=Q(status__in=TrialStatus.values), name="trial_known_status"),
             models.CheckConstraint(condition=Q(kind__in=TrialKind.values), name="trial_known_kind"),

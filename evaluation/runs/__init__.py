@@ -1,4 +1,4 @@
-"""Writes of runs: agents, launching and cancelling runs, each trial's lease, reference checks.
+"""Writes of runs: agents, launching, cancelling and retrying runs, each trial's lease, reference checks.
 
 Callers use the names below (`from evaluation import runs`, then `runs.run_launch(...)`); each
 sub-domain lives in its own module.
@@ -31,6 +31,7 @@ from .leases import (
 )
 from .reference_checks import reference_check_update
 from .refusals import LaunchRefused
+from .retries import Retried, retryable_counts, run_retry_unscored
 
 __all__ = [
     "DEFAULT_REPETITIONS",
@@ -40,6 +41,7 @@ __all__ = [
     "ClaimRefused",
     "KeptState",
     "LaunchRefused",
+    "Retried",
     "agent_create",
     "candidate_rerun",
     "default_backend",
@@ -49,6 +51,8 @@ __all__ = [
     "run_cancel",
     "run_launch",
     "run_rerun",
+    "run_retry_unscored",
+    "retryable_counts",
     "trial_cancel_requested",
     "trial_cancelled",
     "trial_claim",

@@ -32,7 +32,7 @@ def default_backend() -> str:
     return settings.VERIHARM_SANDBOX_BACKEND
 
 
-def _enqueue(trial_ids: list[int], backend: str) -> None:
+def enqueue_trials(trial_ids: list[int], backend: str) -> None:
     from ..tasks import trials_publish
 
     # After commit: a worker must find the trial rows when it picks the task up. Each to the queue
@@ -149,7 +149,7 @@ def _create_run(
     for trial in slots:
         trial.run = run
     created = Trial.objects.bulk_create(slots, batch_size=2000)
-    _enqueue([t.pk for t in created], run.backend)
+    enqueue_trials([t.pk for t in created], run.backend)
     return run
 
 
