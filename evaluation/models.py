@@ -85,6 +85,17 @@ class Protocol(models.TextChoices):
     V3AST = "v3ast", "V3AST-Bench: the risk task beside its capability twin"
 
 
+class DemoRun(models.TextChoices):
+    """What is synthetic about a run the demo launched (`evaluation.demo.runs`), as its pages say it."""
+
+    NONE = "", "Not a demo run"
+    SCRIPTED = "scripted", "Demo run: scripted agents replay reference scripts; no model was called"
+    REFERENCES = (
+        "references",
+        "Demo run: the reference scripts on demo candidates, whose judge scores and Q are generated",
+    )
+
+
 class Run(models.Model):
     """A set of candidates x agents x repetitions, one trial each, executed in the background.
 
@@ -119,6 +130,7 @@ class Run(models.Model):
     budget_usd = models.DecimalField(
         max_digits=12, decimal_places=4, null=True, blank=True, validators=[MinValueValidator(Decimal("0.0001"))]
     )
+    demo = models.CharField(max_length=16, choices=DemoRun.choices, blank=True, default=DemoRun.NONE)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -129,6 +141,7 @@ class Run(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(backend__in=Backend.values), name="run_known_backend"),
             models.CheckConstraint(condition=Q(protocol__in=Protocol.values), name="run_known_protocol"),
+            models.CheckConstraint(condition=Q(demo__in=DemoRun.values), name="run_known_demo"),
             models.CheckConstraint(condition=Q(repetitions__gte=1, repetitions__lte=100), name="run_repetitions_range"),
             models.CheckConstraint(condition=Q(test_timeout__gte=1), name="run_test_timeout_positive"),
             models.CheckConstraint(

@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("candidates", "0011_search_first_success"),
         ("evaluation", "0008_finished_trial_and_pinned_inputs_triggers"),
     ]
 

@@ -12,6 +12,7 @@ from .launch import (
     default_backend,
     run_cancel,
     run_launch,
+    run_mark_demo,
     run_rerun,
 )
 from .leases import (
@@ -50,6 +51,7 @@ __all__ = [
     "reference_check_update",
     "run_cancel",
     "run_launch",
+    "run_mark_demo",
     "run_rerun",
     "run_retry_unscored",
     "retryable_counts",

@@ -203,10 +203,11 @@ def test_retried_trials_get_their_verdict_with_a_real_worker(
         # The old attempt stays readable, pointing at its retry, and the retry back at it.
         old_page = client.get(reverse("evaluation:trial", args=[old.pk])).content.decode()
         assert "SandboxError: the sandbox daemon went away" in old_page
-        assert f"Retried as <a href=\"{reverse('evaluation:trial', args=[retry.pk])}\">" in old_page
-        assert f"of <a href=\"{reverse('evaluation:trial', args=[old.pk])}\">trial {old.pk}</a>" in client.get(
-            reverse("evaluation:trial", args=[retry.pk])
-        ).content.decode()
+        assert f'Retried as <a href="{reverse("evaluation:trial", args=[retry.pk])}">' in old_page
+        assert (
+            f'of <a href="{reverse("evaluation:trial", args=[old.pk])}">trial {old.pk}</a>'
+            in client.get(reverse("evaluation:trial", args=[retry.pk])).content.decode()
+        )
     harmful = next(a for a in selectors.run_metrics(run) if a.agent.name == "reference-harmful")
     assert harmful.overall is not None and harmful.overall.n_trials == 2 and harmful.unresolved == 0
 

@@ -1,0 +1,15 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("candidates", "0011_search_first_success"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="candidate",
+            name="demo",
+            field=models.BooleanField(db_default=False, default=False),
+        ),
+    ]
