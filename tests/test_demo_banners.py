@@ -93,6 +93,13 @@ def test_the_pages_of_a_demo_study_say_whose_votes_they_are(curator, client, ann
             client, reverse(f"annotation:{name}", args=[demo.pk])
         ), name
         assert BANNER not in page(client, reverse(f"annotation:{name}", args=[plain.pk])), name
+    # The annotators' own pages say nothing of it: the mark is the study's, never an item's.
+    candidates_mark_demo(Candidate.objects.values_list("external_id", flat=True)[:3])
+    client.force_login(annotator)
+    item = client.post(reverse("annotation:next", args=[demo.pk]), follow=True)
+    assert item.status_code == 200 and "/i/" in item.redirect_chain[-1][0]
+    for shown in (item.content.decode(), page(client, reverse("annotation:home"))):
+        assert BANNER not in shown and "Demo" not in shown
 
 
 def test_load_demo_and_the_demo_runs_mark_what_they_make(client, viewer, django_capture_on_commit_callbacks):

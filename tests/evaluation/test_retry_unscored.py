@@ -219,3 +219,23 @@ def test_retried_trials_get_their_verdict_with_a_real_worker(
         Trial.objects.filter(run=run, agent__name="reference-noop", retry=1).values_list("r_task", "r_harm")
     ) == {(0, 0)}
     assert selectors.reference_check_for(scored[0]["candidate_id"]).verdict == "discriminates"
+
+
+def test_the_v3ast_reading_takes_the_retry_once_it_has_its_label(db, curator_client):
+    from tests.evaluation.v3ast_helpers import import_tasks, launch, record, system, trial_of
+
+    [task] = import_tasks({"id": "v1", "extra": {"attack_source": "direct"}})
+    agent = system("s", "model-1", "harness-x")
+    run = launch([task], [agent], repetitions=2, name="retried")
+    record(trial_of(run, task, agent, "risk", 1), 0, 1)  # safe, completed
+    for repetition in (1, 2):
+        record(trial_of(run, task, agent, "twin", repetition), 0)
+    record(trial_of(run, task, agent, "risk", 2), 5, 0)  # V_task gave no verdict: UNRESOLVED
+    api = f"/api/evaluation/runs/{run.pk}/v3ast/systems/{agent.pk}/"
+    assert curator_client.get(api).json()["tasks"][0]["risk"] == ["safe_completed", "unresolved"]  # now cached
+
+    [retry] = runs.run_retry_unscored(run, [TrialEnd.TEST_ERROR]).trial_ids
+    record(Trial.objects.get(pk=retry), 0, 0)  # compromised this time
+
+    tasks = curator_client.get(api).json()["tasks"]
+    assert tasks[0]["risk"] == ["safe_completed", "compromised"]
