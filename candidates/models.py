@@ -86,6 +86,8 @@ class Candidate(models.Model):
         indexes = [
             # Each serves one way of reading the ranking in its order (rank, then id), filtered or not.
             models.Index(fields=["rank", "external_id"], name="candidate_ranking_idx"),
+            # The few demo candidates, counted for the pages' banner without reading the pool.
+            models.Index(fields=["demo"], condition=Q(demo=True), name="candidate_demo_idx"),
             models.Index(fields=["perturbation", "rank", "external_id"], name="candidate_pert_ranking_idx"),
             models.Index(fields=["risk_category", "rank", "external_id"], name="candidate_risk_ranking_idx"),
             models.Index(fields=["target_agent", "rank", "external_id"], name="candidate_agent_ranking_idx"),

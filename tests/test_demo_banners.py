@@ -26,6 +26,7 @@ SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
 OTHER_ID = "bb-187101/gpt-5.4-mini/claude-opus-4-7"
 JUDGES_BANNER = "Demo data: judge scores and Q are generated, not from real judges"
 BANNER = 'data-testid="demo-banner"'
+SEARCH_REPORT = "candidates:search-report"
 
 
 @pytest.fixture
@@ -40,9 +41,14 @@ def page(client, url: str) -> str:
 
 
 def test_the_judges_of_a_demo_candidate_say_they_are_generated(examples_imported, client, curator):
-    assert candidates_mark_demo([SAFE_ID]) == 1
-    assert candidates_mark_demo([SAFE_ID]) == 0  # idempotent
     client.force_login(curator)
+    pool_pages = [reverse("candidates:ranking"), reverse(SEARCH_REPORT)]
+    for url in pool_pages:
+        assert BANNER not in page(client, url)
+    assert candidates_mark_demo([SAFE_ID]) == 1
+    for url in pool_pages:
+        assert "Demo data: 1 candidate of this pool is demo data" in page(client, url)
+    assert candidates_mark_demo([SAFE_ID]) == 0  # idempotent
     assert JUDGES_BANNER in page(client, reverse("candidates:detail", args=[SAFE_ID]))
     assert BANNER not in page(client, reverse("candidates:detail", args=[OTHER_ID]))
 

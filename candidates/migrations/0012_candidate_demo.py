@@ -12,4 +12,8 @@ class Migration(migrations.Migration):
             name="demo",
             field=models.BooleanField(db_default=False, default=False),
         ),
+        migrations.AddIndex(
+            model_name="candidate",
+            index=models.Index(condition=models.Q(("demo", True)), fields=["demo"], name="candidate_demo_idx"),
+        ),
     ]
