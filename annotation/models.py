@@ -34,6 +34,14 @@ class StudyStatus(models.TextChoices):
     CLOSED = "closed", "Closed"
 
 
+class DemoStudy(models.TextChoices):
+    """What is synthetic about a study `manage.py load_demo` made, as its pages say it."""
+
+    NONE = "", "Not a demo study"
+    VOTES = "votes", "Demo study: votes cast by scripted demo annotators, on generated and hand-checked demo candidates"
+    CANDIDATES = "candidates", "Demo study: its candidates are generated demo data (judge scores and Q included)"
+
+
 class Study(models.Model):
     """A sample of n top-K and n bottom-K candidates, each to be labelled by `annotators_per_item` people.
 
@@ -59,6 +67,7 @@ class Study(models.Model):
     ranked_at_sampling = models.PositiveIntegerField(default=0)
     strata_report = models.JSONField(default=dict, blank=True)
     routing = models.CharField(max_length=16, choices=Routing.choices, default=Routing.FIXED)
+    demo = models.CharField(max_length=16, choices=DemoStudy.choices, blank=True, default=DemoStudy.NONE)
     guidelines = models.TextField(
         blank=True,
         default="",
@@ -79,6 +88,7 @@ class Study(models.Model):
         ]
         constraints = [
             models.CheckConstraint(condition=Q(annotators_per_item__gte=1), name="study_annotators_positive"),
+            models.CheckConstraint(condition=Q(demo__in=DemoStudy.values), name="study_known_demo"),
             models.CheckConstraint(condition=Q(per_group__gte=1), name="study_per_group_positive"),
             models.CheckConstraint(condition=Q(top_k__gte=1), name="study_top_k_positive"),
             models.CheckConstraint(condition=Q(claim_timeout_minutes__gte=1), name="study_timeout_positive"),

@@ -25,6 +25,7 @@ from . import sampling
 from .models import (
     Adjudication,
     Assignment,
+    DemoStudy,
     Group,
     ItemSkip,
     LabelChange,
@@ -605,3 +606,12 @@ def preferences_set(user: User, *, single_key_shortcuts: bool) -> LabellingPrefe
         user=user, defaults={"single_key_shortcuts": single_key_shortcuts}
     )
     return preferences
+
+
+def study_mark_demo(study: Study, kind: str) -> Study:
+    """Say what is synthetic about a study the demo made (`models.DemoStudy`), for its pages."""
+    if kind not in DemoStudy.values:
+        raise ValueError(f"unknown demo kind {kind!r}")
+    Study.objects.filter(pk=study.pk).update(demo=kind)
+    study.demo = kind
+    return study

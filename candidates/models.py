@@ -70,6 +70,9 @@ class Candidate(models.Model):
     revision = models.PositiveIntegerField(default=1)
     quality = models.FloatField(null=True, blank=True)
     rank = models.PositiveIntegerField(null=True, blank=True)
+    # Made by `manage.py load_demo` (generated lines or hand-checked demo tasks): its judge scores and
+    # Q are generated, and the pages say so. Not part of the pipeline line, so re-imports keep it.
+    demo = models.BooleanField(default=False, db_default=False)
     imported_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -83,6 +86,8 @@ class Candidate(models.Model):
         indexes = [
             # Each serves one way of reading the ranking in its order (rank, then id), filtered or not.
             models.Index(fields=["rank", "external_id"], name="candidate_ranking_idx"),
+            # The few demo candidates, counted for the pages' banner without reading the pool.
+            models.Index(fields=["demo"], condition=Q(demo=True), name="candidate_demo_idx"),
             models.Index(fields=["perturbation", "rank", "external_id"], name="candidate_pert_ranking_idx"),
             models.Index(fields=["risk_category", "rank", "external_id"], name="candidate_risk_ranking_idx"),
             models.Index(fields=["target_agent", "rank", "external_id"], name="candidate_agent_ranking_idx"),

@@ -240,3 +240,9 @@ def import_job_state(job: ImportJob) -> ImportJobState:
     percent = min(99, (100 * (min(seen["validated"], job.total_lines) + seen["imported"])) // total)
     phase = "importing" if seen["validated"] >= job.total_lines and job.total_lines else "validating"
     return ImportJobState(job, phase, seen["validated"], seen["imported"], percent)
+
+
+def demo_candidate_count() -> int:
+    """How many candidates of the pool `manage.py load_demo` made (their judge scores, Q and search
+    logs are generated), for the pages that show the pool to say so."""
+    return Candidate.objects.filter(demo=True).count()

@@ -495,3 +495,9 @@ def candidate_import_streams(
             yield from fmt.iter_lines(stream, name)
 
     return candidate_import_lines(lines(), replace=replace, progress=progress)
+
+
+def candidates_mark_demo(external_ids: Iterable[str]) -> int:
+    """Mark the candidates `manage.py load_demo` made as demo data (their pages say their judge
+    scores and Q are generated); returns how many are marked now. Idempotent."""
+    return Candidate.objects.filter(external_id__in=list(external_ids), demo=False).update(demo=True)

@@ -70,6 +70,7 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             q=query["q"],
             group=query["group"],
             querystring=kept.urlencode(),
+            demo_candidates=selectors.demo_candidate_count(),
             **kwargs,
         )
 

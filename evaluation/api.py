@@ -24,6 +24,8 @@ from .serializers import (
     RunMetricsSerializer,
     RunProgressSerializer,
     RunRerunSerializer,
+    RunRetriedSerializer,
+    RunRetrySerializer,
     RunSerializer,
     TrialDetailSerializer,
     TrialSerializer,
@@ -123,6 +125,21 @@ class RunRerunApi(APIView):
         payload.is_valid(raise_exception=True)
         new = runs.run_rerun(run, created_by=request.user, backend=payload.validated_data.get("backend") or None)
         return Response(RunSerializer(new).data, status=status.HTTP_201_CREATED)
+
+
+class RunRetryApi(APIView):
+    """Retry the run's trials that ended without a verdict, by ending, as new trials of the same run."""
+
+    permission_classes = [RUN]
+
+    @extend_schema(request=RunRetrySerializer, responses={201: RunRetriedSerializer, 400: ERRORS, 409: ERRORS})
+    def post(self, request: Request, pk: int) -> Response:
+        run = generics.get_object_or_404(Run, pk=pk)
+        payload = RunRetrySerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        retried = runs.run_retry_unscored(run, payload.validated_data["ends"])
+        body = {"run": run.pk, "retried": retried.by_end, "trials": retried.trial_ids}
+        return Response(RunRetriedSerializer(body).data, status=status.HTTP_201_CREATED)
 
 
 class RunMetricsApi(APIView):

@@ -9,6 +9,7 @@ from candidates import selectors as candidate_selectors
 
 from .models import Agent, Backend, Protocol
 from .selection import releases_available, studies_available
+from .taxonomy import NO_VERDICT_ENDS, TrialEnd
 
 SELECTION_KINDS = [
     ("ids", "Candidate ids"),
@@ -83,3 +84,13 @@ class LaunchForm(forms.Form):
             if data.get(key) not in (None, ""):
                 selection[key] = data[key]
         return selection
+
+
+class RetryForm(forms.Form):
+    """Which endings without a verdict to retry; the service names any other value it is given."""
+
+    ends = forms.MultipleChoiceField(
+        choices=[(end, TrialEnd(end).label) for end in NO_VERDICT_ENDS],
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": "choose at least one ending to retry"},
+    )

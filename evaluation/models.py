@@ -85,6 +85,17 @@ class Protocol(models.TextChoices):
     V3AST = "v3ast", "V3AST-Bench: the risk task beside its capability twin"
 
 
+class DemoRun(models.TextChoices):
+    """What is synthetic about a run the demo launched (`evaluation.demo.runs`), as its pages say it."""
+
+    NONE = "", "Not a demo run"
+    SCRIPTED = "scripted", "Demo run: scripted agents replay reference scripts; no model was called"
+    REFERENCES = (
+        "references",
+        "Demo run: the reference scripts on demo candidates, whose judge scores and Q are generated",
+    )
+
+
 class Run(models.Model):
     """A set of candidates x agents x repetitions, one trial each, executed in the background.
 
@@ -119,6 +130,7 @@ class Run(models.Model):
     budget_usd = models.DecimalField(
         max_digits=12, decimal_places=4, null=True, blank=True, validators=[MinValueValidator(Decimal("0.0001"))]
     )
+    demo = models.CharField(max_length=16, choices=DemoRun.choices, blank=True, default=DemoRun.NONE)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -129,6 +141,7 @@ class Run(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(backend__in=Backend.values), name="run_known_backend"),
             models.CheckConstraint(condition=Q(protocol__in=Protocol.values), name="run_known_protocol"),
+            models.CheckConstraint(condition=Q(demo__in=DemoRun.values), name="run_known_demo"),
             models.CheckConstraint(condition=Q(repetitions__gte=1, repetitions__lte=100), name="run_repetitions_range"),
             models.CheckConstraint(condition=Q(test_timeout__gte=1), name="run_test_timeout_positive"),
             models.CheckConstraint(
@@ -160,6 +173,10 @@ class TrialStatus(models.TextChoices):
 FINISHED_STATUSES = (TrialStatus.DONE, TrialStatus.UNRESOLVED, TrialStatus.CANCELLED)
 # Trials in these statuses carry an outcome label; cancelled ones never had evidence collected.
 LABELLED_STATUSES = (TrialStatus.DONE, TrialStatus.UNRESOLVED)
+
+
+# The trials that count in a run: each slot's latest, the ones no retry has replaced.
+CURRENT = Q(retried_by__isnull=True)
 
 
 class TrialKind(models.TextChoices):
@@ -278,16 +295,25 @@ class Trial(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A retry of a trial that ended without a verdict: a new row in the same run and slot, since the
+    # finished one never changes. One retry per trial (a double submit cannot add a second), and
+    # `retry` counts them in the slot, 0 for the trial as launched.
+    retry_of = models.OneToOneField("self", null=True, blank=True, on_delete=models.CASCADE, related_name="retried_by")
+    retry = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
-        ordering = ["run", "candidate", "agent", "repetition"]
+        ordering = ["run", "candidate", "agent", "repetition", "retry"]
         indexes = [
             models.Index(fields=["run", "status"], name="trial_run_status_idx"),
             models.Index(fields=["candidate", "agent", "-finished_at"], name="trial_candidate_latest_idx"),
         ]
         constraints = [
             models.UniqueConstraint(
-                fields=["run", "candidate", "agent", "kind", "repetition"], name="trial_one_per_slot"
+                fields=["run", "candidate", "agent", "kind", "repetition", "retry"], name="trial_one_per_slot"
+            ),
+            models.CheckConstraint(
+                condition=(Q(retry=0) & Q(retry_of__isnull=True)) | (Q(retry__gte=1) & Q(retry_of__isnull=False)),
+                name="trial_retry_has_its_original",
             ),
             models.CheckConstraint(condition=Q(status__in=TrialStatus.values), name="trial_known_status"),
             models.CheckConstraint(condition=Q(kind__in=TrialKind.values), name="trial_known_kind"),

@@ -21,6 +21,7 @@ from veriharm_site.paging import KeysFirst
 
 from . import metrics, taxonomy
 from .models import (
+    CURRENT,
     Agent,
     ModelCall,
     ReferenceCheck,
@@ -42,10 +43,14 @@ INPUT_TEXTS = ("inputs__instruction", "inputs__task_test", "inputs__harm_test", 
 
 
 def runs_list() -> QuerySet[Run]:
-    counts = {f"n_{status}": Count("trials", filter=Q(trials__status=status)) for status in TrialStatus.values}
+    # Each slot once: a trial a retry replaced is history, not a trial of the run's count.
+    current = Q(trials__retried_by__isnull=True)
+    counts = {
+        f"n_{status}": Count("trials", filter=current & Q(trials__status=status)) for status in TrialStatus.values
+    }
     return (
         Run.objects.select_related("created_by")
-        .annotate(n_trials=Count("trials"), **counts)
+        .annotate(n_trials=Count("trials", filter=current), **counts)
         .order_by("-created_at", "-id")
     )
 
@@ -67,9 +72,11 @@ def run_status(counts: dict[str, int], cancelled: bool) -> str:
 
 
 def run_progress(run: Run, now: datetime | None = None) -> dict[str, Any]:
-    """Counts by status, elapsed time and an estimate of the time left (seconds)."""
+    """Counts by status, elapsed time and an estimate of the time left (seconds), of each slot's
+    latest trial (`retried` counts the trials a retry replaced)."""
     now = now or timezone.now()
-    rows = Trial.objects.filter(run=run).values("status", "end").annotate(n=Count("pk"))
+    retried = Trial.objects.filter(run=run, retried_by__isnull=False).count()
+    rows = Trial.objects.filter(CURRENT, run=run).values("status", "end").annotate(n=Count("pk"))
     counts = {status: 0 for status in TrialStatus.values}
     ends = {end: 0 for end in TrialEnd.values}
     for row in rows:
@@ -108,6 +115,7 @@ def run_progress(run: Run, now: datetime | None = None) -> dict[str, Any]:
         "queued": counts[TrialStatus.QUEUED],
         "unresolved": counts[TrialStatus.UNRESOLVED],
         "cancelled": counts[TrialStatus.CANCELLED],
+        "retried": retried,
         "ends": ends,
         "elapsed_seconds": round(elapsed, 1),
         "eta_seconds": None if eta is None else round(eta, 1),
@@ -117,15 +125,17 @@ def run_progress(run: Run, now: datetime | None = None) -> dict[str, Any]:
 
 def run_stale_count(run: Run) -> int:
     """Trials of the run whose candidate has been revised since (their results are stale)."""
-    return Trial.objects.filter(run=run).exclude(candidate_revision=F("candidate__revision")).count()
+    return Trial.objects.filter(CURRENT, run=run).exclude(candidate_revision=F("candidate__revision")).count()
 
 
 def run_trials(run: Run, status: str = "", search: str = "") -> KeysFirst[Trial]:
     """The run's trials (of one status, when it names one; holding `search`, when there is one) in
     rank, agent and repetition order, each with its model usage, to page through: the usage is
-    summed for the page's trials, not grouped over every trial of the run before the page is cut."""
+    summed for the page's trials, not grouped over every trial of the run before the page is cut.
+    Trials a retry replaced are listed too, each before its retry, with `retried_as` naming it."""
     queryset = (
         Trial.objects.filter(run=run)
+        .annotate(retried_as=F("retried_by"))
         .select_related("candidate", "agent", "inputs")
         .defer(
             "agent_output",
@@ -141,7 +151,7 @@ def run_trials(run: Run, status: str = "", search: str = "") -> KeysFirst[Trial]
     if search:
         queryset = queryset.filter(trial_search(search))
     return KeysFirst(
-        queryset.order_by("candidate__rank", "candidate__external_id", "agent__name", "kind", "repetition"),
+        queryset.order_by("candidate__rank", "candidate__external_id", "agent__name", "kind", "repetition", "retry"),
         rows=with_model_usage,
     )
 
@@ -159,6 +169,11 @@ class EndCount:
     meaning: str
     scored: bool
     count: int
+
+
+def trial_retry(trial: Trial) -> Trial | None:
+    """The trial that retried this one, if any (the slot's record moved on to it)."""
+    return Trial.objects.filter(retry_of=trial).only("pk", "status", "retry").first()
 
 
 def end_counts(progress: dict[str, Any]) -> list[EndCount]:
@@ -226,13 +241,13 @@ class AgentMetrics:
 
 def run_metrics(run: Run) -> list[AgentMetrics]:
     """Per agent of the run: the metrics over its done risk trials; unresolved ones are counted, not
-    scored. Capability twins have no harm test and stay out of Table 2.
+    scored. Each slot counts once, by its latest trial where a retry replaced one. Capability twins have no harm test and stay out of Table 2.
 
     The database counts each (agent, candidate)'s trials (`metrics.Tally`), so a run of thousands
     of trials reads one row per agent and candidate; the metrics are the same exact fractions."""
     done = Q(status=TrialStatus.DONE)
     rows = (
-        Trial.objects.filter(run=run, kind=TrialKind.RISK)
+        Trial.objects.filter(CURRENT, run=run, kind=TrialKind.RISK)
         .values("agent_id", "candidate_id", "candidate__perturbation", "candidate__risk_category")
         .annotate(
             n_done=Count("pk", filter=done),

@@ -11,7 +11,7 @@ from candidates.harm_test_verdicts import ReferenceState
 from . import selectors
 from .models import Agent, ModelCall, Protocol, ReferenceCheck, Rescore, Run, TranscriptStep, Trial, TrialInputs
 from .reference_state import reference_state
-from .taxonomy import TrialEnd
+from .taxonomy import NO_VERDICT_ENDS, TrialEnd
 
 
 class AgentSerializer(serializers.ModelSerializer):
@@ -29,6 +29,7 @@ class RunProgressSerializer(serializers.Serializer):
     queued = serializers.IntegerField()
     unresolved = serializers.IntegerField()
     cancelled = serializers.IntegerField()
+    retried = serializers.IntegerField(help_text="Trials a retry replaced: kept as history, not counted above")
     ends = serializers.DictField(
         child=serializers.IntegerField(), help_text="Finished trials by how they ended: " + ", ".join(TrialEnd.values)
     )
@@ -156,6 +157,20 @@ class RunRerunSerializer(serializers.Serializer):
     )
 
 
+class RunRetrySerializer(serializers.Serializer):
+    ends = serializers.ListField(
+        child=serializers.CharField(max_length=32),
+        max_length=len(TrialEnd.values),
+        help_text="The endings without a verdict to retry: " + ", ".join(NO_VERDICT_ENDS),
+    )
+
+
+class RunRetriedSerializer(serializers.Serializer):
+    run = serializers.IntegerField()
+    retried = serializers.DictField(child=serializers.IntegerField(), help_text="Trials retried, by how they had ended")
+    trials = serializers.ListField(child=serializers.IntegerField(), help_text="The new trials, queued")
+
+
 class CandidateRerunSerializer(serializers.Serializer):
     agents = _agent_list(required=False, help_text="Agent ids or names; default: the reference agents")
     repetitions = serializers.IntegerField(required=False, default=1, min_value=1, max_value=MAX_REPETITIONS_INPUT)
@@ -225,6 +240,8 @@ class TrialSerializer(serializers.ModelSerializer):
             "harm_exit_code",
             "harm_duration",
             "attempts",
+            "retry",
+            "retry_of",
             "error",
             "queued_at",
             "started_at",

@@ -12,6 +12,7 @@ urlpatterns = [
     path("runs/<int:pk>/progress.json", views.RunProgressView.as_view(), name="run-progress"),
     path("runs/<int:pk>/cancel/", views.RunCancelView.as_view(), name="run-cancel"),
     path("runs/<int:pk>/rerun/", views.RunRerunView.as_view(), name="run-rerun"),
+    path("runs/<int:pk>/retry/", views.RunRetryView.as_view(), name="run-retry"),
     path("runs/<int:pk>/metrics/", views.RunMetricsView.as_view(), name="run-metrics"),
     path("trials/<int:pk>/", views.TrialDetailView.as_view(), name="trial"),
     path("trials/<int:pk>/final-state.tar.gz", views.TrialFinalStateView.as_view(), name="trial-final-state"),

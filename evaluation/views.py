@@ -16,14 +16,15 @@ from candidates.models import Candidate
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import PageNumberQuery, QueryPageMixin, query_string
+from veriharm_site.refusals import Refused
 
 from . import exports, metrics, presentation, rescoring, runs, selectors, transcript_view
-from .forms import LaunchForm
+from .forms import LaunchForm, RetryForm
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
 from .queries import RunTrialsPageQuery, TranscriptQuery
 from .sandbox_status import sandbox_status
 from .selection import selection_in_words
-from .taxonomy import MEANING
+from .taxonomy import MEANING, TrialEnd
 
 PAGE_SIZE = 50
 # Folded, a step is one line: a page of them is a screen or two, and its output is read only when opened.
@@ -172,6 +173,54 @@ class RunRerunView(RoleRequiredMixin, ConfirmStepMixin, View):
         return redirect("evaluation:run", pk=new.pk)
 
 
+class RunRetryView(RoleRequiredMixin, View):
+    """Retry the run's trials that ended without a verdict, by the endings chosen, in the same run."""
+
+    permission_required = "evaluation.run_evaluations"
+    template_name = "evaluation/retry.html"
+
+    def _render(self, request: HttpRequest, run: Run, form: RetryForm, status: int = 200) -> HttpResponse:
+        counts = runs.retryable_counts(run)
+        chosen = set(form["ends"].value() or [])
+        rows = [
+            {"end": end, "label": TrialEnd(end).label, "meaning": MEANING[end], "count": n, "checked": end in chosen}
+            for end, n in counts.items()
+        ]
+        confirmation = Confirmation(
+            title=f"Retry the unscored trials of {run}?",
+            message="Each chosen trial is run again as a new trial of this run, with the inputs and agent "
+            "configuration pinned at launch. Trials with a verdict are not touched; each retried trial stays "
+            "readable on its page, and the run's counts and metrics take its retry instead.",
+            action="Retry the chosen trials",
+            back_url=reverse("evaluation:run", args=[run.pk]),
+            danger=False,
+        )
+        context = {"confirmation": confirmation, "form": form, "rows": rows, "run": run, "total": sum(counts.values())}
+        return render(request, self.template_name, context, status=status)
+
+    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        run = _run_or_404(pk)
+        # Checked by default: every ending some trial had, but the budget, which a retry spends again.
+        initial = [end for end, n in runs.retryable_counts(run).items() if n and end != TrialEnd.BUDGET]
+        return self._render(request, run, RetryForm(initial={"ends": initial}))
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        run = _run_or_404(pk)
+        form = RetryForm(request.POST)
+        if not form.is_valid():
+            return self._render(request, run, form, status=400)
+        try:
+            retried = runs.run_retry_unscored(run, form.cleaned_data["ends"])
+        except Refused as refused:
+            form.add_error(None, refused.message)
+            return self._render(request, run, form, status=refused.status_code)
+        said = ", ".join(f"{n} {TrialEnd(end).label.lower()}" for end, n in retried.by_end.items() if n)
+        messages.success(
+            request, f"Retrying {len(retried.trial_ids)} trial(s) of {run} ({said}); the earlier attempts are kept."
+        )
+        return redirect("evaluation:run", pk=run.pk)
+
+
 class RunMetricsView(RoleRequiredMixin, TemplateView):
     permission_required = "evaluation.view_evaluations"
     template_name = "evaluation/metrics.html"
@@ -229,6 +278,7 @@ class TrialDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             querystring=query_string(self.query),
             config_parts=transcript_view.config_parts(trial.agent_config),
             end_meaning=MEANING.get(trial.end, ""),
+            retried_by=selectors.trial_retry(trial),
             rescores=rescoring.trial_rescores(trial),
             model_calls=list(selectors.trial_model_calls(trial)),
             usage=selectors.trial_model_usage(trial.pk),

@@ -16,6 +16,7 @@ from candidates.releases.services import release_create, release_delete, release
 from evaluation import runs
 from evaluation.models import Trial, TrialInputs, TrialStatus
 from tests.candidates.curation_support import decide
+from tests.evaluation.test_trial_lifecycle import outcome
 
 FIRST = "bb-187101/gpt-5.4-mini/claude-opus-4-7"
 SECOND = "bb-319395/kimi-k2.5/gpt-5.5"
@@ -167,3 +168,49 @@ def test_a_finished_trial_and_its_pinned_inputs_never_change_in_the_database(exa
         lambda: TrialInputs._base_manager.filter(pk=trial.inputs_id).update(instruction="rm -rf /"), "never change"
     )
     assert rows(TrialInputs, pk=trial.inputs_id) == inputs
+
+
+def test_a_retry_follows_only_an_unscored_trial_of_its_own_slot_in_the_database(examples_imported):
+    agents = runs.reference_agents_ensure()
+    run = runs.run_launch(
+        selection={"kind": "ids", "ids": [SECOND]}, agent_ids=[a.pk for a in agents], repetitions=2, backend="local"
+    )
+    other = runs.run_launch(selection={"kind": "ids", "ids": [SECOND]}, agent_ids=[agents[0].pk], backend="local")
+    safe, unscored = Trial.objects.filter(run=run, agent__name="reference-safe").order_by("repetition")
+    runs.trial_fail(runs.trial_claim(unscored.pk), "lost", retryable=False)
+    scored = Trial.objects.get(run=run, agent__name="reference-harmful", repetition=1)
+    runs.trial_fail(runs.trial_claim(scored.pk), "lost", retryable=False)
+    # A scored trial: the slot's retry that got its verdict.
+    scored = Trial.objects.create(
+        run=run,
+        candidate_id=scored.candidate_id,
+        agent_id=scored.agent_id,
+        kind=scored.kind,
+        repetition=scored.repetition,
+        candidate_revision=scored.candidate_revision,
+        retry_of=scored,
+        retry=1,
+    )
+    runs.trial_record(runs.trial_claim(scored.pk), outcome(1, 1))
+
+    def retry(of: Trial, **changes) -> None:
+        fields = {
+            "run_id": of.run_id,
+            "candidate_id": of.candidate_id,
+            "agent_id": of.agent_id,
+            "kind": of.kind,
+            "repetition": of.repetition,
+            "candidate_revision": of.candidate_revision,
+            "retry_of_id": of.pk,
+        }
+        Trial._base_manager.bulk_create([Trial(**(fields | {"retry": of.retry + 1} | changes))])
+
+    before = Trial.objects.count()
+    refused_by_the_database(lambda: retry(scored), "ended without a verdict")
+    refused_by_the_database(lambda: retry(safe), "ended without a verdict")  # still queued
+    refused_by_the_database(lambda: retry(unscored, repetition=2 if unscored.repetition == 1 else 1), "its own run")
+    refused_by_the_database(lambda: retry(unscored, retry=3), "its own run and slot")
+    refused_by_the_database(lambda: retry(unscored, run_id=other.pk), "its own run")
+    assert Trial.objects.count() == before
+    retry(unscored)  # the service's way passes
+    assert Trial.objects.count() == before + 1

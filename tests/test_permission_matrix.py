@@ -117,6 +117,8 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("evaluation:run-cancel", "POST", ADMINS),
     ("evaluation:run-rerun", "GET", ADMINS),  # the confirmation page
     ("evaluation:run-rerun", "POST", ADMINS),
+    ("evaluation:run-retry", "GET", ADMINS),  # the form: endings and their counts
+    ("evaluation:run-retry", "POST", ADMINS),
     ("evaluation:run-metrics", "GET", READERS),
     ("evaluation:trial", "GET", READERS),
     ("evaluation:trial-final-state", "GET", ADMINS),
@@ -134,6 +136,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("api-evaluation-run-progress", "GET", READERS),
     ("api-evaluation-run-cancel", "POST", ADMINS),
     ("api-evaluation-run-rerun", "POST", ADMINS),
+    ("api-evaluation-run-retry", "POST", ADMINS),
     ("api-evaluation-run-metrics", "GET", READERS),
     ("api-evaluation-run-trials", "GET", READERS),
     ("api-evaluation-v3ast-matrix", "GET", READERS),

@@ -29,7 +29,7 @@ from ..queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueue
 from ..releases import services as releases
 from ..releases.bundle import BundleRefused, release_bundle
 from ..releases.bundle_import import release_bundle_import
-from ..selectors import filter_choices
+from ..selectors import demo_candidate_count, filter_choices
 from ..views import CandidateDetailView
 from . import review, revisions
 from .decision_forms import decided_message, decision_from_form, field_of
@@ -570,6 +570,7 @@ class SearchReportView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             stages=stages,
             funnel_chart=funnel_chart(stages),
             ALL=ALL,
+            demo_candidates=demo_candidate_count(),
             **kwargs,
         )
 

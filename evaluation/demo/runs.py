@@ -15,7 +15,7 @@ from django.db import transaction
 from candidates import demo_checked
 
 from .. import runs
-from ..models import Agent, Protocol, Run
+from ..models import Agent, DemoRun, Protocol, Run
 from .agents import agent_specs
 from .references import demo_reference_lines
 
@@ -42,26 +42,24 @@ def demo_runs_launch(*, study_id: int | None, created_by: Any = None) -> list[Ru
     launched = []
     if study_id is not None and not Run.objects.filter(name=REFERENCE_RUN).exists():
         references = runs.reference_agents_ensure()
-        launched.append(
-            runs.run_launch(
-                selection={"kind": "study", "study": study_id},
-                agent_ids=[a.pk for a in references],
-                created_by=created_by,
-                name=REFERENCE_RUN,
-                protocol=Protocol.VERIHARM,
-                repetitions=1,
-            )
+        run = runs.run_launch(
+            selection={"kind": "study", "study": study_id},
+            agent_ids=[a.pk for a in references],
+            created_by=created_by,
+            name=REFERENCE_RUN,
+            protocol=Protocol.VERIHARM,
+            repetitions=1,
         )
+        launched.append(runs.run_mark_demo(run, DemoRun.REFERENCES))
     if not Run.objects.filter(name=AGENTS_RUN).exists():
         agents = demo_agents_ensure()
-        launched.append(
-            runs.run_launch(
-                selection={"kind": "ids", "ids": [demo_checked.candidate_id(t) for t in demo_checked.TASKS]},
-                agent_ids=[a.pk for a in agents],
-                created_by=created_by,
-                name=AGENTS_RUN,
-                protocol=Protocol.V3AST,
-                repetitions=AGENT_REPETITIONS,
-            )
+        run = runs.run_launch(
+            selection={"kind": "ids", "ids": [demo_checked.candidate_id(t) for t in demo_checked.TASKS]},
+            agent_ids=[a.pk for a in agents],
+            created_by=created_by,
+            name=AGENTS_RUN,
+            protocol=Protocol.V3AST,
+            repetitions=AGENT_REPETITIONS,
         )
+        launched.append(runs.run_mark_demo(run, DemoRun.SCRIPTED))
     return launched

@@ -1,4 +1,4 @@
-"""Writes of runs: agents, launching and cancelling runs, each trial's lease, reference checks.
+"""Writes of runs: agents, launching, cancelling and retrying runs, each trial's lease, reference checks.
 
 Callers use the names below (`from evaluation import runs`, then `runs.run_launch(...)`); each
 sub-domain lives in its own module.
@@ -12,6 +12,7 @@ from .launch import (
     default_backend,
     run_cancel,
     run_launch,
+    run_mark_demo,
     run_rerun,
 )
 from .leases import (
@@ -31,6 +32,7 @@ from .leases import (
 )
 from .reference_checks import reference_check_update
 from .refusals import LaunchRefused
+from .retries import Retried, retryable_counts, run_retry_unscored
 
 __all__ = [
     "DEFAULT_REPETITIONS",
@@ -40,6 +42,7 @@ __all__ = [
     "ClaimRefused",
     "KeptState",
     "LaunchRefused",
+    "Retried",
     "agent_create",
     "candidate_rerun",
     "default_backend",
@@ -48,7 +51,10 @@ __all__ = [
     "reference_check_update",
     "run_cancel",
     "run_launch",
+    "run_mark_demo",
     "run_rerun",
+    "run_retry_unscored",
+    "retryable_counts",
     "trial_cancel_requested",
     "trial_cancelled",
     "trial_claim",

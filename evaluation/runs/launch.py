@@ -15,7 +15,7 @@ from candidates.models import Candidate
 from .. import pinning, twins
 from ..agents.factory import model_upstream
 from ..agents.reference import SCRIPTS
-from ..models import Agent, AgentKind, Backend, Protocol, Run, Trial, TrialKind, TrialStatus
+from ..models import Agent, AgentKind, Backend, DemoRun, Protocol, Run, Trial, TrialKind, TrialStatus
 from ..sandbox.network import HOST_NETWORK_REFUSED
 from ..sandbox_status import sandbox_status
 from ..selection import Pinned, SelectionError, pinned_for_selection, release_candidates
@@ -32,7 +32,7 @@ def default_backend() -> str:
     return settings.VERIHARM_SANDBOX_BACKEND
 
 
-def _enqueue(trial_ids: list[int], backend: str) -> None:
+def enqueue_trials(trial_ids: list[int], backend: str) -> None:
     from ..tasks import trials_publish
 
     # After commit: a worker must find the trial rows when it picks the task up. Each to the queue
@@ -149,7 +149,7 @@ def _create_run(
     for trial in slots:
         trial.run = run
     created = Trial.objects.bulk_create(slots, batch_size=2000)
-    _enqueue([t.pk for t in created], run.backend)
+    enqueue_trials([t.pk for t in created], run.backend)
     return run
 
 
@@ -369,3 +369,12 @@ def run_cancel(run: Run) -> int:
             finished_at=timezone.now(),
             error="cancelled before it started",
         )
+
+
+def run_mark_demo(run: Run, kind: str) -> Run:
+    """Say what is synthetic about a run the demo launched (`models.DemoRun`), for its pages."""
+    if kind not in DemoRun.values:
+        raise ValueError(f"unknown demo kind {kind!r}")
+    Run.objects.filter(pk=run.pk).update(demo=kind)
+    run.demo = kind
+    return run

@@ -19,7 +19,7 @@ from django.db.models.functions import Cast
 
 from candidates.models import Candidate
 
-from ..models import LABELLED_STATUSES, Agent, Protocol, Run, TranscriptStep, Trial, TrialKind, TrialStatus
+from ..models import CURRENT, LABELLED_STATUSES, Agent, Protocol, Run, TranscriptStep, Trial, TrialKind, TrialStatus
 from ..twins import ATTACK_SOURCES
 from . import scoring as v3ast
 from .evidence import MASK_BITS, RISK_CODE, TWIN_CODE, Evidence, TaskRuns, mask_chunks
@@ -95,8 +95,8 @@ def v3ast_runs() -> QuerySet[Run]:
     return (
         Run.objects.filter(protocol=Protocol.V3AST)
         .annotate(
-            n_trials=Count("trials"),
-            n_labelled=Count("trials", filter=~Q(trials__outcome="")),
+            n_trials=Count("trials", filter=Q(trials__retried_by__isnull=True)),
+            n_labelled=Count("trials", filter=Q(trials__retried_by__isnull=True) & ~Q(trials__outcome="")),
             n_agents=Count("agents", distinct=True),
         )
         .order_by("-created_at", "-id")
@@ -124,7 +124,11 @@ def _run_candidates(run: Run) -> list[_Task]:
 
 
 def _trial_counts(run: Run) -> dict[str, int]:
-    """The run's trials, labelled ones and open ones (queued or running), from the (run, status) index alone."""
+    """The run's trials, labelled ones and open ones (queued or running), from the (run, status) index alone.
+
+    Retried trials count too: a retry adds a trial and, once it ends, a label, so the numbers only
+    grow and the cache key changes with every one (counting each slot's latest alone would give
+    the key from before the retry back once it ends)."""
     return Trial.objects.filter(run=run).aggregate(
         total=Count("status"),
         labelled=Count("status", filter=Q(status__in=LABELLED_STATUSES)),
@@ -175,7 +179,7 @@ def _evidence(run: Run, candidates: list[_Task]) -> tuple[list[int], list[int], 
     repetitions = run.repetitions
     masks = _label_masks(repetitions)
     rows = list(
-        Trial.objects.filter(run=run)
+        Trial.objects.filter(CURRENT, run=run)
         .order_by()
         .values("agent_id", "candidate_id")
         .annotate(
@@ -286,9 +290,10 @@ def matrix_of(systems: list[SystemResult]) -> Matrix:
 
 
 def task_trials(run: Run, candidate_id: int) -> list[tuple[Agent, list[Trial]]]:
-    """Every trial of one candidate in the run, with its transcript, grouped by system."""
+    """Each slot's latest trial of one candidate in the run, with its transcript, grouped by system
+    (a trial a retry replaced is read on its own trial page)."""
     trials = (
-        Trial.objects.filter(run=run, candidate_id=candidate_id)
+        Trial.objects.filter(CURRENT, run=run, candidate_id=candidate_id)
         .select_related("agent", "candidate")
         .only(*TASK_PAGE_FIELDS)
         .prefetch_related(Prefetch("steps", queryset=TranscriptStep.objects.order_by("attempt", "index")))

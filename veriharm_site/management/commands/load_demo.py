@@ -7,10 +7,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation import services as annotation_services
 from annotation.demo_votes import LABELLED_STUDY, demo_votes_cast
-from annotation.models import Study
+from annotation.models import DemoStudy, Study
 from candidates import demo, demo_checked
 from candidates.selectors import ranking_bounds
-from candidates.services import candidate_import_files
+from candidates.services import candidate_import_files, candidates_mark_demo
 from veriharm_site.demo_users import DEMO_USERS, demo_refusal, demo_users_ensure
 from veriharm_site.roles import ANNOTATOR, CURATOR
 
@@ -39,8 +39,10 @@ class Command(BaseCommand):
         with tempfile.TemporaryDirectory() as tmp:
             generated = Path(tmp) / "demo.jsonl"
             checked = Path(tmp) / "checked.jsonl"
-            demo.write_jsonl(demo.demo_lines(demo.load_bashbench(), n_tasks=tasks), generated)
-            demo.write_jsonl(demo_checked.checked_lines(), checked)
+            generated_lines = list(demo.demo_lines(demo.load_bashbench(), n_tasks=tasks))
+            checked_lines = list(demo_checked.checked_lines())
+            demo.write_jsonl(iter(generated_lines), generated)
+            demo.write_jsonl(iter(checked_lines), checked)
             files = [
                 str(demo.EXAMPLES_DIR / "candidates.jsonl"),
                 str(demo.EXAMPLES_DIR / "search.jsonl"),
@@ -49,6 +51,10 @@ class Command(BaseCommand):
             ]
             summary = candidate_import_files(files)
         self.stdout.write(f"Demo candidates: {summary}")
+        # The example lines are the format's documentation, not demo data; the rest is generated.
+        candidates_mark_demo(
+            line["id"] for line in [*generated_lines, *checked_lines] if line.get("kind") == "candidate"
+        )
         logins = demo_users_ensure(password)
         users = get_user_model().objects
         annotators = [users.get(username=name) for name, role in DEMO_USERS if role == ANNOTATOR]
@@ -83,6 +89,9 @@ class Command(BaseCommand):
             )
             labels = demo_votes_cast(study.pk, annotators)
             self.stdout.write(f"Labelled demo study: {study.items.count()} items, {labels} demo labels")
+        # Marked on every load, so a demo database made before the marks gets them too.
+        annotation_services.study_mark_demo(Study.objects.get(name=DEMO_STUDY), DemoStudy.CANDIDATES)
+        annotation_services.study_mark_demo(Study.objects.get(name=LABELLED_STUDY), DemoStudy.VOTES)
         self.stdout.write(
             "Demo logins (username / password / role)"
             + ("" if password else "; the passwords are random and shown only now:")
