@@ -1,8 +1,9 @@
-"""Whether the sandbox system trials run on is built, being built, or failed to build.
+"""Whether the sandbox system trials run on is built, being built, waiting for system packages, or
+failed to build.
 
 `make run` builds it in the background on first start (scripts/run_local.sh runs
 scripts/build_sandbox_image.sh and records "building", then "ready" or "failed", in the state file
-beside its log). Whatever started a build, the build script holds its lock file while it works, so
+beside its log; "waiting" while bubblewrap or debootstrap is missing, until they are installed). Whatever started a build, the build script holds its lock file while it works, so
 a held lock means "building". The launch page shows the state, and `services.run_launch` refuses
 while the system is not ready: a trial launched before would only fail its attempts.
 """
@@ -17,7 +18,7 @@ from django.conf import settings
 
 from .sandbox import images
 
-READY, BUILDING, FAILED, MISSING = "ready", "building", "failed", "missing"
+READY, BUILDING, WAITING, FAILED, MISSING = "ready", "building", "waiting", "failed", "missing"
 LOG_TAIL_LINES = 25
 BUILD_SCRIPT = "scripts/build_sandbox_image.sh"
 
@@ -37,13 +38,19 @@ class SandboxStatus:
             return "The sandbox system is built: trials can run."
         if self.state == BUILDING:
             return (
-                f"The sandbox system is being built ({BUILD_SCRIPT}, about a minute on first start, log "
+                f"The sandbox system is being built ({BUILD_SCRIPT}, about 2-3 minutes on first start, log "
                 f"{build_log()}); launching waits until it is ready."
+            )
+        if self.state == WAITING:
+            return (
+                "The sandbox system cannot be built yet: system packages it needs are missing (the log names them "
+                "and the command that installs them). make run checks every few seconds and builds it once they "
+                "are installed; launching waits until it is ready."
             )
         if self.state == FAILED:
             return (
                 f"Building the sandbox system failed (log {build_log()}); fix the cause and run {BUILD_SCRIPT} "
-                "(it needs root, debootstrap and bubblewrap), then reload this page."
+                "(it needs root, debootstrap and bubblewrap); launching waits until it is ready."
             )
         return (
             f"The sandbox system is not built yet: build it once with {BUILD_SCRIPT} (needs root, debootstrap "
@@ -105,6 +112,8 @@ def sandbox_status() -> SandboxStatus:
         recorded = ""
     if recorded == FAILED:
         return SandboxStatus(FAILED, _log_tail())
+    if recorded == WAITING:
+        return SandboxStatus(WAITING, _log_tail())
     if recorded == BUILDING:
         # Recorded as building but no build holds the lock: the build was stopped before it ended.
         return SandboxStatus(FAILED, _log_tail() or "the build stopped before it ended and left no log")

@@ -19,6 +19,7 @@ from veriharm_site.queries import PageNumberQuery, QueryPageMixin, query_string
 from veriharm_site.refusals import Refused
 
 from . import exports, metrics, presentation, rescoring, runs, selectors, transcript_view
+from .demo.runs import demo_runs_pending
 from .forms import LaunchForm, RetryForm
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
 from .queries import RunTrialsPageQuery, TranscriptQuery
@@ -54,7 +55,10 @@ class RunLaunchView(RoleRequiredMixin, View):
         return LaunchForm(data, initial=initial, default_backend=settings.VERIHARM_SANDBOX_BACKEND)
 
     def _render(self, request: HttpRequest, context: dict, status: int = 200) -> HttpResponse:
-        return render(request, self.template_name, {**context, "sandbox": sandbox_status()}, status=status)
+        sandbox = sandbox_status()
+        demo_waits = not sandbox.ready and demo_runs_pending()
+        context = {**context, "sandbox": sandbox, "demo_waits": demo_waits}
+        return render(request, self.template_name, context, status=status)
 
     def get(self, request: HttpRequest) -> HttpResponse:
         return self._render(request, {"form": self._form()})

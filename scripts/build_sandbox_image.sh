@@ -93,7 +93,7 @@ build_root() {
     BUILD_TMP="$(mktemp -d "$parent/.sandbox-root-build.XXXXXX")"
     trap cleanup_build EXIT
     trap 'cleanup_build; exit 130' INT TERM HUP
-    log "debootstrap $SUITE into $BUILD_TMP (takes about a minute)"
+    log "debootstrap $SUITE into $BUILD_TMP (takes 2-3 minutes)"
     # In the background (own process group via setsid) so that a signal to this
     # script runs the trap at once and can stop debootstrap and its children.
     setsid debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$BUILD_TMP" "$MIRROR" \

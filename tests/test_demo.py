@@ -143,3 +143,61 @@ def test_demo_runs_launch_once(django_capture_on_commit_callbacks):
     assert runs["Demo: reference check of the labelled study"].trials.count() == 4 * len(list(checked_lines()))
     call_command("demo_evaluate", stdout=out)
     assert Run.objects.count() == 2 and "The demo runs exist already." in out.getvalue()
+
+
+def _sandbox_built() -> None:
+    """What scripts/build_sandbox_image.sh leaves: the tree's markers and the verifier runtime."""
+    from evaluation.sandbox import images
+
+    root = images.sandbox_root()
+    root.mkdir(parents=True)
+    (root / images.COMPLETE_MARKER).write_text("2026-12-01T00:00:00Z\n")
+    (root / images.TREE_IDENTITY).write_text("sha256:0\n")
+    verifier = images.verifier_root()
+    verifier.mkdir()
+    (verifier / images.VERIFIER_IDENTITY).write_text("sha256:0\n")
+    (verifier / "loader").write_text("")
+
+
+def test_demo_runs_wait_for_the_sandbox_then_launch_once_whoever_built_it(monkeypatch, tmp_path, settings):
+    from types import SimpleNamespace
+
+    from evaluation.sandbox_status import sandbox_status
+    from veriharm_site.management.commands import demo_evaluate
+
+    call_command("load_demo", tasks=5, password="veriharm-demo", stdout=io.StringIO())
+    monkeypatch.setenv("VERIHARM_SANDBOX_ROOT", str(tmp_path / "sandbox-root"))
+    monkeypatch.delenv("VERIHARM_VERIFIER_ROOT", raising=False)
+    settings.VERIHARM_SANDBOX_BUILD_STATE = str(tmp_path / "state")
+    settings.VERIHARM_SANDBOX_BUILD_LOG = str(tmp_path / "log")
+    settings.VERIHARM_LAUNCH_WAITS_FOR_SANDBOX = True
+    (tmp_path / "state").write_text("waiting\n")
+    looks = []
+
+    def meanwhile(seconds: float) -> None:
+        # While the command waits: nothing is launched; at its third look the sandbox is there.
+        looks.append((seconds, sandbox_status().state, Run.objects.count()))
+        if len(looks) == 3:
+            _sandbox_built()
+
+    monkeypatch.setattr(demo_evaluate, "time", SimpleNamespace(sleep=meanwhile))
+    out = io.StringIO()
+    call_command("demo_evaluate", wait=True, poll=0.5, stdout=out)
+    assert looks == [(0.5, "waiting", 0)] * 3
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "The demo runs wait for the sandbox system (waiting)." and len(lines) == 3
+    assert all(line.startswith("Launched Demo: ") for line in lines[1:])
+    assert sorted(Run.objects.values_list("name", flat=True)) == [
+        "Demo: reference check of the labelled study",
+        "Demo: scripted agents, V3AST-Bench",
+    ]
+    # Started again (make run once more): the sandbox is ready, nothing is waited for or launched twice.
+    out = io.StringIO()
+    call_command("demo_evaluate", wait=True, stdout=out)
+    assert out.getvalue() == "The demo runs exist already.\n" and Run.objects.count() == 2 and len(looks) == 3
+
+
+def test_demo_evaluate_refuses_a_poll_that_is_not_positive():
+    with pytest.raises(CommandError, match="--poll must be a positive number of seconds"):
+        call_command("demo_evaluate", wait=True, poll=0, stdout=io.StringIO())
+    assert not Run.objects.exists()

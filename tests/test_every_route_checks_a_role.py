@@ -5,9 +5,9 @@ from rest_framework.views import APIView
 
 from veriharm_site.permissions import RoleRequiredMixin
 
-# Open to anyone (login, logout, a stylesheet) or to every signed-in user (the landing redirect,
+# Open to anyone (login, logout, a stylesheet, the icon) or to every signed-in user (the landing redirect,
 # the API's own description).
-OPEN = {"login/", "logout/", "candidates/highlight.css", "", "api/schema/", "api/docs/"}
+OPEN = {"login/", "logout/", "candidates/highlight.css", "favicon.ico", "", "api/schema/", "api/docs/"}
 
 
 def routes(patterns, prefix: str = ""):

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -38,11 +41,13 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture
-def make_run(tmp_path: Path):
+@contextmanager
+def _run_local(tmp_path: Path, **extra_env: str) -> Iterator[tuple[str, Path, subprocess.Popen]]:
+    """scripts/run_local.sh as `make run` starts it, until its server answers; stopped afterwards."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_", "VERIHARM_"))}
     env.update({"VERIHARM_VAR_DIR": str(tmp_path / "var"), "PORT": str(port), "VERIHARM_DEMO_TASKS": "30"})
+    env.update(extra_env)
     log = open(tmp_path / "run_local.out", "wb")
     process = subprocess.Popen(
         [str(REPO / "scripts" / "run_local.sh")],
@@ -51,6 +56,8 @@ def make_run(tmp_path: Path):
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        # As from a terminal, whatever this process inherited: Ctrl-C reaches the script.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -64,19 +71,35 @@ def make_run(tmp_path: Path):
                 pass
             assert time.monotonic() < deadline, "the server did not answer: " + (tmp_path / "run_local.out").read_text()
             time.sleep(2)
-        yield base, tmp_path / "var"
+        yield base, tmp_path / "var", process
     finally:
-        # The script's session: the server and the worker (the background build has a session of its
-        # own, which the script's trap stops). Whatever has not stopped after a grace period is killed.
-        os.killpg(process.pid, signal.SIGTERM)
+        # The script's session: the server. The worker and the background build have sessions of their
+        # own, which the script's trap stops. Whatever has not stopped after a grace period is killed.
+        groups = [process.pid, *_worker_group(tmp_path / "var")]
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and _group_alive(process.pid):
+        while time.monotonic() < deadline and any(_group_alive(g) for g in groups):
             process.poll()
             time.sleep(0.5)
-        if _group_alive(process.pid):
-            os.killpg(process.pid, signal.SIGKILL)
+        for group in groups:
+            if _group_alive(group):
+                os.killpg(group, signal.SIGKILL)
         process.wait()
         log.close()
+
+
+@pytest.fixture
+def make_run(tmp_path: Path):
+    with _run_local(tmp_path) as (base, var, _):
+        yield base, var
+
+
+def _worker_group(var: Path) -> list[int]:
+    try:
+        return [int((var / "worker.pid").read_text())]
+    except (OSError, ValueError):
+        return []
 
 
 def _group_alive(pgid: int) -> bool:
@@ -181,3 +204,93 @@ def test_make_run_fills_every_demo_page(make_run):
     # candidates whose tests the no-op flagged (a test already passing untouched) but humans found valid.
     assert DISPUTED <= shown and len(shown) < len(rows)
     assert not (shown - DISPUTED) & {candidate_id(t) for t in TASKS}
+
+
+HIDDEN = {"bwrap", "debootstrap", "apt-get", "apt"}
+# A ceiling: the server starts, the demo runs wait, then the launch follows the sandbox within a poll.
+LAUNCH_SECONDS = 120
+STOP_SECONDS = 60
+
+
+def _path_without(hidden: set[str], into: Path) -> str:
+    """A directory of links to every program on PATH but the hidden ones (first on PATH wins)."""
+    into.mkdir()
+    for directory in os.environ["PATH"].split(os.pathsep):
+        if not os.path.isdir(directory):
+            continue
+        for entry in os.scandir(directory):
+            if entry.name in hidden or (into / entry.name).exists():
+                continue
+            if entry.is_file() and os.access(entry.path, os.X_OK):
+                (into / entry.name).symlink_to(entry.path)
+    return str(into)
+
+
+def _exited(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"
+
+
+def test_make_run_without_bubblewrap_says_so_then_launches_the_demo_once_it_is_there_and_ctrl_c_twice_stops_it(
+    tmp_path,
+):
+    """A machine without bubblewrap and debootstrap (and no apt-get to install them): the terminal says what is
+    missing and the command that installs it; once they are there and the sandbox system is built (here: the
+    tree `make test` built, linked where this start looks for it), the demo runs start without a restart, once.
+    Then Ctrl-C twice, as a terminal sends it to the script's process group, stops the busy worker."""
+    bin_dir = tmp_path / "bin"
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    with _run_local(
+        tmp_path, PATH=_path_without(HIDDEN, bin_dir), VERIHARM_SANDBOX_ROOT=str(sandbox / "sandbox-root")
+    ) as (base, var, process):
+        out = (tmp_path / "run_local.out").read_text()
+        assert "Evaluations cannot run yet: bubblewrap debootstrap missing" in out, out
+        assert "\n    apt-get install -y bubblewrap debootstrap\n" in out, out
+        assert "the demo runs start by themselves (no restart needed)" in out, out
+
+        admin = _logged_in(base, "admin")
+        api = httpx.Client(base_url=base, auth=("admin", PASSWORD), timeout=60)
+        deadline = time.monotonic() + LAUNCH_SECONDS
+        while 'data-state="waiting"' not in (launch := _get(admin, "/evaluation/launch/").text):
+            assert time.monotonic() < deadline, launch
+            time.sleep(2)
+        assert "The demo runs start by themselves once it is built" in launch
+        assert "apt-get install -y bubblewrap debootstrap" in launch
+        time.sleep(6)  # longer than a look of the waiting launcher: still nothing launched
+        assert _get(api, "/api/evaluation/runs/").json()["results"] == []
+
+        # The sandbox system is built, and bubblewrap and debootstrap are installed.
+        for suffix in ("", "-verifier", "-harness"):
+            (sandbox / f"sandbox-root{suffix}").symlink_to(REPO / ".cache" / f"sandbox-root{suffix}")
+        for program in ("bwrap", "debootstrap"):
+            (bin_dir / program).symlink_to(shutil.which(program))
+        deadline = time.monotonic() + LAUNCH_SECONDS
+        while len(names := [r["name"] for r in _get(api, "/api/evaluation/runs/").json()["results"]]) < 2:
+            assert time.monotonic() < deadline, names
+            time.sleep(2)
+        assert sorted(names) == sorted([REFERENCE_RUN, AGENTS_RUN])
+        assert 'data-state="ready"' in _get(admin, "/evaluation/launch/").text
+        out = (tmp_path / "run_local.out").read_text()
+        assert out.count(f"Launched {AGENTS_RUN}") == 1 and "The demo runs wait for the sandbox system (waiting)" in out
+
+        # Ctrl-C twice while the worker runs trials.
+        worker = int((var / "worker.pid").read_text())
+        deadline = time.monotonic() + LAUNCH_SECONDS
+        while "Task evaluation.trial_execute" not in (var / "worker.log").read_text():
+            assert time.monotonic() < deadline, (var / "worker.log").read_text()
+            time.sleep(1)
+        os.killpg(process.pid, signal.SIGINT)
+        deadline = time.monotonic() + STOP_SECONDS
+        while "Stopping the worker:" not in (tmp_path / "run_local.out").read_text():
+            assert time.monotonic() < deadline, (tmp_path / "run_local.out").read_text()
+            time.sleep(0.2)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGINT)
+        deadline = time.monotonic() + STOP_SECONDS
+        while time.monotonic() < deadline and not (process.poll() is not None and _exited(worker)):
+            time.sleep(0.5)
+        assert process.poll() is not None and _exited(worker), (tmp_path / "run_local.out").read_text()

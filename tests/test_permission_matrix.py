@@ -49,6 +49,7 @@ ADMINS = frozenset({ADM})  # evaluation.run_evaluations, the Django admin
 EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     # The site
     ("home", "GET", SIGNED_IN),
+    ("favicon", "GET", EVERYONE),
     ("login", "GET", EVERYONE),
     ("login", "POST", EVERYONE),
     ("login", "PUT", EVERYONE),

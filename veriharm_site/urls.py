@@ -16,6 +16,7 @@ api_patterns: list[URLPattern | URLResolver] = [
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("candidates/", include("candidates.urls")),

@@ -13,6 +13,8 @@ from typing import Any
 from django.db import transaction
 
 from candidates import demo_checked
+from candidates.models import Candidate
+from veriharm_site.demo_users import demo_refusal
 
 from .. import runs
 from ..models import Agent, DemoRun, Protocol, Run
@@ -23,6 +25,14 @@ REFERENCE_RUN = "Demo: reference check of the labelled study"
 AGENTS_RUN = "Demo: scripted agents, V3AST-Bench"
 # Two risk and two twin runs per task and agent: enough for ASR@n and a spread, in a few minutes.
 AGENT_REPETITIONS = 2
+
+
+def demo_runs_pending() -> bool:
+    """Whether this database holds the demo's checked candidates but not yet its runs: `make run`
+    launches them by itself once the sandbox system is ready (`demo_evaluate --wait`)."""
+    if demo_refusal() is not None or Run.objects.filter(name__in=(REFERENCE_RUN, AGENTS_RUN)).exists():
+        return False
+    return Candidate.objects.filter(external_id=demo_checked.candidate_id(demo_checked.TASKS[0])).exists()
 
 
 def demo_agents_ensure() -> list[Agent]:

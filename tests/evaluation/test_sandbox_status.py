@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import fcntl
+import io
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 
 from evaluation import runs
 from evaluation.models import Run, Trial
@@ -117,3 +119,24 @@ def test_the_local_tree_does_not_hold_back_the_docker_backend(unbuilt, examples_
     )
     assert docker.status_code == 201, docker.content
     assert Run.objects.get().backend == "docker"
+
+
+def test_waiting_for_system_packages_says_so_and_that_the_demo_runs_start_by_themselves(
+    unbuilt, examples_imported, admin_client_
+):
+    (unbuilt / "sandbox-build.state").write_text("waiting\n")
+    (unbuilt / "sandbox-build.log").write_text(
+        "Missing system packages: bubblewrap debootstrap. Install them (apt-get install -y bubblewrap debootstrap)\n"
+    )
+    assert sandbox_status().state == "waiting"
+    page = admin_client_.get("/evaluation/launch/").content.decode()
+    assert 'data-state="waiting"' in page and "checks every few seconds" in page and 'http-equiv="refresh"' in page
+    assert "apt-get install -y bubblewrap debootstrap" in page  # the log's tail, open
+    assert 'data-testid="demo-waits"' not in page  # no demo data here: nothing starts by itself
+    _, api = _launch(admin_client_)
+    assert api.status_code == 400 and "system packages it needs are missing" in api.json()["errors"][0]["message"]
+    assert not Run.objects.exists()
+
+    call_command("load_demo", tasks=5, password="veriharm-demo", stdout=io.StringIO())
+    page = admin_client_.get("/evaluation/launch/").content.decode()
+    assert "The demo runs start by themselves once it is built: nothing to reload or restart." in page

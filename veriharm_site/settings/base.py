@@ -259,8 +259,11 @@ VERIHARM_RECOVERY_QUEUED_SECONDS = env.float("VERIHARM_RECOVERY_QUEUED_SECONDS",
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"client_errors_one_line": {"()": "veriharm_site.request_logging.ClientErrorsWithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
+    # A refused request (403, 400) is logged as one warning line, without the exception's traceback.
+    "loggers": {"django.request": {"filters": ["client_errors_one_line"]}},
 }
 
 # Uploaded pipeline files wait here until their import job ends (web and worker must share it).

@@ -1,14 +1,22 @@
-"""Launch the demo's evaluation runs once the sandbox system is ready (`make run` calls it after its build)."""
+"""Launch the demo's evaluation runs once the sandbox system is ready.
 
+`make run` starts `demo_evaluate --wait` beside its background build, so the demo runs start whenever
+the sandbox system becomes ready, whichever way it got built (by that build, by
+scripts/build_sandbox_image.sh by hand, by `make test`), and never twice: the runs are launched
+only if none of that name exists.
+"""
+
+import time
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.demo_votes import LABELLED_STUDY
 from annotation.models import Study
 from evaluation.demo.runs import demo_runs_launch
 from evaluation.runs import LaunchRefused
+from evaluation.sandbox_status import sandbox_status
 from veriharm_site.demo_users import demo_refusal
 
 
@@ -18,10 +26,29 @@ class Command(BaseCommand):
         "V3AST-Bench) unless they exist; trials run in the Celery worker."
     )
 
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--wait", action="store_true", help="wait until the sandbox system is ready, then launch (make run)"
+        )
+        parser.add_argument("--poll", type=float, default=5.0, help="with --wait: seconds between two looks")
+
+    def _wait_for_sandbox(self, poll: float) -> None:
+        seen = None
+        while not (status := sandbox_status()).ready:
+            if status.state != seen:
+                seen = status.state
+                self.stdout.write(f"The demo runs wait for the sandbox system ({status.state}).")
+                self.stdout.flush()
+            time.sleep(poll)
+
     def handle(self, *args: Any, **options: Any) -> None:
         refusal = demo_refusal()
         if refusal:
             raise CommandError(refusal)
+        if options["poll"] <= 0:
+            raise CommandError("--poll must be a positive number of seconds")
+        if options["wait"]:
+            self._wait_for_sandbox(options["poll"])
         study = Study.objects.filter(name=LABELLED_STUDY).first()
         admin = get_user_model().objects.filter(username="admin").first()
         try:
