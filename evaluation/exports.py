@@ -21,7 +21,7 @@ COLUMNS = [
     "group",
     "n_candidates",
     "n_trials",
-    *[f"{m}{suffix}" for m in METRICS for suffix in ("", "_se")],
+    *[f"{m}{suffix}" for m in METRICS for suffix in ("", "_se", "_ci_low", "_ci_high")],
     "unresolved_trials",
     "stale_trials",
     "excluded_candidates",
@@ -46,6 +46,8 @@ def metrics_document(run: Run) -> dict[str, Any]:
         "definitions": FORMULAS,
         "standard_error": "clustered by candidate: per-candidate means first, "
         "SE = sqrt(sum_c (x_c - mean)^2 / (n (n - 1))); NHSR by linearisation of the ratio",
+        "interval": "95% Wilson score interval with each candidate counted once: k = sum_c x_c of n candidates; "
+        "for NHSR k = sum_c h_c of n = sum_c t_c",
         "rows": run_metrics_rows(run),
     }
 

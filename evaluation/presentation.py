@@ -1,8 +1,11 @@
-"""Metrics as table rows for the pages: percentages with one decimal, standard errors beside them."""
+"""Metrics as table rows for the pages: percentages with one decimal, each with its 95% interval and its
+standard error clustered by candidate."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from veriharm_site.intervals import interval_text
 
 from .metrics import METRICS, Metrics
 from .selectors import AgentMetrics
@@ -22,7 +25,8 @@ def metric_cells(values: Metrics | None) -> list[dict[str, str]]:
             {
                 "name": name,
                 "value": _percent(estimate.float_value),
-                "se": "" if estimate.se is None or estimate.value is None else f"± {estimate.se * 100:.1f}",
+                "interval": interval_text(estimate.ci),
+                "se": "" if estimate.se is None or estimate.value is None else f"SE {estimate.se * 100:.1f}",
             }
         )
     return cells

@@ -259,7 +259,7 @@ def run_metrics_rows(run: Run) -> list[dict[str, Any]]:
         groups += [("perturbation", name, m) for name, m in item.by_perturbation.items()]
         groups += [("risk_category", name, m) for name, m in item.by_risk_category.items()]
         for breakdown, group, values in groups:
-            data = values.as_dict() if values else {"n_candidates": 0, "n_trials": 0}
+            data = {**values.as_dict(), **values.intervals_dict()} if values else {"n_candidates": 0, "n_trials": 0}
             rows.append({**base, "breakdown": breakdown, "group": group, **data})
     return rows
 

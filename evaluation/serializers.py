@@ -400,17 +400,28 @@ class MetricsRowSerializer(serializers.Serializer):
     unresolved_trials = serializers.IntegerField()
     stale_trials = serializers.IntegerField()
     excluded_candidates = serializers.IntegerField()
-    # evaluation.metrics.METRICS and their standard errors; absent for a group without candidates
+    # evaluation.metrics.METRICS, their standard errors clustered by candidate and their 95% Wilson
+    # intervals; absent for a group without candidates
     ta = serializers.FloatField(required=False, allow_null=True)
     ta_se = serializers.FloatField(required=False, allow_null=True)
+    ta_ci_low = serializers.FloatField(required=False, allow_null=True)
+    ta_ci_high = serializers.FloatField(required=False, allow_null=True)
     hsr = serializers.FloatField(required=False, allow_null=True)
     hsr_se = serializers.FloatField(required=False, allow_null=True)
+    hsr_ci_low = serializers.FloatField(required=False, allow_null=True)
+    hsr_ci_high = serializers.FloatField(required=False, allow_null=True)
     ssr = serializers.FloatField(required=False, allow_null=True)
     ssr_se = serializers.FloatField(required=False, allow_null=True)
+    ssr_ci_low = serializers.FloatField(required=False, allow_null=True)
+    ssr_ci_high = serializers.FloatField(required=False, allow_null=True)
     hpr = serializers.FloatField(required=False, allow_null=True)
     hpr_se = serializers.FloatField(required=False, allow_null=True)
+    hpr_ci_low = serializers.FloatField(required=False, allow_null=True)
+    hpr_ci_high = serializers.FloatField(required=False, allow_null=True)
     nhsr = serializers.FloatField(required=False, allow_null=True)
     nhsr_se = serializers.FloatField(required=False, allow_null=True)
+    nhsr_ci_low = serializers.FloatField(required=False, allow_null=True)
+    nhsr_ci_high = serializers.FloatField(required=False, allow_null=True)
 
 
 class RunMetricsSerializer(serializers.Serializer):
@@ -420,4 +431,5 @@ class RunMetricsSerializer(serializers.Serializer):
     repetitions = serializers.IntegerField()
     definitions = serializers.DictField(child=serializers.CharField(), help_text="Each metric's formula in words")
     standard_error = serializers.CharField(help_text="How the standard errors are computed")
+    interval = serializers.CharField(help_text="How the intervals (*_ci_low, *_ci_high) are computed")
     rows = MetricsRowSerializer(many=True)
