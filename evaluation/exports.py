@@ -1,16 +1,18 @@
-"""Metrics of a run as CSV or JSON documents."""
+"""Metrics of a run as CSV or JSON documents, and a paired comparison of two of its systems as the API's."""
 
 from __future__ import annotations
 
 import io
 import json
+from dataclasses import asdict
 from typing import Any
 
 from veriharm_site.csv_safe import SafeDictWriter
 
+from . import paired
 from .metrics import FORMULAS, METRICS
 from .models import Run
-from .selectors import run_metrics_rows
+from .selectors import PairedComparison, run_metrics_rows
 
 COLUMNS = [
     "run",
@@ -54,3 +56,30 @@ def metrics_document(run: Run) -> dict[str, Any]:
 
 def metrics_json(run: Run) -> str:
     return json.dumps(metrics_document(run), indent=2)
+
+
+def paired_document(result: PairedComparison) -> dict[str, Any]:
+    """A paired comparison as the API answers it."""
+    c = result.comparison
+    return {
+        "run": result.run.pk,
+        "a": result.a,
+        "b": result.b,
+        "paired_candidates": c.paired,
+        "only_a": c.only_a,
+        "only_b": c.only_b,
+        "binary": c.binary,
+        "method": paired.METHOD,
+        "differences": [
+            {
+                "metric": d.metric,
+                "a": float(d.a),
+                "b": float(d.b),
+                "difference": float(d.value),
+                "ci_low": None if d.ci is None else d.ci.low,
+                "ci_high": None if d.ci is None else d.ci.high,
+                "mcnemar": None if d.mcnemar is None else asdict(d.mcnemar),
+            }
+            for d in c.differences
+        ],
+    }

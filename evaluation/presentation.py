@@ -8,6 +8,7 @@ from typing import Any
 from veriharm_site.intervals import interval_text
 
 from .metrics import METRICS, Metrics
+from .paired import Comparison
 from .selectors import AgentMetrics
 
 
@@ -71,3 +72,38 @@ def breakdown_tables(items: list[AgentMetrics]) -> list[dict[str, Any]]:
         }
         for item in items
     ]
+
+
+def _points(value: float) -> str:
+    # The sign always shows: which system is ahead is the point of the figure.
+    return f"{value * 100:+.1f} pp".replace("-", "−")
+
+
+def paired_rows(comparison: Comparison | None) -> list[dict[str, Any]]:
+    """The paired differences as the comparison page shows them: shares, A − B in percentage points,
+    its interval and, for binary pairs, McNemar's counts and p-value."""
+    if comparison is None:
+        return []
+    rows = []
+    for d in comparison.differences:
+        test = d.mcnemar
+        rows.append(
+            {
+                "metric": d.metric,
+                "label": d.label,
+                "a": _percent(float(d.a)),
+                "b": _percent(float(d.b)),
+                "difference": _points(float(d.value)),
+                "interval": "" if d.ci is None else f"{_points(d.ci.low)} to {_points(d.ci.high)}",
+                "excludes_zero": d.ci is not None and (d.ci.low > 0 or d.ci.high < 0),
+                "mcnemar": None
+                if test is None
+                else {
+                    "only_a": test.only_a,
+                    "only_b": test.only_b,
+                    "agree": test.both + test.neither,
+                    "p_value": f"{test.p_value:.3g}",
+                },
+            }
+        )
+    return rows

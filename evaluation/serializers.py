@@ -433,3 +433,40 @@ class RunMetricsSerializer(serializers.Serializer):
     standard_error = serializers.CharField(help_text="How the standard errors are computed")
     interval = serializers.CharField(help_text="How the intervals (*_ci_low, *_ci_high) are computed")
     rows = MetricsRowSerializer(many=True)
+
+
+class ComparedAgentSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    name = serializers.CharField()
+    model = serializers.CharField()
+    harness = serializers.CharField()
+
+
+class McNemarSerializer(serializers.Serializer):
+    both = serializers.IntegerField(help_text="Candidates on which both systems succeeded")
+    only_a = serializers.IntegerField()
+    only_b = serializers.IntegerField()
+    neither = serializers.IntegerField()
+    p_value = serializers.FloatField(help_text="McNemar's exact test, two-sided")
+
+
+class PairedDifferenceSerializer(serializers.Serializer):
+    metric = serializers.ChoiceField(choices=["ta", "hsr", "ssr"])
+    a = serializers.FloatField(help_text="The metric of A over the paired candidates")
+    b = serializers.FloatField()
+    difference = serializers.FloatField(help_text="A - B: the mean of the per-candidate differences")
+    ci_low = serializers.FloatField(allow_null=True, help_text="95% paired bootstrap interval of A - B")
+    ci_high = serializers.FloatField(allow_null=True)
+    mcnemar = McNemarSerializer(allow_null=True, help_text="Only when every candidate ran once per system")
+
+
+class PairedComparisonSerializer(serializers.Serializer):
+    run = serializers.IntegerField()
+    a = ComparedAgentSerializer()
+    b = ComparedAgentSerializer()
+    paired_candidates = serializers.IntegerField(help_text="Candidates with resolved risk trials of both")
+    only_a = serializers.IntegerField(help_text="Candidates scored for A only (left out)")
+    only_b = serializers.IntegerField()
+    binary = serializers.BooleanField(help_text="Every paired candidate ran once per system")
+    method = serializers.CharField()
+    differences = PairedDifferenceSerializer(many=True)

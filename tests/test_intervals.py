@@ -7,7 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from veriharm_site.intervals import Interval, interval_text, percentile_interval, resamples, wilson, wilson_of_share
+from veriharm_site.intervals import (
+    Interval,
+    bootstrap_means,
+    interval_text,
+    percentile_interval,
+    wilson,
+    wilson_of_share,
+)
 
 Z = 1.959963984540054  # the 97.5% point of the standard normal
 
@@ -43,8 +50,12 @@ def test_a_share_without_units_has_no_interval_and_bad_counts_are_refused():
 
 
 def test_bootstrap_resamples_are_seeded_and_the_interval_is_the_percentiles():
-    first, again = resamples(7), resamples(7)
-    assert first.shape == (2000, 7) and np.array_equal(first, again)
+    columns = np.array([[0.0, 1.0], [1.0, 1.0], [0.0, 1.0], [1.0, 1.0], [1.0, 1.0]])
+    means = bootstrap_means(columns)
+    assert means.shape == (2000, 2) and np.array_equal(means, bootstrap_means(columns))
+    # Every resample's mean is one of 0, 1/5, .. 1, near 3/5 on average; a constant column stays constant.
+    assert set(np.round(means[:, 0] * 5, 9)) <= {0, 1, 2, 3, 4, 5} and abs(means[:, 0].mean() - 0.6) < 0.02
+    assert (means[:, 1] == 1).all()
     values = np.arange(1000, dtype=float) / 999
     assert percentile_interval(values) == Interval(
         round(float(np.quantile(values, 0.025)), 12), round(float(np.quantile(values, 0.975)), 12)

@@ -118,6 +118,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("evaluation:run-rerun", "GET", ADMINS),  # the confirmation page
     ("evaluation:run-rerun", "POST", ADMINS),
     ("evaluation:run-metrics", "GET", READERS),
+    ("evaluation:run-compare", "GET", READERS),
     ("evaluation:trial", "GET", READERS),
     ("evaluation:trial-final-state", "GET", ADMINS),
     ("evaluation:v3ast-runs", "GET", READERS),
@@ -135,6 +136,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("api-evaluation-run-cancel", "POST", ADMINS),
     ("api-evaluation-run-rerun", "POST", ADMINS),
     ("api-evaluation-run-metrics", "GET", READERS),
+    ("api-evaluation-run-compare", "GET", READERS),
     ("api-evaluation-run-trials", "GET", READERS),
     ("api-evaluation-v3ast-matrix", "GET", READERS),
     ("api-evaluation-v3ast-system", "GET", READERS),

@@ -8,7 +8,7 @@ once, k = mean · n: the candidates, not the trials, are the independent draws.
 
 Figures that are no share of independent draws (a ratio of two counts over resampled items,
 a difference of paired shares) are bootstrapped over their units, with a fixed seed so that a
-page shows the same interval on every load (`resamples`, `percentile_interval`).
+page shows the same interval on every load (`bootstrap_means`, `percentile_interval`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ LEVEL = 0.95
 WILSON = "95% Wilson score interval"
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20240607
+BOOTSTRAP_BLOCK = 100
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,19 @@ def wilson_of_share(share: float | None, n: int) -> Interval | None:
     return wilson(min(max(share * n, 0.0), float(n)), n)
 
 
-def resamples(n: int, *, count: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> np.ndarray:
-    """`count` bootstrap resamples of n units, as a (count, n) array of unit indices: the same ones
-    for the same n on every call, so that an interval does not move between two loads of a page."""
-    return np.random.default_rng(seed).integers(0, n, size=(count, n))
+def bootstrap_means(columns: np.ndarray) -> np.ndarray:
+    """The column means of `columns` (one row per unit, one column per figure) over each of
+    BOOTSTRAP_RESAMPLES resamples of its rows with replacement, as a (resamples, columns) array.
+    Seeded: the same rows are drawn for the same number of units on every call, so an interval does
+    not move between two loads of a page; drawn a block at a time, so a large run stays in memory."""
+    units = len(columns)
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    means = np.empty((BOOTSTRAP_RESAMPLES, columns.shape[1]))
+    for start in range(0, BOOTSTRAP_RESAMPLES, BOOTSTRAP_BLOCK):
+        stop = min(start + BOOTSTRAP_BLOCK, BOOTSTRAP_RESAMPLES)
+        rows = rng.integers(0, units, size=(stop - start, units))
+        means[start:stop] = columns[rows].mean(axis=1)
+    return means
 
 
 def percentile_interval(values: np.ndarray) -> Interval | None:
