@@ -217,6 +217,8 @@ def test_q_as_a_predictor_shows_its_intervals(paper_study, curator_client):
         f"bottom {bottom_low * 100:.1f}–{bottom_high * 100:.1f}%." in page
     )
     assert "bootstrap over the 50 decided items" in page
+    # The bar of Figure 3(b) says it too, in its tooltip.
+    assert f"<title>Accuracy: 88.0% (95% interval {low * 100:.1f}–{high * 100:.1f}%)</title>" in page
     api = curator_client.get(f"/api/annotation/studies/{paper_study.pk}/results/").json()["q_as_predictor"]
     assert (api["accuracy_ci_low"], api["accuracy_ci_high"]) == (low, high)
     assert (api["valid_share_top_ci_low"], api["valid_share_top_ci_high"]) == pytest.approx((top_low, top_high))
