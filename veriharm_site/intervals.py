@@ -59,11 +59,15 @@ def bootstrap_means(columns: np.ndarray) -> np.ndarray:
     not move between two loads of a page; drawn a block at a time, so a large run stays in memory."""
     units = len(columns)
     rng = np.random.default_rng(BOOTSTRAP_SEED)
-    means = np.empty((BOOTSTRAP_RESAMPLES, columns.shape[1]))
+    # Figure by figure, each a contiguous row: gathering one figure at a time is several times
+    # faster than gathering whole rows of every figure.
+    figures = np.ascontiguousarray(np.asarray(columns, dtype=float).T)
+    means = np.empty((BOOTSTRAP_RESAMPLES, len(figures)))
     for start in range(0, BOOTSTRAP_RESAMPLES, BOOTSTRAP_BLOCK):
         stop = min(start + BOOTSTRAP_BLOCK, BOOTSTRAP_RESAMPLES)
         rows = rng.integers(0, units, size=(stop - start, units))
-        means[start:stop] = columns[rows].mean(axis=1)
+        for j, figure in enumerate(figures):
+            means[start:stop, j] = figure[rows].mean(axis=1)
     return means
 
 
