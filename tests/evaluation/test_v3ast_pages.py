@@ -257,6 +257,7 @@ def test_shares_carry_wilson_intervals_of_their_counts(run, curator_client):
     assert f"95% interval {text(6, 8)}, 6 of 8 runs" in page
     matrix = curator_client.get(f"/evaluation/runs/{run.pk}/v3ast/").content.decode()
     systems = re.search(r'data-testid="systems">.*?</table>', matrix, re.S).group(0)
+    assert f'title="ASR 95% interval {text(0, 2)} (0 of 2 tasks)"' in matrix  # the heat map's cell of c
     # c compromised neither task: 0 of 2 is 0.0–65.8%, not a bare 0.0%.
     assert f'<b>0.0%</b><div class="sub" data-field="interval">{text(0, 2)}</div>' in systems
     scores = curator_client.get(f"/api/evaluation/runs/{run.pk}/v3ast/").json()["cells"][2]["scores"]
