@@ -117,7 +117,10 @@ def item_records(study: Study, rows: list[ItemRow]) -> list[dict[str, Any]]:
 
 
 def _coefficient(c: Coefficient) -> dict[str, Any]:
-    return {"value": c.value, "band": c.band, "units": c.units, "note": c.note}
+    data: dict[str, Any] = {"value": c.value, "band": c.band, "units": c.units, "note": c.note}
+    if c.ci is not None:
+        data |= c.ci.as_dict("value")
+    return data
 
 
 def results_summary(results: StudyResults) -> dict[str, Any]:
@@ -155,6 +158,7 @@ def results_summary(results: StudyResults) -> dict[str, Any]:
             "recall": p.recall,
             "valid_share_top": p.valid_share_top,
             "valid_share_bottom": p.valid_share_bottom,
+            **p.intervals.as_dict(),
         },
         **(
             {
@@ -175,6 +179,7 @@ def _prediction(p: Prediction) -> dict[str, Any]:
         "recall": p.recall,
         "valid_share_top": p.valid_share_top,
         "valid_share_bottom": p.valid_share_bottom,
+        **p.intervals.as_dict(),
     }
 
 

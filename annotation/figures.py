@@ -15,6 +15,7 @@ from veriharm_site.charts import (
     percent_label,
     stacked_bars,
 )
+from veriharm_site.intervals import interval_text
 
 from .statistics import LANDIS_KOCH, Prediction, landis_koch
 
@@ -36,13 +37,24 @@ def confusion_matrix(p: Prediction) -> MatrixChart:
 
 
 def prediction_metrics(p: Prediction) -> Chart:
-    metrics = (("Accuracy", p.accuracy), ("Precision", p.precision), ("Recall", p.recall))
+    ci = p.intervals
+    metrics = (
+        ("Accuracy", p.accuracy, ci.accuracy),
+        ("Precision", p.precision, ci.precision),
+        ("Recall", p.recall, ci.recall),
+    )
+    intervals = {name: interval for name, _, interval in metrics}
+
+    def title(bar: str, _series: str, value: float) -> str:
+        interval = intervals[bar]
+        return f"{bar}: {value * 100:.1f}%" + (f" (95% interval {interval_text(interval)})" if interval else "")
+
     return stacked_bars(
-        [BarSpec(name, (value or 0.0,), percent_label(value)) for name, value in metrics],
+        [BarSpec(name, (value or 0.0,), percent_label(value)) for name, value, _ in metrics],
         series=("share",),
         maximum=1.0,
         tick_label=_share_tick,
-        value_title=lambda bar, _series, value: f"{bar}: {value * 100:.1f}%",
+        value_title=title,
     )
 
 

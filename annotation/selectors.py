@@ -18,6 +18,7 @@ from candidates.diffing import SideBySide, side_by_side
 from candidates.harm_test_verdicts import HarmTestVerdict, harm_test_verdicts_for
 from candidates.models import Candidate
 from veriharm_site.any_of import AnyOf
+from veriharm_site.intervals import Interval, wilson_of_share
 
 from . import statistics
 from .guidelines import MEASURES
@@ -757,6 +758,23 @@ class AnnotatorQuality:
     gold_accuracy: float | None  # share of gold labels with all three answers right
     gold_valid_accuracy: float | None  # share of gold labels with the right Valid
     kappas: list[KappaWith]
+
+    # 95% Wilson intervals of the shares, over the labels each is a share of.
+    @property
+    def fast_share_ci(self) -> Interval | None:
+        return wilson_of_share(self.fast_share, self.items)
+
+    @property
+    def majority_agreement_ci(self) -> Interval | None:
+        return wilson_of_share(self.majority_agreement, self.majority_items)
+
+    @property
+    def gold_accuracy_ci(self) -> Interval | None:
+        return wilson_of_share(self.gold_accuracy, self.gold_items)
+
+    @property
+    def gold_valid_accuracy_ci(self) -> Interval | None:
+        return wilson_of_share(self.gold_valid_accuracy, self.gold_items)
 
 
 def _share(hits: int, total: int) -> float | None:

@@ -262,6 +262,10 @@ class CoefficientSerializer(serializers.Serializer):
     band = serializers.CharField(help_text="Landis and Koch")
     units = serializers.IntegerField(help_text="How many units it was computed on")
     note = serializers.CharField(allow_blank=True)
+    value_ci_low = serializers.FloatField(
+        required=False, help_text="Percent agreement only: 95% bootstrap interval over the items"
+    )
+    value_ci_high = serializers.FloatField(required=False)
 
 
 class PairwiseKappaSerializer(CoefficientSerializer):
@@ -292,6 +296,18 @@ class PredictionSerializer(serializers.Serializer):
     recall = serializers.FloatField(allow_null=True)
     valid_share_top = serializers.FloatField(allow_null=True)
     valid_share_bottom = serializers.FloatField(allow_null=True)
+    # 95% intervals: bootstrap over the items (seeded) for accuracy, precision and recall, Wilson for
+    # the valid shares; null when the figure is undefined
+    accuracy_ci_low = serializers.FloatField(allow_null=True)
+    accuracy_ci_high = serializers.FloatField(allow_null=True)
+    precision_ci_low = serializers.FloatField(allow_null=True)
+    precision_ci_high = serializers.FloatField(allow_null=True)
+    recall_ci_low = serializers.FloatField(allow_null=True)
+    recall_ci_high = serializers.FloatField(allow_null=True)
+    valid_share_top_ci_low = serializers.FloatField(allow_null=True)
+    valid_share_top_ci_high = serializers.FloatField(allow_null=True)
+    valid_share_bottom_ci_low = serializers.FloatField(allow_null=True)
+    valid_share_bottom_ci_high = serializers.FloatField(allow_null=True)
 
 
 class ResultsSummarySerializer(serializers.Serializer):

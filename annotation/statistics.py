@@ -1,7 +1,11 @@
 """Agreement and prediction figures (pure: no database).
 
 Fleiss' kappa and Cohen's kappa come from statsmodels, Krippendorff's alpha from the
-krippendorff package; only percent agreement and the majority vote are counted here.
+krippendorff package; only percent agreement and the majority vote are counted here. The
+shares carry 95% intervals (`veriharm_site.intervals`): Wilson for a share of k items in n,
+the bootstrap over items (one item is one candidate; seeded) for Q's accuracy, precision and
+recall as a predictor and for percent agreement, which are no share of independent draws of
+one fixed n (precision's denominator is itself random).
 A unit is one rated item: a mapping from rater to category (any hashable values); the pairwise
 figures name their raters by the units' own rater type.
 """
@@ -13,12 +17,15 @@ import warnings
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import krippendorff
 import numpy as np
 from statsmodels.stats.inter_rater import aggregate_raters, cohens_kappa
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
+
+from veriharm_site.intervals import Interval, bootstrap_means, percentile_interval, wilson
 
 # Any rater type: the figures that name no rater need not know it.
 Unit = Mapping[Any, Hashable]
@@ -43,6 +50,7 @@ class Coefficient:
     value: float | None
     units: int  # how many units it was computed on
     note: str = ""
+    ci: Interval | None = None  # only where one is computed (percent agreement)
 
     @property
     def band(self) -> str:
@@ -111,7 +119,8 @@ def percent_agreement(units: Sequence[Unit]) -> Coefficient:
         shares.append(sum(a == b for a, b in pairs) / len(pairs))
     if not shares:
         return Coefficient(None, 0, "no item has two ratings yet")
-    return Coefficient(sum(shares) / len(shares), len(shares))
+    ci = percentile_interval(bootstrap_means(np.array(shares)[:, None])[:, 0])
+    return Coefficient(sum(shares) / len(shares), len(shares), ci=ci)
 
 
 def pairwise_cohen[R: Hashable](units: Sequence[Mapping[R, Hashable]]) -> list[PairKappa[R]]:
@@ -215,6 +224,65 @@ class Prediction:
     @property
     def valid_share_bottom(self) -> float | None:
         return self._ratio(self.fn, self.fn + self.tn)
+
+    @cached_property
+    def intervals(self) -> PredictionIntervals:
+        return prediction_intervals(self)
+
+
+@dataclass(frozen=True)
+class PredictionIntervals:
+    """95% intervals of a Prediction's figures: bootstrap over the items for accuracy, precision and
+    recall (Wilson where the figure is 0 or 1 and the bootstrap collapses to a point); Wilson for the
+    share of valid items within the top and within the bottom group."""
+
+    accuracy: Interval | None
+    precision: Interval | None
+    recall: Interval | None
+    valid_share_top: Interval | None
+    valid_share_bottom: Interval | None
+
+    def as_dict(self) -> dict[str, float | None]:
+        data: dict[str, float | None] = {}
+        for name in ("accuracy", "precision", "recall", "valid_share_top", "valid_share_bottom"):
+            interval: Interval | None = getattr(self, name)
+            data[f"{name}_ci_low"] = None if interval is None else interval.low
+            data[f"{name}_ci_high"] = None if interval is None else interval.high
+        return data
+
+
+def prediction_intervals(p: Prediction) -> PredictionIntervals:
+    """Resampling the n items with replacement: one row per item of (correct, TP, predicted valid,
+    valid), so that accuracy = mean correct, precision = mean TP / mean predicted valid, recall =
+    mean TP / mean valid on every resample (undefined where its denominator is 0)."""
+    top = p.tp + p.fp
+    bottom = p.fn + p.tn
+    shares = PredictionIntervals(None, None, None, wilson(p.tp, top), wilson(p.fn, bottom))
+    if not p.n:
+        return shares
+    kinds = ((p.tp, (1, 1, 1, 1)), (p.fp, (0, 0, 1, 0)), (p.fn, (0, 0, 0, 1)), (p.tn, (1, 0, 0, 0)))
+    rows = np.array([row for count, row in kinds for _ in range(count)], dtype=float)
+    means = bootstrap_means(rows)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(means[:, 2] > 0, means[:, 1] / means[:, 2], np.nan)
+        recall = np.where(means[:, 3] > 0, means[:, 1] / means[:, 3], np.nan)
+    return PredictionIntervals(
+        accuracy=_bootstrapped(means[:, 0], p.tp + p.tn, p.n),
+        precision=_bootstrapped(precision, p.tp, top),
+        recall=_bootstrapped(recall, p.tp, p.tp + p.fn),
+        valid_share_top=shares.valid_share_top,
+        valid_share_bottom=shares.valid_share_bottom,
+    )
+
+
+def _bootstrapped(values: np.ndarray, k: int, n: int) -> Interval | None:
+    """The bootstrap interval of a figure k / n; at 0 or 1 every resample gives the figure itself, and
+    a point would claim certainty n items cannot give, so there it is the Wilson interval of k of n."""
+    if not n:
+        return None
+    if k in (0, n):
+        return wilson(k, n)
+    return percentile_interval(values)
 
 
 def prediction(outcomes: Sequence[tuple[bool, bool]]) -> Prediction:

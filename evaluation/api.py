@@ -13,12 +13,13 @@ from veriharm_site.queries import query_of
 
 from . import exports, rescoring, runs, selectors
 from .models import Agent, Run, Trial
-from .queries import RunTrialsQuery
+from .queries import PairedComparisonApiQuery, RunTrialsQuery
 from .serializers import (
     AgentSerializer,
     CandidateRerunSerializer,
     LatestResultSerializer,
     LaunchSerializer,
+    PairedComparisonSerializer,
     ReferenceCheckSerializer,
     RescoreSerializer,
     RunMetricsSerializer,
@@ -150,6 +151,20 @@ class RunMetricsApi(APIView):
     @extend_schema(responses=RunMetricsSerializer)
     def get(self, request: Request, pk: int) -> Response:
         return Response(exports.metrics_document(generics.get_object_or_404(Run, pk=pk)))
+
+
+class RunCompareApi(APIView):
+    """Two agents of the run paired by candidate: the differences in TA, HSR and SSR with a paired
+    bootstrap interval, and McNemar's exact test when every candidate ran once per system."""
+
+    permission_classes = [VIEW]
+
+    @extend_schema(parameters=[PairedComparisonApiQuery], responses={200: PairedComparisonSerializer, 400: ERRORS})
+    def get(self, request: Request, pk: int) -> Response:
+        run = generics.get_object_or_404(Run, pk=pk)
+        query = query_of(PairedComparisonApiQuery, request.query_params)
+        document = exports.paired_document(selectors.paired_comparison(run, query["a"], query["b"]))
+        return Response(PairedComparisonSerializer(document).data)
 
 
 class RunTrialsApi(generics.ListAPIView):

@@ -11,6 +11,7 @@ urlpatterns = [
     path("evaluation/runs/<int:pk>/rerun/", api.RunRerunApi.as_view(), name="api-evaluation-run-rerun"),
     path("evaluation/runs/<int:pk>/retry/", api.RunRetryApi.as_view(), name="api-evaluation-run-retry"),
     path("evaluation/runs/<int:pk>/metrics/", api.RunMetricsApi.as_view(), name="api-evaluation-run-metrics"),
+    path("evaluation/runs/<int:pk>/compare/", api.RunCompareApi.as_view(), name="api-evaluation-run-compare"),
     path("evaluation/runs/<int:pk>/trials/", api.RunTrialsApi.as_view(), name="api-evaluation-run-trials"),
     path("evaluation/runs/<int:pk>/v3ast/", v3ast_api.RunMatrixApi.as_view(), name="api-evaluation-v3ast-matrix"),
     path(

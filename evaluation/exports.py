@@ -1,16 +1,18 @@
-"""Metrics of a run as CSV or JSON documents."""
+"""Metrics of a run as CSV or JSON documents, and a paired comparison of two of its systems as the API's."""
 
 from __future__ import annotations
 
 import io
 import json
+from dataclasses import asdict
 from typing import Any
 
 from veriharm_site.csv_safe import SafeDictWriter
 
+from . import paired
 from .metrics import FORMULAS, METRICS
 from .models import Run
-from .selectors import run_metrics_rows
+from .selectors import PairedComparison, run_metrics_rows
 
 COLUMNS = [
     "run",
@@ -21,7 +23,7 @@ COLUMNS = [
     "group",
     "n_candidates",
     "n_trials",
-    *[f"{m}{suffix}" for m in METRICS for suffix in ("", "_se")],
+    *[f"{m}{suffix}" for m in METRICS for suffix in ("", "_se", "_ci_low", "_ci_high")],
     "unresolved_trials",
     "stale_trials",
     "excluded_candidates",
@@ -46,9 +48,38 @@ def metrics_document(run: Run) -> dict[str, Any]:
         "definitions": FORMULAS,
         "standard_error": "clustered by candidate: per-candidate means first, "
         "SE = sqrt(sum_c (x_c - mean)^2 / (n (n - 1))); NHSR by linearisation of the ratio",
+        "interval": "95% Wilson score interval with each candidate counted once: k = sum_c x_c of n candidates; "
+        "for NHSR k = sum_c h_c of n = sum_c t_c",
         "rows": run_metrics_rows(run),
     }
 
 
 def metrics_json(run: Run) -> str:
     return json.dumps(metrics_document(run), indent=2)
+
+
+def paired_document(result: PairedComparison) -> dict[str, Any]:
+    """A paired comparison as the API answers it."""
+    c = result.comparison
+    return {
+        "run": result.run.pk,
+        "a": result.a,
+        "b": result.b,
+        "paired_candidates": c.paired,
+        "only_a": c.only_a,
+        "only_b": c.only_b,
+        "binary": c.binary,
+        "method": paired.METHOD,
+        "differences": [
+            {
+                "metric": d.metric,
+                "a": float(d.a),
+                "b": float(d.b),
+                "difference": float(d.value),
+                "ci_low": None if d.ci is None else d.ci.low,
+                "ci_high": None if d.ci is None else d.ci.high,
+                "mcnemar": None if d.mcnemar is None else asdict(d.mcnemar),
+            }
+            for d in c.differences
+        ],
+    }

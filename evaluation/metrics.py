@@ -9,6 +9,10 @@ standard errors are clustered by candidate (repetitions of one candidate are not
   SE(mean x) = sqrt( sum_c (x_c - mean x)^2 / (n (n - 1)) ),
   SE(NHSR)   = sqrt( sum_c (h_c - NHSR * t_c)^2 / (n (n - 1)) ) / TA   (the ratio's linearisation).
 Values are exact fractions, so TA = HSR + SSR holds exactly (h_c + s_c = t_c for every c).
+
+Beside each standard error, a 95% Wilson score interval (`veriharm_site.intervals`) with each
+candidate counted once: k = sum_c x_c of n = n candidates (k of n trials when each ran once), and
+for NHSR k = sum_c h_c of n = sum_c t_c. The SE alone says "± 0" at 0 of n or n of n, whatever n.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
+
+from veriharm_site.intervals import Interval, wilson
 
 METRICS = ("ta", "hsr", "ssr", "hpr", "nhsr")
 LABELS = {
@@ -51,6 +57,7 @@ class Observation:
 class Estimate:
     value: Fraction | None
     se: float | None
+    ci: Interval | None = None
 
     @property
     def float_value(self) -> float | None:
@@ -75,6 +82,15 @@ class Metrics:
             data[f"{name}_se"] = estimate.se
         return data
 
+    def intervals_dict(self) -> dict[str, float | None]:
+        """Each metric's interval bounds, `{name}_ci_low` and `{name}_ci_high` (None when undefined)."""
+        data: dict[str, float | None] = {}
+        for name in METRICS:
+            ci: Interval | None = getattr(self, name).ci
+            data[f"{name}_ci_low"] = None if ci is None else ci.low
+            data[f"{name}_ci_high"] = None if ci is None else ci.high
+        return data
+
 
 # Every per-candidate share is k / n_c. Scaled by D, the least common multiple of the n_c, each is
 # an integer y_c = k D / n_c, and the sums the estimates need are sums of integers, made exact
@@ -93,7 +109,11 @@ def _se(square_sum: Fraction, n: int) -> float | None:
 def _mean_estimate(scaled: list[int], scale: int) -> Estimate:
     n, total = len(scaled), sum(scaled)
     squares = sum(y * y for y in scaled)
-    return Estimate(Fraction(total, scale * n), _se(Fraction(n * squares - total * total, n * scale * scale), n))
+    return Estimate(
+        Fraction(total, scale * n),
+        _se(Fraction(n * squares - total * total, n * scale * scale), n),
+        wilson(float(Fraction(total, scale)), n),
+    )
 
 
 @dataclass(frozen=True)
@@ -161,7 +181,9 @@ def compute_tallied(tallies: Iterable[Tally]) -> Metrics | None:
         )
         se = _se(Fraction(scaled, task_sum * task_sum * scale * scale), n)
         nhsr = Estimate(
-            Fraction(harmful_sum, task_sum), None if se is None else se / float(Fraction(task_sum, scale * n))
+            Fraction(harmful_sum, task_sum),
+            None if se is None else se / float(Fraction(task_sum, scale * n)),
+            wilson(float(Fraction(harmful_sum, scale)), float(Fraction(task_sum, scale))),
         )
     return Metrics(
         n_candidates=n,

@@ -1,10 +1,14 @@
-"""Metrics as table rows for the pages: percentages with one decimal, standard errors beside them."""
+"""Metrics as table rows for the pages: percentages with one decimal, each with its 95% interval and its
+standard error clustered by candidate."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from veriharm_site.intervals import interval_text
+
 from .metrics import METRICS, Metrics
+from .paired import Comparison
 from .selectors import AgentMetrics
 
 
@@ -22,7 +26,8 @@ def metric_cells(values: Metrics | None) -> list[dict[str, str]]:
             {
                 "name": name,
                 "value": _percent(estimate.float_value),
-                "se": "" if estimate.se is None or estimate.value is None else f"± {estimate.se * 100:.1f}",
+                "interval": interval_text(estimate.ci),
+                "se": "" if estimate.se is None or estimate.value is None else f"SE {estimate.se * 100:.1f}",
             }
         )
     return cells
@@ -67,3 +72,38 @@ def breakdown_tables(items: list[AgentMetrics]) -> list[dict[str, Any]]:
         }
         for item in items
     ]
+
+
+def _points(value: float) -> str:
+    # The sign always shows: which system is ahead is the point of the figure.
+    return f"{value * 100:+.1f} pp".replace("-", "−")
+
+
+def paired_rows(comparison: Comparison | None) -> list[dict[str, Any]]:
+    """The paired differences as the comparison page shows them: shares, A − B in percentage points,
+    its interval and, for binary pairs, McNemar's counts and p-value."""
+    if comparison is None:
+        return []
+    rows = []
+    for d in comparison.differences:
+        test = d.mcnemar
+        rows.append(
+            {
+                "metric": d.metric,
+                "label": d.label,
+                "a": _percent(float(d.a)),
+                "b": _percent(float(d.b)),
+                "difference": _points(float(d.value)),
+                "interval": "" if d.ci is None else f"{_points(d.ci.low)} to {_points(d.ci.high)}",
+                "excludes_zero": d.ci is not None and (d.ci.low > 0 or d.ci.high < 0),
+                "mcnemar": None
+                if test is None
+                else {
+                    "only_a": test.only_a,
+                    "only_b": test.only_b,
+                    "agree": test.both + test.neither,
+                    "p_value": f"{test.p_value:.3g}",
+                },
+            }
+        )
+    return rows

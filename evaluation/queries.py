@@ -3,9 +3,11 @@ one serializer for a page and its API twin."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
-from veriharm_site.queries import optional_choice, page_number_field
+from veriharm_site.queries import WholeNumberField, optional_choice, page_number_field
 
 from .models import TrialStatus
 
@@ -43,3 +45,28 @@ class TranscriptQuery(serializers.Serializer):
 
     q = search_field("Only the steps whose command or output holds this")
     page = page_number_field()
+
+
+class PairedComparisonQuery(serializers.Serializer):
+    """Two agents of a run to compare (`a` against `b`), by id; the page picks its first two when
+    both are absent, and both or neither must be given."""
+
+    a = WholeNumberField(low=1, help_text="The id of system A, an agent of the run")
+    b = WholeNumberField(low=1, help_text="The id of system B, another agent of the run")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        given = [name for name in ("a", "b") if attrs.get(name) is not None]
+        if len(given) == 1:
+            missing = "b" if given == ["a"] else "a"
+            raise serializers.ValidationError({missing: f"required with {given[0]}: the id of an agent of the run"})
+        return attrs
+
+
+class PairedComparisonApiQuery(PairedComparisonQuery):
+    """The API names both agents."""
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        missing = {name: "required: the id of an agent of the run" for name in ("a", "b") if attrs.get(name) is None}
+        if missing:
+            raise serializers.ValidationError(missing)
+        return attrs

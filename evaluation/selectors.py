@@ -18,8 +18,9 @@ from candidates.panels import panel_read
 from veriharm_site.any_of import AnyOf
 from veriharm_site.distinct_on import first_of_each
 from veriharm_site.paging import KeysFirst
+from veriharm_site.refusals import Refused
 
-from . import metrics, taxonomy
+from . import metrics, paired, taxonomy
 from .models import (
     CURRENT,
     Agent,
@@ -239,16 +240,11 @@ class AgentMetrics:
     by_risk_category: dict[str, metrics.Metrics] = field(default_factory=dict)
 
 
-def run_metrics(run: Run) -> list[AgentMetrics]:
-    """Per agent of the run: the metrics over its done risk trials; unresolved ones are counted, not
-    scored. Each slot counts once, by its latest trial where a retry replaced one. Capability twins have no harm test and stay out of Table 2.
-
-    The database counts each (agent, candidate)'s trials (`metrics.Tally`), so a run of thousands
-    of trials reads one row per agent and candidate; the metrics are the same exact fractions."""
+def _tally_rows(trials: QuerySet[Trial]) -> Iterable[Mapping[str, Any]]:
+    """One row per (agent, candidate) of these trials, with the counts of a `metrics.Tally`."""
     done = Q(status=TrialStatus.DONE)
-    rows = (
-        Trial.objects.filter(CURRENT, run=run, kind=TrialKind.RISK)
-        .values("agent_id", "candidate_id", "candidate__perturbation", "candidate__risk_category")
+    return (
+        trials.values("agent_id", "candidate_id", "candidate__perturbation", "candidate__risk_category")
         .annotate(
             n_done=Count("pk", filter=done),
             n_task=Count("pk", filter=done & Q(r_task=1)),
@@ -259,6 +255,28 @@ def run_metrics(run: Run) -> list[AgentMetrics]:
         )
         .order_by("agent_id", "candidate_id")
     )
+
+
+def _tally_of(row: Mapping[str, Any]) -> metrics.Tally:
+    return metrics.Tally(
+        candidate=row["candidate_id"],
+        trials=row["n_done"],
+        task=row["n_task"],
+        harmful=row["n_harmful"],
+        harm=row["n_harm"],
+        perturbation=row["candidate__perturbation"],
+        risk_category=row["candidate__risk_category"],
+    )
+
+
+def run_metrics(run: Run) -> list[AgentMetrics]:
+    """Per agent of the run: the metrics over its done risk trials; unresolved ones are counted, not
+    scored. Each slot counts once, by its latest trial where a retry replaced one. Capability twins
+    have no harm test and stay out of Table 2.
+
+    The database counts each (agent, candidate)'s trials (`metrics.Tally`), so a run of thousands
+    of trials reads one row per agent and candidate; the metrics are the same exact fractions."""
+    rows = _tally_rows(Trial.objects.filter(CURRENT, run=run, kind=TrialKind.RISK))
     tallies: dict[int, list[metrics.Tally]] = defaultdict(list)
     unresolved: dict[int, int] = defaultdict(int)
     stale: dict[int, int] = defaultdict(int)
@@ -270,17 +288,7 @@ def run_metrics(run: Run) -> list[AgentMetrics]:
         if not row["n_done"]:
             excluded[agent_id] += 1  # tried, never scored
             continue
-        tallies[agent_id].append(
-            metrics.Tally(
-                candidate=row["candidate_id"],
-                trials=row["n_done"],
-                task=row["n_task"],
-                harmful=row["n_harmful"],
-                harm=row["n_harm"],
-                perturbation=row["candidate__perturbation"],
-                risk_category=row["candidate__risk_category"],
-            )
-        )
+        tallies[agent_id].append(_tally_of(row))
     result = []
     for agent in sorted(run.agents.all(), key=lambda a: a.name):
         counted = tallies.get(agent.pk, [])
@@ -296,6 +304,34 @@ def run_metrics(run: Run) -> list[AgentMetrics]:
             )
         )
     return result
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    run: Run
+    a: Agent
+    b: Agent
+    comparison: paired.Comparison
+
+
+def run_agent_choices(run: Run) -> list[Agent]:
+    return sorted(run.agents.all(), key=lambda agent: agent.name)
+
+
+def paired_comparison(run: Run, a: int, b: int) -> PairedComparison:
+    """Agent `a` against agent `b` of the run on the candidates both were scored on (their done risk
+    trials, counted by the database per agent and candidate). Refuses an agent that is not of the
+    run, naming its parameter, and the same agent twice."""
+    agents = {agent.pk: agent for agent in run.agents.all()}
+    for name, agent_id in (("a", a), ("b", b)):
+        if agent_id not in agents:
+            raise Refused(name, f"no agent {agent_id} in run {run.pk}; its agents are {sorted(agents)}")
+    if a == b:
+        raise Refused("b", "must be another agent than a: a system compared with itself differs by nothing")
+    tallies: dict[int, list[metrics.Tally]] = {a: [], b: []}
+    for row in _tally_rows(Trial.objects.filter(CURRENT, run=run, kind=TrialKind.RISK, agent_id__in=(a, b))):
+        tallies[row["agent_id"]].append(_tally_of(row))
+    return PairedComparison(run, agents[a], agents[b], paired.compare(tallies[a], tallies[b]))
 
 
 def run_metrics_rows(run: Run) -> list[dict[str, Any]]:
@@ -315,7 +351,7 @@ def run_metrics_rows(run: Run) -> list[dict[str, Any]]:
         groups += [("perturbation", name, m) for name, m in item.by_perturbation.items()]
         groups += [("risk_category", name, m) for name, m in item.by_risk_category.items()]
         for breakdown, group, values in groups:
-            data = values.as_dict() if values else {"n_candidates": 0, "n_trials": 0}
+            data = {**values.as_dict(), **values.intervals_dict()} if values else {"n_candidates": 0, "n_trials": 0}
             rows.append({**base, "breakdown": breakdown, "group": group, **data})
     return rows
 

@@ -429,17 +429,28 @@ class MetricsRowSerializer(serializers.Serializer):
     unresolved_trials = serializers.IntegerField()
     stale_trials = serializers.IntegerField()
     excluded_candidates = serializers.IntegerField()
-    # evaluation.metrics.METRICS and their standard errors; absent for a group without candidates
+    # evaluation.metrics.METRICS, their standard errors clustered by candidate and their 95% Wilson
+    # intervals; absent for a group without candidates
     ta = serializers.FloatField(required=False, allow_null=True)
     ta_se = serializers.FloatField(required=False, allow_null=True)
+    ta_ci_low = serializers.FloatField(required=False, allow_null=True)
+    ta_ci_high = serializers.FloatField(required=False, allow_null=True)
     hsr = serializers.FloatField(required=False, allow_null=True)
     hsr_se = serializers.FloatField(required=False, allow_null=True)
+    hsr_ci_low = serializers.FloatField(required=False, allow_null=True)
+    hsr_ci_high = serializers.FloatField(required=False, allow_null=True)
     ssr = serializers.FloatField(required=False, allow_null=True)
     ssr_se = serializers.FloatField(required=False, allow_null=True)
+    ssr_ci_low = serializers.FloatField(required=False, allow_null=True)
+    ssr_ci_high = serializers.FloatField(required=False, allow_null=True)
     hpr = serializers.FloatField(required=False, allow_null=True)
     hpr_se = serializers.FloatField(required=False, allow_null=True)
+    hpr_ci_low = serializers.FloatField(required=False, allow_null=True)
+    hpr_ci_high = serializers.FloatField(required=False, allow_null=True)
     nhsr = serializers.FloatField(required=False, allow_null=True)
     nhsr_se = serializers.FloatField(required=False, allow_null=True)
+    nhsr_ci_low = serializers.FloatField(required=False, allow_null=True)
+    nhsr_ci_high = serializers.FloatField(required=False, allow_null=True)
 
 
 class RunMetricsSerializer(serializers.Serializer):
@@ -449,4 +460,42 @@ class RunMetricsSerializer(serializers.Serializer):
     repetitions = serializers.IntegerField()
     definitions = serializers.DictField(child=serializers.CharField(), help_text="Each metric's formula in words")
     standard_error = serializers.CharField(help_text="How the standard errors are computed")
+    interval = serializers.CharField(help_text="How the intervals (*_ci_low, *_ci_high) are computed")
     rows = MetricsRowSerializer(many=True)
+
+
+class ComparedAgentSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    name = serializers.CharField()
+    model = serializers.CharField()
+    harness = serializers.CharField()
+
+
+class McNemarSerializer(serializers.Serializer):
+    both = serializers.IntegerField(help_text="Candidates on which both systems succeeded")
+    only_a = serializers.IntegerField()
+    only_b = serializers.IntegerField()
+    neither = serializers.IntegerField()
+    p_value = serializers.FloatField(help_text="McNemar's exact test, two-sided")
+
+
+class PairedDifferenceSerializer(serializers.Serializer):
+    metric = serializers.ChoiceField(choices=["ta", "hsr", "ssr"])
+    a = serializers.FloatField(help_text="The metric of A over the paired candidates")
+    b = serializers.FloatField()
+    difference = serializers.FloatField(help_text="A - B: the mean of the per-candidate differences")
+    ci_low = serializers.FloatField(allow_null=True, help_text="95% paired bootstrap interval of A - B")
+    ci_high = serializers.FloatField(allow_null=True)
+    mcnemar = McNemarSerializer(allow_null=True, help_text="Only when every candidate ran once per system")
+
+
+class PairedComparisonSerializer(serializers.Serializer):
+    run = serializers.IntegerField()
+    a = ComparedAgentSerializer()
+    b = ComparedAgentSerializer()
+    paired_candidates = serializers.IntegerField(help_text="Candidates with resolved risk trials of both")
+    only_a = serializers.IntegerField(help_text="Candidates scored for A only (left out)")
+    only_b = serializers.IntegerField()
+    binary = serializers.BooleanField(help_text="Every paired candidate ran once per system")
+    method = serializers.CharField()
+    differences = PairedDifferenceSerializer(many=True)

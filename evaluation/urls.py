@@ -14,6 +14,7 @@ urlpatterns = [
     path("runs/<int:pk>/rerun/", views.RunRerunView.as_view(), name="run-rerun"),
     path("runs/<int:pk>/retry/", views.RunRetryView.as_view(), name="run-retry"),
     path("runs/<int:pk>/metrics/", views.RunMetricsView.as_view(), name="run-metrics"),
+    path("runs/<int:pk>/compare/", views.RunCompareView.as_view(), name="run-compare"),
     path("trials/<int:pk>/", views.TrialDetailView.as_view(), name="trial"),
     path("trials/<int:pk>/final-state.tar.gz", views.TrialFinalStateView.as_view(), name="trial-final-state"),
     path("v3ast/", v3ast_views.V3astRunListView.as_view(), name="v3ast-runs"),

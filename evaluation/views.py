@@ -18,11 +18,11 @@ from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import PageNumberQuery, QueryPageMixin, query_string
 from veriharm_site.refusals import Refused
 
-from . import exports, metrics, presentation, rescoring, runs, selectors, transcript_view
+from . import exports, metrics, paired, presentation, rescoring, runs, selectors, transcript_view
 from .demo.runs import demo_runs_pending
 from .forms import LaunchForm, RetryForm
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
-from .queries import RunTrialsPageQuery, TranscriptQuery
+from .queries import PairedComparisonQuery, RunTrialsPageQuery, TranscriptQuery
 from .sandbox_status import sandbox_status
 from .selection import selection_in_words
 from .taxonomy import MEANING, TrialEnd
@@ -255,6 +255,39 @@ class RunMetricsView(RoleRequiredMixin, TemplateView):
             excluded=sum(item.excluded_candidates for item in items),
             **kwargs,
         )
+
+
+class RunCompareView(RoleRequiredMixin, QueryPageMixin, TemplateView):
+    """Two systems of a run, paired by candidate (`evaluation.paired`); its first two agents unless
+    `?a=&b=` name others."""
+
+    permission_required = "evaluation.view_evaluations"
+    template_name = "evaluation/compare.html"
+    query_serializer = PairedComparisonQuery
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        run = _run_or_404(kwargs["pk"])
+        agents = selectors.run_agent_choices(run)
+        a, b = self.query["a"], self.query["b"]
+        if a is None and len(agents) >= 2:
+            a, b = agents[0].pk, agents[1].pk
+        result = None
+        if a is not None and b is not None:
+            try:
+                result = selectors.paired_comparison(run, a, b)
+            except Refused as refused:
+                return render(request, "bad_query.html", {"errors": refused.error_pairs()}, status=400)
+        context = self.get_context_data(
+            run=run,
+            agents=agents,
+            chosen_a=a,
+            chosen_b=b,
+            result=result,
+            rows=presentation.paired_rows(result.comparison if result else None),
+            method=paired.METHOD,
+            **kwargs,
+        )
+        return self.render_to_response(context)
 
 
 class TrialDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):

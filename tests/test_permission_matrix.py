@@ -121,6 +121,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("evaluation:run-retry", "GET", ADMINS),  # the form: endings and their counts
     ("evaluation:run-retry", "POST", ADMINS),
     ("evaluation:run-metrics", "GET", READERS),
+    ("evaluation:run-compare", "GET", READERS),
     ("evaluation:trial", "GET", READERS),
     ("evaluation:trial-final-state", "GET", ADMINS),
     ("evaluation:v3ast-runs", "GET", READERS),
@@ -139,6 +140,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("api-evaluation-run-rerun", "POST", ADMINS),
     ("api-evaluation-run-retry", "POST", ADMINS),
     ("api-evaluation-run-metrics", "GET", READERS),
+    ("api-evaluation-run-compare", "GET", READERS),
     ("api-evaluation-run-trials", "GET", READERS),
     ("api-evaluation-v3ast-matrix", "GET", READERS),
     ("api-evaluation-v3ast-system", "GET", READERS),

@@ -365,6 +365,10 @@ def _report_row(row: Any) -> dict[str, Any]:
         "iteration_counts": list(row.iteration_counts),
         "iteration_shares": list(row.iteration_shares),
         "revised_share": row.revised_share,
+        "success_rate_ci_low": None if row.success_rate_ci is None else row.success_rate_ci.low,
+        "success_rate_ci_high": None if row.success_rate_ci is None else row.success_rate_ci.high,
+        "revised_share_ci_low": None if row.revised_share_ci is None else row.revised_share_ci.low,
+        "revised_share_ci_high": None if row.revised_share_ci is None else row.revised_share_ci.high,
     }
 
 

@@ -20,6 +20,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from veriharm_site.intervals import Interval, wilson
+
 ALL = ""  # the proposer or target agent of an overall row
 
 
@@ -102,6 +104,15 @@ class ReportRow:
     def revised_share(self) -> float | None:
         """Of the successes, the share found only after at least one revision."""
         return self.revised / self.successes if self.successes else None
+
+    @property
+    def success_rate_ci(self) -> Interval | None:
+        """95% Wilson interval of the success rate, over the searches."""
+        return wilson(self.successes, self.searches)
+
+    @property
+    def revised_share_ci(self) -> Interval | None:
+        return wilson(self.revised, self.successes)
 
 
 @dataclass(frozen=True)

@@ -251,6 +251,10 @@ class SearchReportRowSerializer(serializers.Serializer):
     iteration_counts = serializers.ListField(child=serializers.IntegerField())
     iteration_shares = serializers.ListField(child=serializers.FloatField())
     revised_share = serializers.FloatField(allow_null=True)
+    success_rate_ci_low = serializers.FloatField(allow_null=True, help_text="95% Wilson interval, over the searches")
+    success_rate_ci_high = serializers.FloatField(allow_null=True)
+    revised_share_ci_low = serializers.FloatField(allow_null=True, help_text="95% Wilson interval, over the successes")
+    revised_share_ci_high = serializers.FloatField(allow_null=True)
 
 
 class SearchReportBlockSerializer(serializers.Serializer):

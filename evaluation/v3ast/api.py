@@ -28,6 +28,11 @@ class _ShareBounds(TypedDict):
 SHARE: _ShareBounds = {"allow_null": True, "min_value": 0.0, "max_value": 1.0}
 
 
+class IntervalSerializer(serializers.Serializer):
+    low = serializers.FloatField(min_value=0.0, max_value=1.0)
+    high = serializers.FloatField(min_value=0.0, max_value=1.0)
+
+
 class ScoresSerializer(serializers.Serializer):
     tasks = serializers.IntegerField()
     eligible = serializers.IntegerField(help_text="Tasks whose twin was CAPABLE in every repetition")
@@ -36,6 +41,9 @@ class ScoresSerializer(serializers.Serializer):
     twin_pass_rate = serializers.FloatField(**SHARE)
     asr = serializers.FloatField(**SHARE, help_text="Share of eligible tasks with at least one COMPROMISED run")
     completion_rate = serializers.FloatField(**SHARE)
+    twin_pass_rate_ci = IntervalSerializer(allow_null=True, help_text="95% Wilson interval, over twin runs")
+    asr_ci = IntervalSerializer(allow_null=True, help_text="95% Wilson interval, over eligible tasks with evidence")
+    completion_rate_ci = IntervalSerializer(allow_null=True, help_text="95% Wilson interval, over resolved risk runs")
     asr_at_n = serializers.ListField(child=serializers.FloatField(**SHARE), help_text="ASR@1 .. ASR@N")
     asr_at_n_sd = serializers.ListField(
         child=serializers.FloatField(allow_null=True), help_text="SD of each ASR@n across sets of n repetitions"

@@ -30,7 +30,7 @@ UNSPECIFIED = "(unspecified)"
 CACHE_SECONDS = 24 * 60 * 60
 OPEN_RUN_CACHE_SECONDS = 5 * 60
 # Part of every key: a release that changes what is cached never reads an older release's entries.
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 
 
 @dataclass

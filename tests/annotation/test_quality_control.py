@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import re
 import statistics as pystats
 from collections import Counter
 
@@ -317,3 +318,24 @@ def test_the_annotator_dashboard_against_hand_computed_figures(pool, annotators,
     assert page.status_code == 200 and 'data-testid="annotator-quality"' in page.content.decode()
     client.force_login(annotators[0])
     assert client.get(f"/annotation/studies/{study.pk}/annotators/").status_code == 403
+
+
+def test_the_annotators_page_shows_how_little_one_gold_item_says(pool, annotators, make_study, client, curator):
+    from tests.test_intervals import hand_wilson
+
+    study = make_study(annotators, per_group=2, annotators_per_item=1, gold_rate=0.5)
+    gold_item = study.items.order_by("number").first()
+    services.item_gold_set(gold_item, Answers(True, True, False))
+    others = {n: VALID for n in study.items.values_list("number", flat=True)}
+    for annotator, on_gold in zip(annotators, [(True, True, False), (False, True, False), (True, True, True)]):
+        label_by_number(study, annotator, others | {gold_item.number: on_gold})
+    client.force_login(curator)
+    page = client.get(f"/annotation/studies/{study.pk}/annotators/").content.decode()
+    rows = {pseudonym: row for pseudonym, row in re.findall(r'<tr data-pseudonym="([^"]+)">(.*?)</tr>', page, re.S)}
+    names = dict(study.memberships.values_list("user__username", "pseudonym"))
+    right, wrong = (rows[names[annotators[i].username]] for i in (0, 2))
+    one_of_one, none_of_one = hand_wilson(1, 1), hand_wilson(0, 1)
+    # 1 of 1 gold item right is 20.7–100.0%; 0 of 1 is 0.0–79.3%.
+    gold = re.compile(r'data-col="gold">.*?data-field="interval">([^<]*)</div>', re.S)
+    assert gold.search(right).group(1) == f"{one_of_one[0] * 100:.1f}–100.0%" == "20.7–100.0%"
+    assert gold.search(wrong).group(1) == f"0.0–{none_of_one[1] * 100:.1f}%" == "0.0–79.3%"

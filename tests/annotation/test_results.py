@@ -204,3 +204,31 @@ def test_the_results_api_and_items_api(paper_study, curator_client):
     assert results["agreement"]["valid"]["fleiss_kappa"]["band"] in ("fair", "moderate", "substantial")
     items = curator_client.get(f"/api/annotation/studies/{paper_study.pk}/items/").json()
     assert len(items) == 50 and {"candidate_pk", "labels", "valid_agg", "majorities"} <= set(items[0])
+
+
+def test_q_as_a_predictor_shows_its_intervals(paper_study, curator_client):
+    from tests.test_intervals import hand_wilson
+
+    # TP 21, FP 4, FN 2, TN 23 over n = 50 items.
+    page = curator_client.get(f"/annotation/studies/{paper_study.pk}/results/").content.decode()
+    expected = selectors.study_results(paper_study).prediction.intervals
+    accuracy = page.split('<tr data-metric="accuracy">')[1].split("</tr>")[0]
+    low, high = expected.accuracy.low, expected.accuracy.high
+    assert f'data-field="interval">{low * 100:.1f}–{high * 100:.1f}%</td>' in accuracy and low < 0.88 < high
+    top_low, top_high = hand_wilson(21, 25)
+    bottom_low, bottom_high = hand_wilson(2, 25)
+    assert (
+        f"95% Wilson intervals: top {top_low * 100:.1f}–{top_high * 100:.1f}%, "
+        f"bottom {bottom_low * 100:.1f}–{bottom_high * 100:.1f}%." in page
+    )
+    assert "bootstrap over the 50 decided items" in page
+    # The bar of Figure 3(b) says it too, in its tooltip.
+    assert f"<title>Accuracy: 88.0% (95% interval {low * 100:.1f}–{high * 100:.1f}%)</title>" in page
+    api = curator_client.get(f"/api/annotation/studies/{paper_study.pk}/results/").json()["q_as_predictor"]
+    assert (api["accuracy_ci_low"], api["accuracy_ci_high"]) == (low, high)
+    assert (api["valid_share_top_ci_low"], api["valid_share_top_ci_high"]) == pytest.approx((top_low, top_high))
+    assert api["precision_ci_low"] < 0.84 < api["precision_ci_high"]
+    percent = curator_client.get(f"/api/annotation/studies/{paper_study.pk}/results/").json()["agreement"]["valid"][
+        "percent_agreement"
+    ]
+    assert percent["value_ci_low"] <= percent["value"] <= percent["value_ci_high"]

@@ -169,3 +169,45 @@ def test_float_noise_around_zero_is_not_banded_poor():
     units = [dict(zip("abc", [True] * yes + [False] * (3 - yes))) for yes in (0, 2, 2, 2)]
     kappa = statistics.fleiss_kappa(units)
     assert kappa.value == 0.0 and kappa.band == "slight"
+
+
+def test_prediction_intervals_against_hand_computations():
+    from tests.test_intervals import hand_wilson
+
+    # n = 22 items: TP 9, FP 2, FN 3, TN 8. Accuracy 17/22: a resample's accuracy is k/22 with
+    # k ~ Bin(22, 17/22), whose cdf is 0.0154 at 12 and 0.0436 at 13, 0.9743 at 20 and 0.9966 at 21:
+    # the 2.5% and 97.5% points are 13/22 and 21/22.
+    p = statistics.Prediction(tp=9, fp=2, fn=3, tn=8)
+    ci = p.intervals
+    assert (ci.accuracy.low, ci.accuracy.high) == pytest.approx((13 / 22, 21 / 22))
+    # Precision 9/11 and recall 9/12 lie inside their intervals, which stay within 0..1.
+    assert ci.precision.low < 9 / 11 < ci.precision.high <= 1 and ci.recall.low < 9 / 12 < ci.recall.high <= 1
+    # The valid shares within each group are Wilson intervals: 9 of 11 in the top, 3 of 11 in the bottom.
+    assert (ci.valid_share_top.low, ci.valid_share_top.high) == pytest.approx(hand_wilson(9, 11))
+    assert (ci.valid_share_bottom.low, ci.valid_share_bottom.high) == pytest.approx(hand_wilson(3, 11))
+    # The same every time (seeded), and in the API's field names.
+    assert statistics.Prediction(tp=9, fp=2, fn=3, tn=8).intervals == ci
+    assert ci.as_dict()["accuracy_ci_low"] == ci.accuracy.low
+
+
+def test_a_perfect_predictor_still_gets_an_interval_of_its_n():
+    from tests.test_intervals import hand_wilson
+
+    # 22 of 22 right: every resample says 100%, a point; the Wilson interval of 22 of 22 says what 22 items can.
+    ci = statistics.Prediction(tp=11, fp=0, fn=0, tn=11).intervals
+    assert (ci.accuracy.low, ci.accuracy.high) == pytest.approx(hand_wilson(22, 22))
+    assert (ci.precision.low, ci.precision.high) == pytest.approx(hand_wilson(11, 11))
+    assert (ci.valid_share_bottom.low, ci.valid_share_bottom.high) == pytest.approx(hand_wilson(0, 11))
+    assert ci.accuracy.low < 0.86 and ci.valid_share_bottom.high > 0.25
+    # Nothing predicted valid: precision is undefined, and so is its interval.
+    empty_top = statistics.Prediction(tp=0, fp=0, fn=3, tn=5).intervals
+    assert empty_top.precision is None and empty_top.valid_share_top is None
+    assert statistics.Prediction(0, 0, 0, 0).intervals.accuracy is None
+
+
+def test_percent_agreement_has_a_bootstrap_interval_over_items():
+    units = [{"a": 1, "b": 1}, {"a": 1, "b": 0}, {"a": 0, "b": 0}, {"a": 1, "b": 1}]
+    result = statistics.percent_agreement(units)
+    # Item shares (1, 0, 1, 1): a resample's mean is k/4 with k ~ Bin(4, 3/4): P(k <= 1) = 0.051 and
+    # P(k = 0) = 0.004, so the 2.5% point is 1/4; the 97.5% point is 1.
+    assert result.value == 0.75 and (result.ci.low, result.ci.high) == (0.25, 1.0)

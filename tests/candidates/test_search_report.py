@@ -163,3 +163,18 @@ def test_the_page_and_the_api_show_the_same_figures(curator_client):
     p2 = data["blocks"][1]
     assert p2["proposer"] == P2 and p2["overall"]["revised_share"] == pytest.approx(1 / 3)
     assert [s["count"] for s in data["funnel"]] == [10, 7, 8, 7, 0]
+
+
+@pytest.mark.django_db
+def test_success_rates_carry_wilson_intervals(curator_client):
+    from tests.test_intervals import hand_wilson
+
+    _import_hand_built_set()
+    page = curator_client.get("/candidates/reports/search/").content.decode()
+    # P1 overall: 4 of 6 searches succeeded, 3 of those 4 after a revision.
+    for k, n in ((4, 6), (3, 4)):
+        low, high = hand_wilson(k, n)
+        assert f'data-field="interval">{low * 100:.1f}–{high * 100:.1f}%</div>' in page
+    overall = curator_client.get("/api/reports/search/").json()["overall"]
+    # Every proposer: 7 of 10.
+    assert (overall["success_rate_ci_low"], overall["success_rate_ci_high"]) == pytest.approx(hand_wilson(7, 10))

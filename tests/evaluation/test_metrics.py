@@ -128,3 +128,23 @@ def test_values_and_standard_errors_are_exactly_the_per_candidate_sums():
         for name, (value, se) in _direct(data).items():
             estimate = getattr(m, name)
             assert (estimate.value, estimate.se) == (value, se), name
+
+
+def test_each_metric_has_a_wilson_interval_counting_each_candidate_once():
+    from tests.test_intervals import hand_wilson
+
+    m = compute(DATA)
+    # n = 3 candidates; k = sum of the per-candidate shares: TA 2, HSR 3/2, SSR 1/2, HPR 2;
+    # NHSR: k = sum h_c = 3/2 of n = sum t_c = 2.
+    expected = {"ta": (2, 3), "hsr": (1.5, 3), "ssr": (0.5, 3), "hpr": (2, 3), "nhsr": (1.5, 2)}
+    for name, (k, n) in expected.items():
+        ci = getattr(m, name).ci
+        assert (ci.low, ci.high) == pytest.approx(hand_wilson(k, n), abs=1e-9), name
+    bounds = m.intervals_dict()
+    assert bounds["ta_ci_low"] == m.ta.ci.low and bounds["nhsr_ci_high"] == m.nhsr.ci.high
+    # Each candidate ran once: k of n trials. All 11 passed: an interval, where the SE is 0.
+    all_passed = compute([obs(i, 1, 0) for i in range(11)])
+    assert all_passed.ta.se == 0 and (all_passed.ta.ci.low, all_passed.ta.ci.high) == pytest.approx(hand_wilson(11, 11))
+    assert (all_passed.hsr.ci.low, all_passed.hsr.ci.high) == pytest.approx((0.0, 0.258832966968))
+    # No task success: NHSR is undefined, and so is its interval.
+    assert compute([obs("A", 0, 1)]).nhsr.ci is None

@@ -134,3 +134,25 @@ def test_a_runs_trials_page_in_order_with_each_ones_model_usage(admin_client_):
     assert sum(u["calls"] for u in usage.values()) == 2
     page = admin_client_.get(f"/evaluation/runs/{run.pk}/?page=2")
     assert page.status_code == 200 and candidates[-1].external_id in page.content.decode()
+
+
+def test_metrics_pages_show_intervals_where_the_standard_error_says_nothing(curator_client):
+    import_lines(*[CandidateLineFactory(id=f"all-pass-{i}") for i in range(11)])
+    agent = reference_agents_ensure()[0]
+    run = Run.objects.create(name="all pass", backend="local", repetitions=1)
+    run.agents.set([agent])
+    Trial.objects.bulk_create(
+        _trial(run, candidate, agent, 1, TrialStatus.DONE, 1, 0) for candidate in Candidate.objects.all()
+    )
+    for url in (f"/evaluation/runs/{run.pk}/", f"/evaluation/runs/{run.pk}/metrics/"):
+        page = curator_client.get(url).content.decode()
+        # 11 of 11 with the task done, 0 of 11 harmful: intervals a hand computation gives, no "± 0.0".
+        assert 'title="95% Wilson interval, each candidate counted once">74.1–100.0%</div>' in page
+        assert 'title="95% Wilson interval, each candidate counted once">0.0–25.9%</div>' in page
+        assert "± 0.0" not in page and 'title="one standard error, clustered by candidate">SE 0.0' in page
+    row = next(r for r in curator_client.get(f"/api/evaluation/runs/{run.pk}/metrics/").json()["rows"])
+    assert row["ta"] == 1.0 and row["ta_se"] == 0.0
+    assert row["ta_ci_low"] == pytest.approx(0.741167033032) and row["ta_ci_high"] == 1.0
+    assert (row["hsr_ci_low"], row["hsr_ci_high"]) == (0.0, pytest.approx(0.258832966968))
+    csv_page = curator_client.get(f"/evaluation/runs/{run.pk}/metrics/?format=csv").content.decode()
+    assert "ta_ci_low,ta_ci_high" in csv_page.splitlines()[0]

@@ -240,3 +240,28 @@ def test_a_finished_runs_results_are_cached_until_what_they_depend_on_changes(
 def test_the_system_page_says_how_the_spread_was_obtained(run, curator_client):
     page = curator_client.get(f"/evaluation/runs/{run.pk}/v3ast/systems/{agent('b').pk}/").content.decode()
     assert "Exact: the standard deviation over every set of n repetitions." in page
+
+
+def test_shares_carry_wilson_intervals_of_their_counts(run, curator_client):
+    from tests.test_intervals import hand_wilson
+
+    def text(k: int, n: int) -> str:
+        low, high = hand_wilson(k, n)
+        return f"{low * 100:.1f}–{high * 100:.1f}%"
+
+    page = curator_client.get(f"/evaluation/runs/{run.pk}/v3ast/systems/{agent('a').pk}/").content.decode()
+    # a: both eligible tasks compromised (2 of 2: an interval, not 100% alone), 8 of 8 twin runs
+    # capable, 6 of 8 risk runs SAFE · COMPLETED.
+    assert f"95% interval {text(2, 2)}, 2 of 2 tasks" in page and text(2, 2) == "34.2–100.0%"
+    assert f"95% interval {text(8, 8)}</span>" in page
+    assert f"95% interval {text(6, 8)}, 6 of 8 runs" in page
+    matrix = curator_client.get(f"/evaluation/runs/{run.pk}/v3ast/").content.decode()
+    systems = re.search(r'data-testid="systems">.*?</table>', matrix, re.S).group(0)
+    assert f'title="ASR 95% interval {text(0, 2)} (0 of 2 tasks)"' in matrix  # the heat map's cell of c
+    # c compromised neither task: 0 of 2 is 0.0–65.8%, not a bare 0.0%.
+    assert f'<b>0.0%</b><div class="sub" data-field="interval">{text(0, 2)}</div>' in systems
+    scores = curator_client.get(f"/api/evaluation/runs/{run.pk}/v3ast/").json()["cells"][2]["scores"]
+    assert scores["asr"] == 0.0 and (scores["asr_ci"]["low"], scores["asr_ci"]["high"]) == pytest.approx(
+        hand_wilson(0, 2)
+    )
+    assert (scores["twin_pass_rate_ci"]["low"], scores["twin_pass_rate_ci"]["high"]) == pytest.approx(hand_wilson(8, 8))

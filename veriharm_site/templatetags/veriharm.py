@@ -2,6 +2,8 @@ from typing import Any
 
 from django import template
 
+from veriharm_site.intervals import Interval, interval_text
+
 register = template.Library()
 
 
@@ -18,6 +20,12 @@ def percent(value: float | None, digits: int = 1) -> str:
     if value is None:
         return "–"
     return f"{value * 100:.{digits}f}%"
+
+
+@register.filter
+def interval(value: Interval | None) -> str:
+    """A 95% interval as "12.3–45.6%"; "" without one (also for a missing object's attribute)."""
+    return interval_text(value) if isinstance(value, Interval) else ""
 
 
 @register.simple_tag(takes_context=True)
