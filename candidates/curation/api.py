@@ -364,6 +364,9 @@ def _report_row(row: Any) -> dict[str, Any]:
         "mean_iteration": row.mean_iteration,
         "iteration_counts": list(row.iteration_counts),
         "iteration_shares": list(row.iteration_shares),
+        "iteration_share_cis": [
+            None if ci is None else {"low": ci.low, "high": ci.high} for ci in row.iteration_share_cis
+        ],
         "revised_share": row.revised_share,
         "success_rate_ci_low": None if row.success_rate_ci is None else row.success_rate_ci.low,
         "success_rate_ci_high": None if row.success_rate_ci is None else row.success_rate_ci.high,

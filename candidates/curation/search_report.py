@@ -97,6 +97,16 @@ class ReportRow:
         return tuple(n / self.searches for n in self.iteration_counts)
 
     @property
+    def iteration_share_cis(self) -> tuple[Interval | None, ...]:
+        """95% Wilson interval of each Iter-k share, over the searches."""
+        return tuple(wilson(n, self.searches) for n in self.iteration_counts)
+
+    @property
+    def iteration_cells(self) -> tuple[tuple[int, float, Interval | None], ...]:
+        """(count, share, interval) of each Iter-k, for the table."""
+        return tuple(zip(self.iteration_counts, self.iteration_shares, self.iteration_share_cis, strict=True))
+
+    @property
     def revised(self) -> int:
         return sum(self.iteration_counts[1:])
 

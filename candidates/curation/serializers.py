@@ -4,6 +4,8 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from veriharm_site.interval_fields import IntervalSerializer
+
 from ..harm_test_verdicts import ReferenceState
 from ..models import Decision, DecisionReason, Release, ReleaseItem, Revision, Verdict
 from .review import MAX_BULK_DECISIONS
@@ -250,6 +252,10 @@ class SearchReportRowSerializer(serializers.Serializer):
     mean_iteration = serializers.FloatField(allow_null=True)
     iteration_counts = serializers.ListField(child=serializers.IntegerField())
     iteration_shares = serializers.ListField(child=serializers.FloatField())
+    iteration_share_cis = serializers.ListField(
+        child=IntervalSerializer(allow_null=True),
+        help_text="95% Wilson interval of each Iter-k share, over the searches",
+    )
     revised_share = serializers.FloatField(allow_null=True)
     success_rate_ci_low = serializers.FloatField(allow_null=True, help_text="95% Wilson interval, over the searches")
     success_rate_ci_high = serializers.FloatField(allow_null=True)

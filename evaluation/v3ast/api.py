@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from veriharm_site.interval_fields import IntervalSerializer
 from veriharm_site.permissions import api_permission
 
 from ..models import Run
@@ -26,11 +27,6 @@ class _ShareBounds(TypedDict):
 
 
 SHARE: _ShareBounds = {"allow_null": True, "min_value": 0.0, "max_value": 1.0}
-
-
-class IntervalSerializer(serializers.Serializer):
-    low = serializers.FloatField(min_value=0.0, max_value=1.0)
-    high = serializers.FloatField(min_value=0.0, max_value=1.0)
 
 
 class ScoresSerializer(serializers.Serializer):

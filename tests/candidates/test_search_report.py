@@ -178,3 +178,19 @@ def test_success_rates_carry_wilson_intervals(curator_client):
     overall = curator_client.get("/api/reports/search/").json()["overall"]
     # Every proposer: 7 of 10.
     assert (overall["success_rate_ci_low"], overall["success_rate_ci_high"]) == pytest.approx(hand_wilson(7, 10))
+
+
+@pytest.mark.django_db
+def test_each_iteration_share_carries_its_wilson_interval(curator_client):
+    from tests.test_intervals import hand_wilson
+
+    _import_hand_built_set()
+    page = curator_client.get("/candidates/reports/search/").content.decode()
+    # Every proposer: first successes at iterations 1, 2, 3 in 3, 3 and 1 of 10 searches.
+    for k in (3, 1):
+        low, high = hand_wilson(k, 10)
+        assert f'title="{k} of 10 searches">' in page
+        assert f'data-field="interval">{low * 100:.1f}–{high * 100:.1f}%</div>' in page
+    overall = curator_client.get("/api/reports/search/").json()["overall"]
+    cis = [(ci["low"], ci["high"]) for ci in overall["iteration_share_cis"]]
+    assert cis == [pytest.approx(hand_wilson(k, 10)) for k in (3, 3, 1)]
