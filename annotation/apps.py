@@ -7,8 +7,12 @@ class AnnotationConfig(AppConfig):
 
     def ready(self) -> None:
         from candidates.panels import panel_source_register
+        from candidates.ranking_actions import ranking_action_register
 
         from .candidate_panel import candidate_human_verdicts_panel
+        from .ranking_actions import STUDY_FROM_RANKING
 
         # A candidate's page shows the human verdicts on it; the candidates app asks through this hook.
         panel_source_register(10, candidate_human_verdicts_panel)
+        # The ranking page offers a study drawn from its filter or its ticked rows.
+        ranking_action_register(STUDY_FROM_RANKING)
