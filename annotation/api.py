@@ -146,8 +146,8 @@ class MySkippedApi(APIView):
 
 
 class ReturnApi(APIView):
-    """Claim one of your skipped items again, to label it (409 while you hold another item, or when
-    its places were all taken meanwhile)."""
+    """Claim one of your skipped items again, to label it; an unlabelled item you hold goes back to
+    the pool for it (409 when other annotators took all its places meanwhile)."""
 
     permission_classes = [Annotators]
 

@@ -481,18 +481,14 @@ def item_skip(study_id: int, token: str, annotator: User, *, unclear: bool = Fal
     return skip
 
 
-class ClaimHeld(AnnotationError):
-    status_code = 409
-
-
 class NoPlaceLeft(AnnotationError):
     status_code = 409
 
 
 def item_return(study_id: int, token: str, annotator: User) -> Assignment:
     """Claim one of the annotator's skipped items again, to label it: it leaves their skipped items
-    (asked again, the claim it made). Refused while they hold a live claim on another item (one open claim per study), and when other
-    annotators have taken every place on it meanwhile (it then needs no label from them)."""
+    (asked again, the claim it made). An unlabelled item they hold is given up for it. Refused when
+    other annotators have taken every place on it meanwhile (it then needs no label from them)."""
     with transaction.atomic():
         study = _member_lock(study_id, annotator).study
         now = timezone.now()
@@ -510,15 +506,15 @@ def item_return(study_id: int, token: str, annotator: User) -> Assignment:
         )
         if skip is None:
             raise NotYourItem("This item is not among the items you set aside.")
-        if own is not None and own.expires_at > now:
-            raise ClaimHeld("You hold another item: label or skip it before coming back to one you set aside.")
         item = (
             _locked(StudyItem.objects.filter(pk=skip.item_id))
             .only("pk", "study_id", "candidate_id", "token", "number", "gold_c1")
             .get()
         )
         if own is not None:
-            own.delete()  # an expired claim holds no place; it would block the one-open-claim rule
+            # One open claim per study: the item held now (unlabelled) goes back to the pool and
+            # comes again in the annotator's order, as an expired claim would.
+            own.delete()
         claimed = _insert_if_room(study, item, annotator.pk, now)
         if claimed is None:
             raise NoPlaceLeft("Other annotators have taken every place on this item since you set it aside.")

@@ -1,6 +1,6 @@
 """The items an annotator set aside: listed on their page and in the API, each with a way back to
-label it; refused (changing nothing) when it is not theirs, while they hold another item, or when
-others took its places meanwhile."""
+label it (giving up an unlabelled item held meanwhile); refused, changing nothing, when it is not
+theirs or when others took its places meanwhile."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_the_api_lists_skipped_items_and_returns_to_one(pool, annotators, make_s
     assert labelled.status_code == 200 and labelled.json()["label"]["submitted"] is True
 
 
-def test_coming_back_is_refused_while_another_item_is_held_and_nothing_changes(pool, annotators, make_study):
+def test_coming_back_gives_up_the_unlabelled_item_held_which_comes_again_later(pool, annotators, make_study):
     study = make_study(annotators, per_group=2)
     me = annotators[0]
     skipped = _skip_one(study, me)
@@ -94,12 +94,20 @@ def test_coming_back_is_refused_while_another_item_is_held_and_nothing_changes(p
     assert held is not None and held.item_id != skipped.item_id
     api = APIClient()
     api.force_authenticate(me)
-    before = _state()
 
-    refused = api.post(f"/api/annotation/my/studies/{study.pk}/items/{skipped.item.token}/return/")
-    assert refused.status_code == 409
-    assert "label or skip it" in refused.json()["errors"][0]["message"]
-    assert _state() == before
+    back = api.post(f"/api/annotation/my/studies/{study.pk}/items/{skipped.item.token}/return/")
+    assert back.status_code == 200 and back.json()["item"]["token"] == skipped.item.token
+    assert list(Assignment.objects.filter(annotator=me).values_list("item_id", flat=True)) == [skipped.item_id]
+    services.label_submit(study.pk, skipped.item.token, me, services.LabelInput(True, True, True))
+    # The item given up is not among the skipped ones: it comes again in the annotator's order.
+    assert held.item.token not in [
+        row["token"] for row in api.get(f"/api/annotation/my/studies/{study.pk}/skipped/").json()
+    ]
+    offered = set()
+    while (claim := services.item_claim_next(study.pk, me)) is not None:
+        offered.add(claim.item_id)
+        services.label_submit(study.pk, claim.item.token, me, services.LabelInput(True, True, True))
+    assert held.item_id in offered
 
 
 def test_an_item_that_is_not_your_skipped_item_is_not_found_and_nothing_changes(
