@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
+from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -32,6 +33,7 @@ from .serializers import (
     ResultsSummarySerializer,
     SavedLabelSerializer,
     SkipInputSerializer,
+    SkippedItemSerializer,
     StudyCreateSerializer,
     StudyDetailSerializer,
     StudyExportSerializer,
@@ -40,6 +42,14 @@ from .serializers import (
 
 Annotators = api_permission("annotation.annotate")
 Curators = api_permission("annotation.manage_studies")
+ResultReaders = api_permission("annotation.view_results")
+
+
+class _ReadOrManage(APIView):
+    """Safe methods need annotation.view_results, the others annotation.manage_studies."""
+
+    def get_permissions(self) -> list[BasePermission]:
+        return [(ResultReaders if self.request.method in SAFE_METHODS else Curators)()]
 
 
 # ---------------------------------------------------------------- annotators
@@ -121,6 +131,34 @@ class SkipApi(APIView):
         return Response(ProgressSerializer(selectors.annotator_progress(skip.study, signed_in_user(request))).data)
 
 
+class MySkippedApi(APIView):
+    """The items you set aside in this study and have not come back to, most recent first; `open`
+    says whether a place is still free for you."""
+
+    permission_classes = [Annotators]
+
+    @extend_schema(responses={200: SkippedItemSerializer(many=True)})
+    def get(self, request: Request, study_id: int) -> Response:
+        study = _own_study(request, study_id)
+        return Response(
+            SkippedItemSerializer(selectors.annotator_skipped(study, signed_in_user(request)), many=True).data
+        )
+
+
+class ReturnApi(APIView):
+    """Claim one of your skipped items again, to label it; an unlabelled item you hold goes back to
+    the pool for it (409 when other annotators took all its places meanwhile)."""
+
+    permission_classes = [Annotators]
+
+    @extend_schema(request=None, responses={200: NextItemSerializer})
+    def post(self, request: Request, study_id: int, token: str) -> Response:
+        assignment = services.item_return(study_id, token, signed_in_user(request))
+        assignment = Assignment.objects.select_related("study", "item").get(pk=assignment.pk)
+        progress = selectors.annotator_progress(assignment.study, signed_in_user(request))
+        return Response(NextItemSerializer({"item": selectors.blind_item_for(assignment), "progress": progress}).data)
+
+
 class MyLabelsApi(APIView):
     permission_classes = [Annotators]
 
@@ -151,15 +189,13 @@ def _study(pk: int) -> Study:
         raise Http404 from None
 
 
-def _detail(study: Study) -> dict:
+def _detail(study: Study, request: Request) -> dict:
     study.strata = selectors.strata_rows(study)
-    study.member_rows = selectors.member_rows(study)
+    study.member_rows = selectors.member_rows(study, usernames=request.user.has_perm("annotation.manage_studies"))
     return StudyDetailSerializer(study).data
 
 
-class StudiesApi(APIView):
-    permission_classes = [Curators]
-
+class StudiesApi(_ReadOrManage):
     @extend_schema(responses=StudySerializer(many=True))
     def get(self, request: Request) -> Response:
         return Response(StudySerializer(selectors.study_summaries(), many=True).data)
@@ -170,6 +206,10 @@ class StudiesApi(APIView):
         payload.is_valid(raise_exception=True)
         data = dict(payload.validated_data)
         names = data.pop("annotators", None)
+        if "filter" in data:
+            data["ranking_filter"] = data.pop("filter")
+        if "candidates" in data:
+            data["candidate_ids"] = data.pop("candidates")
         if names is None:
             users = list(annotator_users())
         else:
@@ -180,15 +220,15 @@ class StudiesApi(APIView):
         data.setdefault("seed", random_seed())
         data.setdefault("top_k", settings.VERIHARM_TOP_K)
         study = services.study_create(services.StudySpec(**data), annotators=users, created_by=signed_in_user(request))
-        return Response(_detail(study), status=status.HTTP_201_CREATED)
+        return Response(_detail(study, request), status=status.HTTP_201_CREATED)
 
 
 class StudyApi(APIView):
-    permission_classes = [Curators]
+    permission_classes = [ResultReaders]
 
     @extend_schema(responses=StudyDetailSerializer)
     def get(self, request: Request, pk: int) -> Response:
-        return Response(_detail(_study(pk)))
+        return Response(_detail(_study(pk), request))
 
 
 class StudyStatusApi(APIView):
@@ -206,7 +246,7 @@ class StudyItemsApi(APIView):
     """Every item with its labels (annotators pseudonymised), per-criterion majorities and Valid_agg;
     sorted, filtered and searched as the results page's table is."""
 
-    permission_classes = [Curators]
+    permission_classes = [ResultReaders]
 
     @extend_schema(parameters=[ItemsQuery], responses=ItemRowSerializer(many=True))
     def get(self, request: Request, pk: int) -> Response:
@@ -221,7 +261,7 @@ class StudyItemsApi(APIView):
 class StudyResultsApi(APIView):
     """Agreement on Valid and each criterion, and the group as a predictor of Valid_agg (Figure 3)."""
 
-    permission_classes = [Curators]
+    permission_classes = [ResultReaders]
 
     @extend_schema(responses=ResultsSummarySerializer)
     def get(self, request: Request, pk: int) -> Response:
@@ -231,7 +271,7 @@ class StudyResultsApi(APIView):
 class StudyExportApi(APIView):
     """Settings, results, items and every label; `identities=1` (admins) adds user names."""
 
-    permission_classes = [Curators]
+    permission_classes = [ResultReaders]
 
     @extend_schema(parameters=[ExportQuery], responses=StudyExportSerializer)
     def get(self, request: Request, pk: int) -> Response:

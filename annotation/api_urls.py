@@ -14,6 +14,12 @@ urlpatterns = [
         api.SkipApi.as_view(),
         name="api-annotation-skip",
     ),
+    path("annotation/my/studies/<int:study_id>/skipped/", api.MySkippedApi.as_view(), name="api-annotation-my-skipped"),
+    path(
+        "annotation/my/studies/<int:study_id>/items/<str:token>/return/",
+        api.ReturnApi.as_view(),
+        name="api-annotation-return",
+    ),
     path(
         "annotation/my/studies/<int:study_id>/items/<str:token>/label/",
         api.LabelApi.as_view(),

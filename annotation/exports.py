@@ -199,6 +199,8 @@ def study_json(study: Study, *, identities: bool = False) -> dict[str, Any]:
             "routing": study.routing,
             "gold_rate": study.gold_rate,
             "sampling": study.strata_report,
+            "drawn_from": study.drawn_from,
+            "drawn_filter": study.drawn_filter,
         },
         "results": results_summary(results),
         "items": item_records(study, results.rows),

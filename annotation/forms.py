@@ -5,8 +5,10 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.http import QueryDict
 
-from .models import Routing, StratifyBy
+from .drawing import MAX_CHOSEN
+from .models import DrawnFrom, Routing, StratifyBy
 from .sampling import random_seed
 from .selectors import annotator_users
 from .services import (
@@ -69,6 +71,26 @@ class StudyForm(forms.Form):
     annotators = forms.ModelMultipleChoiceField(
         queryset=get_user_model().objects.none(), widget=forms.CheckboxSelectMultiple
     )
+    drawn_from = forms.ChoiceField(
+        choices=DrawnFrom.choices,
+        required=False,
+        label="Draw the items from",
+        help_text="A filter or chosen candidates make one stratum: K and stratification do not apply; chosen "
+        "candidates are all taken, whatever n says.",
+    )
+    ranking_filter = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Filter of the ranking",
+        help_text="The ranking's query string, as its “New study from this filter” link carries it.",
+    )
+    candidates = forms.CharField(
+        required=False,
+        max_length=MAX_CHOSEN * 201,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="Chosen candidates",
+        help_text=f"Candidate ids, one a line (at most {MAX_CHOSEN}).",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -81,7 +103,16 @@ class StudyForm(forms.Form):
 
     def spec(self) -> StudySpec:
         data = self.cleaned_data
+        # Only what was given: the service holds the defaults.
+        drawn: dict[str, Any] = {}
+        if data["drawn_from"]:
+            drawn["drawn_from"] = data["drawn_from"]
+        if data["ranking_filter"]:
+            drawn["ranking_filter"] = QueryDict(data["ranking_filter"]).dict()
+        if data["candidates"].strip():
+            drawn["candidate_ids"] = data["candidates"].split()
         return StudySpec(
+            **drawn,
             name=data["name"],
             description=data["description"],
             seed=data["seed"],

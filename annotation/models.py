@@ -22,6 +22,14 @@ class StratifyBy(models.TextChoices):
 class Group(models.TextChoices):
     TOP = "top", "Top-K (predicted valid)"
     BOTTOM = "bottom", "Bottom-K (predicted invalid)"
+    # The items of a study drawn from a filter of the ranking or from chosen rows: no prediction.
+    SELECTED = "selected", "Filtered or chosen (no predicted validity)"
+
+
+class DrawnFrom(models.TextChoices):
+    GROUPS = "groups", "n of the top-K and n of the bottom-K"
+    FILTER = "filter", "A sample of the candidates a filter of the ranking matches"
+    CHOSEN = "chosen", "Chosen candidates"
 
 
 class Routing(models.TextChoices):
@@ -66,6 +74,9 @@ class Study(models.Model):
     claim_timeout_minutes = models.PositiveIntegerField(default=30)
     ranked_at_sampling = models.PositiveIntegerField(default=0)
     strata_report = models.JSONField(default=dict, blank=True)
+    drawn_from = models.CharField(max_length=10, choices=DrawnFrom.choices, default=DrawnFrom.GROUPS)
+    # The ranking's query parameters a filtered study was drawn with (empty otherwise).
+    drawn_filter = models.JSONField(default=dict, blank=True)
     routing = models.CharField(max_length=16, choices=Routing.choices, default=Routing.FIXED)
     demo = models.CharField(max_length=16, choices=DemoStudy.choices, blank=True, default=DemoStudy.NONE)
     guidelines = models.TextField(
@@ -84,6 +95,7 @@ class Study(models.Model):
         permissions = [
             ("annotate", "Can label study items"),
             ("manage_studies", "Can create, close and read the results of annotation studies"),
+            ("view_results", "Can read the results of annotation studies"),
             ("export_identities", "Can export labels with the annotators' identities"),
         ]
         constraints = [
@@ -97,6 +109,7 @@ class Study(models.Model):
             models.CheckConstraint(condition=Q(stratify_by__in=StratifyBy.values), name="study_known_stratify_by"),
             models.CheckConstraint(condition=Q(status__in=StudyStatus.values), name="study_known_status"),
             models.CheckConstraint(condition=Q(routing__in=Routing.values), name="study_known_routing"),
+            models.CheckConstraint(condition=Q(drawn_from__in=DrawnFrom.values), name="study_known_drawn_from"),
             models.CheckConstraint(condition=Q(gold_rate__gte=0, gold_rate__lte=1), name="study_gold_rate_share"),
             # 2+1 routing means two annotators per item, and three on a disagreement.
             models.CheckConstraint(

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from candidates.queries import RankingQuery
 from veriharm_site.queries import FlagField, optional_choice
 
+from .drawing import MAX_CHOSEN
 from .item_table import GROUPS, ITEM_SORTS, MAJORITIES
+from .models import DrawnFrom
 
 
 class ExportQuery(serializers.Serializer):
@@ -55,3 +58,17 @@ class ItemPageQuery(serializers.Serializer):
     """An item's page: where its Submit goes next (the next item, or the list of own labels)."""
 
     then = optional_choice(("next", "labels"), "Where Submit goes: the next item or your labels")
+
+
+class StudyDrawQuery(RankingQuery):
+    """The new-study page, opened from the ranking: its filter (the ranking's own parameters) or
+    the rows ticked on it, which the form then carries."""
+
+    drawn_from = optional_choice(tuple(DrawnFrom.values), "How the items are drawn (default: top-K and bottom-K)")
+    candidates = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        default=list,
+        max_length=MAX_CHOSEN,
+        help_text="The ids of the chosen candidates",
+    )

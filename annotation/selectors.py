@@ -291,6 +291,32 @@ def annotator_labels(study: Study, user: User) -> QuerySet[Assignment]:
     )
 
 
+@dataclass(frozen=True)
+class SkippedItem:
+    """An item the annotator set aside and has not come back to, as they may see it."""
+
+    number: int
+    token: str
+    skipped_at: datetime
+    unclear: bool
+    reason: str
+    open: bool  # a place is still free for them, so they can come back to it
+
+
+def annotator_skipped(study: Study, user: User, now: datetime | None = None) -> list[SkippedItem]:
+    """The user's skipped items in the study, most recently skipped first."""
+    free = {p.pk for p in item_places(study, user.pk, now or timezone.now()) if p.free}
+    skips = (
+        ItemSkip.objects.filter(study=study, annotator=user, returned_at__isnull=True)
+        .select_related("item")
+        .only("skipped_at", "unclear", "reason", "item__number", "item__token", "item_id")
+        .order_by("-skipped_at", "-id")
+    )
+    return [
+        SkippedItem(s.item.number, s.item.token, s.skipped_at, s.unclear, s.reason, s.item_id in free) for s in skips
+    ]
+
+
 # ---------------------------------------------------------------- curators
 
 
@@ -349,7 +375,9 @@ class MemberRow:
     claimed: bool
 
 
-def member_rows(study: Study) -> list[MemberRow]:
+def member_rows(study: Study, *, usernames: bool = True) -> list[MemberRow]:
+    """Each annotator's progress; without `usernames` (readers who do not manage studies) the
+    user names are left empty and only pseudonyms say who is who."""
     counts: dict[int, Mapping[str, Any]] = {
         row["annotator_id"]: row
         for row in study.assignments.values("annotator_id").annotate(
@@ -359,7 +387,7 @@ def member_rows(study: Study) -> list[MemberRow]:
     }
     return [
         MemberRow(
-            m.user.get_username(),
+            m.user.get_username() if usernames else "",
             m.pseudonym,
             counts.get(m.user_id, {}).get("done", 0),
             bool(counts.get(m.user_id, {}).get("claimed", 0)),
@@ -698,8 +726,10 @@ def study_results(study: Study, rows: list[ItemRow] | None = None) -> StudyResul
     agreement = [
         MeasureAgreement(measure, title, _measure_agreement(study, rows, measure)) for measure, title in MEASURES
     ]
-    decided = [(row.predicted_valid, row.valid_agg) for row in rows if row.valid_agg is not None]
-    final = [(row.predicted_valid, valid) for row in rows if (valid := row.final("valid")) is not None]
+    # Items drawn from a filter or chosen by hand were not predicted valid or invalid by Q.
+    grouped = [row for row in rows if row.group != Group.SELECTED]
+    decided = [(row.predicted_valid, row.valid_agg) for row in grouped if row.valid_agg is not None]
+    final = [(row.predicted_valid, valid) for row in grouped if (valid := row.final("valid")) is not None]
     seconds = [label.seconds_spent for row in rows for label in row.labels]
     return StudyResults(
         design=TWO_PLUS_ONE_DESIGN
@@ -707,11 +737,11 @@ def study_results(study: Study, rows: list[ItemRow] | None = None) -> StudyResul
         else FIXED_DESIGN.format(n=study.annotators_per_item),
         adjudicated_prediction=statistics.prediction(final),
         adjudicated=sum(1 for row in rows if row.adjudication is not None),
-        adjudicated_undecided=len(rows) - len(final),
+        adjudicated_undecided=sum(1 for row in rows if row.final("valid") is None),
         rows=rows,
         agreement=agreement,
         prediction=statistics.prediction(decided),
-        undecided=len(rows) - len(decided),
+        undecided=sum(1 for row in rows if row.valid_agg is None),
         labels=len(seconds),
         needed=len(rows) * study.annotators_per_item,
         median_seconds=pystats.median(seconds) if seconds else None,

@@ -12,7 +12,8 @@ from rest_framework import serializers
 
 from candidates.harm_test_verdicts import ReferenceState
 
-from .models import StratifyBy
+from .drawing import MAX_CHOSEN
+from .models import DrawnFrom, StratifyBy
 from .services import (
     MAX_ANNOTATORS_PER_ITEM,
     MAX_CLAIM_TIMEOUT_MINUTES,
@@ -109,6 +110,15 @@ class SkipInputSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_REASON)
 
 
+class SkippedItemSerializer(serializers.Serializer):
+    item = serializers.IntegerField(source="number")
+    token = serializers.CharField()
+    skipped_at = serializers.DateTimeField()
+    unclear = serializers.BooleanField()
+    reason = serializers.CharField(allow_blank=True)
+    open = serializers.BooleanField(help_text="A place is still free for you")
+
+
 class SubmittedLabelSerializer(serializers.Serializer):
     """The answers of one submitted label."""
 
@@ -147,6 +157,25 @@ class StudyCreateSerializer(serializers.Serializer):
         max_length=1000,
         help_text="User names; by default every user who may annotate blind",
     )
+    drawn_from = serializers.ChoiceField(
+        choices=DrawnFrom.values,
+        required=False,
+        help_text="groups: per_group of the top-K and of the bottom-K (default); filter: per_group of the ranked "
+        "candidates `filter` matches; chosen: every candidate of `candidates`. Filtered and chosen studies are "
+        "one stratum",
+    )
+    filter = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, max_length=200),
+        required=False,
+        help_text="The ranking's query parameters (q, group, k, perturbation, risk_category, target_agent, "
+        "proposer), as GET /api/candidates/ takes them; with drawn_from filter",
+    )
+    candidates = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        max_length=MAX_CHOSEN,
+        help_text="Candidate ids; with drawn_from chosen",
+    )
 
 
 class StratumSerializer(serializers.Serializer):
@@ -178,6 +207,8 @@ class StudySerializer(serializers.Serializer):
     annotators_per_item = serializers.IntegerField()
     claim_timeout_minutes = serializers.IntegerField()
     ranked_at_sampling = serializers.IntegerField()
+    drawn_from = serializers.CharField(help_text="groups (top-K and bottom-K), filter or chosen")
+    drawn_filter = serializers.DictField(help_text="The ranking's query parameters a filtered study was drawn with")
 
 
 class StudyDetailSerializer(StudySerializer):
@@ -331,6 +362,8 @@ class ExportedStudySerializer(serializers.Serializer):
     annotators_per_item = serializers.IntegerField()
     ranked_at_sampling = serializers.IntegerField()
     sampling = serializers.DictField(help_text="What the sampler saw: pool size, quota, allocation per stratum")
+    drawn_from = serializers.CharField(help_text="groups (top-K and bottom-K), filter or chosen")
+    drawn_filter = serializers.DictField(help_text="The ranking's query parameters a filtered study was drawn with")
 
 
 class StudyExportSerializer(serializers.Serializer):

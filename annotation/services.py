@@ -7,10 +7,10 @@ waits for an item lock takes them in primary-key order, so concurrent annotators
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -22,10 +22,12 @@ from candidates.selectors import candidate_group_ids, ranking_bounds
 from veriharm_site.refusals import Refused
 
 from . import sampling
+from .drawing import Pool, drawn_pool
 from .models import (
     Adjudication,
     Assignment,
     DemoStudy,
+    DrawnFrom,
     Group,
     ItemSkip,
     LabelChange,
@@ -108,6 +110,11 @@ class StudySpec:
     routing: str = Routing.FIXED
     guidelines: str = ""
     gold_rate: float = 0.0
+    # How the items are drawn: n of the top-K and n of the bottom-K (groups), n of the candidates
+    # the ranking's filter matches (filter: its query parameters), or the chosen candidates' ids.
+    drawn_from: str = DrawnFrom.GROUPS
+    ranking_filter: Mapping[str, Any] = field(default_factory=dict)
+    candidate_ids: Sequence[str] = ()
 
 
 def _members_refusal(users: Sequence[User]) -> str:
@@ -153,7 +160,10 @@ def _spec_errors(spec: StudySpec, annotators: Sequence[User]) -> dict[str, str]:
         errors["gold_rate"] = f"must be a share from 0 to 1, got {spec.gold_rate}"
     if spec.stratify_by not in StratifyBy.values:
         errors["stratify_by"] = f"must be one of {', '.join(repr(v) for v in StratifyBy.values)}"
-    if spec.per_group > spec.top_k >= 1:
+    groups = spec.drawn_from == DrawnFrom.GROUPS
+    if spec.drawn_from not in DrawnFrom.values:
+        errors["drawn_from"] = f"must be one of {', '.join(repr(v) for v in DrawnFrom.values)}"
+    if groups and spec.per_group > spec.top_k >= 1:
         errors["per_group"] = f"cannot draw {spec.per_group} items from a group of K={spec.top_k}"
     refused = _members_refusal(annotators)
     if refused:
@@ -165,7 +175,7 @@ def _spec_errors(spec: StudySpec, annotators: Sequence[User]) -> dict[str, str]:
             f"{spec.annotators_per_item} annotators per item need at least {spec.annotators_per_item} "
             f"annotators in the study, got {len(annotators)}"
         )
-    if "top_k" not in errors:
+    if groups and "top_k" not in errors:
         ranked = ranking_bounds(spec.top_k).ranked
         if ranked == 0:
             errors["top_k"] = "no candidate is ranked yet: import judged candidates first"
@@ -184,40 +194,62 @@ def _pseudonyms_assign(study: Study, users: Sequence[User], start: int) -> list[
     return [StudyMember(study=study, user=u, pseudonym=f"A{start + i}") for i, u in enumerate(shuffled)]
 
 
+def _group_pools(spec: StudySpec) -> list[Pool]:
+    """The top-K and the bottom-K, each stratified by the study's field."""
+    pools = []
+    for group in (Group.TOP, Group.BOTTOM):
+        ids = candidate_group_ids(group, spec.top_k)
+        strata = dict(
+            Candidate.objects.filter(pk__in=ids).values_list("pk", spec.stratify_by)
+            if spec.stratify_by
+            else ((pk, "") for pk in ids)
+        )
+        pools.append(Pool(group=group, members=[(pk, strata[pk]) for pk in ids], size=spec.per_group))
+    return pools
+
+
 @transaction.atomic
 def study_create(spec: StudySpec, *, annotators: Sequence[User], created_by: User | None = None) -> Study:
-    """Sample n of the top-K and n of the bottom-K and open the study; StudyRefused changes nothing."""
+    """Open a study on n of the top-K and n of the bottom-K, or on a sample of a filter of the
+    ranking, or on chosen candidates; StudyRefused changes nothing. A filtered or chosen study is
+    one stratum (its items' group is "selected"): whatever `stratify_by` says, it is not stratified."""
     errors = _spec_errors(spec, annotators)
+    selection = None
+    if spec.drawn_from in (DrawnFrom.FILTER, DrawnFrom.CHOSEN) and "drawn_from" not in errors:
+        selection = drawn_pool(spec.drawn_from, spec.ranking_filter, spec.candidate_ids, spec.per_group)
+        errors |= selection.errors
     if errors:
         raise StudyRefused(errors)
-    top_ids = candidate_group_ids(Group.TOP, spec.top_k)
-    bottom_ids = candidate_group_ids(Group.BOTTOM, spec.top_k)
-    fields = ["pk", "rank", "quality", "revision"] + ([spec.stratify_by] if spec.stratify_by else [])
-    rows = {row["pk"]: row for row in Candidate.objects.filter(pk__in=top_ids + bottom_ids).values(*fields)}
-
-    def pool(ids: list[int]) -> list[tuple[int, str]]:
-        return [(pk, rows[pk].get(spec.stratify_by, "") if spec.stratify_by else "") for pk in ids]
-
-    samples = {
-        group: sampling.stratified_sample(pool(ids), spec.per_group, spec.seed, group)
-        for group, ids in ((Group.TOP, top_ids), (Group.BOTTOM, bottom_ids))
+    pools = [selection.pool] if selection is not None and selection.pool is not None else _group_pools(spec)
+    stratify_by = "" if selection is not None else spec.stratify_by
+    samples = {pool.group: sampling.stratified_sample(pool.members, pool.size, spec.seed, pool.group) for pool in pools}
+    stratum_of = {pk: stratum for pool in pools for pk, stratum in pool.members}
+    group_of = {pk: group for group, sample in samples.items() for pk in sample.chosen}
+    # Every pool holds ranked candidates only (a group by its rank, a selection refuses the rest).
+    rows: dict[int, Mapping[str, Any]] = {
+        row["pk"]: row
+        for row in Candidate.objects.filter(pk__in=list(group_of), rank__isnull=False).values(
+            "pk", "rank", "quality", "revision"
+        )
     }
     study = Study.objects.create(
         name=spec.name.strip(),
         description=spec.description,
         created_by=created_by,
         seed=spec.seed,
-        top_k=spec.top_k,
-        per_group=spec.per_group,
-        stratify_by=spec.stratify_by,
+        top_k=selection.top_k if selection is not None and selection.top_k else spec.top_k,
+        per_group=pools[0].size,
+        stratify_by=stratify_by,
         annotators_per_item=spec.annotators_per_item,
         claim_timeout_minutes=spec.claim_timeout_minutes,
         routing=spec.routing,
         guidelines=spec.guidelines.strip(),
         gold_rate=spec.gold_rate,
         ranked_at_sampling=ranking_bounds(spec.top_k).ranked,
+        drawn_from=spec.drawn_from,
+        drawn_filter=selection.recorded_filter if selection is not None else {},
         strata_report={
-            "rule": sampling.ROUNDING_RULE,
+            "rule": sampling.ROUNDING_RULE if selection is None else selection.rule,
             "groups": {
                 group: {
                     "pool": sample.pool,
@@ -230,7 +262,6 @@ def study_create(spec: StudySpec, *, annotators: Sequence[User], created_by: Use
             },
         },
     )
-    group_of = {pk: group for group, sample in samples.items() for pk in sample.chosen}
     numbers = sampling.item_numbers(list(group_of), spec.seed)
     StudyItem.objects.bulk_create(
         [
@@ -240,7 +271,7 @@ def study_create(spec: StudySpec, *, annotators: Sequence[User], created_by: Use
                 number=numbers[pk],
                 token=secrets.token_urlsafe(12),
                 group=group,
-                stratum=rows[pk].get(spec.stratify_by, "") if spec.stratify_by else "",
+                stratum=stratum_of[pk],
                 rank_at_sampling=rows[pk]["rank"],
                 quality_at_sampling=rows[pk]["quality"],
                 revision_at_sampling=rows[pk]["revision"],
@@ -449,6 +480,47 @@ def item_skip(study_id: int, token: str, annotator: User, *, unclear: bool = Fal
             },
         )
     return skip
+
+
+class NoPlaceLeft(AnnotationError):
+    status_code = 409
+
+
+def item_return(study_id: int, token: str, annotator: User) -> Assignment:
+    """Claim one of the annotator's skipped items again, to label it: it leaves their skipped items
+    (asked again, the claim it made). An unlabelled item they hold is given up for it. Refused when
+    other annotators have taken every place on it meanwhile (it then needs no label from them)."""
+    with transaction.atomic():
+        study = _member_lock(study_id, annotator).study
+        now = timezone.now()
+        own = (
+            Assignment.objects.filter(study=study, annotator=annotator, submitted_at__isnull=True)
+            .select_related("item")
+            .first()
+        )
+        if own is not None and own.expires_at > now and own.item.token == token:
+            return own  # already back (a second click): the claim it made
+        skip = (
+            ItemSkip.objects.filter(study_id=study_id, item__token=token, annotator=annotator, returned_at__isnull=True)
+            .only("pk", "item_id")
+            .first()
+        )
+        if skip is None:
+            raise NotYourItem("This item is not among the items you set aside.")
+        item = (
+            _locked(StudyItem.objects.filter(pk=skip.item_id))
+            .only("pk", "study_id", "candidate_id", "token", "number", "gold_c1")
+            .get()
+        )
+        if own is not None:
+            # One open claim per study: the item held now (unlabelled) goes back to the pool and
+            # comes again in the annotator's order, as an expired claim would.
+            own.delete()
+        claimed = _insert_if_room(study, item, annotator.pk, now)
+        if claimed is None:
+            raise NoPlaceLeft("Other annotators have taken every place on this item since you set it aside.")
+        ItemSkip.objects.filter(pk=skip.pk).update(returned_at=now)
+    return claimed
 
 
 def guidelines_read(study_id: int, annotator: User) -> StudyMember:

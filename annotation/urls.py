@@ -13,6 +13,8 @@ urlpatterns = [
     path("s/<int:study_id>/guidelines/", views.GuidelinesView.as_view(), name="guidelines"),
     path("s/<int:study_id>/i/<str:token>/", views.ItemView.as_view(), name="item"),
     path("s/<int:study_id>/i/<str:token>/skip/", views.SkipView.as_view(), name="skip"),
+    path("s/<int:study_id>/i/<str:token>/return/", views.ReturnView.as_view(), name="return"),
+    path("s/<int:study_id>/set-aside/", views.SkippedView.as_view(), name="skipped-list"),
     path("s/<int:study_id>/done/", views.DoneView.as_view(), name="done"),
     path("s/<int:study_id>/labels/", views.MyLabelsView.as_view(), name="labels"),
     # Curators: studies, their results and exports.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from django.contrib import messages
@@ -28,11 +29,12 @@ from .forms import (
 )
 from .guidelines import CRITERIA, MEASURES
 from .item_table import ITEM_SORTS, MAJORITIES, item_table
-from .models import Assignment, Study
-from .queries import ExportQuery, GuidelinesQuery, ItemPageQuery, ItemsQuery
+from .models import Assignment, DrawnFrom, Study
+from .queries import ExportQuery, GuidelinesQuery, ItemPageQuery, ItemsQuery, StudyDrawQuery
 
 ANNOTATE = "annotation.annotate"
 MANAGE = "annotation.manage_studies"
+READ_RESULTS = "annotation.view_results"
 
 
 # ---------------------------------------------------------------- annotators
@@ -237,6 +239,39 @@ class DoneView(RoleRequiredMixin, TemplateView):
         )
 
 
+class SkippedView(RoleRequiredMixin, TemplateView):
+    """The items the annotator set aside in a study, each with a way back to label it."""
+
+    permission_required = ANNOTATE
+    template_name = "annotation/skipped.html"
+
+    def get_context_data(self, **kwargs):
+        study = _annotator_study(self.request, kwargs["study_id"])
+        user = signed_in_user(self.request)
+        return super().get_context_data(
+            study=study,
+            skipped=selectors.annotator_skipped(study, user),
+            progress=selectors.annotator_progress(study, user),
+            **kwargs,
+        )
+
+
+class ReturnView(RoleRequiredMixin, View):
+    """POST: claim one skipped item again and open it; a refusal goes back to the list, saying why."""
+
+    permission_required = ANNOTATE
+
+    def post(self, request: HttpRequest, study_id: int, token: str) -> HttpResponse:
+        try:
+            services.item_return(study_id, token, signed_in_user(request))
+        except (services.NotAMember, services.NotYourItem):
+            raise Http404("This item is not among the items you set aside.") from None
+        except services.AnnotationError as refused:
+            messages.error(request, str(refused))
+            return redirect("annotation:skipped-list", study_id)
+        return redirect("annotation:item", study_id, token)
+
+
 class MyLabelsView(RoleRequiredMixin, TemplateView):
     permission_required = ANNOTATE
     template_name = "annotation/my_labels.html"
@@ -262,19 +297,30 @@ def _curator_study(pk: int) -> Study:
 
 
 class StudyListView(RoleRequiredMixin, TemplateView):
-    permission_required = MANAGE
+    permission_required = READ_RESULTS
     template_name = "annotation/studies.html"
 
     def get_context_data(self, **kwargs):
         return super().get_context_data(studies=selectors.study_summaries(), **kwargs)
 
 
-class StudyCreateView(RoleRequiredMixin, View):
+class StudyCreateView(RoleRequiredMixin, QueryPageMixin, View):
+    """The new-study form; opened from the ranking, it carries that page's filter or ticked rows."""
+
     permission_required = MANAGE
     template_name = "annotation/study_form.html"
+    query_serializer = StudyDrawQuery
 
     def get(self, request: HttpRequest) -> HttpResponse:
-        return render(request, self.template_name, {"form": StudyForm()})
+        query = self.query
+        initial: dict[str, str] = {}
+        if query["drawn_from"]:
+            initial["drawn_from"] = query["drawn_from"]
+        if query["drawn_from"] == DrawnFrom.FILTER:
+            initial["ranking_filter"] = query_string({**query, "drawn_from": "", "candidates": "", "sort": ""})
+        if query["candidates"]:
+            initial["candidates"] = "\n".join(query["candidates"])
+        return render(request, self.template_name, {"form": StudyForm(initial=initial)})
 
     def post(self, request: HttpRequest) -> HttpResponse:
         form = StudyForm(request.POST)
@@ -285,7 +331,10 @@ class StudyCreateView(RoleRequiredMixin, View):
                 )
             except services.StudyRefused as refused:
                 for name, message in refused.errors.items():
-                    form.add_error(name if name in form.fields else None, message)
+                    # The service names the filter's parameters filter.<name>; the form holds them in one field.
+                    field_name = "ranking_filter" if name.split(".")[0] == "filter" else name
+                    shown = f"{name.removeprefix('filter.')}: {message}" if name.startswith("filter.") else message
+                    form.add_error(field_name if field_name in form.fields else None, shown)
             else:
                 messages.success(request, f"Created study {study.name!r} with {study.items.count()} items.")
                 return redirect("annotation:study", study.pk)
@@ -293,12 +342,14 @@ class StudyCreateView(RoleRequiredMixin, View):
 
 
 class StudyDetailView(RoleRequiredMixin, TemplateView):
-    permission_required = MANAGE
+    """The study's design and progress; its forms (close, members, guidelines) only for managers."""
+
+    permission_required = READ_RESULTS
     template_name = "annotation/study_detail.html"
 
     def get_context_data(self, **kwargs):
         study = _curator_study(kwargs["pk"])
-        members = selectors.member_rows(study)
+        members = selectors.member_rows(study, usernames=self.request.user.has_perm(MANAGE))
         results = selectors.study_results(study)
         return super().get_context_data(
             study=study,
@@ -337,7 +388,7 @@ class StudyGuidelinesView(RoleRequiredMixin, View):
 
 
 class AnnotatorQualityView(RoleRequiredMixin, TemplateView):
-    permission_required = MANAGE
+    permission_required = READ_RESULTS
     template_name = "annotation/annotators.html"
 
     def get_context_data(self, **kwargs):
@@ -350,8 +401,12 @@ class AnnotatorQualityView(RoleRequiredMixin, TemplateView):
 class ItemReviewView(RoleRequiredMixin, View):
     """For curators: one item's labels and flags, its gold answers and its adjudication."""
 
-    permission_required = MANAGE
+    permission_required = READ_RESULTS
     template_name = "annotation/item_review.html"
+
+    def get_permission_required(self) -> Sequence[str]:
+        # Reading the item is reading results; setting gold answers or a final label is managing.
+        return (MANAGE,) if self.request.method == "POST" else (READ_RESULTS,)
 
     def _row(self, study: Study, number: int) -> selectors.ItemRow:
         row = selectors.curator_item_row(study, number)
@@ -467,7 +522,7 @@ class ResultsView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     they disagree, as in the items API), agreement and Figure 3. The item table is sorted, filtered
     and searched as the items API is; the figures always cover every item."""
 
-    permission_required = MANAGE
+    permission_required = READ_RESULTS
     template_name = "annotation/results.html"
     query_serializer = ItemsQuery
 
@@ -500,7 +555,7 @@ class ResultsView(RoleRequiredMixin, QueryPageMixin, TemplateView):
 
 
 class DisagreementView(RoleRequiredMixin, TemplateView):
-    permission_required = MANAGE
+    permission_required = READ_RESULTS
     template_name = "annotation/disagreement.html"
 
     def get_context_data(self, **kwargs):
@@ -514,7 +569,7 @@ EXPORTS = {"labels.csv", "items.csv", "study.json"}
 
 
 class ExportView(RoleRequiredMixin, QueryPageMixin, View):
-    permission_required = MANAGE
+    permission_required = READ_RESULTS
     query_serializer = ExportQuery
 
     def get(self, request: HttpRequest, pk: int, name: str) -> HttpResponse:

@@ -7,7 +7,7 @@ repetitions (24,000 trials), one search per candidate (100,000, with their attem
 candidate) and a curator's decisions on the top-K. Then walks every GET route of the URL resolver (so new routes are
 included without editing this file), ids filled from the seeded data, as every role that may see
 it; a route that shows page numbers is also read at its last page, and the review queue's routes
-also at K=1,000. Prints per route and role the
+also at K=1,000, and the ranking in other orders than its own. Prints per route and role the
 median and p95 of the response time, the number of SQL queries of one request, and the goal.
 
     python benchmarks/page_bench.py [--reuse] [--requests 15] [--candidates 100000] [--only REGEX]
@@ -46,7 +46,18 @@ LAST_PAGE = re.compile(r"[?&]page=(\d+)")
 # Routes also read with these query strings: the review queue (its page, its API and the review
 # page, which draws the queue's strip) at a K well beyond the default, as curators widen it to
 # replace rejected candidates; it draws one cell per candidate of the top-K.
+# The ranking (page and API) in each kind of order: by id, by Q from the lowest, by a filter column
+# (each from its index), also deep (page 1,000) and under a filter.
+RANKING_SORTS = (
+    "sort=-id",
+    "sort=quality",
+    "sort=-risk_category",
+    "sort=proposer&page=1000",
+    "sort=-id&perturbation=underspecification&page=500",
+)
 VARIANTS = {
+    "candidates/": RANKING_SORTS,
+    "api/candidates/": RANKING_SORTS,
     "candidates/review/": ("k=1000",),
     "candidates/review/<int:rank>/": ("k=1000",),
     "api/review/queue/": ("k=1000",),

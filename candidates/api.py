@@ -29,7 +29,8 @@ from .serializers import (
 
 
 class CandidateListApi(generics.ListAPIView):
-    """The ranking: Q descending, ties by id; each row says whether it is in the top-K or bottom-K."""
+    """The ranking: Q descending, ties by id (or in `sort`'s order); each row says whether it is in the
+    top-K or bottom-K."""
 
     permission_classes = [api_permission("candidates.view_ranking")]
     serializer_class = CandidateListSerializer
@@ -50,7 +51,7 @@ class CandidateListApi(generics.ListAPIView):
         query = self._query()
         filters = {name: query[name] for name in selectors.FILTER_FIELDS}
         return selectors.candidate_ranking_pageable(
-            search=query["q"], group=query["group"], bounds=self._bounds(), **filters
+            search=query["q"], group=query["group"], bounds=self._bounds(), sort=query["sort"], **filters
         )
 
     def get_serializer(self, *args, **kwargs):

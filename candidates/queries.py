@@ -9,6 +9,23 @@ from veriharm_site.api_errors import MAX_INT32
 from veriharm_site.queries import FlagField, WholeNumberField, optional_choice, page_number_field
 
 GROUPS = ("top", "bottom", "unranked")
+# The ranking's orders (selectors.RANKING_ORDER); each is read from an index (docs/curation.md).
+RANKING_SORTS = {
+    "rank": "rank, best first (the default)",
+    "-rank": "rank, worst first (unranked first)",
+    "quality": "Q, lowest first (unranked first)",
+    "-quality": "Q, highest first",
+    "id": "id, A to Z",
+    "-id": "id, Z to A",
+    "perturbation": "perturbation, A to Z, then rank",
+    "-perturbation": "perturbation, Z to A, then rank from the worst",
+    "risk_category": "risk category, A to Z, then rank",
+    "-risk_category": "risk category, Z to A, then rank from the worst",
+    "target_agent": "target agent, A to Z, then rank",
+    "-target_agent": "target agent, Z to A, then rank from the worst",
+    "proposer": "proposer, A to Z, then rank",
+    "-proposer": "proposer, Z to A, then rank from the worst",
+}
 
 
 class GroupSizeQuery(serializers.Serializer):
@@ -32,6 +49,7 @@ class RankingQuery(GroupSizeQuery):
     risk_category = serializers.CharField(required=False, allow_blank=True, default="")
     target_agent = serializers.CharField(required=False, allow_blank=True, default="")
     proposer = serializers.CharField(required=False, allow_blank=True, default="")
+    sort = optional_choice(RANKING_SORTS, "Order of the ranking (default rank)")
 
 
 class RankingPageQuery(RankingQuery):

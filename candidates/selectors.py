@@ -13,6 +13,20 @@ from veriharm_site.paging import KeysFirst, PagedRows
 from .models import SCORE_KEYS, Candidate, ImportJob, ImportStatus, Judgement, SourceTask
 
 FILTER_FIELDS = ("perturbation", "risk_category", "target_agent", "proposer")
+# Each order is one index read forwards or backwards: (rank, external_id), external_id's unique
+# index, or (column, rank, external_id) for the filter columns; so a descending order reverses its
+# secondary keys too, and puts the unranked (rank NULL, last in the index) first.
+RANKING_ORDER: dict[str, tuple[str, ...]] = {
+    "rank": ("rank", "external_id"),
+    "-rank": ("-rank", "-external_id"),
+    "quality": ("-rank", "-external_id"),  # rank is Q descending, ties by id
+    "-quality": ("rank", "external_id"),
+    "id": ("external_id",),
+    "-id": ("-external_id",),
+    **{column: (column, "rank", "external_id") for column in FILTER_FIELDS},
+    **{f"-{column}": (f"-{column}", "-rank", "-external_id") for column in FILTER_FIELDS},
+}
+RANK_ORDERS = ("", "rank", "-quality")
 FILTER_LABELS = {
     "perturbation": "perturbation",
     "risk_category": "risk category",
@@ -58,9 +72,10 @@ def candidate_ranking(
     group: str = "",
     k: int | None = None,
     bounds: RankingBounds | None = None,
+    sort: str = "",
     **filters: str,
 ) -> QuerySet[Candidate]:
-    """Ranked candidates (unranked last), filtered; an indexed read in rank order."""
+    """Ranked candidates (unranked last), filtered; an indexed read in rank order, or in `sort`'s."""
     queryset = Candidate.objects.select_related("source_task").only(
         "id",
         "external_id",
@@ -87,7 +102,7 @@ def candidate_ranking(
             queryset = queryset.filter(rank__gte=bounds.bottom_start)
     elif group == "unranked":
         queryset = queryset.filter(rank__isnull=True)
-    return queryset.order_by("rank", "external_id")
+    return queryset.order_by(*RANKING_ORDER[sort or "rank"])
 
 
 def _search_condition(search: str) -> Q:
@@ -184,15 +199,16 @@ class RankWindow(PagedRows[Candidate]):
 
 
 def candidate_ranking_pageable(
-    *, search: str = "", group: str = "", bounds: RankingBounds, **filters: str
+    *, search: str = "", group: str = "", bounds: RankingBounds, sort: str = "", **filters: str
 ) -> RankWindow | KeysFirst[Candidate]:
     """What a paginator should walk: a rank window when the selection is contiguous in rank,
     the page's ids first otherwise (each way of filtering has an index holding (filter, rank,
     id), so a deep page's ids come from an index-only scan; skipping 50,000 whole rows by OFFSET
     sorted them on disk)."""
-    if search or any(filters.get(name) for name in FILTER_FIELDS) or group not in ("", "top", "bottom"):
+    narrowed = search or any(filters.get(name) for name in FILTER_FIELDS) or group not in ("", "top", "bottom")
+    if narrowed or sort not in RANK_ORDERS:
         # k named, so that the type checker does not take one of the filters for it.
-        ranked = candidate_ranking(search=search, group=group, k=None, bounds=bounds, **filters)
+        ranked = candidate_ranking(search=search, group=group, k=None, bounds=bounds, sort=sort, **filters)
         return KeysFirst(ranked, key="external_id")
     base = candidate_ranking()
     if group == "top":

@@ -11,7 +11,7 @@ from django.views import View
 from django.views.generic import TemplateView
 
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
-from veriharm_site.queries import QueryPageMixin
+from veriharm_site.queries import QueryPageMixin, query_string
 
 from . import diffing, highlight, import_jobs, selectors, services
 from .curation.decision_forms import decided_message, decision_from_form
@@ -25,6 +25,44 @@ from .human_verdicts import human_majorities, human_majorities_visible
 from .models import Candidate, ImportJob, Perturbation
 from .panels import candidate_panels
 from .queries import RankingPageQuery
+from .ranking_actions import ranking_actions_for
+
+# The table's sortable columns and the order a first click on each gives.
+SORTABLE_COLUMNS = {
+    "rank": "rank",
+    "quality": "-quality",
+    "id": "id",
+    "perturbation": "perturbation",
+    "risk_category": "risk_category",
+    "target_agent": "target_agent",
+    "proposer": "proposer",
+}
+
+TABLE_HEADERS = [
+    ("rank", "Rank"),
+    ("quality", "Q"),
+    ("sums", "Judge sums"),
+    ("id", "Candidate"),
+    ("perturbation", "Perturbation"),
+    ("risk_category", "Risk category"),
+    ("target_agent", "Target agent"),
+    ("proposer", "Proposer"),
+]
+
+
+def sort_links(filter_string: str, current: str) -> dict[str, dict[str, str]]:
+    """Per sortable column, the link of its header (a second click reverses the order) and the
+    direction it is sorted in now ("ascending", "descending" or "")."""
+    current = current or "rank"
+    links = {}
+    for column, first in SORTABLE_COLUMNS.items():
+        ascending, descending = column, f"-{column}"
+        target = (descending if current == ascending else ascending) if current in (ascending, descending) else first
+        state = "ascending" if current == ascending else "descending" if current == descending else ""
+        prefix = f"{filter_string}&" if filter_string else ""
+        links[column] = {"href": f"?{prefix}sort={target}", "state": state}
+    return links
+
 
 PAGE_SIZE = 50
 
@@ -40,7 +78,7 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         bounds = selectors.ranking_bounds(query["k"])
         filters = {name: query[name] for name in selectors.FILTER_FIELDS}
         rows_source = selectors.candidate_ranking_pageable(
-            search=query["q"], group=query["group"], bounds=bounds, **filters
+            search=query["q"], group=query["group"], bounds=bounds, sort=query["sort"], **filters
         )
         page: Page[Candidate] = Paginator(rows_source, PAGE_SIZE).get_page(query["page"])
         rows = list(page.object_list)
@@ -49,7 +87,21 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         references = reference_states_for(self.request.user, [c.pk for c in rows]) or {}
         kept = params.copy()
         kept.pop("page", None)
+        filter_string = query_string({**query, "sort": ""})
         return super().get_context_data(
+            sort=query["sort"] or "rank",
+            sortable_headers=TABLE_HEADERS,
+            sort_links=sort_links(filter_string, query["sort"]),
+            actions=[
+                {
+                    "filter_label": action.filter_label,
+                    "filter_url": action.filter_url(filter_string),
+                    "rows_label": action.rows_label,
+                    "rows_url": action.rows_url(),
+                    "rows_fields": action.rows_fields,
+                }
+                for action in ranking_actions_for(self.request.user)
+            ],
             page=page,
             rows=[
                 {

@@ -40,7 +40,7 @@ SIGNED_IN = frozenset({ANN, VIEW, CUR, ADM})
 # annotation.annotate. Admins hold every permission too, but no study ever has them as a member
 # (study members cannot see the ranking), so past the list of their studies they meet 404.
 ANNOTATORS = frozenset({ANN, ADM})
-READERS = frozenset({VIEW, CUR, ADM})  # candidates.view_ranking / evaluation.view_evaluations
+READERS = frozenset({VIEW, CUR, ADM})  # candidates.view_ranking / evaluation.view_evaluations / annotation.view_results
 CURATORS = frozenset({CUR, ADM})  # candidates.curate, import_pipeline, annotation.manage_studies
 ADMINS = frozenset({ADM})  # evaluation.run_evaluations, the Django admin
 
@@ -162,6 +162,10 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("annotation:next-skipped", "POST", ANNOTATORS),
     ("annotation:preferences", "POST", ANNOTATORS),
     ("annotation:skip", "POST", ANNOTATORS),
+    ("annotation:skipped-list", "GET", ANNOTATORS),
+    ("annotation:return", "POST", ANNOTATORS),
+    ("api-annotation-my-skipped", "GET", ANNOTATORS),
+    ("api-annotation-return", "POST", ANNOTATORS),
     ("api-annotation-skip", "POST", ANNOTATORS),
     ("api-annotation-my-studies", "GET", ANNOTATORS),
     ("api-annotation-next", "POST", ANNOTATORS),
@@ -171,28 +175,28 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("api-annotation-label", "POST", ANNOTATORS),
     ("api-annotation-label", "PUT", ANNOTATORS),
     # Annotation: studies, for curators
-    ("annotation:studies", "GET", CURATORS),
+    ("annotation:studies", "GET", READERS),  # annotation.view_results
     ("annotation:study-create", "GET", CURATORS),
     ("annotation:study-create", "POST", CURATORS),
-    ("annotation:study", "GET", CURATORS),
+    ("annotation:study", "GET", READERS),  # annotation.view_results
     ("annotation:study-close", "POST", CURATORS),
     ("annotation:study-reopen", "POST", CURATORS),
     ("annotation:study-members", "POST", CURATORS),
-    ("annotation:results", "GET", CURATORS),
-    ("annotation:disagreement", "GET", CURATORS),
-    ("annotation:export", "GET", CURATORS),
-    ("annotation:annotators", "GET", CURATORS),
-    ("annotation:item-review", "GET", CURATORS),
+    ("annotation:results", "GET", READERS),  # annotation.view_results
+    ("annotation:disagreement", "GET", READERS),  # annotation.view_results
+    ("annotation:export", "GET", READERS),  # annotation.view_results
+    ("annotation:annotators", "GET", READERS),  # annotation.view_results
+    ("annotation:item-review", "GET", READERS),  # annotation.view_results
     ("annotation:item-review", "POST", CURATORS),
     ("annotation:study-guidelines", "POST", CURATORS),
-    ("api-annotation-studies", "GET", CURATORS),
+    ("api-annotation-studies", "GET", READERS),  # annotation.view_results
     ("api-annotation-studies", "POST", CURATORS),
-    ("api-annotation-study", "GET", CURATORS),
+    ("api-annotation-study", "GET", READERS),  # annotation.view_results
     ("api-annotation-study-close", "POST", CURATORS),
     ("api-annotation-study-reopen", "POST", CURATORS),
-    ("api-annotation-study-items", "GET", CURATORS),
-    ("api-annotation-study-results", "GET", CURATORS),
-    ("api-annotation-study-export", "GET", CURATORS),
+    ("api-annotation-study-items", "GET", READERS),  # annotation.view_results
+    ("api-annotation-study-results", "GET", READERS),  # annotation.view_results
+    ("api-annotation-study-export", "GET", READERS),  # annotation.view_results
 ]
 
 # Checks inside a view, on top of its route's: (url name, method, query string, roles).
@@ -439,4 +443,4 @@ def test_the_viewer_role_reads_but_holds_no_permission_to_change_anything(db):
         f"{p.content_type.app_label}.{p.codename}"
         for p in Permission.objects.filter(group__user=viewer).select_related("content_type")
     }
-    assert held == {"candidates.view_ranking", "evaluation.view_evaluations"}
+    assert held == {"candidates.view_ranking", "evaluation.view_evaluations", "annotation.view_results"}

@@ -13,6 +13,7 @@ def roles(request: HttpRequest) -> dict:
             "import_pipeline": user.has_perm("candidates.import_pipeline"),
             "curate": user.has_perm("candidates.curate"),
             "manage_studies": user.has_perm("annotation.manage_studies"),
+            "view_results": user.has_perm("annotation.view_results"),
             "view_evaluations": user.has_perm("evaluation.view_evaluations"),
             "run_evaluations": user.has_perm("evaluation.run_evaluations"),
             "admin_site": user.is_staff,

@@ -1,7 +1,7 @@
 """The four roles, as Django groups with named permissions.
 
 - annotator: labels study items, blind (never the group, Q, judges or others' labels).
-- viewer: reads the ranking, candidates, releases, reports and evaluation results; changes nothing.
+- viewer: reads the ranking, candidates, releases, reports, study results and evaluation results; changes nothing.
 - curator: what a viewer reads, plus imports, review decisions, revisions, releases and studies.
 - admin: what a curator does, plus launching evaluations, identities in exports and the Django admin.
 
@@ -18,11 +18,12 @@ ADMIN = "admin"
 
 _ANNOTATOR_PERMS = ["annotation.annotate"]
 # Read-only: every permission here guards reading only (writes need curate, import_pipeline,
-# manage_studies or run_evaluations), so a viewer can look at everything a curator sees but the
-# study results, and act on nothing.
-_VIEWER_PERMS = ["candidates.view_ranking", "evaluation.view_evaluations"]
+# manage_studies or run_evaluations), so a viewer can look at everything a curator sees, study
+# results included, and act on nothing.
+_VIEWER_PERMS = ["candidates.view_ranking", "evaluation.view_evaluations", "annotation.view_results"]
 _CURATOR_PERMS = [
     "candidates.view_ranking",
+    "annotation.view_results",
     "candidates.import_pipeline",
     "candidates.curate",
     "annotation.manage_studies",

@@ -74,6 +74,10 @@ PAGE_CONTEXT: dict[str, set[str]] = {
     "annotation:done": {"study"} | PROGRESS,
     "annotation:labels": {"study", "labels"} | PROGRESS,
     "annotation:guidelines": {"back", "criteria", "study"} | PROGRESS,
+    # Their own skipped items: number, token, when, their own flag and whether a place is left.
+    "annotation:skipped-list": {"study", "skipped"}
+    | {f"skipped[].{name}" for name in ("number", "token", "skipped_at", "unclear", "reason", "open")}
+    | PROGRESS,
 }
 # Models a template could walk from (an Assignment is the annotator's own label of an item).
 CONTEXT_MODELS = {"Study", "Assignment"}
@@ -267,6 +271,8 @@ def test_every_real_annotator_response_holds_only_reviewed_fields(blind_setup): 
     call("GET", base + "{study_id}/progress/", f"{base}{study.pk}/progress/")
     following = call("POST", base + "{study_id}/next/", f"{base}{study.pk}/next/")["item"]["token"]
     call("POST", base + "{study_id}/items/{token}/skip/", f"{base}{study.pk}/items/{following}/skip/")
+    assert call("GET", base + "{study_id}/skipped/", f"{base}{study.pk}/skipped/")[0]["token"] == following
+    call("POST", base + "{study_id}/items/{token}/return/", f"{base}{study.pk}/items/{following}/return/")
     assert set(seen) == set(reviewed), "every reviewed operation was called"
     assert problems == [], "fields in real responses that the reviewed snapshot does not name:\n" + "\n".join(problems)
 
@@ -357,6 +363,7 @@ def test_annotator_pages_hold_only_reviewed_context_attributes_and_fields(blind_
         "annotation:done": f"/annotation/s/{study.pk}/done/",
         "annotation:labels": f"/annotation/s/{study.pk}/labels/",
         "annotation:guidelines": f"/annotation/s/{study.pk}/guidelines/",
+        "annotation:skipped-list": f"/annotation/s/{study.pk}/set-aside/",
     }
     annotator_pages = {
         name for name, method, roles in EXPECTED if ANN in roles and method == "GET" and name.startswith("annotation:")
