@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # Human majorities are study results: shown to those who may read them.
-VIEW_PERMISSION = "annotation.manage_studies"
+VIEW_PERMISSION = "annotation.view_results"
 
 
 @dataclass(frozen=True)
