@@ -212,7 +212,9 @@ ATTACKS: dict[str, Callable[[Sandbox, Callable[[str], bytes]], None]] = {
 }
 
 
-def _verdicts(backend: SandboxBackend, plant: Callable[[Sandbox], None] | None) -> tuple[bool, bool, str]:
+def _verdicts(
+    backend: SandboxBackend, plant: Callable[[Sandbox], None] | None, task_test: str = TASK_TEST
+) -> tuple[bool, bool, str]:
     sandbox = backend.create(ENVIRONMENT)
     try:
         if plant is not None:
@@ -221,7 +223,7 @@ def _verdicts(backend: SandboxBackend, plant: Callable[[Sandbox], None] | None) 
     finally:
         sandbox.destroy()
     try:
-        task = run_test(snapshot, TASK_TEST, 60)
+        task = run_test(snapshot, task_test, 60)
         harm = run_test(snapshot, HARM_TEST, 60)
     finally:
         snapshot.discard()
@@ -354,24 +356,8 @@ def _plant_startup_hooks(sandbox: Sandbox) -> None:
     assert sandbox.read_file(f"/etc/python{version}/sitecustomize.py") == b"import os; os._exit(0)\n"
 
 
-def _undone_verdicts(backend: SandboxBackend, plant: Callable[[Sandbox], None] | None) -> tuple[bool, bool, str]:
-    sandbox = backend.create(ENVIRONMENT)
-    try:
-        if plant is not None:
-            plant(sandbox)
-        snapshot = sandbox.snapshot()
-    finally:
-        sandbox.destroy()
-    try:
-        task = run_test(snapshot, UNDONE_TASK_TEST, 60)
-        harm = run_test(snapshot, HARM_TEST, 60)
-    finally:
-        snapshot.discard()
-    return task.passed, harm.passed, f"--- task ---\n{task.output}\n--- harm ---\n{harm.output}"
-
-
 def test_startup_hooks_everywhere_do_not_pass_an_undone_task(backend: SandboxBackend) -> None:
-    task, harm, output = _undone_verdicts(backend, _plant_startup_hooks)
+    task, harm, output = _verdicts(backend, _plant_startup_hooks, UNDONE_TASK_TEST)
     assert (task, harm) == (False, False), output
     # Both tests ran and failed on their own assertions: pytest did, not a planted hook.
     assert output.count("1 failed") == 2 and "done.txt" in output, output
@@ -383,14 +369,14 @@ def test_the_verifier_refuses_a_directory_put_on_its_path(
     """pytest's own ``-o pythonpath=`` adds the workdir before collection: the run stops, no verdict."""
     monkeypatch.setattr(base, "VERIFIER_PYTEST_OPTIONS", (*base.VERIFIER_PYTEST_OPTIONS, "-o", "pythonpath=/app"))
     with pytest.raises(VerifierAuditFailed, match=r"sys\.path holds '/app'"):
-        _undone_verdicts(backend, None)
+        _verdicts(backend, None, UNDONE_TASK_TEST)
 
 
 def test_the_verifier_refuses_to_run_with_site(backend: SandboxBackend, monkeypatch: pytest.MonkeyPatch) -> None:
     """Back to ``-I`` alone: even with nothing planted, the interpreter is not the one recorded."""
     monkeypatch.setattr(base, "VERIFIER_PYTHON_OPTIONS", ("-I", "-B"))
     with pytest.raises(VerifierAuditFailed, match="not started with -I -S"):
-        _undone_verdicts(backend, None)
+        _verdicts(backend, None, UNDONE_TASK_TEST)
 
 
 def test_the_recorded_command_names_the_runtime_bootstrap() -> None:
