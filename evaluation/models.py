@@ -400,6 +400,10 @@ class ModelCall(models.Model):
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     usage_reported = models.BooleanField(default=False)
+    # The tokens are the gateway's estimate (no usage sent, or the stream cut short): docs/results.md.
+    usage_estimated = models.BooleanField(default=False)
+    # The gateway refused or failed the call itself (its limits, its key, its own error).
+    gateway_failure = models.BooleanField(default=False)
     latency = models.FloatField(help_text="Seconds from the request to the end of the answer, retries included")
     retries = models.PositiveSmallIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
@@ -422,6 +426,24 @@ class ModelCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.route} {self.model} for trial {self.trial_id} ({self.status_code})"
+
+
+class ModelBudgetHold(models.Model):
+    """A share of a run's budget held by one model call in flight, from before the gateway forwards
+    it until the call is recorded; the budget check counts recorded costs and live holds together.
+    A hold whose worker died lapses at `expires_at`."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="budget_holds")
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="budget_holds")
+    amount_usd = models.DecimalField(max_digits=14, decimal_places=8)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["run", "expires_at"], name="budget_hold_run_expiry_idx")]
+        constraints = [models.CheckConstraint(condition=Q(amount_usd__gte=0), name="budget_hold_non_negative")]
+
+    def __str__(self) -> str:
+        return f"${self.amount_usd} held for trial {self.trial_id}"
 
 
 class ReferenceVerdict(models.TextChoices):
