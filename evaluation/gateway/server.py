@@ -42,6 +42,8 @@ class _Server(socketserver.UnixStreamServer):
     """Serves each connection on a thread of a fixed pool; a connection past the cap is refused."""
 
     gateway: Gateway
+    # Connections a burst of parallel calls makes before the accepting thread takes them.
+    request_queue_size = 128
 
     def __init__(self, path: str, handler: type[BaseHTTPRequestHandler], gateway: Gateway, connections: int) -> None:
         super().__init__(path, handler)

@@ -40,6 +40,10 @@ class ScriptedChat:
         echo_credentials: bool = False,
         delay: float = 0.0,
         thought: str | None = None,
+        send_usage: bool = True,
+        echo_in_header: bool = False,
+        failure_message: str | None = None,
+        event_delay: float = 0.0,
     ) -> None:
         self.turns = list(turns)
         # Text sent beside tool calls (None: content null, as the bash-tool loop's models do).
@@ -49,6 +53,14 @@ class ScriptedChat:
         self.failures = list(failures or [])
         # Answer with the credentials received in the text, as a careless upstream's error might.
         self.echo_credentials = echo_credentials
+        # Put the Authorization received in x-request-id, as a careless upstream's tracing might.
+        self.echo_in_header = echo_in_header
+        # Answers without any usage (some compatible servers send none); streamed ones too.
+        self.send_usage = send_usage
+        # The text of the scripted failures' error message (default: "scripted failure <status>").
+        self.failure_message = failure_message
+        # Seconds between two streamed events.
+        self.event_delay = event_delay
         self.requests: list[dict[str, Any]] = []
         self.headers: list[Message] = []
         self.paths: list[str] = []
@@ -177,9 +189,16 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: Any) -> None:
             pass
 
+        def _echo(self) -> None:
+            if chat.echo_in_header:
+                self.send_header("x-request-id", f"req-1 {self.headers.get('Authorization', '')}")
+
         def _send(self, status: int, payload: dict[str, Any]) -> None:
+            if not chat.send_usage:
+                payload.pop("usage", None)
             data = json.dumps(payload).encode()
             self.send_response(status)
+            self._echo()
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -187,10 +206,18 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
 
         def _stream(self, events: list[dict[str, Any] | str]) -> None:
             self.send_response(200)
+            self._echo()
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
             for event in events:
+                if not chat.send_usage and isinstance(event, dict):
+                    event = {k: v for k, v in event.items() if k != "usage"}
+                    if isinstance(event.get("response"), dict):
+                        event["response"] = {k: v for k, v in event["response"].items() if k != "usage"}
+                    if isinstance(event.get("message"), dict):
+                        event["message"] = {k: v for k, v in event["message"].items() if k != "usage"}
+                time.sleep(chat.event_delay)
                 data = event if isinstance(event, str) else json.dumps(event)
                 name = "" if isinstance(event, str) or "type" not in event else f"event: {event['type']}\n"
                 self.wfile.write(f"{name}data: {data}\n\n".encode())
@@ -220,7 +247,7 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
                 return 401
             if chat.failures:
                 status = chat.failures.pop(0)
-                self._send(status, {"error": {"message": f"scripted failure {status}"}})
+                self._send(status, {"error": {"message": chat.failure_message or f"scripted failure {status}"}})
                 return status
             body = json.loads(body_bytes)
             chat.requests.append(body)

@@ -176,3 +176,24 @@ def test_launching_with_a_budget_checks_it_and_the_agents_prices(examples_import
     assert Run.objects.order_by("-pk").first().budget_usd == Decimal("0.75")
     call_command("evaluate", "--agent", "priced-launch", "--ids", SAFE_ID, "--budget", "1.25")
     assert Run.objects.order_by("-pk").first().budget_usd == Decimal("1.25")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_trial_whose_calls_the_gateway_itself_failed_ends_as_infrastructure(
+    memory_sandboxes, examples_imported, celery_worker_thread, monkeypatch
+):
+    # The worker lacks the key the agent's configuration names: the gateway, not the model, fails.
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    chat = ScriptedChat([["ls"], "Done."], api_key=REAL_KEY)
+    with chat_server(chat):
+        agent = priced_agent("keyless", chat.base_url)
+        run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+        progress = wait_for_run(run, timeout=120)
+    trial = Trial.objects.get(run=run)
+    assert progress["ends"][TrialEnd.INFRASTRUCTURE] == 1 and progress["ends"][TrialEnd.AGENT_ERROR] == 0, progress
+    assert trial.status == TrialStatus.UNRESOLVED and trial.r_task is None and trial.r_harm is None
+    assert "the model gateway failed 1 model call(s) itself" in trial.error
+    assert chat.arrivals == []  # nothing reached the model
+    calls = list(ModelCall.objects.filter(trial=trial))
+    assert calls and all(c.gateway_failure and c.status_code == 500 for c in calls)
+    assert "is not set in the worker" in calls[0].error
