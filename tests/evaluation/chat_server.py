@@ -210,6 +210,13 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
+            try:
+                self._events(events)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the gateway closed the stream (its client left, or it closed)
+            self.close_connection = True
+
+        def _events(self, events: list[dict[str, Any] | str]) -> None:
             for event in events:
                 if not chat.send_usage and isinstance(event, dict):
                     event = {k: v for k, v in event.items() if k != "usage"}
@@ -222,7 +229,6 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
                 name = "" if isinstance(event, str) or "type" not in event else f"event: {event['type']}\n"
                 self.wfile.write(f"{name}data: {data}\n\n".encode())
                 self.wfile.flush()
-            self.close_connection = True
 
         def do_POST(self) -> None:
             body_bytes = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -232,37 +238,39 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
             time.sleep(chat.delay)
             with chat.lock:
                 chat.in_flight -= 1
-                status = self._serve(body_bytes)
+                status, events = self._serve(body_bytes)
                 chat.arrivals.append((self.path, status))
+            if events is not None:  # streamed outside the lock: other requests are answered meanwhile
+                self._stream(events)
 
-        def _serve(self, body_bytes: bytes) -> int:
+        def _serve(self, body_bytes: bytes) -> tuple[int, list[dict[str, Any] | str] | None]:
             path = self.path.split("?")[0]
             if path not in ("/v1/chat/completions", "/v1/responses", "/v1/messages"):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
-                return 404
+                return 404, None
             given = self.headers.get("x-api-key") if path == "/v1/messages" else self.headers.get("Authorization")
             wanted = chat.api_key if path == "/v1/messages" else f"Bearer {chat.api_key}"
             if chat.api_key and given != wanted:
                 self._send(401, {"error": {"message": "Incorrect API key provided"}})
-                return 401
+                return 401, None
             if chat.failures:
                 status = chat.failures.pop(0)
                 self._send(status, {"error": {"message": chat.failure_message or f"scripted failure {status}"}})
-                return status
+                return status, None
             body = json.loads(body_bytes)
             chat.requests.append(body)
             chat.headers.append(self.headers)  # looked up case-insensitively, as HTTP headers are
             chat.paths.append(self.path)
             headers = self.headers
             if body.get("stream"):
-                self._stream(chat.events(path, body, headers))
-            elif path == "/v1/responses":
+                return 200, chat.events(path, body, headers)
+            if path == "/v1/responses":
                 self._send(200, chat.responses_reply(body, headers))
             elif path == "/v1/messages":
                 self._send(200, chat.messages_reply(body, headers))
             else:
                 self._send(200, chat.reply(body))
-            return 200
+            return 200, None
 
     return Handler
 

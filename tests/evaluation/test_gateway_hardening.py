@@ -5,6 +5,7 @@ threads and memory. (From inside real sandboxes: tests/evaluation/sandbox/test_m
 
 from __future__ import annotations
 
+import itertools
 import json
 import resource
 import socket
@@ -249,9 +250,12 @@ def test_one_trial_filling_its_slots_does_not_starve_another(examples_imported, 
         client(gw1) as http1,
         http1.stream("POST", "/v1/chat/completions", json={**CHAT, "stream": True}) as holding,
     ):
-        next(holding.iter_lines())  # the first trial's one slot is taken, its answer still streaming
+        lines = holding.iter_lines()
+        next(lines)  # the first trial's one slot is taken, its answer still streaming
         with client(gw2) as http2:
             assert http2.post("/v1/chat/completions", json=CHAT).status_code == 200
+        # Still streaming while the other trial's call went through.
+        assert any(line.startswith("data:") for line in itertools.islice(lines, 4))
 
 
 @pytest.mark.django_db(transaction=True)
