@@ -385,8 +385,9 @@ class ModelCall(models.Model):
     """One model call a trial's agent made through the model gateway, as the upstream answered it.
 
     Written once when the answer has been passed on (for a streamed answer, when the stream ended).
-    Calls the gateway refused (another route, another host, a spent budget) never reached a model
-    and are not recorded here. `retries` counts the upstream attempts after the first (429, 5xx,
+    Calls the gateway refused for the request itself (another route, another host, a bad body) or
+    for a spent budget never reached a model and are not recorded here; those it refused or failed
+    by its own doing (its limits, its key, its own error) are, with `gateway_failure`. `retries` counts the upstream attempts after the first (429, 5xx,
     unreachable); `cost_usd` is empty when the agent's price table has no entry for the model.
     """
 

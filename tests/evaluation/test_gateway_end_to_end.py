@@ -180,7 +180,7 @@ def test_launching_with_a_budget_checks_it_and_the_agents_prices(examples_import
 
 @pytest.mark.django_db(transaction=True)
 def test_a_trial_whose_calls_the_gateway_itself_failed_ends_as_infrastructure(
-    memory_sandboxes, examples_imported, celery_worker_thread, monkeypatch
+    memory_sandboxes, examples_imported, celery_worker_thread, monkeypatch, admin_user
 ):
     # The worker lacks the key the agent's configuration names: the gateway, not the model, fails.
     monkeypatch.delenv(KEY_ENV, raising=False)
@@ -197,3 +197,4 @@ def test_a_trial_whose_calls_the_gateway_itself_failed_ends_as_infrastructure(
     calls = list(ModelCall.objects.filter(trial=trial))
     assert calls and all(c.gateway_failure and c.status_code == 500 for c in calls)
     assert "is not set in the worker" in calls[0].error
+    assert "the gateway's own failure:" in page(admin_user, f"/evaluation/trials/{trial.pk}/")

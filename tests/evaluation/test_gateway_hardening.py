@@ -179,7 +179,9 @@ def test_sixty_parallel_slow_calls_hold_a_small_fixed_number_of_database_connect
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_abandoned_stream_and_a_usage_less_answer_count_against_the_budget(examples_imported, monkeypatch):
+def test_an_abandoned_stream_and_a_usage_less_answer_count_against_the_budget(
+    examples_imported, monkeypatch, admin_client
+):
     monkeypatch.setenv(KEY_ENV, REAL_KEY)
     trial = make_trial("gw-uncounted", budget="0.0005")
     long_answer = "a long streamed answer " * 100
@@ -205,6 +207,8 @@ def test_an_abandoned_stream_and_a_usage_less_answer_count_against_the_budget(ex
         assert refused.status_code == 429 and refused.json()["error"]["type"] == "budget_exhausted"
     calls = list(ModelCall.objects.filter(trial=trial).order_by("pk"))
     assert [(c.streamed, c.usage_estimated) for c in calls] == [(True, True), (False, True)]
+    page = admin_client.get(f"/evaluation/trials/{trial.pk}/").content.decode()
+    assert page.count('data-testid="usage-estimated"') == 2  # the trial page says which figures are estimates
     # A whole answer's output: its characters at four a token.
     assert calls[1].output_tokens >= len(long_answer) // 4
     assert sum(c.cost_usd for c in calls) >= Decimal("0.0005") and len(chat.requests) == 2
