@@ -29,6 +29,8 @@ def gateway_for_trial(
     the trial, and refuses calls once the trial's run has spent (or holds) its budget."""
     run_id, budget, attempts = selectors.trial_budget(trial_id)
     ledger = RunLedger(run_id=run_id, trial_id=trial_id, attempt=attempt or max(attempts, 1), budget_usd=budget)
+    if budget is not None:
+        ledger.release_all()  # holds an earlier attempt left when its worker died
     gateway = Gateway(endpoint, trial_id=trial_id, ledger=ledger)
     if socket_dir is None and settings.VERIHARM_GATEWAY_SOCKET_DIR:
         # A worker in a container shares this directory with the Docker engine's host, at the same path.

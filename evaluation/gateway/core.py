@@ -430,9 +430,14 @@ class Gateway:
                 break
             handed_over = False
             try:
+                if call.aborted:  # the gateway closed while this call waited: never forwarded, not recorded
+                    call.status = -1
+                    return _error(api, 503, "api_error", "the trial's model gateway closed: its agent's command ended")
                 if call.reservation is None and self.ledger is not None and self.budgeted:
                     try:
-                        call.reservation = self.ledger.reserve(self._estimate(call), call.timeout + 60.0)
+                        # The hold lapses by itself only if this worker dies mid-call (the trial's next
+                        # attempt gives back the holds of its earlier ones at once).
+                        call.reservation = self.ledger.reserve(self._estimate(call), call.timeout + 3600.0)
                     except BudgetSpent as exc:
                         call.status = -1  # refused before it was forwarded: nothing to record
                         with self._lock:
