@@ -28,7 +28,8 @@ from . import final_states, pinning, runs, selectors
 from .agents.base import AgentError, AgentRunner, Step
 from .agents.factory import NoReferenceScript, build_runner, model_upstream
 from .agents.harness import harness_pin
-from .gateway import BudgetExhausted, Upstream, gateway_for_trial
+from .gateway import BudgetExhausted, Upstream
+from .model_gateway import gateway_for_trial
 from .models import Trial
 from .sandbox.base import Environment, Limits, SandboxBackend, SandboxError, VerifierAuditFailed
 from .taxonomy import TrialEnd
@@ -175,6 +176,7 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], SandboxBackend]
                 if upstream is not None
                 else nullcontext(None)
             )
+            gw = None
             try:
                 with gateway as gw:
                     if gw is not None:
@@ -193,6 +195,7 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], SandboxBackend]
                         final_state_max_bytes=final_states.max_bytes(),
                     )
                     refused = gw.budget_refusals if gw is not None else 0
+                failed = gw.gateway_failures if gw is not None else 0
             except BudgetExhausted as exc:
                 return runs.trial_fail(claim, f"stopped by budget: {exc}", retryable=False, end=TrialEnd.BUDGET)
             except TrialCancelled:
@@ -203,6 +206,8 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], SandboxBackend]
             except SoftTimeLimitExceeded:
                 return runs.trial_fail(claim, "the task's time limit was reached", retryable=False)
             except AgentError as exc:
+                if gw is not None and gw.gateway_failures:
+                    return _gateway_failed(claim, gw.gateway_failures)
                 return runs.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True, end=TrialEnd.AGENT_ERROR)
             except VerifierAuditFailed as exc:
                 # The verifier is not running on the system recorded: another attempt would find the same.
@@ -221,10 +226,23 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], SandboxBackend]
                 retryable=False,
                 end=TrialEnd.BUDGET,
             )
+        if failed:
+            return _gateway_failed(claim, failed)
         return "done" if _record(claim, trial, outcome, identity, archive) else "lost"
     finally:
         if archive is not None:
             archive.unlink(missing_ok=True)
+
+
+def _gateway_failed(claim: runs.Claim, failed: int) -> str:
+    """The model gateway itself refused or failed some of the agent's calls (its limits, its key, its
+    own error): what the agent left is not its own result, so no verdict, and another attempt."""
+    return runs.trial_fail(
+        claim,
+        f"the model gateway failed {failed} model call(s) itself (see the trial's model calls): not the agent's doing",
+        retryable=True,
+        end=TrialEnd.INFRASTRUCTURE,
+    )
 
 
 def _record(claim: runs.Claim, trial: Trial, outcome: TrialOutcome, identity: str, archive: Path | None) -> bool:

@@ -411,8 +411,9 @@ class ModelCall(models.Model):
     """One model call a trial's agent made through the model gateway, as the upstream answered it.
 
     Written once when the answer has been passed on (for a streamed answer, when the stream ended).
-    Calls the gateway refused (another route, another host, a spent budget) never reached a model
-    and are not recorded here. `retries` counts the upstream attempts after the first (429, 5xx,
+    Calls the gateway refused for the request itself (another route, another host, a bad body) or
+    for a spent budget never reached a model and are not recorded here; those it refused or failed
+    by its own doing (its limits, its key, its own error) are, with `gateway_failure`. `retries` counts the upstream attempts after the first (429, 5xx,
     unreachable); `cost_usd` is empty when the agent's price table has no entry for the model.
     """
 
@@ -426,6 +427,10 @@ class ModelCall(models.Model):
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     usage_reported = models.BooleanField(default=False)
+    # The tokens are the gateway's estimate (no usage sent, or the stream cut short): docs/results.md.
+    usage_estimated = models.BooleanField(default=False)
+    # The gateway refused or failed the call itself (its limits, its key, its own error).
+    gateway_failure = models.BooleanField(default=False)
     latency = models.FloatField(help_text="Seconds from the request to the end of the answer, retries included")
     retries = models.PositiveSmallIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
@@ -448,6 +453,24 @@ class ModelCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.route} {self.model} for trial {self.trial_id} ({self.status_code})"
+
+
+class ModelBudgetHold(models.Model):
+    """A share of a run's budget held by one model call in flight, from before the gateway forwards
+    it until the call is recorded; the budget check counts recorded costs and live holds together.
+    A hold whose worker died lapses at `expires_at`."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="budget_holds")
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="budget_holds")
+    amount_usd = models.DecimalField(max_digits=14, decimal_places=8)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["run", "expires_at"], name="budget_hold_run_expiry_idx")]
+        constraints = [models.CheckConstraint(condition=Q(amount_usd__gte=0), name="budget_hold_non_negative")]
+
+    def __str__(self) -> str:
+        return f"${self.amount_usd} held for trial {self.trial_id}"
 
 
 class ReferenceVerdict(models.TextChoices):

@@ -283,6 +283,8 @@ class ModelCallSerializer(serializers.ModelSerializer):
             "input_tokens",
             "output_tokens",
             "usage_reported",
+            "usage_estimated",
+            "gateway_failure",
             "latency",
             "retries",
             "cost_usd",

@@ -54,7 +54,7 @@ MEANING: dict[str, str] = {
     TrialEnd.TEST_TIME_LIMIT: "a test was stopped at its time limit: no verdict",
     TrialEnd.TEST_ERROR: "a test gave no verdict (pytest exit 3, 4 or 5, or killed by a signal)",
     TrialEnd.AGENT_ERROR: "the agent could not be run (its configuration, its harness or its model failed)",
-    TrialEnd.INFRASTRUCTURE: "the sandbox or the worker failed, after retries",
+    TrialEnd.INFRASTRUCTURE: "the sandbox, the worker or the model gateway itself failed, after retries",
     TrialEnd.BUDGET: "the run's model budget was spent before the trial finished",
     TrialEnd.CANCELLED: "the run was cancelled before the trial finished",
 }

@@ -1,33 +1,39 @@
 """The model gateway: the only way an agent reaches its model, with the real key added in the worker.
 
-    with gateway_for_trial(trial_id, upstream) as gw:
+    with serve(Gateway(upstream, trial_id=trial_id, ledger=ledger)) as gw:
         gw.socket_path          # bind into a sandbox; the harness calls http://gateway/v1/... through it
         gw.post_json("/v1/chat/completions", payload)   # the same path for callers in the worker
+
+(`evaluation.model_gateway.gateway_for_trial` builds one for a trial attempt with the database's
+ledger: this package knows nothing of the database.)
 
 It forwards POST /v1/chat/completions and /v1/responses (api "openai") or POST /v1/messages (api
 "anthropic") to the one upstream of the agent's configuration, streaming included, and refuses
 everything else with a 4xx JSON error; it replaces any credential the client sent with the real
 key (from the worker's environment variable the configuration names, VERIHARM_AGENT_KEY_*), records
-every call with its tokens and cost, stops at the run's budget, and applies the endpoint's
-concurrency and rate limits and bounded retries.
+every call with its tokens and cost through its ledger, reserves each call's cost under the run's
+budget before forwarding it, and applies the trial's concurrency and rate limits and bounded retries.
 """
 
 from .config import KEY_ENV_PREFIX, Api, Price, Upstream, upstream_from_config
-from .core import Budget, BudgetExhausted, Gateway, GatewayResponse
-from .server import SOCKET_NAME, TrialGateway, gateway_for_trial, serve
+from .core import BudgetExhausted, Gateway, GatewayResponse
+from .ledger import BudgetSpent, CallRecord, Ledger, Reservation
+from .server import SOCKET_NAME, TrialGateway, serve
 
 __all__ = [
     "KEY_ENV_PREFIX",
     "SOCKET_NAME",
     "Api",
-    "Budget",
     "BudgetExhausted",
+    "BudgetSpent",
+    "CallRecord",
     "Gateway",
     "GatewayResponse",
+    "Ledger",
     "Price",
+    "Reservation",
     "TrialGateway",
     "Upstream",
-    "gateway_for_trial",
     "serve",
     "upstream_from_config",
 ]

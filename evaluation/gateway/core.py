@@ -26,12 +26,12 @@ import httpx
 from django.conf import settings
 
 from .config import ROUTE_NAMES, ROUTES, Api, KeyMissing, Upstream
-from .limits import LimitTimeout, limiter_for
-from .usage import StreamUsage, Usage, from_body
+from .ledger import BudgetSpent, CallRecord, Ledger, Reservation
+from .limits import EndpointLimiter, LimitTimeout
+from .usage import StreamUsage, Usage, estimate_tokens, from_body
 
 logger = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 32 * 1024 * 1024
 # Names a client inside a sandbox may put in Host when it reaches the gateway through its socket.
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "gateway", "model-gateway", "veriharm-gateway"})
 # Request headers passed on; every other one (credentials, cookies, proxy and hop-by-hop headers,
@@ -47,9 +47,24 @@ FORWARDED_REQUEST_HEADERS = frozenset(
         "idempotency-key",
     }
 )
-# Response headers passed back; the body is re-framed by whoever sends it (length or chunks).
+# Response headers passed back, and only after the key is scrubbed from their values; the body is
+# re-framed by whoever sends it (length or chunks).
 FORWARDED_RESPONSE_HEADERS = frozenset({"content-type", "retry-after", "x-request-id", "request-id"})
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504, 520, 529})
+# The output limit fields of the three APIs, read for a call's budget estimate.
+OUTPUT_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+KEY_REMOVED = "[key removed by the gateway]"
+ERROR_EXCERPT = 300
+
+
+def max_body_bytes() -> int:
+    return int(settings.VERIHARM_GATEWAY_MAX_BODY_BYTES)
+
+
+def _printable(value: str, *, space: bool) -> bool:
+    """Only what an HTTP client can send unchanged: visible ASCII (and space, tab in header values)."""
+    low = 0x20 if space else 0x21
+    return all(low <= ord(c) <= 0x7E or (space and c == "\t") for c in value)
 
 
 class BudgetExhausted(Exception):
@@ -73,14 +88,6 @@ class GatewayResponse:
         close = getattr(self.stream, "close", None)
         if close is not None:
             close()
-
-
-@dataclass(frozen=True)
-class Budget:
-    """The run a gateway's trial belongs to and the budget it was launched with (None: no budget)."""
-
-    run_id: int
-    budget_usd: Decimal | None
 
 
 def _error(api: str, status: int, kind: str, message: str, **extra_headers: str) -> GatewayResponse:
@@ -118,7 +125,12 @@ class KeyScrubber:
 
 
 def scrub(data: bytes, key: bytes) -> bytes:
-    return data.replace(key, b"[key removed by the gateway]") if key else data
+    return data.replace(key, KEY_REMOVED.encode()) if key else data
+
+
+def excerpt(data: bytes, key: bytes) -> str:
+    """The start of an error body for the record: scrubbed whole first, so no cut can leave part of the key."""
+    return scrub(data, key).decode("utf-8", "replace")[:ERROR_EXCERPT]
 
 
 def backoff_delay(retry: int, retry_after: str | None) -> float:
@@ -133,7 +145,7 @@ def backoff_delay(retry: int, retry_after: str | None) -> float:
     return min(base * (0.5 + random.random() / 2), cap)
 
 
-@dataclass
+@dataclass(eq=False)  # each call is its own, in the set of calls in flight
 class _Call:
     """What the gateway learns of one call while handling it, recorded at its end."""
 
@@ -142,31 +154,41 @@ class _Call:
     streamed: bool
     started: float
     timeout: float
+    # What the budget estimate and a usage estimate start from.
+    request_bytes: int = 0
+    output_bound: int = 0
     retries: int = 0
     status: int = 0
     usage: Usage = field(default_factory=Usage)
+    # Characters of answer text passed on: a usage estimate's output when the upstream sent none.
+    answer_chars: int = 0
     error: str = ""
+    gateway_failure: bool = False
+    # The gateway closed while the call was in flight (the agent's command ended).
+    aborted: bool = False
+    response: httpx.Response | None = None
+    reservation: Reservation | None = None
+    recorded: bool = False
 
 
 class Gateway:
-    """Forwards the routes of one upstream's API for one trial attempt (or, without a trial, for a
-    caller that needs no accounting, such as a harness tried out on its own)."""
+    """Forwards the routes of one upstream's API for one trial attempt (or, without a ledger, for a
+    caller that needs no accounting, such as a harness tried out on its own).
+
+    Its concurrency and rate limits are its own: one trial's calls never wait for another's."""
 
     def __init__(
         self,
         upstream: Upstream,
         *,
         trial_id: int | None = None,
-        attempt: int | None = None,
-        budget: Budget | None = None,
+        ledger: Ledger | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.upstream = upstream
         self.trial_id = trial_id
-        self.attempt = attempt
-        self.budget = budget
-        self.limiter = limiter_for(
-            upstream.key,
+        self.ledger = ledger
+        self.limiter = EndpointLimiter(
             upstream.max_concurrency or settings.VERIHARM_GATEWAY_MAX_CONCURRENCY,
             upstream.requests_per_minute or settings.VERIHARM_GATEWAY_REQUESTS_PER_MINUTE,
         )
@@ -182,11 +204,43 @@ class Gateway:
             timeout=httpx.Timeout(upstream.request_timeout, connect=10.0),
         )
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._in_flight: set[_Call] = set()
+        self._closing = False
         self.budget_refusals = 0
+        # Calls the gateway itself refused or failed (its limits, its key, its own error).
+        self.gateway_failures = 0
         self.calls = 0
 
+    @property
+    def budgeted(self) -> bool:
+        return self.ledger is not None and self.ledger.budget_usd is not None
+
     def close(self) -> None:
-        self.client.close()
+        """Finish every call still in flight with what it has streamed, record it, then close."""
+        self.drain(float(settings.VERIHARM_GATEWAY_DRAIN_SECONDS))
+        try:
+            if self.ledger is not None and self.budgeted:
+                self.ledger.release_all()
+        finally:
+            self.client.close()
+
+    def drain(self, timeout: float) -> None:
+        with self._lock:
+            self._closing = True
+            calls = list(self._in_flight)
+        for call in calls:
+            call.aborted = True
+            if call.response is not None:
+                # Another thread reads it: closing breaks its read, and that thread records the call.
+                try:
+                    call.response.close()
+                except Exception:  # a half-read response may already be closed or in use
+                    logger.debug("gateway: closing an upstream response on drain", exc_info=True)
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._in_flight and time.monotonic() < deadline:
+                self._idle.wait(max(deadline - time.monotonic(), 0.01))
 
     # --- checks --------------------------------------------------------------------------------
 
@@ -206,6 +260,14 @@ class Gateway:
             return _error(api, 404, "not_found_error", f"the gateway serves only {served}, not {path[:200]!r}")
         if method != "POST":
             return _error(api, 405, "invalid_request_error", f"{path} takes POST only, not {method[:20]}", allow="POST")
+        if not _printable(target, space=False):
+            return _error(
+                api,
+                400,
+                "invalid_request_error",
+                f"the request target {target[:200]!r} holds a control byte or a character outside ASCII "
+                "(percent-encode it)",
+            )
         host = headers.get("host", "")
         if host:
             name = urlsplit(f"//{host}").hostname or ""
@@ -218,13 +280,26 @@ class Gateway:
                 )
         return None
 
-    def _budget_refusal(self, model: str) -> GatewayResponse | None:
-        if self.budget is None or self.budget.budget_usd is None:
-            return None
-        from evaluation import selectors
-
+    def _refuse_payload(self, payload: dict[str, Any]) -> GatewayResponse | None:
         api = self.upstream.api
-        if self.upstream.price_of(model) is None:
+        model = payload.get("model")
+        if not isinstance(model, str) or not model:
+            return _error(api, 400, "invalid_request_error", "the request names no model")
+        stream = payload.get("stream")
+        if stream is not None and not isinstance(stream, bool):
+            # The upstreams' parsers differ on "true", 1 and the like; the gateway must read it as the
+            # upstream does to count the call, so only JSON true and false are accepted.
+            return _error(
+                api,
+                400,
+                "invalid_request_error",
+                f"stream must be true or false, not {json.dumps(stream)[:50]}",
+            )
+        for name in OUTPUT_LIMIT_FIELDS:
+            value = payload.get(name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                return _error(api, 400, "invalid_request_error", f"{name} must be a whole number of tokens")
+        if self.budgeted and self.upstream.price_of(model) is None:
             return _error(
                 api,
                 403,
@@ -232,18 +307,12 @@ class Gateway:
                 f"the run has a budget but the agent's price table has no entry for model {model!r}: "
                 "its calls could not be counted against the budget",
             )
-        spent = selectors.run_model_cost(self.budget.run_id)
-        if spent >= self.budget.budget_usd:
-            with self._lock:
-                self.budget_refusals += 1
-            return _error(
-                api,
-                429,
-                "budget_exhausted",
-                f"the run's model budget of ${self.budget.budget_usd} is spent (${spent:.4f} recorded): "
-                "the gateway accepts no more model calls for this run",
-            )
         return None
+
+    def _output_bound(self, payload: dict[str, Any]) -> int:
+        """The most output tokens the call can cost: its own limit, else the per-call ceiling."""
+        limits = [payload[name] for name in OUTPUT_LIMIT_FIELDS if isinstance(payload.get(name), int)]
+        return min(limits) if limits else int(settings.VERIHARM_GATEWAY_CALL_OUTPUT_TOKENS)
 
     # --- the one path ----------------------------------------------------------------------------
 
@@ -257,32 +326,54 @@ class Gateway:
         if refused is not None:
             return refused
         api = self.upstream.api
-        if len(body) > MAX_BODY_BYTES:
-            return _error(api, 413, "invalid_request_error", f"the request body is over {MAX_BODY_BYTES} bytes")
+        limit_bytes = max_body_bytes()
+        if len(body) > limit_bytes:
+            return _error(api, 413, "invalid_request_error", f"the request body is over {limit_bytes} bytes")
         try:
             payload = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             payload = None
         if not isinstance(payload, dict):
             return _error(api, 400, "invalid_request_error", "the request body must be a JSON object")
-        model = payload.get("model")
-        if not isinstance(model, str) or not model:
-            return _error(api, 400, "invalid_request_error", "the request names no model")
-        refused = self._budget_refusal(model)
+        refused = self._refuse_payload(payload)
         if refused is not None:
             return refused
+        forwarded = {k: v for k, v in headers.items() if k in FORWARDED_REQUEST_HEADERS}
+        for name, value in forwarded.items():
+            if not _printable(value, space=True):
+                return _error(
+                    api,
+                    400,
+                    "invalid_request_error",
+                    f"the {name} header holds a control byte or a character outside ASCII",
+                )
+        model = payload["model"]
         path = urlsplit(target).path
         streamed = payload.get("stream") is True
         if streamed and path == "/v1/chat/completions":
             # Chat completions report usage in a stream only when asked: the gateway asks, so that
             # streamed calls are counted too (clients ignore the extra last chunk without choices).
-            payload["stream_options"] = {**(payload.get("stream_options") or {}), "include_usage": True}
+            options = payload.get("stream_options")
+            payload["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
             body = json.dumps(payload).encode()
+        call = _Call(
+            route=ROUTE_NAMES[path],
+            model=model[:200],
+            streamed=streamed,
+            started=time.monotonic(),
+            timeout=self.upstream.request_timeout if timeout is None else min(timeout, self.upstream.request_timeout),
+            request_bytes=len(body),
+            output_bound=self._output_bound(payload),
+        )
         try:
             key = self.upstream.api_key()
         except KeyMissing as exc:
-            return _error(api, 500, "api_error", f"the gateway cannot authenticate upstream: {exc}")
-        forwarded = {k: v for k, v in headers.items() if k in FORWARDED_REQUEST_HEADERS}
+            call.status, call.gateway_failure = 500, True
+            call.error = f"the gateway cannot authenticate upstream: {exc}"
+            with self._lock:
+                self.gateway_failures += 1
+            self._record(call)
+            return _error(api, 500, "api_error", call.error)
         forwarded["content-type"] = "application/json"
         if api == Api.ANTHROPIC:
             forwarded.setdefault("anthropic-version", "2023-06-01")
@@ -292,11 +383,33 @@ class Gateway:
             forwarded["authorization"] = f"Bearer {key}"
         query = urlsplit(target).query
         url = self.upstream.upstream_url(path) + (f"?{query}" if query else "")
-        limit = self.upstream.request_timeout if timeout is None else min(timeout, self.upstream.request_timeout)
-        call = _Call(
-            route=ROUTE_NAMES[path], model=model[:200], streamed=streamed, started=time.monotonic(), timeout=limit
-        )
-        return self._forward(call, url, forwarded, body, KeyScrubber(key))
+        with self._lock:
+            if self._closing:
+                closing = True
+            else:
+                closing = False
+                self._in_flight.add(call)
+        if closing:
+            return _error(api, 503, "api_error", "the trial's model gateway is closing: its agent's command has ended")
+        handed_over = False
+        try:
+            response = self._forward(call, url, forwarded, body, KeyScrubber(key))
+            handed_over = response.stream is not None
+            return response
+        except Exception as exc:
+            # A bug or the database: recorded as the gateway's own failure, then the server answers 502.
+            call.status, call.gateway_failure = 502, True
+            call.error = f"the gateway failed on this request: {type(exc).__name__}"
+            raise
+        finally:
+            if not handed_over:
+                self._record(call)
+
+    def _estimate(self, call: _Call) -> Decimal:
+        """The most a call can cost: every request byte a token (no tokenizer packs fewer than one
+        byte into a token) and its output bound."""
+        price = self.upstream.price_of(call.model)
+        return Decimal(0) if price is None else price.cost(call.request_bytes, call.output_bound)
 
     def _forward(
         self, call: _Call, url: str, headers: dict[str, str], body: bytes, scrubber: KeyScrubber
@@ -308,45 +421,78 @@ class Gateway:
             try:
                 self.limiter.acquire(deadline)
             except LimitTimeout as exc:
-                if call.retries == 0:  # never sent: no model call to record
-                    return _error(api, 429, "rate_limit_error", f"the gateway's limits for this endpoint: {exc}")
+                if call.retries == 0:  # never sent: the gateway's own refusal
+                    call.status, call.gateway_failure = 429, True
+                    call.error = f"the gateway's limits for this trial: {exc}"
+                    with self._lock:
+                        self.gateway_failures += 1
+                    return _error(api, 429, "rate_limit_error", call.error)
                 break
-            response = None
+            handed_over = False
             try:
-                left = max(deadline - time.monotonic(), 0.1)
-                request = self.client.build_request(
-                    "POST", url, headers=headers, content=body, timeout=httpx.Timeout(left, connect=min(10.0, left))
-                )
-                response = self.client.send(request, stream=True)
-            except httpx.TimeoutException as exc:
-                call.status, call.error = 504, f"the upstream did not answer in time: {exc}"
-            except httpx.HTTPError as exc:
-                call.status, call.error = 502, f"the upstream could not be reached: {type(exc).__name__}: {exc}"
-            if response is not None and response.status_code not in RETRIED_STATUSES:
-                return self._answer(call, response, scrubber)  # releases the slot when read
-            retry_after = None
-            if response is not None:
+                if call.aborted:  # the gateway closed while this call waited: never forwarded, not recorded
+                    call.status = -1
+                    return _error(api, 503, "api_error", "the trial's model gateway closed: its agent's command ended")
+                if call.reservation is None and self.ledger is not None and self.budgeted:
+                    try:
+                        # The hold lapses by itself only if this worker dies mid-call (the trial's next
+                        # attempt gives back the holds of its earlier ones at once).
+                        call.reservation = self.ledger.reserve(self._estimate(call), call.timeout + 3600.0)
+                    except BudgetSpent as exc:
+                        call.status = -1  # refused before it was forwarded: nothing to record
+                        with self._lock:
+                            self.budget_refusals += 1
+                        return _error(
+                            api,
+                            429,
+                            "budget_exhausted",
+                            f"the run's model budget of ${exc.budget_usd} is spent (${exc.committed_usd:.4f} "
+                            "recorded or held by calls in flight): the gateway accepts no more model calls for "
+                            "this run",
+                        )
+                response = None
                 try:
-                    response.read()
-                except httpx.HTTPError:
-                    pass
-                finally:
-                    response.close()
-                call.status, retry_after = response.status_code, response.headers.get("retry-after")
-                call.error = f"HTTP {response.status_code}: " + scrub(response.content[:300], scrubber.key).decode(
-                    "utf-8", "replace"
-                )
-            last = response
-            self.limiter.release()
+                    left = max(deadline - time.monotonic(), 0.1)
+                    request = self.client.build_request(
+                        "POST",
+                        url,
+                        headers=headers,
+                        content=body,
+                        timeout=httpx.Timeout(left, connect=min(10.0, left)),
+                    )
+                    response = call.response = self.client.send(request, stream=True)
+                except httpx.TimeoutException as exc:
+                    call.status, call.error = 504, f"the upstream did not answer in time: {exc}"
+                except httpx.HTTPError as exc:
+                    call.status, call.error = 502, f"the upstream could not be reached: {type(exc).__name__}: {exc}"
+                if response is not None and response.status_code not in RETRIED_STATUSES:
+                    answer = self._answer(call, response, scrubber)
+                    handed_over = answer.stream is not None  # the relay frees the slot at its end
+                    return answer
+                retry_after = None
+                if response is not None:
+                    try:
+                        response.read()
+                    except httpx.HTTPError:
+                        pass
+                    finally:
+                        response.close()
+                    call.status, retry_after = response.status_code, response.headers.get("retry-after")
+                    call.error = f"HTTP {response.status_code}: " + excerpt(response.content, scrubber.key)
+                last = response
+            finally:
+                if not handed_over:
+                    self.limiter.release()
             delay = backoff_delay(call.retries, retry_after)
-            if call.retries >= self.max_retries or time.monotonic() + delay >= deadline:
+            if call.aborted or call.retries >= self.max_retries or time.monotonic() + delay >= deadline:
                 break
             call.retries += 1
             time.sleep(delay)
-        self._record(call)
         if last is not None and last.status_code == call.status:
             # The upstream's own final answer (e.g. its 429 with Retry-After) goes back as it was.
-            return GatewayResponse(last.status_code, self._headers(last), scrub(last.content, scrubber.key))
+            return GatewayResponse(
+                last.status_code, self._headers(last, scrubber.key), scrub(last.content, scrubber.key)
+            )
         return _error(
             api,
             call.status or 502,
@@ -355,60 +501,73 @@ class Gateway:
         )
 
     @staticmethod
-    def _headers(response: httpx.Response) -> list[tuple[str, str]]:
-        return [(k, v) for k, v in response.headers.items() if k.lower() in FORWARDED_RESPONSE_HEADERS]
+    def _headers(response: httpx.Response, key: bytes) -> list[tuple[str, str]]:
+        text = key.decode("latin-1")
+        return [
+            (name, value.replace(text, KEY_REMOVED) if text else value)
+            for name, value in response.headers.items()
+            if name.lower() in FORWARDED_RESPONSE_HEADERS
+        ]
 
     def _answer(self, call: _Call, response: httpx.Response, scrubber: KeyScrubber) -> GatewayResponse:
         call.status = response.status_code
-        headers = self._headers(response)
+        headers = self._headers(response, scrubber.key)
         if not response.headers.get("content-type", "").startswith("text/event-stream"):
+            content: bytes | None = None
             try:
                 content = response.read()
             except httpx.HTTPError as exc:
                 call.status, call.error = 502, f"the upstream's answer broke off: {exc}"
-                content = None
             finally:
                 response.close()
-            try:
-                if content is not None:
-                    call.usage = from_body(content)
-                    if response.status_code >= 400:
-                        call.error = scrub(content[:300], scrubber.key).decode("utf-8", "replace")
-                # Recorded before the answer leaves and before the slot is freed, so the next call's
-                # budget check counts this one.
-                self._record(call)
-            finally:
-                self.limiter.release()
             if content is None:
                 return _error(self.upstream.api, 502, "api_error", call.error)
+            call.usage = from_body(content)
+            call.answer_chars = len(content)
+            if response.status_code >= 400:
+                call.error = excerpt(content, scrubber.key)
+            # Recorded (by handle) before the answer leaves and before the slot is freed, so the next
+            # call's budget check counts this one.
             return GatewayResponse(response.status_code, headers, scrubber.feed(content) + scrubber.flush())
         call.streamed = True
         return GatewayResponse(response.status_code, headers, stream=_Relay(self, call, response, scrubber))
 
     def _record(self, call: _Call) -> None:
-        with self._lock:
-            self.calls += 1
-        if self.trial_id is None:
-            return
-        from evaluation import runs
-
-        price = self.upstream.price_of(call.model)
-        cost = None if price is None else price.cost(call.usage.input_tokens, call.usage.output_tokens)
-        runs.model_call_record(
-            trial_id=self.trial_id,
-            attempt=self.attempt or 1,
-            route=call.route,
-            model=call.model,
-            streamed=call.streamed,
-            status_code=call.status,
-            input_tokens=call.usage.input_tokens,
-            output_tokens=call.usage.output_tokens,
-            usage_reported=call.usage.reported,
-            latency=time.monotonic() - call.started,
-            retries=call.retries,
-            cost_usd=cost,
-            error=call.error,
-        )
+        """Record the call once, with its usage (estimated when the upstream gave none for an answer it
+        sent), and take it off the calls in flight, whatever happens to the record."""
+        try:
+            if call.recorded or call.status < 0:
+                return
+            call.recorded = True
+            with self._lock:
+                self.calls += 1
+            if self.ledger is None:
+                return
+            usage, estimated = finished_usage(call)
+            price = self.upstream.price_of(call.model)
+            cost = None if price is None else price.cost(usage.input_tokens, usage.output_tokens)
+            self.ledger.settle(
+                call.reservation,
+                CallRecord(
+                    route=call.route,
+                    model=call.model,
+                    streamed=call.streamed,
+                    status_code=min(max(call.status or 502, 100), 599),
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    usage_reported=usage.reported,
+                    usage_estimated=estimated,
+                    gateway_failure=call.gateway_failure,
+                    latency=time.monotonic() - call.started,
+                    retries=call.retries,
+                    cost_usd=cost,
+                    error=call.error,
+                ),
+            )
+        finally:
+            with self._idle:
+                self._in_flight.discard(call)
+                self._idle.notify_all()
 
     # --- in-process callers ------------------------------------------------------------------------
 
@@ -431,12 +590,37 @@ class Gateway:
             return response.status, content.decode("utf-8", "replace")
 
 
+def finished_usage(call: _Call) -> tuple[Usage, bool]:
+    """The call's tokens, and whether they are an estimate.
+
+    An answer the upstream sent (2xx) without its full usage, or cut short (the client left, the
+    agent's command ended), is estimated: input from the request's size, output from the answer
+    text passed on, at ESTIMATE_CHARS_PER_TOKEN; a whole answer lost when the gateway closed counts
+    its output bound. Refusals and upstream errors cost nothing."""
+    usage = call.usage
+    answered = 200 <= call.status < 300 or (call.aborted and call.response is not None)
+    if usage.complete or not answered:
+        return usage, False
+    output = estimate_tokens(call.answer_chars)
+    if call.aborted and not call.streamed:
+        output = call.output_bound
+    return (
+        Usage(
+            input_tokens=usage.input_tokens or estimate_tokens(call.request_bytes),
+            output_tokens=max(usage.output_tokens, output),
+            reported=usage.reported,
+            complete=False,
+        ),
+        True,
+    )
+
+
 class _Relay:
     """A streamed answer passed on as its events come, its usage counted on the way.
 
     The last piece is held back until the call is recorded, so a client that starts its next call
     on the end of this stream finds it counted. Closing it early (the client went away, or never
-    read it) still releases the endpoint's slot and records the call, once."""
+    read it) still releases the endpoint's slot and records the call, once, with what was streamed."""
 
     def __init__(self, gateway: Gateway, call: _Call, response: httpx.Response, scrubber: KeyScrubber) -> None:
         self.gateway = gateway
@@ -445,6 +629,7 @@ class _Relay:
         self.scrubber = scrubber
         self.reader = StreamUsage()
         self._finished = False
+        self._ended = False
         self._pieces = self._run()
 
     def __iter__(self) -> _Relay:
@@ -462,8 +647,12 @@ class _Relay:
                 if held:
                     yield held
                 held = out
-        except httpx.HTTPError as exc:
-            self.call.error = f"the upstream's stream broke off: {exc}"
+            self._ended = True
+        except Exception as exc:  # noqa: BLE001 - a broken or closed upstream stream, whatever raised
+            if self.call.aborted:
+                self.call.error = "the agent's command ended while the answer streamed: counted as far as it came"
+            else:
+                self.call.error = f"the upstream's stream broke off: {type(exc).__name__}: {exc}"
         finally:
             self._finish()
         tail = held + self.scrubber.flush()
@@ -475,13 +664,20 @@ class _Relay:
             return
         self._finished = True
         try:
-            self.response.close()
-            self.call.usage = self.reader.close()
-            self.gateway._record(self.call)
+            try:
+                self.response.close()
+            finally:
+                self.call.usage = self.reader.close()
+                self.call.answer_chars = self.reader.text_chars
+                if not self._ended and not self.call.error:
+                    self.call.error = "the client left before the stream ended: counted as far as it came"
+                self.gateway._record(self.call)
         finally:
             # Only once counted: a call waiting for this slot then sees this one in the budget.
             self.gateway.limiter.release()
 
     def close(self) -> None:
-        self._pieces.close()  # runs the finally of a stream being read
-        self._finish()  # and covers one never started
+        try:
+            self._pieces.close()  # runs the finally of a stream being read
+        finally:
+            self._finish()  # and covers one never started

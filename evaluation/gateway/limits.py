@@ -1,9 +1,9 @@
-"""Per-endpoint concurrency and rate limits, shared by every gateway of one worker process.
+"""The concurrency and rate limits of one trial attempt's gateway.
 
-A worker process runs one trial at a time per pool slot, but a harness may send several calls at
-once and several gateways may run in one process (threads); the limits sit in a process-wide
-registry keyed by the endpoint, so they hold across all of them. They do not reach across worker
-processes: size them per process (a deployment with N worker processes allows N times as much).
+Each gateway holds its own limiter, so a trial that fills its slots (or leaves a call hanging)
+slows only itself, never another trial of the same worker. The endpoint's own limits across
+trials are the upstream's to enforce (its 429s are retried with backoff): a worker running N
+trials at once may send N times a trial's concurrency.
 """
 
 from __future__ import annotations
@@ -60,17 +60,3 @@ class EndpointLimiter:
 
     def release(self) -> None:
         self._slots.release()
-
-
-_registry: dict[tuple[str, int, int], EndpointLimiter] = {}
-_registry_lock = threading.Lock()
-
-
-def limiter_for(endpoint: str, max_concurrency: int, requests_per_minute: int) -> EndpointLimiter:
-    """The process's limiter of one endpoint with these limits (agents with other limits get their own)."""
-    key = (endpoint, max_concurrency, requests_per_minute)
-    with _registry_lock:
-        limiter = _registry.get(key)
-        if limiter is None:
-            limiter = _registry[key] = EndpointLimiter(max_concurrency, requests_per_minute)
-        return limiter

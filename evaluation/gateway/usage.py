@@ -7,13 +7,24 @@ event's `response.usage`.
 Anthropic messages: `usage.input_tokens` (+ cache creation and cache reads, billed as input) /
 `output_tokens`; streamed, input in `message_start`'s `message.usage`, output in `message_delta`'s
 `usage` (a running total: the last one counts).
+
+`complete` says the answer carried its final usage; without it the gateway estimates the call
+(`estimate_tokens`, from what it passed on) and marks the record as estimated.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
+
+# The usual rule of thumb for English text and code with the OpenAI and Anthropic tokenizers.
+ESTIMATE_CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(chars: int) -> int:
+    return math.ceil(max(chars, 0) / ESTIMATE_CHARS_PER_TOKEN)
 
 
 @dataclass
@@ -22,6 +33,8 @@ class Usage:
     output_tokens: int = 0
     # Whether the answer said anything about usage at all (a call without it is recorded as such).
     reported: bool = False
+    # Whether it carried the final figures (a stream cut before its last usage event did not).
+    complete: bool = False
 
 
 def _int(value: Any) -> int:
@@ -52,7 +65,19 @@ def from_body(body: bytes) -> Usage:
         return usage
     if isinstance(payload, dict):
         _from_usage(payload.get("usage"), usage)
+        usage.complete = usage.reported
     return usage
+
+
+def _text_chars(value: Any) -> int:
+    """Characters of text in an event's delta (content, tool arguments, reasoning), at any depth."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(_text_chars(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_text_chars(v) for v in value)
+    return 0
 
 
 class StreamUsage:
@@ -60,6 +85,8 @@ class StreamUsage:
 
     def __init__(self) -> None:
         self.usage = Usage()
+        # Characters of answer text seen in the events' deltas: the output estimate of a cut stream.
+        self.text_chars = 0
         self._buffer = b""
 
     def feed(self, chunk: bytes) -> None:
@@ -86,12 +113,19 @@ class StreamUsage:
             return
         if not isinstance(payload, dict):
             return
+        self.text_chars += _text_chars(payload.get("delta"))
+        for choice in payload.get("choices") or []:
+            if isinstance(choice, dict):
+                self.text_chars += _text_chars(choice.get("delta"))
         kind = payload.get("type")
         if kind == "message_start":  # Anthropic: input counted here, output so far
             _from_usage((payload.get("message") or {}).get("usage"), self.usage)
         elif kind == "message_delta":  # Anthropic: the running output total
             _from_usage(payload.get("usage"), self.usage)
+            self.usage.complete = self.usage.complete or isinstance(payload.get("usage"), dict)
         elif kind in ("response.completed", "response.incomplete", "response.failed"):  # OpenAI responses
             _from_usage((payload.get("response") or {}).get("usage"), self.usage)
+            self.usage.complete = self.usage.reported
         elif payload.get("usage"):  # OpenAI chat completions' last chunk
             _from_usage(payload["usage"], self.usage)
+            self.usage.complete = self.usage.reported

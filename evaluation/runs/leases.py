@@ -318,6 +318,8 @@ def model_call_record(
     retries: int,
     cost_usd: Decimal | None,
     error: str = "",
+    usage_estimated: bool = False,
+    gateway_failure: bool = False,
 ) -> ModelCall:
     """Record one model call the gateway passed on, once its answer has ended.
 
@@ -333,6 +335,8 @@ def model_call_record(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         usage_reported=usage_reported,
+        usage_estimated=usage_estimated,
+        gateway_failure=gateway_failure,
         latency=max(latency, 0.0),
         retries=retries,
         cost_usd=None if cost_usd is None else cost_usd.quantize(Decimal("0.00000001")),

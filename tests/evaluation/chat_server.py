@@ -40,6 +40,10 @@ class ScriptedChat:
         echo_credentials: bool = False,
         delay: float = 0.0,
         thought: str | None = None,
+        send_usage: bool = True,
+        echo_in_header: bool = False,
+        failure_message: str | None = None,
+        event_delay: float = 0.0,
     ) -> None:
         self.turns = list(turns)
         # Text sent beside tool calls (None: content null, as the bash-tool loop's models do).
@@ -49,6 +53,14 @@ class ScriptedChat:
         self.failures = list(failures or [])
         # Answer with the credentials received in the text, as a careless upstream's error might.
         self.echo_credentials = echo_credentials
+        # Put the Authorization received in x-request-id, as a careless upstream's tracing might.
+        self.echo_in_header = echo_in_header
+        # Answers without any usage (some compatible servers send none); streamed ones too.
+        self.send_usage = send_usage
+        # The text of the scripted failures' error message (default: "scripted failure <status>").
+        self.failure_message = failure_message
+        # Seconds between two streamed events.
+        self.event_delay = event_delay
         self.requests: list[dict[str, Any]] = []
         self.headers: list[Message] = []
         self.paths: list[str] = []
@@ -177,9 +189,16 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: Any) -> None:
             pass
 
+        def _echo(self) -> None:
+            if chat.echo_in_header:
+                self.send_header("x-request-id", f"req-1 {self.headers.get('Authorization', '')}")
+
         def _send(self, status: int, payload: dict[str, Any]) -> None:
+            if not chat.send_usage:
+                payload.pop("usage", None)
             data = json.dumps(payload).encode()
             self.send_response(status)
+            self._echo()
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -187,15 +206,29 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
 
         def _stream(self, events: list[dict[str, Any] | str]) -> None:
             self.send_response(200)
+            self._echo()
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
+            try:
+                self._events(events)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the gateway closed the stream (its client left, or it closed)
+            self.close_connection = True
+
+        def _events(self, events: list[dict[str, Any] | str]) -> None:
             for event in events:
+                if not chat.send_usage and isinstance(event, dict):
+                    event = {k: v for k, v in event.items() if k != "usage"}
+                    if isinstance(event.get("response"), dict):
+                        event["response"] = {k: v for k, v in event["response"].items() if k != "usage"}
+                    if isinstance(event.get("message"), dict):
+                        event["message"] = {k: v for k, v in event["message"].items() if k != "usage"}
+                time.sleep(chat.event_delay)
                 data = event if isinstance(event, str) else json.dumps(event)
                 name = "" if isinstance(event, str) or "type" not in event else f"event: {event['type']}\n"
                 self.wfile.write(f"{name}data: {data}\n\n".encode())
                 self.wfile.flush()
-            self.close_connection = True
 
         def do_POST(self) -> None:
             body_bytes = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -205,37 +238,39 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
             time.sleep(chat.delay)
             with chat.lock:
                 chat.in_flight -= 1
-                status = self._serve(body_bytes)
+                status, events = self._serve(body_bytes)
                 chat.arrivals.append((self.path, status))
+            if events is not None:  # streamed outside the lock: other requests are answered meanwhile
+                self._stream(events)
 
-        def _serve(self, body_bytes: bytes) -> int:
+        def _serve(self, body_bytes: bytes) -> tuple[int, list[dict[str, Any] | str] | None]:
             path = self.path.split("?")[0]
             if path not in ("/v1/chat/completions", "/v1/responses", "/v1/messages"):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
-                return 404
+                return 404, None
             given = self.headers.get("x-api-key") if path == "/v1/messages" else self.headers.get("Authorization")
             wanted = chat.api_key if path == "/v1/messages" else f"Bearer {chat.api_key}"
             if chat.api_key and given != wanted:
                 self._send(401, {"error": {"message": "Incorrect API key provided"}})
-                return 401
+                return 401, None
             if chat.failures:
                 status = chat.failures.pop(0)
-                self._send(status, {"error": {"message": f"scripted failure {status}"}})
-                return status
+                self._send(status, {"error": {"message": chat.failure_message or f"scripted failure {status}"}})
+                return status, None
             body = json.loads(body_bytes)
             chat.requests.append(body)
             chat.headers.append(self.headers)  # looked up case-insensitively, as HTTP headers are
             chat.paths.append(self.path)
             headers = self.headers
             if body.get("stream"):
-                self._stream(chat.events(path, body, headers))
-            elif path == "/v1/responses":
+                return 200, chat.events(path, body, headers)
+            if path == "/v1/responses":
                 self._send(200, chat.responses_reply(body, headers))
             elif path == "/v1/messages":
                 self._send(200, chat.messages_reply(body, headers))
             else:
                 self._send(200, chat.reply(body))
-            return 200
+            return 200, None
 
     return Handler
 

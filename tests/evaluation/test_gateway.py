@@ -15,7 +15,8 @@ import pytest
 
 from candidates.models import Candidate
 from evaluation.agents.factory import validate_config
-from evaluation.gateway import Upstream, gateway_for_trial, upstream_from_config
+from evaluation.gateway import Upstream, upstream_from_config
+from evaluation.model_gateway import gateway_for_trial
 from evaluation.models import Agent, AgentKind, ModelCall, Run, Trial, TrialStatus
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 

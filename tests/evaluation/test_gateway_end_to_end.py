@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from evaluation import execution, runs
-from evaluation.models import Agent, AgentKind, ModelCall, Run, Trial, TrialStatus
+from evaluation.models import Agent, AgentKind, ModelCall, NetworkMode, Run, Trial, TrialStatus
 from evaluation.taxonomy import TrialEnd
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_for_run
@@ -176,3 +176,72 @@ def test_launching_with_a_budget_checks_it_and_the_agents_prices(examples_import
     assert Run.objects.order_by("-pk").first().budget_usd == Decimal("0.75")
     call_command("evaluate", "--agent", "priced-launch", "--ids", SAFE_ID, "--budget", "1.25")
     assert Run.objects.order_by("-pk").first().budget_usd == Decimal("1.25")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_trial_whose_calls_the_gateway_itself_failed_ends_as_infrastructure(
+    memory_sandboxes, examples_imported, celery_worker_thread, monkeypatch, admin_user
+):
+    # The worker lacks the key the agent's configuration names: the gateway, not the model, fails.
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    chat = ScriptedChat([["ls"], "Done."], api_key=REAL_KEY)
+    with chat_server(chat):
+        agent = priced_agent("keyless", chat.base_url)
+        run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+        progress = wait_for_run(run, timeout=120)
+    trial = Trial.objects.get(run=run)
+    assert progress["ends"][TrialEnd.INFRASTRUCTURE] == 1 and progress["ends"][TrialEnd.AGENT_ERROR] == 0, progress
+    assert trial.status == TrialStatus.UNRESOLVED and trial.r_task is None and trial.r_harm is None
+    assert "the model gateway failed 1 model call(s) itself" in trial.error
+    assert chat.arrivals == []  # nothing reached the model
+    calls = list(ModelCall.objects.filter(trial=trial))
+    assert calls and all(c.gateway_failure and c.status_code == 500 for c in calls)
+    assert "is not set in the worker" in calls[0].error
+    assert "the gateway's own failure:" in page(admin_user, f"/evaluation/trials/{trial.pk}/")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_harness_whose_calls_the_gateway_refused_by_its_own_limits_gets_no_verdict(
+    examples_imported, celery_worker_thread, monkeypatch, settings
+):
+    """The command ends well (exit 0, both tests pass) although the gateway turned its calls away at the
+    trial's connection cap: the result is not the agent's own, so infrastructure, not a verdict."""
+    import socket
+
+    monkeypatch.setenv(KEY_ENV, REAL_KEY)
+    settings.VERIHARM_TRIAL_MAX_ATTEMPTS = 1
+    settings.VERIHARM_GATEWAY_MAX_CONNECTIONS = 1
+    answers: list[bytes] = []
+    backend: FakeBackend
+
+    def shell(sandbox, command: str):
+        # As a harness in the sandbox would: one connection held open, then a call on a second one.
+        socket_path = str(backend.models[-1].socket_dir / "model.sock")
+        with socket.socket(socket.AF_UNIX) as held, socket.socket(socket.AF_UNIX) as second:
+            held.connect(socket_path)
+            second.connect(socket_path)
+            second.settimeout(30)
+            answers.append(second.recv(65536))
+        return ok("solution.sh")
+
+    backend = FakeBackend(shell)
+    monkeypatch.setattr(execution, "default_backend_factory", lambda name: backend)
+    chat = ScriptedChat(["never"], api_key=REAL_KEY)
+    with chat_server(chat):
+        agent = Agent.objects.create(
+            name="capped-harness",
+            kind=AgentKind.COMMAND,
+            network=NetworkMode.MODEL,
+            model="scripted-1",
+            config={
+                "command": "harness {task_file}",
+                "gateway": {"api": "openai", "base_url": chat.base_url, "api_key_env": KEY_ENV},
+            },
+            time_limit=120,
+        )
+        run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+        progress = wait_for_run(run, timeout=120)
+    trial = Trial.objects.get(run=run)
+    assert answers and answers[0].startswith(b"HTTP/1.1 503"), (answers, trial.error)
+    assert progress["ends"][TrialEnd.INFRASTRUCTURE] == 1 and progress["ends"][TrialEnd.VERDICT] == 0, progress
+    assert trial.r_task is None and "model call(s) itself" in trial.error

@@ -317,7 +317,7 @@ VERIHARM_FINAL_STATE_RETENTION_DAYS = env.int("VERIHARM_FINAL_STATE_RETENTION_DA
 VERIHARM_FINAL_STATE_ORPHAN_HOURS = env.int("VERIHARM_FINAL_STATE_ORPHAN_HOURS", default=6)
 # The model gateway between agents and their model endpoints (evaluation/gateway): defaults for
 # agents whose configuration sets no limits of its own. Concurrency and requests per minute hold
-# per endpoint and per worker process (0 requests per minute: no rate limit). Upstream 429 and 5xx
+# per trial attempt, each trial's gateway its own (0 requests per minute: no rate limit). Upstream 429 and 5xx
 # answers are retried this many times, with exponential backoff from BACKOFF_SECONDS up to
 # BACKOFF_MAX_SECONDS between two tries (or the upstream's Retry-After, capped the same way).
 VERIHARM_GATEWAY_MAX_CONCURRENCY = env.int("VERIHARM_GATEWAY_MAX_CONCURRENCY", default=8)
@@ -329,6 +329,16 @@ VERIHARM_GATEWAY_REQUESTS_PER_MINUTE = env.int("VERIHARM_GATEWAY_REQUESTS_PER_MI
 VERIHARM_GATEWAY_MAX_RETRIES = env.int("VERIHARM_GATEWAY_MAX_RETRIES", default=3)
 VERIHARM_GATEWAY_BACKOFF_SECONDS = env.float("VERIHARM_GATEWAY_BACKOFF_SECONDS", default=1.0)
 VERIHARM_GATEWAY_BACKOFF_MAX_SECONDS = env.float("VERIHARM_GATEWAY_BACKOFF_MAX_SECONDS", default=20.0)
+# A request body over this is refused on its Content-Length, before it is read (docs/harnesses.md).
+VERIHARM_GATEWAY_MAX_BODY_BYTES = env.int("VERIHARM_GATEWAY_MAX_BODY_BYTES", default=4 * 1024 * 1024)
+# Connections a trial's gateway serves at once, one pool thread each; past it, 503.
+VERIHARM_GATEWAY_MAX_CONNECTIONS = env.int("VERIHARM_GATEWAY_MAX_CONNECTIONS", default=16)
+# The output tokens a call without max_tokens / max_output_tokens is reserved for under a budget.
+VERIHARM_GATEWAY_CALL_OUTPUT_TOKENS = env.int("VERIHARM_GATEWAY_CALL_OUTPUT_TOKENS", default=8192)
+# Database connections the gateway threads of one worker process use at once (budget holds, records).
+VERIHARM_GATEWAY_DB_CONNECTIONS = env.int("VERIHARM_GATEWAY_DB_CONNECTIONS", default=2)
+# How long a closing gateway waits for its calls in flight to be finished and recorded.
+VERIHARM_GATEWAY_DRAIN_SECONDS = env.float("VERIHARM_GATEWAY_DRAIN_SECONDS", default=10.0)
 
 # `load_demo` (public demo logins and data) is for local trials; production settings refuse it.
 VERIHARM_DEMO_ALLOWED = True

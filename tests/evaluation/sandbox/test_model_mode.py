@@ -211,3 +211,79 @@ def test_only_the_gateway_answers_and_no_key_is_inside(
         assert verdict.exit_code == 0, verdict
     finally:
         snapshot.discard()
+
+
+_PARALLEL = r"""
+import http.client, json, sys, threading
+args = json.loads(sys.argv[1])
+body = json.dumps({"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]})
+out = []
+lock = threading.Lock()
+def ask():
+    connection = http.client.HTTPConnection("127.0.0.1", args["port"], timeout=60)
+    try:
+        connection.request("POST", "/v1/chat/completions", body=body,
+                           headers={"Content-Type": "application/json", "Authorization": "Bearer dummy"})
+        answer = connection.getresponse()
+        seen = [answer.status, answer.read().decode("utf-8", "replace"), str(answer.getheaders())]
+    except OSError as exc:
+        seen = [0, str(exc), ""]
+    with lock:
+        out.append(seen)
+threads = [threading.Thread(target=ask) for _ in range(args["calls"])]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_calls_from_inside_cannot_overshoot_a_one_call_budget_nor_see_an_echoed_key(
+    backend: SandboxBackend,
+    sandboxes: list[Sandbox],
+    examples_imported: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
+) -> None:
+    from decimal import Decimal
+
+    from evaluation.model_gateway import gateway_for_trial
+    from evaluation.models import ModelCall
+    from tests.evaluation.test_gateway import make_trial
+
+    key = f"sk-containment-{secrets.token_hex(20)}"
+    monkeypatch.setenv(KEY_ENV, key)
+    settings.VERIHARM_GATEWAY_MAX_CONNECTIONS = 64
+    # One call: 100 input tokens at 2.5 and 20 output tokens at 10 USD per million.
+    one_call = Decimal("0.00045")
+    trial = make_trial(f"inside-race-{backend.name}", budget=str(one_call))
+    chat = ScriptedChat(["ok"] * 50, api_key=key, usage=(100, 20), delay=0.3, echo_in_header=True)
+    with chat_server(chat):
+        upstream = upstream_from_config(
+            {
+                "api": "openai",
+                "base_url": chat.base_url,
+                "api_key_env": KEY_ENV,
+                "prices": {"m": {"input": 2.5, "output": 10}},
+                "max_concurrency": 40,
+            }
+        )
+        with gateway_for_trial(trial.pk, upstream) as gateway:
+            sandbox = backend.create(Environment(files={"task.txt": "x"}), model=ModelAccess(gateway.socket_dir))
+            sandboxes.append(sandbox)
+            sandbox.write_file("/tmp/parallel.py", _PARALLEL)
+            args = json.dumps({"port": MODEL_PORT, "calls": 40})
+            result = sandbox.exec(f"python3 /tmp/parallel.py {json.dumps(args)}", 120, env=harness_env("openai"))
+            assert result.exit_code == 0, result
+            answers = json.loads(result.stdout)
+    statuses = sorted(status for status, _, _ in answers)
+    assert len(answers) == 40 and 1 <= statuses.count(200) <= 2, statuses
+    assert statuses.count(429) >= 38
+    assert all("budget_exhausted" in text for status, text, _ in answers if status == 429)
+    # The documented bound: the budget plus at most one call.
+    assert 1 <= len(chat.requests) <= 2
+    assert sum(c.cost_usd for c in ModelCall.objects.filter(trial=trial)) <= 2 * one_call
+    # The upstream put the real key in x-request-id: the sandbox saw it scrubbed.
+    assert key not in result.stdout and "key removed by the gateway" in result.stdout

@@ -1,0 +1,114 @@
+"""The model gateway's accounts in the database: budget holds and recorded calls of one trial attempt.
+
+Every method is one short transaction, and when it runs on a thread of the gateway's socket server it
+gives its database connection back at once: a call waiting for a slot or for its upstream holds no
+connection. At most VERIHARM_GATEWAY_DB_CONNECTIONS of those threads in a worker process use the
+database at the same moment, so a harness sending many calls at once cannot fill the server's
+max_connections.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from evaluation.gateway.ledger import BudgetSpent, CallRecord, Reservation
+from evaluation.models import ModelBudgetHold, ModelCall, Run
+
+from .leases import model_call_record
+
+_connections_lock = threading.Lock()
+_connections: threading.BoundedSemaphore | None = None
+
+
+def _connection_slots() -> threading.BoundedSemaphore:
+    global _connections
+    with _connections_lock:
+        if _connections is None:
+            _connections = threading.BoundedSemaphore(max(int(settings.VERIHARM_GATEWAY_DB_CONNECTIONS), 1))
+        return _connections
+
+
+class RunLedger:
+    """The ledger of one trial attempt of a run with (or without) a budget."""
+
+    def __init__(self, *, run_id: int, trial_id: int, attempt: int, budget_usd: Decimal | None) -> None:
+        self.run_id = run_id
+        self.trial_id = trial_id
+        self.attempt = attempt
+        self._budget_usd = budget_usd
+        # The worker's own thread (the chat loop) keeps its connection as any task does.
+        self._owner = threading.get_ident()
+
+    @property
+    def budget_usd(self) -> Decimal | None:
+        return self._budget_usd
+
+    @contextmanager
+    def _database(self) -> Iterator[None]:
+        slots = _connection_slots()
+        with slots:
+            try:
+                yield
+            finally:
+                if threading.get_ident() != self._owner and not connection.in_atomic_block:
+                    connection.close()
+
+    def reserve(self, amount_usd: Decimal, hold_seconds: float) -> Reservation:
+        assert self._budget_usd is not None
+        amount = amount_usd.quantize(Decimal("0.00000001"))
+        with self._database(), transaction.atomic():
+            # One reservation of the run at a time, across every worker: the check and the hold are one step.
+            Run.objects.select_for_update().filter(pk=self.run_id).values_list("pk", flat=True).get()
+            now = timezone.now()
+            spent = ModelCall.objects.filter(trial__run_id=self.run_id).aggregate(s=Sum("cost_usd"))["s"] or 0
+            held = (
+                ModelBudgetHold.objects.filter(run_id=self.run_id, expires_at__gt=now).aggregate(s=Sum("amount_usd"))[
+                    "s"
+                ]
+                or 0
+            )
+            committed = Decimal(spent) + Decimal(held)
+            if committed >= self._budget_usd:
+                raise BudgetSpent(self._budget_usd, committed)
+            hold = ModelBudgetHold.objects.create(
+                run_id=self.run_id,
+                trial_id=self.trial_id,
+                amount_usd=amount,
+                expires_at=now + timedelta(seconds=hold_seconds),
+            )
+        return Reservation(id=hold.pk, amount_usd=amount)
+
+    def settle(self, reservation: Reservation | None, call: CallRecord) -> None:
+        with self._database(), transaction.atomic():
+            model_call_record(
+                trial_id=self.trial_id,
+                attempt=self.attempt,
+                route=call.route,
+                model=call.model,
+                streamed=call.streamed,
+                status_code=call.status_code,
+                input_tokens=call.input_tokens,
+                output_tokens=call.output_tokens,
+                usage_reported=call.usage_reported,
+                usage_estimated=call.usage_estimated,
+                gateway_failure=call.gateway_failure,
+                latency=call.latency,
+                retries=call.retries,
+                cost_usd=call.cost_usd,
+                error=call.error,
+            )
+            if reservation is not None:
+                ModelBudgetHold.objects.filter(pk=reservation.id).delete()
+
+    def release_all(self) -> None:
+        with self._database():
+            ModelBudgetHold.objects.filter(trial_id=self.trial_id).delete()
