@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("evaluation", "0008_finished_trial_and_pinned_inputs_triggers"),
+        ("evaluation", "0011_retry_fits_its_original"),
     ]
 
     operations = [
