@@ -10,7 +10,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from candidates.harm_test_verdicts import ReferenceState
+from candidates.harm_test_verdicts import REFERENCE_STATES
 
 from .drawing import MAX_CHOSEN
 from .models import DrawnFrom, StratifyBy
@@ -208,7 +208,10 @@ class StudySerializer(serializers.Serializer):
     claim_timeout_minutes = serializers.IntegerField()
     ranked_at_sampling = serializers.IntegerField()
     drawn_from = serializers.CharField(help_text="groups (top-K and bottom-K), filter or chosen")
-    drawn_filter = serializers.DictField(help_text="The ranking's query parameters a filtered study was drawn with")
+    drawn_filter = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="The ranking's query parameters a filtered study was drawn with, as they stand in its URL",
+    )
 
 
 class StudyDetailSerializer(StudySerializer):
@@ -237,7 +240,7 @@ class HarmTestVerdictSerializer(serializers.Serializer):
     results = AgentResultSerializer(many=True, help_text="Each agent's latest finished trial")
     harm_observed = serializers.BooleanField(allow_null=True)
     reference_check = serializers.ChoiceField(
-        choices=[state.value for state in ReferenceState],
+        choices=list(REFERENCE_STATES),
         help_text="What the reference check established: discriminates, does_not_discriminate, or not_checked "
         "(no result yet, or no safe and harmful script to compare)",
     )
@@ -363,7 +366,10 @@ class ExportedStudySerializer(serializers.Serializer):
     ranked_at_sampling = serializers.IntegerField()
     sampling = serializers.DictField(help_text="What the sampler saw: pool size, quota, allocation per stratum")
     drawn_from = serializers.CharField(help_text="groups (top-K and bottom-K), filter or chosen")
-    drawn_filter = serializers.DictField(help_text="The ranking's query parameters a filtered study was drawn with")
+    drawn_filter = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="The ranking's query parameters a filtered study was drawn with, as they stand in its URL",
+    )
 
 
 class StudyExportSerializer(serializers.Serializer):

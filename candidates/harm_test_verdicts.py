@@ -34,6 +34,10 @@ class ReferenceState(StrEnum):
         return {self.DISCRIMINATES: True, self.DOES_NOT_DISCRIMINATE: False}.get(self)
 
 
+# The states as an API choice set (the schema names it ReferenceStateEnum: ENUM_NAME_OVERRIDES).
+REFERENCE_STATES: tuple[str, ...] = tuple(state.value for state in ReferenceState)
+
+
 _STATE_LABELS = {
     ReferenceState.DISCRIMINATES: "Tests discriminate",
     ReferenceState.DOES_NOT_DISCRIMINATE: "Tests do not discriminate",

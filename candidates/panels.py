@@ -10,7 +10,8 @@ Sources that show the same facts read them once per page through `panel_read`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -55,9 +56,21 @@ def panel_read[T](key: Hashable, read: Callable[[], T]) -> T:
     return reads[key]
 
 
-def candidate_panels(candidate: Candidate, user: Any) -> list[Panel]:
+@contextmanager
+def shared_page_reads() -> Iterator[None]:
+    """One scope of `panel_read` for a whole page: its panels and the page's own reads of the same
+    facts (the reference state beside the decision form) share their queries. Nested scopes join
+    the outer one."""
+    if _page_reads.get() is not None:
+        yield
+        return
     token = _page_reads.set({})
     try:
-        return [panel for _, source in _sources if (panel := source(candidate, user)) is not None]
+        yield
     finally:
         _page_reads.reset(token)
+
+
+def candidate_panels(candidate: Candidate, user: Any) -> list[Panel]:
+    with shared_page_reads():
+        return [panel for _, source in _sources if (panel := source(candidate, user)) is not None]

@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .harm_test_verdicts import ReferenceState
+from .harm_test_verdicts import REFERENCE_STATES
 from .models import Candidate, Judgement, SourceTask
 from .selectors import ImportJobState
 
@@ -61,7 +61,7 @@ class CandidateListSerializer(serializers.ModelSerializer):
     def get_flags(self, obj: Candidate) -> list[str]:
         return self.context.get("flags", {}).get(obj.pk, [])
 
-    @extend_schema_field(serializers.ChoiceField(choices=[s.value for s in ReferenceState], allow_null=True))
+    @extend_schema_field(serializers.ChoiceField(choices=list(REFERENCE_STATES), allow_null=True))
     def get_reference_check(self, obj: Candidate) -> str | None:
         states = self.context.get("references")
         return None if states is None else str(states[obj.pk])

@@ -23,7 +23,7 @@ from .forms import ImportForm
 from .harm_test_verdicts import reference_states_for
 from .human_verdicts import human_majorities, human_majorities_visible
 from .models import Candidate, ImportJob, Perturbation
-from .panels import candidate_panels
+from .panels import candidate_panels, shared_page_reads
 from .queries import RankingPageQuery
 from .ranking_actions import ranking_actions_for
 
@@ -146,6 +146,11 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
             raise Http404("No candidate with this id.") from None
 
     def get_context_data(self, decision_form: DecisionForm | None = None, **kwargs: Any) -> dict[str, Any]:
+        # The page's reads and its panels' share one scope: the reference state is read once for both.
+        with shared_page_reads():
+            return self._context(decision_form, **kwargs)
+
+    def _context(self, decision_form: DecisionForm | None, **kwargs: Any) -> dict[str, Any]:
         candidate = self._detail(kwargs["external_id"])
         diff = diffing.side_by_side(candidate.source_task.instruction, candidate.instruction)
         bounds = selectors.ranking_bounds()

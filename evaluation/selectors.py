@@ -515,8 +515,9 @@ def reference_checks_on_page(candidate_ids: list[int]) -> dict[int, ReferenceChe
 
 
 def reference_states(candidate_ids: list[int]) -> dict[int, ReferenceState]:
-    """`reference_state` of each candidate's current check, for `candidates.harm_test_verdicts`."""
-    checks = reference_checks(candidate_ids)
+    """`reference_state` of each candidate's current check, for `candidates.harm_test_verdicts` (read
+    once with the panels where the page shares its reads)."""
+    checks = reference_checks_on_page(candidate_ids)
     return {pk: reference_state(checks.get(pk)) for pk in candidate_ids}
 
 

@@ -6,7 +6,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from candidates.harm_test_verdicts import ReferenceState
+from candidates.harm_test_verdicts import REFERENCE_STATES
 
 from . import selectors
 from .models import Agent, ModelCall, Protocol, ReferenceCheck, Rescore, Run, TranscriptStep, Trial, TrialInputs
@@ -401,7 +401,7 @@ class ReferenceCheckSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
 
-    @extend_schema_field(serializers.ChoiceField(choices=[state.value for state in ReferenceState]))
+    @extend_schema_field(serializers.ChoiceField(choices=list(REFERENCE_STATES)))
     def get_state(self, check: ReferenceCheck) -> str:
         return str(reference_state(check))
 

@@ -19,6 +19,7 @@ from candidates.demo_checked import checked_lines
 from candidates.models import Candidate, Search, SourceTask
 from evaluation.models import Agent, Run
 from tests.conftest import REPO
+from tests.sandbox_fakes import sandbox_built
 
 pytestmark = pytest.mark.django_db
 
@@ -145,20 +146,6 @@ def test_demo_runs_launch_once(django_capture_on_commit_callbacks):
     assert Run.objects.count() == 2 and "The demo runs exist already." in out.getvalue()
 
 
-def _sandbox_built() -> None:
-    """What scripts/build_sandbox_image.sh leaves: the tree's markers and the verifier runtime."""
-    from evaluation.sandbox import images
-
-    root = images.sandbox_root()
-    root.mkdir(parents=True)
-    (root / images.COMPLETE_MARKER).write_text("2026-12-01T00:00:00Z\n")
-    (root / images.TREE_IDENTITY).write_text("sha256:0\n")
-    verifier = images.verifier_root()
-    verifier.mkdir()
-    (verifier / images.VERIFIER_IDENTITY).write_text("sha256:0\n")
-    (verifier / "loader").write_text("")
-
-
 def test_demo_runs_wait_for_the_sandbox_then_launch_once_whoever_built_it(monkeypatch, tmp_path, settings):
     from types import SimpleNamespace
 
@@ -178,7 +165,7 @@ def test_demo_runs_wait_for_the_sandbox_then_launch_once_whoever_built_it(monkey
         # While the command waits: nothing is launched; at its third look the sandbox is there.
         looks.append((seconds, sandbox_status().state, Run.objects.count()))
         if len(looks) == 3:
-            _sandbox_built()
+            sandbox_built()
 
     monkeypatch.setattr(demo_evaluate, "time", SimpleNamespace(sleep=meanwhile))
     out = io.StringIO()

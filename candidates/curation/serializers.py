@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from veriharm_site.interval_fields import IntervalSerializer
 
-from ..harm_test_verdicts import ReferenceState
+from ..harm_test_verdicts import REFERENCE_STATES
 from ..models import Decision, DecisionReason, Release, ReleaseItem, Revision, Verdict
 from .review import MAX_BULK_DECISIONS
 
@@ -225,7 +225,7 @@ class ReviewQueueEntrySerializer(serializers.Serializer):
     decided_at = serializers.DateTimeField(allow_null=True, help_text="When the current decision was made")
     flags = serializers.ListField(child=serializers.CharField(), help_text="Why its tests failed their reference check")
     reference_check = serializers.ChoiceField(
-        choices=[state.value for state in ReferenceState],
+        choices=list(REFERENCE_STATES),
         allow_null=True,
         help_text="What the reference check established: discriminates, does_not_discriminate, or not_checked "
         "(no result yet, or no safe and harmful script to compare)",

@@ -11,8 +11,8 @@ from django.core.management import call_command
 
 from evaluation import runs
 from evaluation.models import Run, Trial
-from evaluation.sandbox import images
 from evaluation.sandbox_status import sandbox_status
+from tests.sandbox_fakes import sandbox_built
 
 pytestmark = pytest.mark.django_db
 
@@ -84,15 +84,7 @@ def test_never_built_says_how_to_build(unbuilt, examples_imported, admin_client_
 
 
 def test_a_built_tree_is_ready_and_launches(unbuilt, examples_imported, admin_client_):
-    # What the build script leaves: the tree's completion marker and identity, the verifier runtime.
-    root = images.sandbox_root()
-    root.mkdir()
-    (root / images.COMPLETE_MARKER).write_text("2026-12-01T00:00:00Z\n")
-    (root / images.TREE_IDENTITY).write_text("sha256:0\n")
-    verifier = images.verifier_root()
-    verifier.mkdir()
-    (verifier / images.VERIFIER_IDENTITY).write_text("sha256:0\n")
-    (verifier / "loader").write_text("")
+    sandbox_built()
     (unbuilt / "sandbox-build.state").write_text("ready\n")
     assert sandbox_status().ready
     page = admin_client_.get("/evaluation/launch/").content.decode()

@@ -194,6 +194,7 @@ SPECTACULAR_SETTINGS = {
     # re-scores a "status": name them apart.
     "ENUM_NAME_OVERRIDES": {
         "DecisionVerdictEnum": "candidates.models.Verdict",
+        "ReferenceStateEnum": "candidates.harm_test_verdicts.REFERENCE_STATES",
         "RescoreStatusEnum": "evaluation.models.RescoreStatus",
         "TrialStatusEnum": "evaluation.models.TrialStatus",
         "TrialEndEnum": "evaluation.taxonomy.TrialEnd",
