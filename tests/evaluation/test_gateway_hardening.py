@@ -1,7 +1,8 @@
 """The model gateway under attack from the harness side, against its real Unix-socket server and the
 scripted upstream on loopback: the budget under parallel calls, slots and database connections on
 every path, spend that must be counted, the key in headers and cut error bodies, and the bounds on
-threads and memory. (From inside real sandboxes: tests/evaluation/sandbox/test_model_mode.py.)"""
+threads and memory. (From inside real sandboxes: tests/evaluation/sandbox/test_model_mode.py and
+test_gateway_attacks_in_sandbox.py.)"""
 
 from __future__ import annotations
 
