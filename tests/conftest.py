@@ -28,7 +28,44 @@ def _reachable(host: str, port: int) -> bool:
         return False
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
+# Fixtures that tell what a test needs; the markers they earn select tiers (`-m "not sandbox"`).
+DB_FIXTURES = frozenset({"db", "transactional_db", "django_db_setup", "live_server"})
+WORKER_FIXTURES = frozenset({"celery_worker_thread", "broker"})
+SANDBOX_FIXTURES = frozenset({"sandboxes_ready", "sandbox_base", "backends", "backend", "pooled_docker"})
+SERVICE_MARKERS = ("db", "worker")
+
+
+def _tier_markers(item: pytest.Item) -> list[str]:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    path = item.path.resolve().relative_to(REPO).as_posix()
+    found = []
+    if fixtures & DB_FIXTURES or item.get_closest_marker("django_db"):
+        found.append("db")
+    if fixtures & WORKER_FIXTURES:
+        found.append("worker")
+    if path.startswith("tests/evaluation/sandbox/") or fixtures & SANDBOX_FIXTURES:
+        found.append("sandbox")
+    if path.startswith("tests/browser/"):
+        found.append("browser")
+    return found
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # tryfirst: the markers must be on the items before `-m` deselects by them.
+    for item in items:
+        for name in _tier_markers(item):
+            if not item.get_closest_marker(name):
+                item.add_marker(name)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Refuses to start when a collected test needs PostgreSQL or Redis and either is unreachable;
+    a run of tests that need neither (the unit tier) starts without them."""
+    if session.config.option.collectonly or not any(
+        item.get_closest_marker(name) for item in session.items for name in SERVICE_MARKERS
+    ):
+        return
     db = settings.DATABASES["default"]
     broker = urlparse(settings.CELERY_BROKER_URL)
     problems = []
