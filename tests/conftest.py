@@ -33,6 +33,10 @@ DB_FIXTURES = frozenset({"db", "transactional_db", "django_db_setup", "live_serv
 WORKER_FIXTURES = frozenset({"celery_worker_thread", "broker"})
 SANDBOX_FIXTURES = frozenset({"sandboxes_ready", "sandbox_base", "backends", "backend", "pooled_docker"})
 SERVICE_MARKERS = ("db", "worker")
+# tests/unit/ is the tier that needs no service at all: `make test-unit` runs it with PostgreSQL, Redis
+# and Docker pointed at closed ports.
+UNIT = REPO / "tests" / "unit"
+UNIT_REFUSES = ("db", "worker", "sandbox", "browser", "demo")
 
 
 def _tier_markers(item: pytest.Item) -> list[str]:
@@ -52,20 +56,44 @@ def _tier_markers(item: pytest.Item) -> list[str]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # tryfirst: the markers must be on the items before `-m` deselects by them.
+    """Marks each test with what it needs, and refuses a test in tests/unit/ that needs anything.
+
+    tryfirst: the markers must be on the items before `-m` deselects by them. Touching the database
+    without the db marker fails already (pytest-django's blocker); this catches the test that asks."""
     for item in items:
         for name in _tier_markers(item):
             if not item.get_closest_marker(name):
                 item.add_marker(name)
+    refused = [
+        f"{item.nodeid} needs {', '.join(name for name in UNIT_REFUSES if item.get_closest_marker(name))}"
+        for item in items
+        if item.path.resolve().is_relative_to(UNIT) and any(item.get_closest_marker(name) for name in UNIT_REFUSES)
+    ]
+    if refused:
+        raise pytest.UsageError(
+            "tests/unit/ holds tests that need no service; move these out of it:\n  - " + "\n  - ".join(refused)
+        )
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Refuses to start when a collected test needs PostgreSQL or Redis and either is unreachable;
-    a run of tests that need neither (the unit tier) starts without them."""
-    if session.config.option.collectonly or not any(
-        item.get_closest_marker(name) for item in session.items for name in SERVICE_MARKERS
-    ):
-        return
+class _ServicesCheck:
+    """Refuses to start when a selected test needs PostgreSQL or Redis and either is unreachable; a run
+    of tests that need neither (the unit tier) starts without them.
+
+    trylast: it sees the tests `-m` and `-k` left, and does not run when an earlier hook refused."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if not config.option.collectonly and any(
+            item.get_closest_marker(name) for item in items for name in SERVICE_MARKERS
+        ):
+            _services_check()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_ServicesCheck(), "veriharm-services-check")
+
+
+def _services_check() -> None:
     db = settings.DATABASES["default"]
     broker = urlparse(settings.CELERY_BROKER_URL)
     problems = []
