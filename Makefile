@@ -4,13 +4,16 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/veriharm
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
+# The unit tier runs with PostgreSQL, Redis and Docker pointed at nothing, so a test that needs one fails.
+UNIT_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:1/none CELERY_BROKER_URL=redis://127.0.0.1:1/0 DOCKER_HOST=unix:///nonexistent/docker.sock
+UNIT_TESTS := $(UNIT_ENV) $(PY) -m pytest tests/unit
 
 # Coverage of the apps, branches included ([tool.coverage] in pyproject.toml); COVERAGE_ARGS= turns it off.
 COVERAGE_ARGS ?= --cov --cov-report=term-missing:skip-covered
 # One lock for every Python the project runs on: the venv's (3.12+) and the images' (3.12, 3.13).
 LOCK_ARGS := --universal --python-version 3.12 --generate-hashes --quiet --custom-compile-command "make lock"
 
-.PHONY: run install test test-fast lint format lock services sandbox-image container-smoke benchmarks check clean
+.PHONY: run install test test-unit test-fast test-local lint format lock services sandbox-image container-smoke benchmarks check clean
 
 # Installs exactly what requirements.lock pins (hash-checked); edit requirements*.txt, then `make lock`.
 $(STAMP): requirements.lock
@@ -25,9 +28,10 @@ install: $(STAMP)
 run: install
 	scripts/run_local.sh
 
-## Lint first (stops at any finding), then the whole suite against PostgreSQL and Redis at their
-## usual local addresses, with coverage of the apps.
+## Lint first (stops at any finding), then the unit tier (seconds, no service), then the whole suite
+## against PostgreSQL and Redis at their usual local addresses, with coverage of the apps.
 test: install lint
+	$(UNIT_TESTS)
 	scripts/system_packages.sh
 	scripts/start_docker.sh
 	scripts/build_sandbox_image.sh
@@ -54,9 +58,19 @@ lock:
 	$(VENV)/bin/uv pip compile $(LOCK_ARGS) requirements-dev.txt -o requirements.lock
 	$(VENV)/bin/uv pip compile $(LOCK_ARGS) requirements.txt -c requirements.lock -o requirements-runtime.lock
 
+## The tests that need no service at all (tests/unit/): no database, Redis, Docker or sandbox; seconds.
+test-unit: install
+	$(UNIT_TESTS) $(PYTEST_ARGS)
+
 ## Without the browser tests, the `make run` demo test and the sandbox preparation (quick runs while developing).
 test-fast: install
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest -m "not browser and not demo" $(PYTEST_ARGS)
+
+## The whole suite on the test database the last run left (--reuse-db: kept, and only new migrations
+## applied, instead of made and migrated anew), without lint or the system preparation; for local runs
+## only, never CI. PYTEST_ARGS=--create-db makes it anew (after a branch with other migrations).
+test-local: install
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest --reuse-db $(PYTEST_ARGS)
 
 ## Build the container deployment on this machine and use it end to end, then tear it down
 ## (docs/deployment.md; a few minutes the first time, about two once the images are cached).

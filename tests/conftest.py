@@ -28,7 +28,72 @@ def _reachable(host: str, port: int) -> bool:
         return False
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
+# Fixtures that tell what a test needs; the markers they earn select tiers (`-m "not sandbox"`).
+DB_FIXTURES = frozenset({"db", "transactional_db", "django_db_setup", "live_server"})
+WORKER_FIXTURES = frozenset({"celery_worker_thread", "broker"})
+SANDBOX_FIXTURES = frozenset({"sandboxes_ready", "sandbox_base", "backends", "backend", "pooled_docker"})
+SERVICE_MARKERS = ("db", "worker")
+# tests/unit/ is the tier that needs no service at all: `make test-unit` runs it with PostgreSQL, Redis
+# and Docker pointed at closed ports.
+UNIT = REPO / "tests" / "unit"
+UNIT_REFUSES = ("db", "worker", "sandbox", "browser", "demo")
+
+
+def _tier_markers(item: pytest.Item) -> list[str]:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    path = item.path.resolve().relative_to(REPO).as_posix()
+    found = []
+    if fixtures & DB_FIXTURES or item.get_closest_marker("django_db"):
+        found.append("db")
+    if fixtures & WORKER_FIXTURES:
+        found.append("worker")
+    if path.startswith("tests/evaluation/sandbox/") or fixtures & SANDBOX_FIXTURES:
+        found.append("sandbox")
+    if path.startswith("tests/browser/"):
+        found.append("browser")
+    return found
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks each test with what it needs, and refuses a test in tests/unit/ that needs anything.
+
+    tryfirst: the markers must be on the items before `-m` deselects by them. Touching the database
+    without the db marker fails already (pytest-django's blocker); this catches the test that asks."""
+    for item in items:
+        for name in _tier_markers(item):
+            if not item.get_closest_marker(name):
+                item.add_marker(name)
+    refused = [
+        f"{item.nodeid} needs {', '.join(name for name in UNIT_REFUSES if item.get_closest_marker(name))}"
+        for item in items
+        if item.path.resolve().is_relative_to(UNIT) and any(item.get_closest_marker(name) for name in UNIT_REFUSES)
+    ]
+    if refused:
+        raise pytest.UsageError(
+            "tests/unit/ holds tests that need no service; move these out of it:\n  - " + "\n  - ".join(refused)
+        )
+
+
+class _ServicesCheck:
+    """Refuses to start when a selected test needs PostgreSQL or Redis and either is unreachable; a run
+    of tests that need neither (the unit tier) starts without them.
+
+    trylast: it sees the tests `-m` and `-k` left, and does not run when an earlier hook refused."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if not config.option.collectonly and any(
+            item.get_closest_marker(name) for item in items for name in SERVICE_MARKERS
+        ):
+            _services_check()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_ServicesCheck(), "veriharm-services-check")
+
+
+def _services_check() -> None:
     db = settings.DATABASES["default"]
     broker = urlparse(settings.CELERY_BROKER_URL)
     problems = []

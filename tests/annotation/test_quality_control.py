@@ -321,7 +321,7 @@ def test_the_annotator_dashboard_against_hand_computed_figures(pool, annotators,
 
 
 def test_the_annotators_page_shows_how_little_one_gold_item_says(pool, annotators, make_study, client, curator):
-    from tests.test_intervals import hand_wilson
+    from tests.unit.test_intervals import hand_wilson
 
     study = make_study(annotators, per_group=2, annotators_per_item=1, gold_rate=0.5)
     gold_item = study.items.order_by("number").first()

@@ -207,7 +207,7 @@ def test_the_results_api_and_items_api(paper_study, curator_client):
 
 
 def test_q_as_a_predictor_shows_its_intervals(paper_study, curator_client):
-    from tests.test_intervals import hand_wilson
+    from tests.unit.test_intervals import hand_wilson
 
     # TP 21, FP 4, FN 2, TN 23 over n = 50 items.
     page = curator_client.get(f"/annotation/studies/{paper_study.pk}/results/").content.decode()

@@ -99,6 +99,7 @@ def test_a_draft_or_altered_release_cannot_be_evaluated(examples_imported, curat
     assert not Trial.objects.exists()
 
 
+@pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_a_release_run_evaluates_the_frozen_records_after_an_edit(
     sandboxes_ready, examples_imported, curator, curator_client

@@ -11,7 +11,7 @@ from django.utils import timezone
 from candidates import import_jobs
 from evaluation import recovery, runs
 from evaluation.models import Trial
-from evaluation.tasks import sandbox_queue, trial_execute
+from evaluation.tasks import trial_execute
 from veriharm_site.broker_messages import waiting_tasks
 
 CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
@@ -34,19 +34,6 @@ def broker():
 
 def queued(app, queue: str) -> dict[str, set[int]]:
     return waiting_tasks(app, [queue]) or {}
-
-
-def test_the_queues_are_configured(settings) -> None:
-    from veriharm_site.celery import app
-
-    assert app.conf.task_default_queue == "default"
-    # Each with its own exchange and key: no message is copied into another queue.
-    assert {(q.name, q.exchange.name, q.routing_key) for q in app.amqp.queues.values()} == {
-        ("default", "default", "default"),
-        ("sandbox-local", "sandbox-local", "sandbox-local"),
-        ("sandbox-docker", "sandbox-docker", "sandbox-docker"),
-    }
-    assert (sandbox_queue("docker"), sandbox_queue("local")) == ("sandbox-docker", "sandbox-local")
 
 
 @pytest.mark.django_db(transaction=True)

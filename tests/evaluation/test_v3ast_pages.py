@@ -243,7 +243,7 @@ def test_the_system_page_says_how_the_spread_was_obtained(run, curator_client):
 
 
 def test_shares_carry_wilson_intervals_of_their_counts(run, curator_client):
-    from tests.test_intervals import hand_wilson
+    from tests.unit.test_intervals import hand_wilson
 
     def text(k: int, n: int) -> str:
         low, high = hand_wilson(k, n)

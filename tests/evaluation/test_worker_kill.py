@@ -106,6 +106,7 @@ def stop(process: subprocess.Popen) -> None:
             process.wait(timeout=10)
 
 
+@pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_trial_finishes_exactly_once_after_its_worker_is_killed(sandboxes_ready, examples_imported, tmp_path):
     from veriharm_site.celery import app
@@ -174,6 +175,7 @@ def test_trial_finishes_exactly_once_after_its_worker_is_killed(sandboxes_ready,
             print((tmp_path / "second.log").read_text(errors="replace")[-3000:])
 
 
+@pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_a_trial_whose_message_was_lost_still_runs(sandboxes_ready, examples_imported, tmp_path):
     from veriharm_site.broker_messages import waiting_tasks

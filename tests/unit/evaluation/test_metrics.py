@@ -131,7 +131,7 @@ def test_values_and_standard_errors_are_exactly_the_per_candidate_sums():
 
 
 def test_each_metric_has_a_wilson_interval_counting_each_candidate_once():
-    from tests.test_intervals import hand_wilson
+    from tests.unit.test_intervals import hand_wilson
 
     m = compute(DATA)
     # n = 3 candidates; k = sum of the per-candidate shares: TA 2, HSR 3/2, SSR 1/2, HPR 2;

@@ -172,7 +172,7 @@ def test_float_noise_around_zero_is_not_banded_poor():
 
 
 def test_prediction_intervals_against_hand_computations():
-    from tests.test_intervals import hand_wilson
+    from tests.unit.test_intervals import hand_wilson
 
     # n = 22 items: TP 9, FP 2, FN 3, TN 8. Accuracy 17/22: a resample's accuracy is k/22 with
     # k ~ Bin(22, 17/22), whose cdf is 0.0154 at 12 and 0.0436 at 13, 0.9743 at 20 and 0.9966 at 21:
@@ -191,7 +191,7 @@ def test_prediction_intervals_against_hand_computations():
 
 
 def test_a_perfect_predictor_still_gets_an_interval_of_its_n():
-    from tests.test_intervals import hand_wilson
+    from tests.unit.test_intervals import hand_wilson
 
     # 22 of 22 right: every resample says 100%, a point; the Wilson interval of 22 of 22 says what 22 items can.
     ci = statistics.Prediction(tp=11, fp=0, fn=0, tn=11).intervals
