@@ -166,6 +166,8 @@ def test_demo_runs_wait_for_the_sandbox_then_launch_once_whoever_built_it(monkey
         looks.append((seconds, sandbox_status().state, Run.objects.count()))
         if len(looks) == 3:
             sandbox_built()
+        # A fake build the status does not take for ready would keep the command polling for ever.
+        assert len(looks) <= 10, f"still waiting after {len(looks)} looks: {looks[-1]}"
 
     monkeypatch.setattr(demo_evaluate, "time", SimpleNamespace(sleep=meanwhile))
     out = io.StringIO()
