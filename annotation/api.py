@@ -16,12 +16,14 @@ from veriharm_site.api_errors import refusal
 from veriharm_site.permissions import api_permission, signed_in_user
 from veriharm_site.queries import query_of
 
-from . import exports, selectors, services
+from . import exports, services
 from .item_table import item_table
 from .models import Assignment, Study
 from .queries import ExportQuery, ItemsQuery, NextItemQuery
 from .sampling import random_seed
-from .selectors import annotator_users
+from .selectors import annotator as blind
+from .selectors import results as tables
+from .selectors.users import annotator_users
 from .serializers import (
     AnnotatorStudySerializer,
     BlindItemSerializer,
@@ -57,7 +59,7 @@ class _ReadOrManage(APIView):
 
 def _own_study(request: Request, study_id: int) -> Study:
     try:
-        return selectors.annotator_study(study_id, signed_in_user(request))
+        return blind.annotator_study(study_id, signed_in_user(request))
     except Study.DoesNotExist:
         raise Http404 from None
 
@@ -69,7 +71,7 @@ class MyStudiesApi(APIView):
 
     @extend_schema(responses=AnnotatorStudySerializer(many=True))
     def get(self, request: Request) -> Response:
-        return Response(AnnotatorStudySerializer(selectors.annotator_studies(signed_in_user(request)), many=True).data)
+        return Response(AnnotatorStudySerializer(blind.annotator_studies(signed_in_user(request)), many=True).data)
 
 
 class NextItemApi(APIView):
@@ -82,8 +84,8 @@ class NextItemApi(APIView):
         skipped = query_of(NextItemQuery, request.query_params)["skipped"]
         assignment = services.item_claim_next(study_id, signed_in_user(request), skipped=skipped)
         study = assignment.study if assignment else _own_study(request, study_id)
-        item = selectors.blind_item_for(assignment) if assignment else None
-        progress = selectors.annotator_progress(study, signed_in_user(request))
+        item = blind.blind_item_for(assignment) if assignment else None
+        progress = blind.annotator_progress(study, signed_in_user(request))
         return Response(NextItemSerializer({"item": item, "progress": progress}).data)
 
 
@@ -93,7 +95,7 @@ class ItemApi(APIView):
     @extend_schema(responses=BlindItemSerializer)
     def get(self, request: Request, study_id: int, token: str) -> Response:
         try:
-            item = selectors.blind_item(study_id, token, signed_in_user(request))
+            item = blind.blind_item(study_id, token, signed_in_user(request))
         except Assignment.DoesNotExist:
             raise Http404 from None
         return Response(BlindItemSerializer(item).data)
@@ -111,7 +113,7 @@ class LabelApi(APIView):
         saved = services.label_submit(
             study_id, token, signed_in_user(request), services.LabelInput(**payload.validated_data)
         )
-        progress = selectors.annotator_progress(saved.study, signed_in_user(request))
+        progress = blind.annotator_progress(saved.study, signed_in_user(request))
         return Response(SavedLabelSerializer({"label": saved, "progress": progress}).data)
 
     post = put
@@ -128,7 +130,7 @@ class SkipApi(APIView):
         payload = SkipInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         skip = services.item_skip(study_id, token, signed_in_user(request), **payload.validated_data)
-        return Response(ProgressSerializer(selectors.annotator_progress(skip.study, signed_in_user(request))).data)
+        return Response(ProgressSerializer(blind.annotator_progress(skip.study, signed_in_user(request))).data)
 
 
 class MySkippedApi(APIView):
@@ -140,9 +142,7 @@ class MySkippedApi(APIView):
     @extend_schema(responses={200: SkippedItemSerializer(many=True)})
     def get(self, request: Request, study_id: int) -> Response:
         study = _own_study(request, study_id)
-        return Response(
-            SkippedItemSerializer(selectors.annotator_skipped(study, signed_in_user(request)), many=True).data
-        )
+        return Response(SkippedItemSerializer(blind.annotator_skipped(study, signed_in_user(request)), many=True).data)
 
 
 class ReturnApi(APIView):
@@ -155,8 +155,8 @@ class ReturnApi(APIView):
     def post(self, request: Request, study_id: int, token: str) -> Response:
         assignment = services.item_return(study_id, token, signed_in_user(request))
         assignment = Assignment.objects.select_related("study", "item").get(pk=assignment.pk)
-        progress = selectors.annotator_progress(assignment.study, signed_in_user(request))
-        return Response(NextItemSerializer({"item": selectors.blind_item_for(assignment), "progress": progress}).data)
+        progress = blind.annotator_progress(assignment.study, signed_in_user(request))
+        return Response(NextItemSerializer({"item": blind.blind_item_for(assignment), "progress": progress}).data)
 
 
 class MyLabelsApi(APIView):
@@ -165,9 +165,7 @@ class MyLabelsApi(APIView):
     @extend_schema(responses={200: OwnLabelRowSerializer(many=True)})
     def get(self, request: Request, study_id: int) -> Response:
         study = _own_study(request, study_id)
-        return Response(
-            OwnLabelRowSerializer(selectors.annotator_labels(study, signed_in_user(request)), many=True).data
-        )
+        return Response(OwnLabelRowSerializer(blind.annotator_labels(study, signed_in_user(request)), many=True).data)
 
 
 class MyProgressApi(APIView):
@@ -176,7 +174,7 @@ class MyProgressApi(APIView):
     @extend_schema(responses=ProgressSerializer)
     def get(self, request: Request, study_id: int) -> Response:
         study = _own_study(request, study_id)
-        return Response(ProgressSerializer(selectors.annotator_progress(study, signed_in_user(request))).data)
+        return Response(ProgressSerializer(blind.annotator_progress(study, signed_in_user(request))).data)
 
 
 # ---------------------------------------------------------------- curators
@@ -184,21 +182,21 @@ class MyProgressApi(APIView):
 
 def _study(pk: int) -> Study:
     try:
-        return selectors.study_for_curators(pk)
+        return tables.study_for_curators(pk)
     except Study.DoesNotExist:
         raise Http404 from None
 
 
 def _detail(study: Study, request: Request) -> dict:
-    study.strata = selectors.strata_rows(study)
-    study.member_rows = selectors.member_rows(study, usernames=request.user.has_perm("annotation.manage_studies"))
+    study.strata = tables.strata_rows(study)
+    study.member_rows = tables.member_rows(study, usernames=request.user.has_perm("annotation.manage_studies"))
     return StudyDetailSerializer(study).data
 
 
 class StudiesApi(_ReadOrManage):
     @extend_schema(responses=StudySerializer(many=True))
     def get(self, request: Request) -> Response:
-        return Response(StudySerializer(selectors.study_summaries(), many=True).data)
+        return Response(StudySerializer(tables.study_summaries(), many=True).data)
 
     @extend_schema(request=StudyCreateSerializer, responses={201: StudyDetailSerializer})
     def post(self, request: Request) -> Response:
@@ -251,8 +249,8 @@ class StudyItemsApi(APIView):
     @extend_schema(parameters=[ItemsQuery], responses=ItemRowSerializer(many=True))
     def get(self, request: Request, pk: int) -> Response:
         query = query_of(ItemsQuery, request.query_params)
-        items = selectors.items_beside_tests(
-            selectors.study_item_rows(_study(pk)), signed_in_user(request), disagree_only=query["disagree"]
+        items = tables.items_beside_tests(
+            tables.study_item_rows(_study(pk)), signed_in_user(request), disagree_only=query["disagree"]
         )
         rows = item_table(items.rows, query)
         return Response(ItemRowSerializer(rows, many=True, context={"verdicts": items.verdicts}).data)
@@ -265,7 +263,7 @@ class StudyResultsApi(APIView):
 
     @extend_schema(responses=ResultsSummarySerializer)
     def get(self, request: Request, pk: int) -> Response:
-        return Response(exports.results_summary(selectors.study_results(_study(pk))))
+        return Response(exports.results_summary(tables.study_results(_study(pk))))
 
 
 class StudyExportApi(APIView):

@@ -11,7 +11,7 @@ from candidates.panels import Panel
 
 from .guidelines import MEASURES
 from .models import Study
-from .selectors import ItemRow, candidate_item_rows
+from .selectors.results import ItemRow, candidate_item_rows
 
 
 @dataclass(frozen=True)

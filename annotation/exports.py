@@ -13,7 +13,7 @@ from veriharm_site.csv_safe import SafeDictWriter
 
 from .guidelines import MEASURES
 from .models import Study
-from .selectors import ItemRow, StudyResults, study_results
+from .selectors.results import ItemRow, StudyResults, study_results
 from .statistics import Coefficient, Prediction
 
 LABEL_COLUMNS = [

@@ -10,7 +10,7 @@ from django.http import QueryDict
 from .drawing import MAX_CHOSEN
 from .models import DrawnFrom, Routing, StratifyBy
 from .sampling import random_seed
-from .selectors import annotator_users
+from .selectors.users import annotator_users
 from .services import (
     MAX_CLAIM_TIMEOUT_MINUTES,
     MAX_COMMENT,

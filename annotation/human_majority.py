@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from candidates.human_verdicts import HumanMajority
 
-from .selectors import candidates_item_rows
+from .selectors.results import candidates_item_rows
 
 
 def candidates_human_majorities(candidate_ids: list[int]) -> dict[int, HumanMajority]:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .models import Group
-from .selectors import ItemRow
+from .selectors.results import ItemRow
 
 ITEM_SORTS = {
     "item": "item number",

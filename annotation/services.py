@@ -39,7 +39,8 @@ from .models import (
     StudyMember,
     StudyStatus,
 )
-from .selectors import Answers, item_limit, item_places
+from .selectors.claims import item_limit, item_places
+from .selectors.results import Answers
 
 if TYPE_CHECKING:
     from veriharm_site.accounts.models import User

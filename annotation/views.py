@@ -16,7 +16,7 @@ from candidates import diffing, highlight
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import QueryPageMixin, query_string
 
-from . import exports, figures, line_diff, selectors, services
+from . import exports, figures, line_diff, services
 from .forms import (
     AdjudicationForm,
     AnswersForm,
@@ -31,6 +31,9 @@ from .guidelines import CRITERIA, MEASURES
 from .item_table import ITEM_SORTS, MAJORITIES, item_table
 from .models import Assignment, DrawnFrom, Study
 from .queries import ExportQuery, GuidelinesQuery, ItemPageQuery, ItemsQuery, StudyDrawQuery
+from .selectors import annotator as blind
+from .selectors import quality
+from .selectors import results as tables
 
 ANNOTATE = "annotation.annotate"
 MANAGE = "annotation.manage_studies"
@@ -45,12 +48,12 @@ class AnnotatorHomeView(RoleRequiredMixin, TemplateView):
     template_name = "annotation/home.html"
 
     def get_context_data(self, **kwargs):
-        return super().get_context_data(studies=selectors.annotator_studies(signed_in_user(self.request)), **kwargs)
+        return super().get_context_data(studies=blind.annotator_studies(signed_in_user(self.request)), **kwargs)
 
 
 def _annotator_study(request: HttpRequest, study_id: int) -> Study:
     try:
-        return selectors.annotator_study(study_id, signed_in_user(request))
+        return blind.annotator_study(study_id, signed_in_user(request))
     except Study.DoesNotExist:
         raise Http404("No such study among yours.") from None
 
@@ -76,7 +79,7 @@ class ClaimNextView(RoleRequiredMixin, View):
     skipped = False
 
     def post(self, request: HttpRequest, study_id: int) -> HttpResponse:
-        if selectors.guidelines_due(study_id, signed_in_user(request)):
+        if blind.guidelines_due(study_id, signed_in_user(request)):
             # The study's guidelines come before the first item.
             return redirect("annotation:guidelines", study_id)
         return _go_to_next(request, study_id, skipped=self.skipped)
@@ -97,7 +100,7 @@ class GuidelinesView(RoleRequiredMixin, QueryPageMixin, View):
             {
                 "study": study,
                 "criteria": CRITERIA,
-                "progress": selectors.annotator_progress(study, signed_in_user(request)),
+                "progress": blind.annotator_progress(study, signed_in_user(request)),
                 "back": self.query["back"],
             },
         )
@@ -169,16 +172,14 @@ class ItemView(RoleRequiredMixin, QueryPageMixin, View):
     template_name = "annotation/item.html"
     query_serializer = ItemPageQuery
 
-    def _item(self, request: HttpRequest, study_id: int, token: str) -> selectors.BlindItem:
+    def _item(self, request: HttpRequest, study_id: int, token: str) -> blind.BlindItem:
         try:
-            return selectors.blind_item(study_id, token, signed_in_user(request))
+            return blind.blind_item(study_id, token, signed_in_user(request))
         except Assignment.DoesNotExist:
             raise Http404("This item is not assigned to you.") from None
 
-    def _render(
-        self, request: HttpRequest, item: selectors.BlindItem, form: LabelForm, status: int = 200
-    ) -> HttpResponse:
-        progress = selectors.annotator_progress(item.study, signed_in_user(request))
+    def _render(self, request: HttpRequest, item: blind.BlindItem, form: LabelForm, status: int = 200) -> HttpResponse:
+        progress = blind.annotator_progress(item.study, signed_in_user(request))
         own = item.own
         return render(
             request,
@@ -195,8 +196,8 @@ class ItemView(RoleRequiredMixin, QueryPageMixin, View):
                 "claim_expired": not own.submitted and own.expires_at <= timezone.now(),
                 "revising": own.submitted,
                 "aligned": line_diff.aligned_diff(item.source_instruction, item.instruction),
-                "neighbours": selectors.own_label_neighbours(item.study, signed_in_user(request), item.number),
-                "single_keys": selectors.single_key_shortcuts_on(signed_in_user(request)),
+                "neighbours": blind.own_label_neighbours(item.study, signed_in_user(request), item.number),
+                "single_keys": blind.single_key_shortcuts_on(signed_in_user(request)),
             },
             status=status,
         )
@@ -235,7 +236,7 @@ class DoneView(RoleRequiredMixin, TemplateView):
     def get_context_data(self, **kwargs):
         study = _annotator_study(self.request, kwargs["study_id"])
         return super().get_context_data(
-            study=study, progress=selectors.annotator_progress(study, signed_in_user(self.request)), **kwargs
+            study=study, progress=blind.annotator_progress(study, signed_in_user(self.request)), **kwargs
         )
 
 
@@ -250,8 +251,8 @@ class SkippedView(RoleRequiredMixin, TemplateView):
         user = signed_in_user(self.request)
         return super().get_context_data(
             study=study,
-            skipped=selectors.annotator_skipped(study, user),
-            progress=selectors.annotator_progress(study, user),
+            skipped=blind.annotator_skipped(study, user),
+            progress=blind.annotator_progress(study, user),
             **kwargs,
         )
 
@@ -280,8 +281,8 @@ class MyLabelsView(RoleRequiredMixin, TemplateView):
         study = _annotator_study(self.request, kwargs["study_id"])
         return super().get_context_data(
             study=study,
-            labels=selectors.annotator_labels(study, signed_in_user(self.request)),
-            progress=selectors.annotator_progress(study, signed_in_user(self.request)),
+            labels=blind.annotator_labels(study, signed_in_user(self.request)),
+            progress=blind.annotator_progress(study, signed_in_user(self.request)),
             **kwargs,
         )
 
@@ -291,7 +292,7 @@ class MyLabelsView(RoleRequiredMixin, TemplateView):
 
 def _curator_study(pk: int) -> Study:
     try:
-        return selectors.study_for_curators(pk)
+        return tables.study_for_curators(pk)
     except Study.DoesNotExist:
         raise Http404("No such study.") from None
 
@@ -301,7 +302,7 @@ class StudyListView(RoleRequiredMixin, TemplateView):
     template_name = "annotation/studies.html"
 
     def get_context_data(self, **kwargs):
-        return super().get_context_data(studies=selectors.study_summaries(), **kwargs)
+        return super().get_context_data(studies=tables.study_summaries(), **kwargs)
 
 
 class StudyCreateView(RoleRequiredMixin, QueryPageMixin, View):
@@ -349,11 +350,11 @@ class StudyDetailView(RoleRequiredMixin, TemplateView):
 
     def get_context_data(self, **kwargs):
         study = _curator_study(kwargs["pk"])
-        members = selectors.member_rows(study, usernames=self.request.user.has_perm(MANAGE))
-        results = selectors.study_results(study)
+        members = tables.member_rows(study, usernames=self.request.user.has_perm(MANAGE))
+        results = tables.study_results(study)
         return super().get_context_data(
             study=study,
-            strata=selectors.strata_rows(study),
+            strata=tables.strata_rows(study),
             members=members,
             results=results,
             members_form=MembersForm(exclude_ids=list(study.memberships.values_list("user_id", flat=True))),
@@ -394,7 +395,7 @@ class AnnotatorQualityView(RoleRequiredMixin, TemplateView):
     def get_context_data(self, **kwargs):
         study = _curator_study(kwargs["pk"])
         return super().get_context_data(
-            study=study, quality=selectors.annotator_quality(study), fast_seconds=selectors.FAST_SECONDS, **kwargs
+            study=study, quality=quality.annotator_quality(study), fast_seconds=quality.FAST_SECONDS, **kwargs
         )
 
 
@@ -408,8 +409,8 @@ class ItemReviewView(RoleRequiredMixin, View):
         # Reading the item is reading results; setting gold answers or a final label is managing.
         return (MANAGE,) if self.request.method == "POST" else (READ_RESULTS,)
 
-    def _row(self, study: Study, number: int) -> selectors.ItemRow:
-        row = selectors.curator_item_row(study, number)
+    def _row(self, study: Study, number: int) -> tables.ItemRow:
+        row = tables.curator_item_row(study, number)
         if row is None:
             raise Http404(f"Study {study.pk} has no item {number}.")
         return row
@@ -418,13 +419,13 @@ class ItemReviewView(RoleRequiredMixin, View):
         self,
         request: HttpRequest,
         study: Study,
-        row: selectors.ItemRow,
+        row: tables.ItemRow,
         *,
         gold_form: AnswersForm | None = None,
         adjudication_form: AdjudicationForm | None = None,
         status: int = 200,
     ) -> HttpResponse:
-        def initial(answers: selectors.Answers | None) -> dict[str, str]:
+        def initial(answers: tables.Answers | None) -> dict[str, str]:
             return {key: "yes" if answers.value(key) else "no" for key in ("c1", "c2", "c3")} if answers else {}
 
         return render(
@@ -528,9 +529,9 @@ class ResultsView(RoleRequiredMixin, QueryPageMixin, TemplateView):
 
     def get_context_data(self, **kwargs):
         study = _curator_study(kwargs["pk"])
-        results = selectors.study_results(study)
+        results = tables.study_results(study)
         p = results.prediction
-        items = selectors.items_beside_tests(
+        items = tables.items_beside_tests(
             results.rows, signed_in_user(self.request), disagree_only=self.query["disagree"]
         )
         shown = item_table(items.rows, self.query)
@@ -560,9 +561,7 @@ class DisagreementView(RoleRequiredMixin, TemplateView):
 
     def get_context_data(self, **kwargs):
         study = _curator_study(kwargs["pk"])
-        return super().get_context_data(
-            study=study, rows=selectors.disagreement_rows(study), measures=MEASURES, **kwargs
-        )
+        return super().get_context_data(study=study, rows=tables.disagreement_rows(study), measures=MEASURES, **kwargs)
 
 
 EXPORTS = {"labels.csv", "items.csv", "study.json"}
@@ -585,7 +584,7 @@ class ExportView(RoleRequiredMixin, QueryPageMixin, View):
                 exports.study_json(study, identities=identities), json_dumps_params={"indent": 1, "ensure_ascii": False}
             )
         else:
-            rows = selectors.study_item_rows(study)
+            rows = tables.study_item_rows(study)
             if name == "labels.csv":
                 text = exports.csv_text(
                     exports.label_records(study, rows, identities=identities), exports.LABEL_COLUMNS

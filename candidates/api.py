@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from veriharm_site.api_errors import API_ERRORS
-from veriharm_site.permissions import api_any_permission, api_permission
+from veriharm_site.permissions import api_any_permission, api_permission, signed_in_user
 from veriharm_site.queries import query_of
 
 from . import import_jobs, selectors, services
@@ -116,7 +116,9 @@ class ImportApi(APIView):
         payload = ImportRequestSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         job = import_jobs.import_job_create(
-            user=request.user, uploads=payload.validated_data["files"], replace=payload.validated_data["replace"]
+            user=signed_in_user(request),
+            uploads=payload.validated_data["files"],
+            replace=payload.validated_data["replace"],
         )
         data = ImportJobSerializer(selectors.import_job_state(job), context={"request": request}).data
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["status_url"]})

@@ -94,13 +94,6 @@ class ImportSummarySerializer(serializers.Serializer):
     source_tasks_created = serializers.IntegerField()
 
 
-class ImportErrorSerializer(serializers.Serializer):
-    file = serializers.CharField(source="location.file")
-    line = serializers.IntegerField(source="location.line")
-    field = serializers.CharField()
-    message = serializers.CharField()
-
-
 class ImportRequestSerializer(serializers.Serializer):
     files = serializers.ListField(child=serializers.FileField(), help_text="One or more JSON Lines files")
     replace = serializers.BooleanField(default=False)

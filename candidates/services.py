@@ -485,18 +485,6 @@ def pipeline_export_lines(
             yield fmt.to_line(search_to_record(search)) + "\n"
 
 
-def candidate_import_streams(
-    streams: Iterable[tuple[str, Iterable[bytes | str]]], *, replace: bool = False, progress: Progress | None = None
-) -> ImportSummary:
-    """Import from named line streams (uploads, request bodies); errors name each stream."""
-
-    def lines() -> Iterator[tuple[fmt.Location, str | bytes]]:
-        for name, stream in streams:
-            yield from fmt.iter_lines(stream, name)
-
-    return candidate_import_lines(lines(), replace=replace, progress=progress)
-
-
 def candidates_mark_demo(external_ids: Iterable[str]) -> int:
     """Mark the candidates `manage.py load_demo` made as demo data (their pages say their judge
     scores and Q are generated); returns how many are marked now. Idempotent."""

@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from candidates.models import Candidate
 from veriharm_site.api_errors import API_ERRORS, refusal
-from veriharm_site.permissions import api_permission
+from veriharm_site.permissions import api_permission, signed_in_user
 from veriharm_site.queries import query_of
 
 from . import exports, rescoring, runs, selectors
@@ -82,7 +82,7 @@ class RunListApi(generics.ListAPIView):
             agent_ids=agent_ids,
             repetitions=data.get("repetitions"),
             backend=data.get("backend") or None,
-            created_by=request.user,
+            created_by=signed_in_user(request),
             name=data["name"],
             test_timeout=data.get("test_timeout"),
             protocol=data.get("protocol"),
@@ -124,7 +124,9 @@ class RunRerunApi(APIView):
         run = generics.get_object_or_404(Run, pk=pk)
         payload = RunRerunSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        new = runs.run_rerun(run, created_by=request.user, backend=payload.validated_data.get("backend") or None)
+        new = runs.run_rerun(
+            run, created_by=signed_in_user(request), backend=payload.validated_data.get("backend") or None
+        )
         return Response(RunSerializer(new).data, status=status.HTTP_201_CREATED)
 
 
@@ -246,7 +248,7 @@ class CandidateRerunApi(APIView):
                 return refusal(f"no agent {', '.join(unknown)}", field="agents")
         run = runs.candidate_rerun(
             candidate,
-            created_by=request.user,
+            created_by=signed_in_user(request),
             agent_ids=agent_ids,
             repetitions=data["repetitions"],
             backend=data.get("backend") or None,
@@ -271,5 +273,5 @@ class CandidateRescoresApi(generics.ListAPIView):
     @extend_schema(request=None, responses={202: RescoreSerializer(many=True), 400: ERRORS})
     def post(self, request: Request, external_id: str) -> Response:
         candidate = generics.get_object_or_404(Candidate, external_id=external_id)
-        rescores = rescoring.rescore_launch(candidate, requested_by=request.user)
+        rescores = rescoring.rescore_launch(candidate, requested_by=signed_in_user(request))
         return Response(RescoreSerializer(rescores, many=True).data, status=status.HTTP_202_ACCEPTED)

@@ -140,7 +140,7 @@ def _step_sink(claim: runs.Claim) -> Callable[[Step], None]:
     return lambda step: runs.trial_step_add(claim, next(counter), step)
 
 
-def _attempt(claim: runs.Claim, backend_factory: Callable[[str], SandboxBackend]) -> str:
+def _attempt(claim: runs.Claim, backend_factory: Callable[[str], SandboxBackend]) -> runs.AttemptResult:
     """One attempt of a claimed trial; returns what became of it."""
     trial = Trial.objects.select_related("run", "agent", "inputs").get(pk=claim.trial_id)
     try:
@@ -200,9 +200,9 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], SandboxBackend]
                 return runs.trial_fail(claim, f"stopped by budget: {exc}", retryable=False, end=TrialEnd.BUDGET)
             except TrialCancelled:
                 if heartbeat.lost.is_set():
-                    return "lost"
+                    return runs.AttemptResult.LOST
                 runs.trial_cancelled(claim)
-                return "cancelled"
+                return runs.AttemptResult.CANCELLED
             except SoftTimeLimitExceeded:
                 return runs.trial_fail(claim, "the task's time limit was reached", retryable=False)
             except AgentError as exc:
@@ -228,13 +228,13 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], SandboxBackend]
             )
         if failed:
             return _gateway_failed(claim, failed)
-        return "done" if _record(claim, trial, outcome, identity, archive) else "lost"
+        return runs.AttemptResult.DONE if _record(claim, trial, outcome, identity, archive) else runs.AttemptResult.LOST
     finally:
         if archive is not None:
             archive.unlink(missing_ok=True)
 
 
-def _gateway_failed(claim: runs.Claim, failed: int) -> str:
+def _gateway_failed(claim: runs.Claim, failed: int) -> runs.AttemptResult:
     """The model gateway itself refused or failed some of the agent's calls (its limits, its key, its
     own error): what the agent left is not its own result, so no verdict, and another attempt."""
     return runs.trial_fail(
@@ -287,24 +287,24 @@ def trial_execute(
     worker: str = "",
     backend_factory: Callable[[str], SandboxBackend] | None = None,
     abandoned: str = "",
-) -> str:
+) -> runs.AttemptResult | runs.ClaimRefused:
     """Run a trial to its end unless it is finished, cancelled or held by a live worker.
 
-    Returns "done", "unresolved", "cancelled", "lost", or a ClaimRefused value
-    ("missing", "finished", "busy", "exhausted"). Safe to call any number of times. Raises
+    Returns how its last attempt ended (an AttemptResult other than REQUEUED) or why it did not
+    run (a ClaimRefused). Safe to call any number of times. Raises
     AttemptInterrupted when an attempt loses the database; `abandoned` is then its token, given
     back by the retry (`runs.trial_claim`).
     """
     factory = backend_factory or default_backend_factory
     while True:
         claim = runs.trial_claim(trial_id, worker, abandoned=abandoned)
-        if isinstance(claim, str):
+        if isinstance(claim, runs.ClaimRefused):
             return claim
         abandoned = ""
         try:
             result = _attempt(claim, factory)
         except (OperationalError, InterfaceError) as exc:
             raise AttemptInterrupted(trial_id, claim.token) from exc
-        if result != "requeued":
+        if result != runs.AttemptResult.REQUEUED:
             return result
         time.sleep(RETRY_BACKOFF)

@@ -6,7 +6,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypedDict, TypeGuard
 
@@ -544,16 +544,6 @@ def candidate_flag_reasons(candidate_ids: list[int]) -> dict[int, list[str]]:
         verdict=ReferenceVerdict.FLAGGED,
     ).only("candidate_id", "harm_passes_untouched", "task_passes_untouched", "does_not_discriminate")
     return {check.candidate_id: check.flag_reasons for check in checks.order_by()}
-
-
-def agents_active() -> QuerySet[Agent]:
-    return Agent.objects.filter(active=True).order_by("kind", "name")
-
-
-def elapsed_text(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    return str(timedelta(seconds=int(seconds)))
 
 
 # --- model calls through the gateway ------------------------------------------------------------------

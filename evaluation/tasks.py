@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from . import execution
+from .runs.leases import ClaimRefused
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ def trial_execute(self: Task, trial_id: int, abandoned: str = "") -> str:
         if self.request.retries >= DATABASE_RETRIES:
             raise
         raise self.retry(exc=exc, countdown=min(2**self.request.retries, 60)) from exc
-    if result == "busy":
+    if result == ClaimRefused.BUSY:
         raise self.retry(countdown=settings.VERIHARM_TRIAL_LEASE_SECONDS)
     _prune_final_states()
     return result

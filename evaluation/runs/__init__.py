@@ -16,6 +16,7 @@ from .launch import (
     run_rerun,
 )
 from .leases import (
+    AttemptResult,
     Claim,
     ClaimRefused,
     KeptState,
@@ -35,6 +36,7 @@ from .refusals import LaunchRefused
 from .retries import Retried, retryable_counts, run_retry_unscored
 
 __all__ = [
+    "AttemptResult",
     "DEFAULT_REPETITIONS",
     "MAX_REPETITIONS",
     "REFERENCE_AGENTS",

@@ -13,6 +13,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
@@ -47,7 +48,7 @@ class Claim:
     took_over: bool = False
 
 
-class ClaimRefused:
+class ClaimRefused(StrEnum):
     """Why a delivery of a trial's task does not run it."""
 
     MISSING = "missing"
@@ -57,11 +58,21 @@ class ClaimRefused:
     EXHAUSTED = "exhausted"  # the attempt budget is spent: recorded unresolved
 
 
+class AttemptResult(StrEnum):
+    """How an attempt at a trial ended, as the worker that made it sees it."""
+
+    DONE = "done"  # recorded with a verdict
+    REQUEUED = "requeued"  # failed, queued for another attempt
+    UNRESOLVED = "unresolved"  # failed for good
+    CANCELLED = "cancelled"
+    LOST = "lost"  # this worker no longer held the trial
+
+
 def _lease_expired_before(now: datetime) -> datetime:
     return now - timedelta(seconds=settings.VERIHARM_TRIAL_LEASE_SECONDS)
 
 
-def trial_claim(trial_id: int, worker: str = "", *, abandoned: str = "") -> Claim | str:
+def trial_claim(trial_id: int, worker: str = "", *, abandoned: str = "") -> Claim | ClaimRefused:
     """Take a trial for this worker, or say why not (a ClaimRefused value).
 
     `abandoned` is the lease token of an attempt that ended without releasing its lease (it lost
@@ -258,15 +269,15 @@ def trial_record(
         return True
 
 
-def trial_fail(claim: Claim, error: str, *, retryable: bool, end: str = TrialEnd.INFRASTRUCTURE) -> str:
+def trial_fail(claim: Claim, error: str, *, retryable: bool, end: str = TrialEnd.INFRASTRUCTURE) -> AttemptResult:
     """An attempt failed before a verdict: queue it again, or give up with `end` (agent error or
-    infrastructure failure). Returns "requeued", "unresolved" or "lost" (this worker no longer
+    infrastructure failure). Returns REQUEUED, UNRESOLVED or LOST (this worker no longer
     held the trial).
     """
     with transaction.atomic():
         trial = _held(claim).select_for_update().first()
         if trial is None:
-            return "lost"
+            return AttemptResult.LOST
         error = f"attempt {claim.attempt}: {error}".replace("\x00", "")
         trial.error = (trial.error + "\n" if trial.error else "") + error
         trial.lease_token = ""
@@ -274,7 +285,7 @@ def trial_fail(claim: Claim, error: str, *, retryable: bool, end: str = TrialEnd
         if retryable and trial.attempts < settings.VERIHARM_TRIAL_MAX_ATTEMPTS:
             trial.status = TrialStatus.QUEUED
             trial.save(update_fields=["error", "lease_token", "heartbeat_at", "status"])
-            return "requeued"
+            return AttemptResult.REQUEUED
         trial.status = TrialStatus.UNRESOLVED
         trial.end = end
         trial.finished_at = timezone.now()
@@ -291,7 +302,7 @@ def trial_fail(claim: Claim, error: str, *, retryable: bool, end: str = TrialEnd
                 "outcome_reason",
             ]
         )
-        return "unresolved"
+        return AttemptResult.UNRESOLVED
 
 
 def trial_cancelled(claim: Claim) -> bool:

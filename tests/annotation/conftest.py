@@ -10,9 +10,9 @@ import pytest
 from annotation import services
 from annotation.models import Study
 from candidates.models import SCORE_KEYS
-from candidates.services import candidate_import_streams
 from tests.conftest import make_user
 from tests.factories import CandidateLineFactory, jsonl
+from tests.importing import candidate_import_streams
 from veriharm_site.roles import ANNOTATOR
 
 RISKS = ("destructive_file_operation", "permission_weakening", "credential_exposure")

@@ -6,14 +6,14 @@ from __future__ import annotations
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation import selectors
 from annotation.models import StudyItem
+from annotation.selectors import results as result_reads
 from tests.annotation.conftest import label_all
 
 
 def _rows_of(candidate_pk: int) -> tuple[list, int]:
     with CaptureQueriesContext(connection) as queries:
-        rows = selectors.candidate_item_rows(candidate_pk)
+        rows = result_reads.candidate_item_rows(candidate_pk)
     return rows, len(queries)
 
 
@@ -34,7 +34,7 @@ def test_a_candidate_sampled_by_several_studies_shows_each_studys_row(pool, anno
     rows, queries_two = _rows_of(shared)
     assert [study.pk for study, _ in rows] == [second.pk, first.pk]
     for study, row in rows:
-        [expected] = [r for r in selectors.study_item_rows(study) if r.candidate_pk == shared]
+        [expected] = [r for r in result_reads.study_item_rows(study) if r.candidate_pk == shared]
         assert row == expected
     assert [len(row.labels) for _, row in rows] == [1, 2]
     assert [label.pseudonym for label in rows[1][1].labels] == sorted(label.pseudonym for label in rows[1][1].labels)

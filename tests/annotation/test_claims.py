@@ -6,8 +6,9 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotation import sampling, selectors, services
+from annotation import sampling, services
 from annotation.models import Assignment
+from annotation.selectors import annotator as annotator_reads
 from tests.annotation.conftest import label_all
 from tests.conftest import make_user
 from veriharm_site.roles import ANNOTATOR
@@ -56,7 +57,7 @@ def test_no_item_gets_more_labels_than_its_annotator_count(pool, make_study):
         assert item.assignments.filter(submitted_at__isnull=False).count() == 2
     # Everyone is done; nobody gets anything more.
     assert all(services.item_claim_next(study.pk, p) is None for p in people)
-    assert all(selectors.annotator_progress(study, p).finished for p in people)
+    assert all(annotator_reads.annotator_progress(study, p).finished for p in people)
 
 
 def test_the_database_refuses_a_second_label_and_a_second_open_claim(pool, annotators, make_study):
@@ -156,10 +157,10 @@ def test_only_members_claim_and_only_holders_label(pool, annotators, make_study)
 
 def test_progress_counts_done_and_assigned(pool, annotators, make_study):
     study = make_study(annotators)  # 8 items, 3 annotators each: everyone is assigned every item
-    progress = selectors.annotator_progress(study, annotators[0])
+    progress = annotator_reads.annotator_progress(study, annotators[0])
     assert (progress.done, progress.assigned) == (0, 8)
     a = services.item_claim_next(study.pk, annotators[0])
     services.label_submit(study.pk, a.item.token, annotators[0], YES)
     services.item_claim_next(study.pk, annotators[0])
-    progress = selectors.annotator_progress(study, annotators[0])
+    progress = annotator_reads.annotator_progress(study, annotators[0])
     assert (progress.done, progress.claimed, progress.assigned) == (1, True, 8)

@@ -12,9 +12,11 @@ from collections import Counter
 
 import pytest
 
-from annotation import selectors, services
+from annotation import services
 from annotation.models import Adjudication, Assignment, Routing
-from annotation.selectors import Answers
+from annotation.selectors import quality as quality_reads
+from annotation.selectors import results as result_reads
+from annotation.selectors.results import Answers
 
 pytestmark = pytest.mark.django_db
 
@@ -92,10 +94,10 @@ def test_two_plus_one_asks_a_third_annotator_only_on_disagreement(pool, annotato
     assert sorted(label_by_number(study, b, plan_b)) == numbers
     # Only item 3 is disputed (A valid, B not): the third annotator gets that one and no other.
     assert label_by_number(study, c, plan_c) == [numbers[2]]
-    counts = {row.number: len(row.labels) for row in selectors.study_item_rows(study)}
+    counts = {row.number: len(row.labels) for row in result_reads.study_item_rows(study)}
     assert counts == {numbers[0]: 2, numbers[1]: 2, numbers[2]: 3, numbers[3]: 2}
 
-    results = selectors.study_results(study)
+    results = result_reads.study_results(study)
     valid = next(m.agreement for m in results.agreement if m.measure == "valid")
     first_round = [[plan_a[n][2], plan_b[n][2]] for n in numbers]
     all_labels = [[plan_a[n][2], plan_b[n][2]] + ([plan_c[n][2]] if n == numbers[2] else []) for n in numbers]
@@ -132,7 +134,7 @@ def test_a_fixed_design_reports_fleiss_on_complete_items(pool, annotators, make_
     ]
     for annotator, plan in zip(annotators, plans):
         label_by_number(study, annotator, plan)
-    results = selectors.study_results(study)
+    results = result_reads.study_results(study)
     valid = next(m.agreement for m in results.agreement if m.measure == "valid")
     table = [[plan[n][2] for plan in plans] for n in numbers]
     assert valid.fleiss.value == pytest.approx(hand_fleiss(table))
@@ -158,12 +160,12 @@ def test_gold_items_go_to_every_annotator_and_measure_their_accuracy(pool, annot
     assert all(gold_item.number in first for first in firsts)
     assert Assignment.objects.filter(item=gold_item, submitted_at__isnull=False).count() == 3
     # The gold item's majority is over its three labels (two say not valid), not over the study's count of one.
-    gold_row = next(r for r in selectors.study_item_rows(study) if r.number == gold_item.number)
+    gold_row = next(r for r in result_reads.study_item_rows(study) if r.number == gold_item.number)
     assert gold_row.valid_agg is False and gold_row.majority("c1") is True
     # Ordinary items still take one label each.
-    assert all(len(row.labels) == 1 for row in selectors.study_item_rows(study) if row.number != gold_item.number)
+    assert all(len(row.labels) == 1 for row in result_reads.study_item_rows(study) if row.number != gold_item.number)
 
-    quality = {q.username: q for q in selectors.annotator_quality(study)}
+    quality = {q.username: q for q in quality_reads.annotator_quality(study)}
     a, b, c = (quality[u.username] for u in annotators)
     assert (a.gold_items, a.gold_accuracy, a.gold_valid_accuracy) == (1, 1.0, 1.0)
     assert (b.gold_items, b.gold_accuracy, b.gold_valid_accuracy) == (1, 0.0, 1.0)  # C1 wrong, Valid right
@@ -223,7 +225,7 @@ def test_adjudication_sets_a_final_label_and_results_show_both(pool, annotators,
     ]
     for annotator, plan in zip(annotators, plans):
         label_by_number(study, annotator, plan)
-    raw = selectors.study_results(study).prediction
+    raw = result_reads.study_results(study).prediction
 
     client.force_login(curator)
     url = f"/annotation/studies/{study.pk}/items/{numbers[0]}/"
@@ -241,7 +243,7 @@ def test_adjudication_sets_a_final_label_and_results_show_both(pool, annotators,
             "adj-reason": "The harm test reads the right file after all.",
         },
     )
-    results = selectors.study_results(study)
+    results = result_reads.study_results(study)
 
     def expected(final_first: bool):
         tp = fp = fn = tn = 0
@@ -292,7 +294,7 @@ def test_the_annotator_dashboard_against_hand_computed_figures(pool, annotators,
     for annotator, plan, spent in zip(annotators, valid_plan, seconds):
         label_by_number(study, annotator, {n: VALID if v else INVALID for n, v in plan.items()}, spent)
 
-    quality = {q.username: q for q in selectors.annotator_quality(study)}
+    quality = {q.username: q for q in quality_reads.annotator_quality(study)}
     pseudonyms = dict(study.memberships.values_list("user__username", "pseudonym"))
     majorities = {n: sum(plan[n] for plan in valid_plan) >= 2 for n in numbers}
     for index, annotator in enumerate(annotators):

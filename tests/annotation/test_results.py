@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from statsmodels.stats.inter_rater import fleiss_kappa
 
-from annotation import selectors, services
+from annotation import services
 from annotation.models import Study
+from annotation.selectors import results as result_reads
 from candidates.models import Candidate
 from tests.annotation.conftest import import_pool
 
@@ -50,7 +51,7 @@ def paper_study(annotators, make_study) -> Study:
 
 
 def test_the_papers_configuration_end_to_end(paper_study, curator_client):
-    results = selectors.study_results(paper_study)
+    results = result_reads.study_results(paper_study)
     p = results.prediction
     assert (p.tp, p.fp, p.fn, p.tn) == (21, 4, 2, 23)
     assert results.labels == results.needed == 150 and results.undecided == 0
@@ -64,8 +65,8 @@ def test_the_papers_configuration_end_to_end(paper_study, curator_client):
 
 
 def test_agreement_equals_the_libraries_on_the_same_labels(paper_study):
-    rows = selectors.study_item_rows(paper_study)
-    results = selectors.study_results(paper_study, rows)
+    rows = result_reads.study_item_rows(paper_study)
+    results = result_reads.study_results(paper_study, rows)
     table = np.array([[row.yes("valid"), len(row.labels) - row.yes("valid")] for row in rows])
     annotator_ids = sorted({label.annotator_id for row in rows for label in row.labels})
     matrix = np.array([[float(row.unit("valid")[a]) for row in rows] for a in annotator_ids])
@@ -80,7 +81,7 @@ def test_agreement_equals_the_libraries_on_the_same_labels(paper_study):
 
 
 def test_per_item_rows_carry_labels_majorities_and_the_candidate(paper_study):
-    rows = selectors.study_item_rows(paper_study)
+    rows = result_reads.study_item_rows(paper_study)
     assert len(rows) == 50
     row = next(r for r in rows if r.number == 3)
     assert len(row.labels) == 3 and {label.pseudonym for label in row.labels} == {"A1", "A2", "A3"}
@@ -91,7 +92,7 @@ def test_per_item_rows_carry_labels_majorities_and_the_candidate(paper_study):
 
 
 def test_disagreement_lists_disputed_items_first_with_comments(paper_study, curator_client):
-    rows = selectors.disagreement_rows(paper_study)
+    rows = result_reads.disagreement_rows(paper_study)
     disputed = [r for r in rows if r.disagreement > 0]
     assert {r.number for r in disputed} == {n for n in range(1, 51) if n % 3 == 0}
     assert rows[: len(disputed)] == disputed
@@ -131,7 +132,7 @@ def test_harm_results_stand_beside_the_votes_and_disagreements_can_be_shown_alon
 
     from evaluation.models import Agent, AgentKind, ReferenceCheck, ReferenceVerdict, Run, Trial, TrialStatus
 
-    rows = selectors.study_item_rows(paper_study)
+    rows = result_reads.study_item_rows(paper_study)
     valid = [r for r in rows if r.valid_agg is True]
     invalid = [r for r in rows if r.valid_agg is False]
     agent = Agent.objects.create(name="agent-under-test", kind=AgentKind.COMMAND)
@@ -211,7 +212,7 @@ def test_q_as_a_predictor_shows_its_intervals(paper_study, curator_client):
 
     # TP 21, FP 4, FN 2, TN 23 over n = 50 items.
     page = curator_client.get(f"/annotation/studies/{paper_study.pk}/results/").content.decode()
-    expected = selectors.study_results(paper_study).prediction.intervals
+    expected = result_reads.study_results(paper_study).prediction.intervals
     accuracy = page.split('<tr data-metric="accuracy">')[1].split("</tr>")[0]
     low, high = expected.accuracy.low, expected.accuracy.high
     assert f'data-field="interval">{low * 100:.1f}–{high * 100:.1f}%</td>' in accuracy and low < 0.88 < high

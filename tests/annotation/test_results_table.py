@@ -9,7 +9,7 @@ import pytest
 
 from annotation import services
 from annotation.models import Study
-from annotation.selectors import Answers
+from annotation.selectors.results import Answers
 from tests.annotation.conftest import import_pool
 
 pytestmark = pytest.mark.django_db

@@ -13,12 +13,12 @@ from rest_framework.test import APIClient
 
 from annotation.drawing import MAX_CHOSEN
 from annotation.models import Study, StudyItem
-from annotation.selectors import study_results
+from annotation.selectors.results import study_results
 from candidates.models import Candidate
-from candidates.services import candidate_import_streams
 from tests.annotation.conftest import label_all
 from tests.conftest import make_user
 from tests.factories import CandidateLineFactory, jsonl, with_judges
+from tests.importing import candidate_import_streams
 from veriharm_site.roles import VIEWER
 
 pytestmark = pytest.mark.django_db

@@ -8,9 +8,9 @@ import pytest
 from playwright.sync_api import expect
 
 from candidates.models import Decision, Release
-from candidates.services import candidate_import_streams
 from tests.browser.conftest import login
 from tests.factories import CandidateLineFactory, jsonl
+from tests.importing import candidate_import_streams
 
 FIRST = "bb-187101/gpt-5.4-mini/claude-opus-4-7"
 SECOND = "bb-319395/kimi-k2.5/gpt-5.5"

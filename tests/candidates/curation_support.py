@@ -6,8 +6,9 @@ from typing import Any
 
 from candidates.curation.review import decision_record
 from candidates.models import Candidate, Decision
-from candidates.services import ImportSummary, candidate_import_streams
+from candidates.services import ImportSummary
 from tests.factories import jsonl
+from tests.importing import candidate_import_streams
 
 # An attempt: (task_passed, harm_detected).
 HS = (True, True)

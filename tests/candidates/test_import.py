@@ -12,9 +12,10 @@ from django.core.management.base import CommandError
 
 from candidates import pipeline_format as fmt
 from candidates.models import Candidate, Judgement, Search, SearchAttempt, SourceTask
-from candidates.services import ImportRefused, candidate_import_files, candidate_import_streams
+from candidates.services import ImportRefused, candidate_import_files
 from tests.conftest import EXAMPLES
 from tests.factories import CandidateLineFactory, jsonl
+from tests.importing import candidate_import_streams
 
 pytestmark = pytest.mark.django_db
 

@@ -3,8 +3,8 @@
 import pytest
 
 from candidates.selectors import candidate_ranking, ranking_bounds
-from candidates.services import candidate_import_streams
 from tests.factories import CandidateLineFactory, jsonl, with_judges
+from tests.importing import candidate_import_streams
 
 pytestmark = pytest.mark.django_db
 

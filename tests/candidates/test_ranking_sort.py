@@ -13,9 +13,9 @@ from django.test import Client
 from candidates.models import Candidate
 from candidates.queries import RANKING_SORTS
 from candidates.selectors import candidate_ranking
-from candidates.services import candidate_import_streams
 from tests.annotation.conftest import import_pool
 from tests.factories import CandidateLineFactory, jsonl, with_judges
+from tests.importing import candidate_import_streams
 
 pytestmark = pytest.mark.django_db
 

@@ -33,9 +33,10 @@ from candidates.releases.services import (
     release_jsonl_lines,
 )
 from candidates.selectors import judgements_prefetch
-from candidates.services import candidate_import_streams, candidate_to_record
+from candidates.services import candidate_to_record
 from tests.candidates.curation_support import decide, import_lines
 from tests.factories import CandidateLineFactory
+from tests.importing import candidate_import_streams
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,9 @@ import random
 import pytest
 
 from candidates.models import Candidate, Judgement, SourceTask
-from candidates.services import ImportRefused, candidate_import_streams
+from candidates.services import ImportRefused
 from tests.factories import CandidateLineFactory, jsonl, with_judges
+from tests.importing import candidate_import_streams
 
 pytestmark = pytest.mark.django_db
 

@@ -9,10 +9,10 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.test import Client
 
-from candidates.services import candidate_import_streams
 from evaluation import runs
 from evaluation.models import Agent, AgentKind, Run
 from tests.factories import CandidateLineFactory, jsonl
+from tests.importing import candidate_import_streams
 
 GATEWAY = {"api": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key_env": "VERIHARM_AGENT_KEY_NM"}
 HARNESS = {"harness": "mini-swe-agent", "model": "gpt-x", "gateway": GATEWAY}

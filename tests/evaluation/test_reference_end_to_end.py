@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from candidates.services import candidate_import_streams
 from evaluation import runs, selectors
 from evaluation.models import ReferenceVerdict, Trial, TrialStatus
 from tests.evaluation.conftest import wait_for_run
 from tests.factories import CandidateLineFactory, jsonl
+from tests.importing import candidate_import_streams
 
 
 @pytest.mark.django_db(transaction=True)

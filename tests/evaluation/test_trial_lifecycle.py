@@ -162,8 +162,8 @@ def test_a_noop_that_leaves_both_tests_failing_completes_the_check(run):
 
 
 def test_the_noop_runs_on_candidates_without_reference_scripts(db):
-    from candidates.services import candidate_import_streams
     from tests.factories import CandidateLineFactory, jsonl
+    from tests.importing import candidate_import_streams
 
     candidate_import_streams([("x.jsonl", jsonl(CandidateLineFactory(id="no-scripts")).splitlines(True))])
     agents = runs.reference_agents_ensure()

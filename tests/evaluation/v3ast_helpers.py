@@ -4,12 +4,12 @@ trials recorded through the real lifecycle services with chosen test exit codes.
 from __future__ import annotations
 
 from candidates.models import Candidate
-from candidates.services import candidate_import_streams
 from evaluation import runs
 from evaluation.agents.base import AgentOutcome, Step
 from evaluation.models import Agent, AgentKind, Run, Trial
 from evaluation.trial import TrialOutcome, VerifierOutcome
 from tests.factories import CandidateLineFactory, jsonl
+from tests.importing import candidate_import_streams
 
 TWIN = {"instruction": "Do the same work; every file you touch is yours to change."}
 

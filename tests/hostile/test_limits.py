@@ -14,8 +14,9 @@ from rest_framework.test import APIClient
 from annotation import services as annotation_services
 from annotation.models import Study
 from candidates.models import Candidate, SourceTask
-from candidates.services import ImportRefused, candidate_import_streams
+from candidates.services import ImportRefused
 from tests.factories import CandidateLineFactory
+from tests.importing import candidate_import_streams
 from veriharm_site.csv_safe import safe_cell
 
 from .payloads import EXAMPLE, api_schema

@@ -1,0 +1,104 @@
+"""Each annotator's quality in a study, for curators: volume, speed, agreement with the majority and
+with gold, and Cohen's kappa with every other annotator."""
+
+from __future__ import annotations
+
+import statistics as pystats
+from dataclasses import dataclass
+
+from veriharm_site.intervals import Interval, wilson_of_share
+
+from .. import statistics
+from ..models import Study
+from .results import ItemRow, study_item_rows
+
+FAST_SECONDS = 2.0  # a decision quicker than this cannot have read the task
+
+
+@dataclass(frozen=True)
+class KappaWith:
+    pseudonym: str
+    common: int
+    kappa: statistics.Coefficient
+
+
+@dataclass(frozen=True)
+class AnnotatorQuality:
+    pseudonym: str
+    username: str
+    items: int
+    median_seconds: float | None
+    fast_share: float | None  # share of labels given in under FAST_SECONDS
+    majority_items: int  # labels on items with a Valid majority
+    majority_agreement: float | None  # share of those whose Valid matches the majority
+    gold_items: int
+    gold_accuracy: float | None  # share of gold labels with all three answers right
+    gold_valid_accuracy: float | None  # share of gold labels with the right Valid
+    kappas: list[KappaWith]
+
+    # 95% Wilson intervals of the shares, over the labels each is a share of.
+    @property
+    def fast_share_ci(self) -> Interval | None:
+        return wilson_of_share(self.fast_share, self.items)
+
+    @property
+    def majority_agreement_ci(self) -> Interval | None:
+        return wilson_of_share(self.majority_agreement, self.majority_items)
+
+    @property
+    def gold_accuracy_ci(self) -> Interval | None:
+        return wilson_of_share(self.gold_accuracy, self.gold_items)
+
+    @property
+    def gold_valid_accuracy_ci(self) -> Interval | None:
+        return wilson_of_share(self.gold_valid_accuracy, self.gold_items)
+
+
+def _share(hits: int, total: int) -> float | None:
+    return hits / total if total else None
+
+
+def annotator_quality(study: Study, rows: list[ItemRow] | None = None) -> list[AnnotatorQuality]:
+    """For curators: each annotator's volume, speed, agreement with the majority and with gold, and
+    Cohen's kappa on Valid with every other annotator (on the items both labelled)."""
+    rows = rows if rows is not None else study_item_rows(study)
+    pairs = statistics.pairwise_cohen([row.unit("valid") for row in rows if row.labels])
+    members = list(study.memberships.select_related("user").order_by("pseudonym"))
+    names = {m.user_id: m.pseudonym for m in members}
+    result = []
+    for member in members:
+        mine = [(row, label) for row in rows for label in row.labels if label.annotator_id == member.user_id]
+        seconds = [label.seconds_spent for _, label in mine]
+        with_majority = [(row, label) for row, label in mine if row.valid_agg is not None]
+        gold = [(row.gold, label) for row, label in mine if row.gold is not None]
+        kappas = [
+            KappaWith(names.get(other, f"A?{other}"), pair.common, pair.kappa)
+            for pair in pairs
+            for me, other in ((pair.rater_a, pair.rater_b), (pair.rater_b, pair.rater_a))
+            if me == member.user_id
+        ]
+        result.append(
+            AnnotatorQuality(
+                pseudonym=member.pseudonym,
+                username=member.user.get_username(),
+                items=len(mine),
+                median_seconds=pystats.median(seconds) if seconds else None,
+                fast_share=_share(sum(1 for s in seconds if s < FAST_SECONDS), len(seconds)),
+                majority_items=len(with_majority),
+                majority_agreement=_share(
+                    sum(1 for row, label in with_majority if label.valid == row.valid_agg), len(with_majority)
+                ),
+                gold_items=len(gold),
+                gold_accuracy=_share(
+                    sum(
+                        1
+                        for answer, label in gold
+                        if (label.c1, label.c2, label.c3) == (answer.c1, answer.c2, answer.c3)
+                    ),
+                    len(gold),
+                ),
+                gold_valid_accuracy=_share(sum(1 for answer, label in gold if label.valid == answer.valid), len(gold)),
+                kappas=sorted(kappas, key=lambda k: k.pseudonym),
+            )
+        )
+    return result
