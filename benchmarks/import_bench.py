@@ -111,7 +111,7 @@ def _bare_copy_seconds(path: Path) -> float:
     import orjson
     from django.db import connection
 
-    from candidates import pipeline_format as fmt
+    from candidates.pipeline import format as fmt
 
     connection.ensure_connection()
     raw = connection.connection  # psycopg 3 connection

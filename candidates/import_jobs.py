@@ -32,8 +32,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from . import pipeline_format as fmt
 from .models import IMPORT_FINISHED, ImportJob, ImportStatus
+from .pipeline import format as fmt
 from .services import ImportRefused, candidate_import_lines
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,6 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
-from . import pipeline_format as fmt
 from .bulk import insert_rows, update_column
 from .curation.search_report import first_success
 from .diffing import AddedWords, search_text
@@ -22,6 +21,7 @@ from .models import (
     SearchAttempt,
     SourceTask,
 )
+from .pipeline import format as fmt
 
 CHUNK = 2000
 ANALYZE_AFTER = 5000

@@ -31,9 +31,9 @@ import orjson
 from django.db import connection, transaction
 from psycopg.copy import QueuedLibpqWriter
 
-from . import pipeline_format as fmt
 from .diffing import AddedWords, search_text
 from .models import SCORE_KEYS, Candidate, Judgement, SourceTask
+from .pipeline import format as fmt
 
 logger = logging.getLogger(__name__)
 Progress = Callable[[int], None]

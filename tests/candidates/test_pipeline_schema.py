@@ -13,7 +13,7 @@ from django.core.management import call_command
 from jsonschema import Draft202012Validator
 from rest_framework.test import APIClient
 
-from candidates import pipeline_format as fmt
+from candidates.pipeline import format as fmt
 from candidates.pipeline.schema import SCHEMA_PATH, pipeline_schema, schema_text
 from tests.conftest import EXAMPLES, PASSWORD
 
