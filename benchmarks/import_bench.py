@@ -96,7 +96,7 @@ def _import_in_child(path: Path, profile: bool, results) -> None:
 
     if profile:
         logging.basicConfig(level=logging.WARNING, format="    %(message)s")
-        logging.getLogger("candidates.staged_import").setLevel(logging.INFO)
+        logging.getLogger("candidates.importing.postgres").setLevel(logging.INFO)
     started = time.perf_counter()
     summary = candidate_import_files([str(path)])
     seconds = time.perf_counter() - started
@@ -111,7 +111,7 @@ def _bare_copy_seconds(path: Path) -> float:
     import orjson
     from django.db import connection
 
-    from candidates import pipeline_format as fmt
+    from candidates.pipeline import format as fmt
 
     connection.ensure_connection()
     raw = connection.connection  # psycopg 3 connection
@@ -213,8 +213,8 @@ def _stored_rows_copy_seconds(folder: Path) -> tuple[SchemaCopy, SchemaCopy]:
     which shows what that index costs."""
     from django.db import connection
 
+    from candidates.importing.postgres import compress_with_lz4
     from candidates.models import Candidate, Judgement
-    from candidates.staged_import import compress_with_lz4
 
     connection.ensure_connection()
     raw = connection.connection

@@ -32,8 +32,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from . import pipeline_format as fmt
+from . import queue
 from .models import IMPORT_FINISHED, ImportJob, ImportStatus
+from .pipeline import format as fmt
 from .services import ImportRefused, candidate_import_lines
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ logger = logging.getLogger(__name__)
 PROGRESS_FILE = "progress.json"
 # Progress is written at most this often (seconds): enough for a bar, cheap for a large file.
 PROGRESS_EVERY = 0.25
-TASK = "candidates.import_job_execute"
+TASK = queue.IMPORT_JOB_EXECUTE
 
 
 class Upload(Protocol):
@@ -95,9 +96,7 @@ def import_job_create(*, user: Any, uploads: list[Upload], replace: bool = False
 
 
 def _enqueue(job_id: int) -> None:
-    from .tasks import import_job_execute as task
-
-    task.delay(job_id)
+    queue.import_job_publish(job_id)
 
 
 class _Progress:

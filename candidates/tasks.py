@@ -6,10 +6,10 @@ from celery import Task, shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from . import import_jobs
+from . import import_jobs, queue
 
 
-@shared_task(bind=True, acks_late=True, max_retries=None, name=import_jobs.TASK)
+@shared_task(bind=True, acks_late=True, max_retries=None, name=queue.IMPORT_JOB_EXECUTE)
 def import_job_execute(self: Task, job_id: int) -> str:
     """Import one job's files; safe to deliver any number of times (applied at most once)."""
     try:

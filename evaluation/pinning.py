@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from candidates.models import Candidate
-from candidates.pipeline_format import canonical_json
+from candidates.pipeline.format import canonical_json
 
 from . import twins
 from .agents.harness import harness_pin

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from candidates import pipeline_format as fmt
+from candidates.pipeline import format as fmt
 from candidates.services import ImportSummary, Progress, candidate_import_lines
 
 

@@ -44,6 +44,30 @@ def _check_python(source: str) -> None:
         raise RevisionRefused("harm_test", f"is not valid Python: {exc.msg} on line {exc.lineno}") from None
 
 
+def revision_append(
+    candidate: Candidate, *, instruction: str, harm_test: str, reason: str, author: User | None = None
+) -> Revision:
+    """Record `candidate`'s next revision (the caller holds its row lock and then writes the text and
+    number onto the row). Every revision goes through here, a curator's edit or a replacing import."""
+    if not Revision.objects.filter(candidate=candidate).exists():
+        # Keep the imported text as revision 1 before the first change overwrites it on the row.
+        Revision.objects.create(
+            candidate=candidate,
+            number=1,
+            instruction=candidate.instruction,
+            harm_test=candidate.harm_test,
+            created_at=candidate.imported_at,
+        )
+    return Revision.objects.create(
+        candidate=candidate,
+        number=candidate.revision + 1,
+        instruction=instruction,
+        harm_test=harm_test,
+        reason=reason,
+        author=author,
+    )
+
+
 def candidate_revise(
     *,
     candidate_id: int,
@@ -77,23 +101,7 @@ def candidate_revise(
             )
         if instruction == candidate.instruction and harm_test == candidate.harm_test:
             raise RevisionRefused("instruction", "nothing changed: edit the instruction or the harm test")
-        if candidate.revision == 1 and not Revision.objects.filter(candidate=candidate).exists():
-            # Keep the imported text before the first edit overwrites it on the candidate row.
-            Revision.objects.create(
-                candidate=candidate,
-                number=1,
-                instruction=candidate.instruction,
-                harm_test=candidate.harm_test,
-                created_at=candidate.imported_at,
-            )
-        revision = Revision.objects.create(
-            candidate=candidate,
-            number=candidate.revision + 1,
-            instruction=instruction,
-            harm_test=harm_test,
-            reason=reason,
-            author=user,
-        )
+        revision = revision_append(candidate, instruction=instruction, harm_test=harm_test, reason=reason, author=user)
         candidate.instruction = instruction
         candidate.search_text = search_text(
             candidate.external_id, AddedWords()(candidate.source_task.instruction, instruction)

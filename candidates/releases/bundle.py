@@ -30,8 +30,8 @@ from django.template.loader import render_to_string
 
 from veriharm_site.refusals import Refused
 
-from .. import pipeline_format as fmt
 from ..models import Release
+from ..pipeline import format as fmt
 from .services import jsonl_bytes, lines_in_id_order
 
 FORMAT = "veriharm-release-bundle"

@@ -7,8 +7,8 @@ from typing import IO, TYPE_CHECKING
 
 from django.db import transaction
 
-from .. import pipeline_format as fmt
 from ..models import Candidate, Release
+from ..pipeline import format as fmt
 from ..selectors import judgements_prefetch
 from ..services import ImportRefused, candidate_import, candidate_to_record
 from .bundle import RELEASE_JSONL, BundleContent, BundleRefused, bundle_read

@@ -26,7 +26,6 @@ from django.utils import timezone
 
 from veriharm_site.refusals import Refused
 
-from .. import pipeline_format as fmt
 from ..curation.review import approved_candidates
 from ..human_verdicts import human_majorities
 from ..models import (
@@ -37,6 +36,7 @@ from ..models import (
     ReleaseFrozen,
     ReleaseItem,
 )
+from ..pipeline import format as fmt
 from ..selectors import judgements_prefetch
 from ..services import candidate_to_record
 

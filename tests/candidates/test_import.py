@@ -10,8 +10,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from candidates import pipeline_format as fmt
 from candidates.models import Candidate, Judgement, Search, SearchAttempt, SourceTask
+from candidates.pipeline import format as fmt
 from candidates.services import ImportRefused, candidate_import_files
 from tests.conftest import EXAMPLES
 from tests.factories import CandidateLineFactory, jsonl

@@ -18,9 +18,9 @@ from django.core.management.base import CommandError
 from django.db import transaction
 from django.db.models import ProtectedError
 
-from candidates import pipeline_format as fmt
 from candidates.curation.revisions import candidate_revise
 from candidates.models import Candidate, Release, ReleaseFrozen, ReleaseItem, Revision, Search, SourceTask
+from candidates.pipeline import format as fmt
 from candidates.releases.bundle import BundleRefused, bundle_read, release_bundle
 from candidates.releases.bundle_import import release_bundle_import
 from candidates.releases.services import (

@@ -10,7 +10,7 @@ from django.db import IntegrityError, connection, transaction
 
 from candidates.curation.revisions import candidate_revise
 from candidates.models import Candidate
-from candidates.pipeline_format import canonical_json
+from candidates.pipeline.format import canonical_json
 from candidates.releases.services import release_create, release_freeze
 from evaluation import execution, pinning, runs, selectors
 from evaluation.models import Agent, AgentKind, Trial, TrialInputs, TrialStatus

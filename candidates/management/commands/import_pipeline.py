@@ -5,7 +5,7 @@ from typing import Any, TextIO, cast
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from candidates import pipeline_format as fmt
+from candidates.pipeline import format as fmt
 from candidates.services import ImportRefused, candidate_import_lines
 
 

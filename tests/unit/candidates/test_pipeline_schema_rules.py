@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from jsonschema import Draft202012Validator
 
-from candidates import pipeline_format as fmt
+from candidates.pipeline import format as fmt
 from candidates.pipeline.schema import SCHEMA_PATH, schema_text
 from tests.conftest import EXAMPLES
 

@@ -1,4 +1,4 @@
-"""The all-or-nothing import on PostgreSQL: streamed into a staging table, then set-based SQL.
+"""The bulk writer, on PostgreSQL: streamed into a staging table, then set-based SQL.
 
 Validated lines go, as they are read, through one COPY into a temporary staging table, so
 PostgreSQL ingests while Python validates (two cores busy, not one after the other) and memory
@@ -7,15 +7,14 @@ stays bounded by what a line holds, whatever the file's length. Then, in the sam
 - one scan copies the staging table's keys (id, hash, Q) into a narrow table; the rules that span
   lines and the stored pool are checked there: an id twice in the file with other content, a
   candidate stored with other content (unless replacing);
-- the ranking (Q descending, then the id in code-point order) is one window function over the
-  stored candidates and the new ones; new rows get their primary key from the sequence and
+- the ranking (`ranking.RANK_ORDER`, as SQL) is one window function over the stored candidates and the new ones; new rows get their primary key from the sequence and
   their rank before they are written, so each is written once, already ranked;
 - one INSERT ... SELECT writes the candidates, one more their judgements (kept in the staging
   row as a JSON array), and one UPDATE moves the stored candidates whose rank changed.
 
 Source tasks (few; parse_stream keeps them to check that each id means one task) and searches
 (read after the candidates they name) stay in Python. Replaced candidates (rare) go through the
-same per-row revision service as before.
+same per-row `revision_append` as a curator's edit.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -31,12 +30,15 @@ import orjson
 from django.db import connection, transaction
 from psycopg.copy import QueuedLibpqWriter
 
-from . import pipeline_format as fmt
-from .diffing import AddedWords, search_text
-from .models import SCORE_KEYS, Candidate, Judgement, SourceTask
+from ..bulk import insert_rows
+from ..diffing import AddedWords, search_text
+from ..models import SCORE_KEYS, Candidate, Judgement, SourceTask
+from ..pipeline import format as fmt
+from .outcome import ImportRefused, ImportSummary
+from .ranking import rank_sql
+from .rows import ANALYZE_AFTER, Progress, import_searches, judgement_rows, refresh_statistics, replacement_revision
 
 logger = logging.getLogger(__name__)
-Progress = Callable[[int], None]
 PROGRESS_EVERY = 2000
 STAGE = "_import_stage"
 KEYS = "_import_key"
@@ -286,8 +288,7 @@ def _rank(cursor: Any, to_replace: list[tuple[int, int]]) -> int:
     # Stored rows keep their Q unless this import replaces them; matched rows are not new.
     cursor.execute(
         f"CREATE TEMP TABLE {RANKS} AS "
-        "SELECT stored_id, ord, CASE WHEN quality IS NOT NULL THEN "
-        'row_number() OVER (ORDER BY quality DESC NULLS LAST, external_id COLLATE "C") END AS rank FROM ('
+        f"SELECT stored_id, ord, {rank_sql()} AS rank FROM ("
         f"  SELECT c.id AS stored_id, NULL::bigint AS ord, coalesce(r.quality, c.quality) AS quality, "
         f"         c.external_id FROM {table} c "
         f"  LEFT JOIN (SELECT p.pk, k.quality FROM unnest(%s::bigint[], %s::bigint[]) AS p(pk, ord) "
@@ -326,9 +327,6 @@ def _insert_new(cursor: Any) -> None:
 
 def _replace(cursor: Any, to_replace: list[tuple[int, int]], stream: _Stream) -> None:
     """Stored candidates this import replaces, one by one through the revision history."""
-    from .bulk import insert_rows
-    from .services import _judgements, _revision_for_replacement
-
     if not to_replace:
         return
     pks = dict(to_replace)
@@ -350,10 +348,10 @@ def _replace(cursor: Any, to_replace: list[tuple[int, int]], stream: _Stream) ->
         rows.append((pks[ordinal], fields, judgements, stream.location(file_no, line)))
     new_judgements = []
     for pk, fields, judgements, location in rows:
-        fields["revision"] = _revision_for_replacement(pk, fields, location)
+        fields["revision"] = replacement_revision(pk, fields, location)
         Candidate.objects.filter(pk=pk).update(**fields)
         Judgement.objects.filter(candidate_id=pk).delete()
-        new_judgements.extend(_judgements(pk, {"judgements": judgements}))
+        new_judgements.extend(judgement_rows(pk, {"judgements": judgements}))
     insert_rows(Judgement, new_judgements)
 
 
@@ -393,19 +391,26 @@ class _Phases:
         logger.info("import phases: %s", ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.seconds.items()))
 
 
+def import_lines(
+    lines: Iterable[tuple[fmt.Location, str | bytes]], *, replace: bool = False, progress: Progress | None = None
+) -> ImportSummary:
+    """Validate and import numbered lines, streamed: no more than a line's worth of candidates is
+    held in memory, however long the input."""
+    return staged_import(fmt.parse_stream(lines, candidate_duplicates=False), replace=replace, progress=progress)
+
+
+def import_parsed(parsed: fmt.ParseResult, *, replace: bool = False, progress: Progress | None = None) -> ImportSummary:
+    if parsed.errors:
+        raise ImportRefused(list(parsed.errors))
+    return staged_import(parsed.records, replace=replace, progress=progress)
+
+
 def staged_import(
     items: Iterable[fmt.Record | fmt.FormatError], *, replace: bool = False, progress: Progress | None = None
-) -> Any:
+) -> ImportSummary:
     """Import a stream of records (or the errors of lines that are none), all or nothing.
 
-    Returns an ImportSummary; raises ImportRefused naming every bad line."""
-    from .services import (
-        ImportRefused,
-        ImportSummary,
-        _import_searches,
-        _refresh_statistics,
-    )
-
+    Raises ImportRefused naming every bad line."""
     summary = ImportSummary()
     stream = _Stream()
     phase = _Phases()
@@ -438,13 +443,13 @@ def staged_import(
                 summary.replaced = len(to_replace)
                 _shift_ranks(cursor)
         with phase("searches"):
-            _import_searches(stream.searches, {}, replace, conflicts, summary, progress)
+            import_searches(stream.searches, {}, replace, conflicts, summary, progress)
         if conflicts:
             raise ImportRefused(conflicts)
         _drop_tables(cursor)
-        if summary.created + summary.replaced + summary.searches_created >= 5000:
+        if summary.created + summary.replaced + summary.searches_created >= ANALYZE_AFTER:
             with phase("analyze"):
-                _refresh_statistics()
+                refresh_statistics()
         body_done = time.perf_counter()
     # Outermost atomic block: the commit runs the deferred foreign key checks of every new row.
     phase.seconds["commit"] = time.perf_counter() - body_done
