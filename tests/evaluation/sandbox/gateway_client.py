@@ -113,10 +113,8 @@ def oversized(action):
                         sent += sock.send(chunk[: action["length"] - sent])
                 except OSError:
                     pass  # refused on its Content-Length: the gateway stopped reading
-            try:
-                data = sock.recv(65536)
-            except (ConnectionResetError, socket.timeout):
-                data = b""
+            # The whole answer: its head and body may come in separate writes.
+            data = read_all(sock)
         status, head, body = status_of(data)
         if status != 503:  # 503: the idle connections' slots are not all free yet
             return {"status": status, "headers": head, "body": body, "sent": sent, "attempts": attempt}
