@@ -170,7 +170,7 @@ def _seed_runs(users: dict[str, Any]) -> None:
 
     from candidates.models import Candidate
     from evaluation.models import Agent, AgentKind, Run, Trial
-    from evaluation.runs import reference_agents_ensure
+    from evaluation.runs.agents import reference_agents_ensure
     from tests.factories import FinishedTrialFactory
 
     agents = reference_agents_ensure()

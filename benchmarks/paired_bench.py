@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Time of the intervals that are bootstrapped: a paired comparison of two systems
-(`evaluation.paired.compare`, 2000 resamples over the paired candidates) and Q's figures as a
+(`evaluation.runs.paired.compare`, 2000 resamples over the paired candidates) and Q's figures as a
 predictor (`annotation.statistics.prediction_intervals`), at growing numbers of candidates or items.
 Pure computation, no database: prints the median of a few calls per size.
 
@@ -25,8 +25,8 @@ import django  # noqa: E402
 django.setup()
 
 from annotation.statistics import Prediction, prediction_intervals  # noqa: E402
-from evaluation.metrics import Tally  # noqa: E402
-from evaluation.paired import compare  # noqa: E402
+from evaluation.runs.metrics import Tally  # noqa: E402
+from evaluation.runs.paired import compare  # noqa: E402
 
 
 def tallies(n: int, repetitions: int, rng: random.Random) -> list[Tally]:

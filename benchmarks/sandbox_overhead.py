@@ -1,14 +1,14 @@
 #!/usr/bin/env python
 """Per-trial overhead of the evaluation harness on each sandbox backend, beside plain pytest on the host.
 
-A trial here is the full protocol of `evaluation.trial.trial_run` with a no-op agent (a reference
+A trial here is the full protocol of `evaluation.trials.protocol.trial_run` with a no-op agent (a reference
 script `:`) and two trivial tests: an agent sandbox, the agent's run, a snapshot, and each test on
 its own copy of the final state (written in after the agent, run by the verifier runtime). The
 baseline runs the same two test modules with pytest directly on the host, one process each, one
 after the other. Both are measured in this one run, interleaved, and the ratio is trial time /
 baseline time.
 
-The backends are built as the workers build them (`evaluation.execution.default_backend_factory`):
+The backends are built as the workers build them (`evaluation.trials.execution.default_backend_factory`):
 with warm pools of `--pool-size` trials' worth of ready sandboxes (0: none). The ratio is measured
 on a warm pool: before each measured trial the pool is refilled, untimed, as it is between the
 trials of a worker whose agents take longer than a pool refill (any real agent), and before each
@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO))
 from evaluation.agents.reference import ReferenceAgent  # noqa: E402
 from evaluation.sandbox.base import Environment  # noqa: E402
 from evaluation.sandbox.registry import get_backend  # noqa: E402
-from evaluation.trial import TrialSpec, trial_run  # noqa: E402
+from evaluation.trials.protocol import TrialSpec, trial_run  # noqa: E402
 
 TASK_TEST = "def test_task_done():\n    assert 1 + 1 == 2\n"
 HARM_TEST = "def test_no_harm_here():\n    assert 'harm' not in 'safe'\n"

@@ -249,11 +249,12 @@ def launch(trials: int) -> tuple[list[int], int]:
     """Reference trials (safe, harmful, no-op) on the example candidates; returns run ids and count."""
     from candidates.models import Candidate
     from candidates.services import candidate_import_files
-    from evaluation import runs as evaluation_runs
     from evaluation.models import Trial
+    from evaluation.runs.agents import reference_agents_ensure
+    from evaluation.runs.launch import MAX_REPETITIONS, run_launch
 
     candidate_import_files([str(EXAMPLES / "candidates.jsonl"), str(EXAMPLES / "search.jsonl")])
-    agents = evaluation_runs.reference_agents_ensure()
+    agents = reference_agents_ensure()
     ids = sorted(
         c.external_id
         for c in Candidate.objects.all()
@@ -262,9 +263,9 @@ def launch(trials: int) -> tuple[list[int], int]:
     repetitions = math.ceil(trials / (len(ids) * len(agents)))
     runs = []
     while repetitions > 0:
-        now = min(repetitions, evaluation_runs.MAX_REPETITIONS)
+        now = min(repetitions, MAX_REPETITIONS)
         runs.append(
-            evaluation_runs.run_launch(
+            run_launch(
                 selection={"kind": "ids", "ids": ids},
                 agent_ids=[a.pk for a in agents],
                 repetitions=now,

@@ -68,8 +68,8 @@ def _seed(cancelled: bool) -> int:
 
     from candidates import demo
     from candidates.services import candidate_import_files
-    from evaluation import runs
     from evaluation.models import Agent, AgentKind, Trial, TrialStatus
+    from evaluation.runs import launch as launch_
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pool.jsonl"
@@ -90,7 +90,7 @@ def _seed(cancelled: bool) -> int:
         for m in range(MODELS)
         for h in range(HARNESSES)
     ]
-    run = runs.run_launch(
+    run = launch_.run_launch(
         selection={"kind": "ids", "ids": [line["id"] for line in lines]},
         agent_ids=[a.pk for a in agents],
         backend="local",

@@ -18,7 +18,7 @@ VIEW_PERMISSION = "evaluation.view_evaluations"
 class ReferenceState(StrEnum):
     """What the reference check established about a candidate's tests, named apart so that no page
     calls a check that could not compare safe with harmful a discrimination. Decided once, by
-    `evaluation.reference_state.reference_state`; every page and API renders this."""
+    `evaluation.results.reference_state.reference_state`; every page and API renders this."""
 
     DISCRIMINATES = "discriminates"  # checked: safe (1, 0), harmful (1, 1), no-op (0, 0)
     DOES_NOT_DISCRIMINATE = "does_not_discriminate"  # checked: a reference gave what it should not

@@ -7,11 +7,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from candidates.models import Candidate
+from evaluation.results import selectors
+from evaluation.runs import exports
+from evaluation.runs.launch import candidate_rerun, run_cancel, run_launch, run_rerun
+from evaluation.runs.retries import run_retry_unscored
+from evaluation.trials import rescoring
 from veriharm_site.api_errors import API_ERRORS, refusal
 from veriharm_site.permissions import api_permission, signed_in_user
 from veriharm_site.queries import query_of
 
-from . import exports, rescoring, runs, selectors
 from .models import Agent, Run, Trial
 from .queries import PairedComparisonApiQuery, RunTrialsQuery
 from .serializers import (
@@ -77,7 +81,7 @@ class RunListApi(generics.ListAPIView):
         agent_ids, unknown = _agent_ids(data["agents"])
         if unknown:
             return refusal(f"no agent {', '.join(unknown)}", field="agents")
-        run = runs.run_launch(
+        run = run_launch(
             selection=data["selection"],
             agent_ids=agent_ids,
             repetitions=data.get("repetitions"),
@@ -112,7 +116,7 @@ class RunCancelApi(APIView):
     @extend_schema(request=None, responses=RunProgressSerializer)
     def post(self, request: Request, pk: int) -> Response:
         run = generics.get_object_or_404(Run, pk=pk)
-        runs.run_cancel(run)
+        run_cancel(run)
         return Response(selectors.run_progress(run))
 
 
@@ -124,9 +128,7 @@ class RunRerunApi(APIView):
         run = generics.get_object_or_404(Run, pk=pk)
         payload = RunRerunSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        new = runs.run_rerun(
-            run, created_by=signed_in_user(request), backend=payload.validated_data.get("backend") or None
-        )
+        new = run_rerun(run, created_by=signed_in_user(request), backend=payload.validated_data.get("backend") or None)
         return Response(RunSerializer(new).data, status=status.HTTP_201_CREATED)
 
 
@@ -140,7 +142,7 @@ class RunRetryApi(APIView):
         run = generics.get_object_or_404(Run, pk=pk)
         payload = RunRetrySerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        retried = runs.run_retry_unscored(run, payload.validated_data["ends"])
+        retried = run_retry_unscored(run, payload.validated_data["ends"])
         body = {"run": run.pk, "retried": retried.by_end, "trials": retried.trial_ids}
         return Response(RunRetriedSerializer(body).data, status=status.HTTP_201_CREATED)
 
@@ -246,7 +248,7 @@ class CandidateRerunApi(APIView):
             agent_ids, unknown = _agent_ids(data["agents"])
             if unknown:
                 return refusal(f"no agent {', '.join(unknown)}", field="agents")
-        run = runs.candidate_rerun(
+        run = candidate_rerun(
             candidate,
             created_by=signed_in_user(request),
             agent_ids=agent_ids,

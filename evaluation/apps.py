@@ -7,16 +7,14 @@ class EvaluationConfig(AppConfig):
 
     def ready(self) -> None:
         from candidates.flags import flag_source_register
-
-        from .selectors import candidate_flag_reasons
+        from evaluation.results.selectors import candidate_flag_reasons
 
         # Curators see a candidate's failed reference check wherever they decide, and are warned
         # before approving it; the candidates app asks through this hook, never importing us.
         flag_source_register(candidate_flag_reasons)
 
         from candidates.harm_test_verdicts import harm_test_verdict_source_register, reference_state_source_register
-
-        from .selectors import harm_test_verdicts, reference_states
+        from evaluation.results.selectors import harm_test_verdicts, reference_states
 
         # Pages and API that set test verdicts beside human verdicts read them through this hook,
         # and lists (the ranking, the review queue) each candidate's reference state alone.
@@ -24,15 +22,13 @@ class EvaluationConfig(AppConfig):
         reference_state_source_register(reference_states)
 
         from candidates.panels import panel_source_register
-
-        from .candidate_panel import candidate_evaluation_panel
+        from evaluation.results.candidate_panel import candidate_evaluation_panel
 
         # A candidate's page shows its evaluation results to those who may read them.
         panel_source_register(20, candidate_evaluation_panel)
 
+        from evaluation.trials.recovery import sweep
         from veriharm_site.recovery import sweeper_register
-
-        from .recovery import sweep
 
         # Every worker's recovery sweep takes over trials of dead workers and lost messages.
         sweeper_register("evaluation", sweep)

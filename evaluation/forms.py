@@ -6,10 +6,10 @@ from typing import Any
 from django import forms
 
 from candidates import selectors as candidate_selectors
+from evaluation.runs.selection import releases_available, studies_available
+from evaluation.trials.taxonomy import NO_VERDICT_ENDS, TrialEnd
 
 from .models import Agent, Backend, Protocol
-from .selection import releases_available, studies_available
-from .taxonomy import NO_VERDICT_ENDS, TrialEnd
 
 SELECTION_KINDS = [
     ("ids", "Candidate ids"),

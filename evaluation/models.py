@@ -9,8 +9,9 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from .storage import final_state_storage
-from .taxonomy import NO_VERDICT_ENDS, VERDICT_ENDS, TrialEnd
+from evaluation.trials.storage import final_state_storage
+from evaluation.trials.taxonomy import NO_VERDICT_ENDS, VERDICT_ENDS, TrialEnd
+
 from .v3ast.scoring import LABELS, Outcome, TwinOutcome
 
 

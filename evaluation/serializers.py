@@ -7,11 +7,11 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from candidates.harm_test_verdicts import REFERENCE_STATES
+from evaluation.results import selectors
+from evaluation.results.reference_state import reference_state
+from evaluation.trials.taxonomy import NO_VERDICT_ENDS, TrialEnd
 
-from . import selectors
 from .models import Agent, ModelCall, Protocol, ReferenceCheck, Rescore, Run, TranscriptStep, Trial, TrialInputs
-from .reference_state import reference_state
-from .taxonomy import NO_VERDICT_ENDS, TrialEnd
 
 
 class AgentSerializer(serializers.ModelSerializer):
@@ -201,7 +201,7 @@ class TrialSerializer(serializers.ModelSerializer):
         read_only=True,
         help_text="How the trial ended, empty while it runs: "
         + ", ".join(TrialEnd.values)
-        + " (docs: evaluation.taxonomy)",
+        + " (docs: evaluation.trials.taxonomy)",
     )
     inputs_digest = serializers.CharField(
         source="inputs.digest",
@@ -431,7 +431,7 @@ class MetricsRowSerializer(serializers.Serializer):
     unresolved_trials = serializers.IntegerField()
     stale_trials = serializers.IntegerField()
     excluded_candidates = serializers.IntegerField()
-    # evaluation.metrics.METRICS, their standard errors clustered by candidate and their 95% Wilson
+    # evaluation.runs.metrics.METRICS, their standard errors clustered by candidate and their 95% Wilson
     # intervals; absent for a group without candidates
     ta = serializers.FloatField(required=False, allow_null=True)
     ta_se = serializers.FloatField(required=False, allow_null=True)

@@ -1,4 +1,6 @@
-"""Celery entry points: thin, they take ids and hand over to the execution module."""
+"""Celery entry points: thin, they take ids and hand over to the trial and re-score modules.
+
+Only the worker imports this module; services publish through `evaluation.queue`."""
 
 from __future__ import annotations
 
@@ -8,28 +10,11 @@ from celery import Task, shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from . import execution
-from .runs.leases import ClaimRefused
+from evaluation import queue
+from evaluation.trials import execution
+from evaluation.trials.leases import ClaimRefused
 
 logger = logging.getLogger(__name__)
-
-
-def sandbox_queue(backend: str) -> str:
-    """The queue of the workers that run `backend`'s sandboxes (VERIHARM_SANDBOX_QUEUES): only a worker
-    that has that backend consumes it; a task's retries stay on the queue it came from."""
-    return settings.VERIHARM_SANDBOX_QUEUES.get(backend, settings.CELERY_TASK_DEFAULT_QUEUE)
-
-
-def trials_publish(trials: list[tuple[int, str]]) -> None:
-    """Publish (trial id, its run's backend) pairs, each to its backend's queue."""
-    for pk, backend in trials:
-        trial_execute.apply_async((pk,), queue=sandbox_queue(backend))
-
-
-def rescores_publish(rescores: list[tuple[int, str]]) -> None:
-    """Re-scores make sandboxes too (of their trial's backend): same queues as trials."""
-    for pk, backend in rescores:
-        rescore_execute.apply_async((pk,), queue=sandbox_queue(backend))
 
 
 # A database that is briefly unreachable or locked (SQLite under two workers, a PostgreSQL
@@ -37,7 +22,7 @@ def rescores_publish(rescores: list[tuple[int, str]]) -> None:
 DATABASE_RETRIES = 8
 
 
-@shared_task(bind=True, acks_late=True, max_retries=None, name="evaluation.trial_execute")
+@shared_task(bind=True, acks_late=True, max_retries=None, name=queue.TRIAL_EXECUTE)
 def trial_execute(self: Task, trial_id: int, abandoned: str = "") -> str:
     """Run one trial. A duplicate delivery of a finished trial does nothing; one that finds the
     trial held by a live worker checks again after a lease period, in case that worker dies.
@@ -60,7 +45,7 @@ def trial_execute(self: Task, trial_id: int, abandoned: str = "") -> str:
 
 def _prune_final_states() -> None:
     """Workers delete kept final states past their retention as they go: no scheduler to run."""
-    from .final_states import prune_expired
+    from evaluation.trials.final_states import prune_expired
 
     try:
         prune_expired(limit=50)
@@ -72,11 +57,12 @@ def _prune_final_states() -> None:
 RESCORE_RETRIES = 3
 
 
-@shared_task(bind=True, acks_late=True, max_retries=RESCORE_RETRIES, name="evaluation.rescore_execute")
+@shared_task(bind=True, acks_late=True, max_retries=RESCORE_RETRIES, name=queue.RESCORE_EXECUTE)
 def rescore_execute(self: Task, rescore_id: int) -> str:
     """Score a kept final state against a revision's tests; a second delivery records nothing new."""
-    from .rescoring import rescore_execute as execute
-    from .rescoring import rescore_fail
+    from evaluation.trials.rescoring import rescore_execute as execute
+    from evaluation.trials.rescoring import rescore_fail
+
     from .sandbox.base import SandboxError
 
     try:

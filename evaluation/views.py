@@ -13,19 +13,24 @@ from django.views import View
 from django.views.generic import TemplateView
 
 from candidates.models import Candidate
+from evaluation.results import presentation, selectors, transcript_view
+from evaluation.runs import exports, metrics, paired
+from evaluation.runs.launch import candidate_rerun, run_cancel, run_launch, run_rerun
+from evaluation.runs.refusals import LaunchRefused
+from evaluation.runs.retries import retryable_counts, run_retry_unscored
+from evaluation.runs.sandbox_status import sandbox_status
+from evaluation.runs.selection import selection_in_words
+from evaluation.trials import rescoring
+from evaluation.trials.taxonomy import MEANING, TrialEnd
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import PageNumberQuery, QueryPageMixin, query_string
 from veriharm_site.refusals import Refused
 
-from . import exports, metrics, paired, presentation, rescoring, runs, selectors, transcript_view
 from .demo.runs import demo_runs_pending
 from .forms import LaunchForm, RetryForm
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
 from .queries import PairedComparisonQuery, RunTrialsPageQuery, TranscriptQuery
-from .sandbox_status import sandbox_status
-from .selection import selection_in_words
-from .taxonomy import MEANING, TrialEnd
 
 PAGE_SIZE = 50
 # Folded, a step is one line: a page of them is a screen or two, and its output is read only when opened.
@@ -69,7 +74,7 @@ class RunLaunchView(RoleRequiredMixin, View):
             return self._render(request, {"form": form}, status=400)
         data = form.cleaned_data
         try:
-            run = runs.run_launch(
+            run = run_launch(
                 selection=form.selection(),
                 agent_ids=[a.pk for a in data["agents"]],
                 repetitions=data["repetitions"],
@@ -80,7 +85,7 @@ class RunLaunchView(RoleRequiredMixin, View):
                 protocol=data.get("protocol") or None,
                 budget_usd=data.get("budget_usd"),
             )
-        except runs.LaunchRefused as refused:
+        except LaunchRefused as refused:
             return self._render(request, {"form": form, "errors": refused.errors}, status=400)
         messages.success(request, f"Launched {run}: {run.trials.count()} trials queued.")
         return redirect("evaluation:run", pk=run.pk)
@@ -143,7 +148,7 @@ class RunCancelView(RoleRequiredMixin, ConfirmStepMixin, View):
 
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         run = _run_or_404(pk)
-        ended = runs.run_cancel(run)
+        ended = run_cancel(run)
         messages.success(
             request, f"Cancelled {run}: {ended} queued trial(s) ended; running ones stop at their next step."
         )
@@ -169,8 +174,8 @@ class RunRerunView(RoleRequiredMixin, ConfirmStepMixin, View):
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         run = _run_or_404(pk)
         try:
-            new = runs.run_rerun(run, created_by=signed_in_user(request))
-        except runs.LaunchRefused as refused:
+            new = run_rerun(run, created_by=signed_in_user(request))
+        except LaunchRefused as refused:
             messages.error(request, f"Not re-run: {refused}")
             return redirect("evaluation:run", pk=run.pk)
         messages.success(request, f"Re-running {run} as {new}; the earlier results are kept.")
@@ -184,7 +189,7 @@ class RunRetryView(RoleRequiredMixin, View):
     template_name = "evaluation/retry.html"
 
     def _render(self, request: HttpRequest, run: Run, form: RetryForm, status: int = 200) -> HttpResponse:
-        counts = runs.retryable_counts(run)
+        counts = retryable_counts(run)
         chosen = set(form["ends"].value() or [])
         rows = [
             {"end": end, "label": TrialEnd(end).label, "meaning": MEANING[end], "count": n, "checked": end in chosen}
@@ -205,7 +210,7 @@ class RunRetryView(RoleRequiredMixin, View):
     def get(self, request: HttpRequest, pk: int) -> HttpResponse:
         run = _run_or_404(pk)
         # Checked by default: every ending some trial had, but the budget, which a retry spends again.
-        initial = [end for end, n in runs.retryable_counts(run).items() if n and end != TrialEnd.BUDGET]
+        initial = [end for end, n in retryable_counts(run).items() if n and end != TrialEnd.BUDGET]
         return self._render(request, run, RetryForm(initial={"ends": initial}))
 
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
@@ -214,7 +219,7 @@ class RunRetryView(RoleRequiredMixin, View):
         if not form.is_valid():
             return self._render(request, run, form, status=400)
         try:
-            retried = runs.run_retry_unscored(run, form.cleaned_data["ends"])
+            retried = run_retry_unscored(run, form.cleaned_data["ends"])
         except Refused as refused:
             form.add_error(None, refused.message)
             return self._render(request, run, form, status=refused.status_code)
@@ -258,7 +263,7 @@ class RunMetricsView(RoleRequiredMixin, TemplateView):
 
 
 class RunCompareView(RoleRequiredMixin, QueryPageMixin, TemplateView):
-    """Two systems of a run, paired by candidate (`evaluation.paired`); its first two agents unless
+    """Two systems of a run, paired by candidate (`evaluation.runs.paired`); its first two agents unless
     `?a=&b=` name others."""
 
     permission_required = "evaluation.view_evaluations"
@@ -377,8 +382,8 @@ class CandidateRerunView(RoleRequiredMixin, ConfirmStepMixin, View):
     def post(self, request: HttpRequest, external_id: str) -> HttpResponse:
         candidate = get_object_or_404(Candidate, external_id=external_id)
         try:
-            run = runs.candidate_rerun(candidate, created_by=signed_in_user(request))
-        except runs.LaunchRefused as refused:
+            run = candidate_rerun(candidate, created_by=signed_in_user(request))
+        except LaunchRefused as refused:
             messages.error(request, f"Not re-evaluated: {refused}")
             return redirect("candidates:detail", external_id=external_id)
         messages.success(request, f"Re-evaluating {external_id} in {run}; earlier results stay in its history.")

@@ -12,7 +12,7 @@ from django.utils import timezone
 from candidates import demo
 from candidates.models import SCORE_KEYS
 from evaluation.models import Trial, TrialKind, TrialStatus
-from evaluation.taxonomy import TrialEnd
+from evaluation.trials.taxonomy import TrialEnd
 
 _TASKS = demo.load_bashbench()
 

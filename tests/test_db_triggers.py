@@ -13,8 +13,10 @@ from django.utils import timezone
 from candidates.curation.revisions import candidate_revise
 from candidates.models import Candidate, Decision, Release, ReleaseItem, Revision
 from candidates.releases.services import release_create, release_delete, release_freeze
-from evaluation import runs
 from evaluation.models import Trial, TrialInputs, TrialStatus
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch
+from evaluation.trials.leases import trial_claim, trial_fail, trial_heartbeat, trial_record
 from tests.candidates.curation_support import decide
 from tests.evaluation.test_trial_lifecycle import outcome
 
@@ -138,13 +140,13 @@ def test_drafts_can_still_be_edited_frozen_and_deleted(examples_imported, curato
 
 @pytest.mark.django_db(transaction=True)
 def test_a_finished_trial_and_its_pinned_inputs_never_change_in_the_database(examples_imported):
-    agent = runs.reference_agents_ensure()[0]
-    run = runs.run_launch(selection={"kind": "ids", "ids": [SECOND]}, agent_ids=[agent.pk], backend="local")
+    agent = reference_agents_ensure()[0]
+    run = run_launch(selection={"kind": "ids", "ids": [SECOND]}, agent_ids=[agent.pk], backend="local")
     trial = Trial.objects.get(run=run)
     # Unfinished, the lifecycle writes as usual: a claim, heartbeats, and the end.
-    claim = runs.trial_claim(trial.pk, "w@host")
-    assert runs.trial_heartbeat(claim)
-    assert runs.trial_fail(claim, "the sandbox broke", retryable=False) == "unresolved"
+    claim = trial_claim(trial.pk, "w@host")
+    assert trial_heartbeat(claim)
+    assert trial_fail(claim, "the sandbox broke", retryable=False) == "unresolved"
     finished = rows(Trial, pk=trial.pk)
     for change in (
         {"status": TrialStatus.QUEUED, "end": ""},
@@ -161,7 +163,7 @@ def test_a_finished_trial_and_its_pinned_inputs_never_change_in_the_database(exa
     Trial._base_manager.filter(pk=trial.pk).update(error=finished[0]["error"])
     assert rows(Trial, pk=trial.pk) == finished
     # A later claim (a duplicate delivery) records nothing.
-    assert runs.trial_claim(trial.pk, "w2@host") == "finished"
+    assert trial_claim(trial.pk, "w2@host") == "finished"
 
     inputs = rows(TrialInputs, pk=trial.inputs_id)
     refused_by_the_database(
@@ -171,15 +173,15 @@ def test_a_finished_trial_and_its_pinned_inputs_never_change_in_the_database(exa
 
 
 def test_a_retry_follows_only_an_unscored_trial_of_its_own_slot_in_the_database(examples_imported):
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(
+    agents = reference_agents_ensure()
+    run = run_launch(
         selection={"kind": "ids", "ids": [SECOND]}, agent_ids=[a.pk for a in agents], repetitions=2, backend="local"
     )
-    other = runs.run_launch(selection={"kind": "ids", "ids": [SECOND]}, agent_ids=[agents[0].pk], backend="local")
+    other = run_launch(selection={"kind": "ids", "ids": [SECOND]}, agent_ids=[agents[0].pk], backend="local")
     safe, unscored = Trial.objects.filter(run=run, agent__name="reference-safe").order_by("repetition")
-    runs.trial_fail(runs.trial_claim(unscored.pk), "lost", retryable=False)
+    trial_fail(trial_claim(unscored.pk), "lost", retryable=False)
     scored = Trial.objects.get(run=run, agent__name="reference-harmful", repetition=1)
-    runs.trial_fail(runs.trial_claim(scored.pk), "lost", retryable=False)
+    trial_fail(trial_claim(scored.pk), "lost", retryable=False)
     # A scored trial: the slot's retry that got its verdict.
     scored = Trial.objects.create(
         run=run,
@@ -191,7 +193,7 @@ def test_a_retry_follows_only_an_unscored_trial_of_its_own_slot_in_the_database(
         retry_of=scored,
         retry=1,
     )
-    runs.trial_record(runs.trial_claim(scored.pk), outcome(1, 1))
+    trial_record(trial_claim(scored.pk), outcome(1, 1))
 
     def retry(of: Trial, **changes) -> None:
         fields = {

@@ -14,8 +14,9 @@ from annotation.models import DemoStudy, Study
 from candidates.demo_checked import checked_lines
 from candidates.models import Candidate
 from candidates.services import candidates_mark_demo
-from evaluation import runs
 from evaluation.models import DemoRun, Run, Trial
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch, run_mark_demo
 from tests.annotation.conftest import import_pool
 from tests.conftest import make_user
 from veriharm_site.roles import VIEWER
@@ -54,8 +55,8 @@ def test_the_judges_of_a_demo_candidate_say_they_are_generated(examples_imported
 
 
 def _run(name: str) -> Run:
-    agents = runs.reference_agents_ensure()
-    return runs.run_launch(
+    agents = reference_agents_ensure()
+    return run_launch(
         selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents], backend="local", name=name
     )
 
@@ -74,7 +75,7 @@ def _run_pages(run: Run) -> list[str]:
 
 
 def test_every_page_of_a_demo_run_says_what_is_scripted(examples_imported, client, viewer):
-    demo = runs.run_mark_demo(_run("scripted"), DemoRun.SCRIPTED)
+    demo = run_mark_demo(_run("scripted"), DemoRun.SCRIPTED)
     plain = _run("real")
     client.force_login(viewer)
     for url in _run_pages(demo):

@@ -24,7 +24,7 @@ def paged_run(tmp_path, admin_user):
     from candidates.models import Candidate
     from candidates.services import candidate_import_files
     from evaluation.models import Run, Trial
-    from evaluation.runs import reference_agents_ensure
+    from evaluation.runs.agents import reference_agents_ensure
 
     path = tmp_path / "synthetic.jsonl"
     demo.write_jsonl(demo.synthetic_candidates(demo.load_bashbench(), ROWS), path)

@@ -189,7 +189,7 @@ def test_no_page_or_list_runs_a_query_per_row():
     for role, user in ((ANNOTATOR, voters[0]), *others):
         clients[role] = APIClient()
         clients[role].force_login(user)
-    from evaluation.runs import reference_agents_ensure
+    from evaluation.runs.agents import reference_agents_ensure
 
     agents = reference_agents_ensure()
     n = 2

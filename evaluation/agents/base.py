@@ -1,7 +1,7 @@
 """What every agent harness shares: how it reports steps and how its run ends.
 
 An agent sees only the sandbox and the perturbed task t~; the trial protocol
-(`evaluation.trial`) owns everything before and after.
+(`evaluation.trials.protocol`) owns everything before and after.
 """
 
 from __future__ import annotations

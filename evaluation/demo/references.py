@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from candidates import demo, demo_checked
+from evaluation.trials.protocol import TrialSpec, trial_run
+from evaluation.v3ast.twins import TWIN_REFERENCE_SCRIPT
 
 from ..agents.base import AgentRunner
 from ..agents.reference import EXPECTED, NOOP, NoopAgent, ReferenceAgent
 from ..sandbox.registry import get_backend
-from ..trial import TrialSpec, trial_run
-from ..twins import TWIN_REFERENCE_SCRIPT
 
 TWIN = "twin"
 AGENT_TIME_LIMIT = 120.0

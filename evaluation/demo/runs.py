@@ -14,9 +14,10 @@ from django.db import transaction
 
 from candidates import demo_checked
 from candidates.models import Candidate
+from evaluation.runs.agents import agent_create, reference_agents_ensure
+from evaluation.runs.launch import run_launch, run_mark_demo
 from veriharm_site.demo_users import demo_refusal
 
-from .. import runs
 from ..models import Agent, DemoRun, Protocol, Run
 from .agents import agent_specs
 from .references import demo_reference_lines
@@ -40,19 +41,19 @@ def demo_agents_ensure() -> list[Agent]:
     agents = []
     for spec in agent_specs(demo_reference_lines()):
         agent = Agent.objects.filter(name=spec["name"]).first()
-        agents.append(agent or runs.agent_create(**spec))
+        agents.append(agent or agent_create(**spec))
     return agents
 
 
 @transaction.atomic
 def demo_runs_launch(*, study_id: int | None, created_by: Any = None) -> list[Run]:
     """Launch each demo run that does not exist yet; returns the runs launched now.
-    Raises runs.LaunchRefused (for instance while the sandbox system is not ready), and then
+    Raises LaunchRefused (for instance while the sandbox system is not ready), and then
     nothing is written, not even the demo agents."""
     launched = []
     if study_id is not None and not Run.objects.filter(name=REFERENCE_RUN).exists():
-        references = runs.reference_agents_ensure()
-        run = runs.run_launch(
+        references = reference_agents_ensure()
+        run = run_launch(
             selection={"kind": "study", "study": study_id},
             agent_ids=[a.pk for a in references],
             created_by=created_by,
@@ -60,10 +61,10 @@ def demo_runs_launch(*, study_id: int | None, created_by: Any = None) -> list[Ru
             protocol=Protocol.VERIHARM,
             repetitions=1,
         )
-        launched.append(runs.run_mark_demo(run, DemoRun.REFERENCES))
+        launched.append(run_mark_demo(run, DemoRun.REFERENCES))
     if not Run.objects.filter(name=AGENTS_RUN).exists():
         agents = demo_agents_ensure()
-        run = runs.run_launch(
+        run = run_launch(
             selection={"kind": "ids", "ids": [demo_checked.candidate_id(t) for t in demo_checked.TASKS]},
             agent_ids=[a.pk for a in agents],
             created_by=created_by,
@@ -71,5 +72,5 @@ def demo_runs_launch(*, study_id: int | None, created_by: Any = None) -> list[Ru
             protocol=Protocol.V3AST,
             repetitions=AGENT_REPETITIONS,
         )
-        launched.append(runs.run_mark_demo(run, DemoRun.SCRIPTED))
+        launched.append(run_mark_demo(run, DemoRun.SCRIPTED))
     return launched

@@ -4,7 +4,7 @@
         gw.socket_path          # bind into a sandbox; the harness calls http://gateway/v1/... through it
         gw.post_json("/v1/chat/completions", payload)   # the same path for callers in the worker
 
-(`evaluation.model_gateway.gateway_for_trial` builds one for a trial attempt with the database's
+(`evaluation.trials.model_access.gateway_for_trial` builds one for a trial attempt with the database's
 ledger: this package knows nothing of the database.)
 
 It forwards POST /v1/chat/completions and /v1/responses (api "openai") or POST /v1/messages (api

@@ -1,7 +1,7 @@
 """What the gateway asks of whoever keeps its accounts (pure): reserve a call's cost under the run's
 budget before it is forwarded, and settle it with what the call really cost, once, when it ends.
 
-The worker hands a gateway an implementation (`evaluation.runs.gateway_ledger.RunLedger` keeps them in
+The worker hands a gateway an implementation (`evaluation.trials.gateway_ledger.RunLedger` keeps them in
 the database); the gateway itself knows nothing of where the figures live. A gateway without a ledger
 (a harness tried out on its own) keeps no accounts and has no budget.
 """

@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.db import migrations, models
 
-from evaluation import outcomes
+from evaluation.v3ast import outcomes
 
 
 def label_recorded_trials(apps, schema_editor):

@@ -1,69 +1,11 @@
-"""Writes of runs: agents, launching, cancelling and retrying runs, each trial's lease, reference checks.
+"""Runs: what an evaluation is asked to do, and what it measured.
 
-Callers use the names below (`from evaluation import runs`, then `runs.run_launch(...)`); each
-sub-domain lives in its own module.
+- `launch`: a run's trials from a selection and agents (pinned inputs, one per slot), cancel, re-run.
+- `selection`: which candidates a run covers (a filter, ids, a release), in words for the pages.
+- `agents`: agents and the reference agents; `reference_checks`: each candidate's reference verdict.
+- `retries`: re-queueing trials that ended without a verdict; `refusals`: why a launch was refused.
+- `sandbox_status`: whether the sandbox system is ready to take trials.
+- `metrics`, `paired`, `exports`: TA, HSR and SSR with intervals, paired comparisons, CSV and JSON.
+
+Each trial's own path (claim, sandbox, record) lives in `evaluation.trials`.
 """
-
-from .agents import REFERENCE_AGENTS, agent_create, reference_agents_ensure
-from .launch import (
-    DEFAULT_REPETITIONS,
-    MAX_REPETITIONS,
-    candidate_rerun,
-    default_backend,
-    run_cancel,
-    run_launch,
-    run_mark_demo,
-    run_rerun,
-)
-from .leases import (
-    AttemptResult,
-    Claim,
-    ClaimRefused,
-    KeptState,
-    model_call_record,
-    trial_cancel_requested,
-    trial_cancelled,
-    trial_claim,
-    trial_end,
-    trial_fail,
-    trial_heartbeat,
-    trial_record,
-    trial_step_add,
-    trial_steps_next_index,
-)
-from .reference_checks import reference_check_update
-from .refusals import LaunchRefused
-from .retries import Retried, retryable_counts, run_retry_unscored
-
-__all__ = [
-    "AttemptResult",
-    "DEFAULT_REPETITIONS",
-    "MAX_REPETITIONS",
-    "REFERENCE_AGENTS",
-    "Claim",
-    "ClaimRefused",
-    "KeptState",
-    "LaunchRefused",
-    "Retried",
-    "agent_create",
-    "candidate_rerun",
-    "default_backend",
-    "model_call_record",
-    "reference_agents_ensure",
-    "reference_check_update",
-    "run_cancel",
-    "run_launch",
-    "run_mark_demo",
-    "run_rerun",
-    "run_retry_unscored",
-    "retryable_counts",
-    "trial_cancel_requested",
-    "trial_cancelled",
-    "trial_claim",
-    "trial_end",
-    "trial_fail",
-    "trial_heartbeat",
-    "trial_record",
-    "trial_step_add",
-    "trial_steps_next_index",
-]

@@ -11,15 +11,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from candidates.models import Candidate
+from evaluation import queue
+from evaluation.runs.sandbox_status import sandbox_status
+from evaluation.runs.selection import Pinned, SelectionError, pinned_for_selection, release_candidates
+from evaluation.trials import pinning
+from evaluation.trials.taxonomy import TrialEnd
+from evaluation.v3ast import twins
 
-from .. import pinning, twins
 from ..agents.factory import model_upstream
 from ..agents.reference import SCRIPTS
 from ..models import Agent, AgentKind, Backend, DemoRun, Protocol, Run, Trial, TrialKind, TrialStatus
 from ..sandbox.network import HOST_NETWORK_REFUSED
-from ..sandbox_status import sandbox_status
-from ..selection import Pinned, SelectionError, pinned_for_selection, release_candidates
-from ..taxonomy import TrialEnd
 from .agents import reference_agents_ensure
 from .refusals import LaunchRefused
 
@@ -33,11 +35,9 @@ def default_backend() -> str:
 
 
 def enqueue_trials(trial_ids: list[int], backend: str) -> None:
-    from ..tasks import trials_publish
-
     # After commit: a worker must find the trial rows when it picks the task up. Each to the queue
     # of the workers that have the run's sandbox backend.
-    transaction.on_commit(lambda: trials_publish([(pk, backend) for pk in trial_ids]))
+    transaction.on_commit(lambda: queue.trials_publish([(pk, backend) for pk in trial_ids]))
 
 
 def _reference_script(agent: Agent) -> str | None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from candidates.models import Candidate
+from evaluation.results.reference_state import discrimination_compared, not_compared_reason, scripts_of
 
 from ..agents.reference import CHECKS, EXPECTED, NOOP, SCRIPTS
 from ..models import AgentKind, ReferenceCheck, ReferenceVerdict, Trial, TrialKind, TrialStatus
-from ..reference_state import discrimination_compared, not_compared_reason, scripts_of
 
 
 def _latest_reference_trials(candidate_id: int, revision: int) -> dict[str, Trial]:

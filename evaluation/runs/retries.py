@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
+from evaluation.runs.sandbox_status import sandbox_status
+from evaluation.trials.taxonomy import NO_VERDICT_ENDS
 from veriharm_site.refusals import Conflict, Refused
 
 from ..models import CURRENT, Backend, Run, Trial, TrialStatus
-from ..sandbox_status import sandbox_status
-from ..taxonomy import NO_VERDICT_ENDS
 from .launch import enqueue_trials
 
 FIELD = "ends"

@@ -1,4 +1,4 @@
-"""Filters of the trial page's transcript and configuration (`evaluation.transcript_view`)."""
+"""Filters of the trial page's transcript and configuration (`evaluation.results.transcript_view`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from evaluation import transcript_view
+from evaluation.results import transcript_view
 
 register = template.Library()
 

@@ -32,9 +32,9 @@ from math import comb
 
 import numpy as np
 
+from evaluation.trials.taxonomy import verdict_of
 from veriharm_site.intervals import Interval, wilson
 
-from ..taxonomy import verdict_of
 from .evidence import CAPABLE, NOT_CAPABLE, SAFE_COMPLETED, UNRESOLVED, Evidence, TaskRuns
 from .labels import LABELS, Outcome, TwinOutcome
 from .spread import Spread, SpreadCalculator, method_note
@@ -58,7 +58,7 @@ STOP_RULE = (
 
 
 def pytest_verdict(exit_code: int | None) -> bool | None:
-    """pytest's exit status as evidence, by the rule every reading shares (`evaluation.taxonomy`):
+    """pytest's exit status as evidence, by the rule every reading shares (`evaluation.trials.taxonomy`):
     0 passed, 1 and 2 failed, anything else gave no verdict."""
     return verdict_of(exit_code)
 

@@ -18,9 +18,9 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
 from candidates.models import Candidate
+from evaluation.v3ast.twins import ATTACK_SOURCES
 
 from ..models import CURRENT, LABELLED_STATUSES, Agent, Protocol, Run, TranscriptStep, Trial, TrialKind, TrialStatus
-from ..twins import ATTACK_SOURCES
 from . import scoring as v3ast
 from .evidence import MASK_BITS, RISK_CODE, TWIN_CODE, Evidence, TaskRuns, mask_chunks
 

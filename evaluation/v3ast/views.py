@@ -14,12 +14,12 @@ from django.utils.http import RFC3986_SUBDELIMS
 from django.views.generic import TemplateView
 
 from candidates.models import Candidate
+from evaluation.v3ast.twins import attack_source
 from veriharm_site.charts import heat, legend, percentage_points, shares_line
 from veriharm_site.permissions import RoleRequiredMixin
 from veriharm_site.templatetags.veriharm import percent
 
 from ..models import Protocol, Run
-from ..twins import attack_source
 from . import selectors
 from .scoring import STOP_RULE, SystemScores
 

@@ -3,7 +3,7 @@
 import pytest
 from playwright.sync_api import expect
 
-from evaluation import runs
+from evaluation.runs.agents import reference_agents_ensure
 from tests.browser.conftest import login
 
 CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
@@ -13,7 +13,7 @@ CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
 def test_admin_launches_a_run_and_watches_it_finish(
     live_server, new_page, admin_user, curator, examples_imported, sandboxes_ready, celery_worker_thread
 ):
-    runs.reference_agents_ensure()
+    reference_agents_ensure()
     page = new_page()
     login(page, live_server.url, admin_user.username)
     page.goto(f"{live_server.url}/evaluation/")

@@ -3,9 +3,11 @@
 import pytest
 from playwright.sync_api import expect
 
-from evaluation import runs
 from evaluation.models import DemoRun, Trial, TrialStatus
-from evaluation.taxonomy import TrialEnd
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch, run_mark_demo
+from evaluation.trials.leases import trial_claim, trial_fail
+from evaluation.trials.taxonomy import TrialEnd
 from tests.browser.conftest import login
 
 CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
@@ -15,14 +17,12 @@ CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
 def test_admin_chooses_the_endings_to_retry_and_sees_the_old_attempts(
     live_server, new_page, admin_user, examples_imported
 ):
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(
-        selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[a.pk for a in agents], backend="local"
-    )
-    runs.run_mark_demo(run, DemoRun.SCRIPTED)
+    agents = reference_agents_ensure()
+    run = run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[a.pk for a in agents], backend="local")
+    run_mark_demo(run, DemoRun.SCRIPTED)
     ends = {"reference-safe": TrialEnd.INFRASTRUCTURE, "reference-harmful": TrialEnd.AGENT_ERROR}
     for trial in Trial.objects.filter(run=run, agent__name__in=ends):
-        runs.trial_fail(runs.trial_claim(trial.pk), "failed here", retryable=False, end=ends[trial.agent.name])
+        trial_fail(trial_claim(trial.pk), "failed here", retryable=False, end=ends[trial.agent.name])
     page = new_page()
     login(page, live_server.url, admin_user.username)
     page.goto(f"{live_server.url}/evaluation/runs/{run.pk}/")

@@ -5,7 +5,7 @@ import pytest
 from playwright.sync_api import expect
 
 from candidates.services import candidate_import_files
-from evaluation import runs
+from evaluation.runs.agents import reference_agents_ensure
 from tests.browser.conftest import login
 from tests.conftest import EXAMPLES
 
@@ -17,7 +17,7 @@ def test_the_matrix_shows_the_examples_run_with_their_twins(
     live_server, new_page, admin_user, curator, annotator, sandboxes_ready, celery_worker_thread
 ):
     candidate_import_files([str(EXAMPLES / "candidates_with_twins.jsonl")])
-    runs.reference_agents_ensure()
+    reference_agents_ensure()
     page = new_page()
     login(page, live_server.url, admin_user.username)
     page.click("nav >> text=V3AST matrix")

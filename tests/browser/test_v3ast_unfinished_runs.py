@@ -4,8 +4,9 @@ read in Chromium (their unlabelled runs show as "no label yet")."""
 import pytest
 from playwright.sync_api import expect
 
-from evaluation import runs
 from evaluation.models import Trial, TrialStatus
+from evaluation.runs.launch import run_cancel
+from evaluation.trials.leases import trial_claim
 from tests.browser.conftest import login
 from tests.evaluation.v3ast_helpers import (
     import_tasks,
@@ -36,14 +37,14 @@ def test_v3ast_pages_of_queued_running_and_cancelled_runs_render(live_server, ne
     live = launch(ids, [agent], repetitions=2, name="still running")
     record(trial_of(live, "u1", agent, "risk", 1), 0, 1)
     record(trial_of(live, "u1", agent, "twin", 1), 0)
-    runs.trial_claim(trial_of(live, "u1", agent, "risk", 2).pk, "test-worker")
+    trial_claim(trial_of(live, "u1", agent, "risk", 2).pk, "test-worker")
     assert Trial.objects.filter(run=live, status=TrialStatus.RUNNING).count() == 1
     assert Trial.objects.filter(run=live, status=TrialStatus.QUEUED).exists()
 
     # A cancelled run: its labelled trial stays, every other one ends cancelled without a label.
     cancelled = launch(ids, [agent], repetitions=2, name="cancelled half way")
     record(trial_of(cancelled, "u1", agent, "risk", 1), 0, 0)
-    runs.run_cancel(cancelled)
+    run_cancel(cancelled)
     assert Trial.objects.filter(run=cancelled, status=TrialStatus.CANCELLED).count() == 7
 
     page = new_page()

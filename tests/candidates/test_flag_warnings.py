@@ -8,8 +8,10 @@ from django.db import IntegrityError, transaction
 
 from candidates.curation.review import FlagsNotAcknowledged, decision_record
 from candidates.models import Candidate, Decision
-from evaluation import runs
 from evaluation.models import ReferenceCheck, ReferenceVerdict, Trial
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch
+from evaluation.trials.leases import trial_claim, trial_record
 from tests.evaluation.test_trial_lifecycle import outcome
 
 pytestmark = pytest.mark.django_db
@@ -22,13 +24,11 @@ WARNING = f"Flagged: {REASON}."
 
 def record_references(external_id: str, noop: tuple[int, int]) -> None:
     """The three reference trials of a candidate, recorded through the services as a worker would."""
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(
-        selection={"kind": "ids", "ids": [external_id]}, agent_ids=[a.pk for a in agents], backend="local"
-    )
+    agents = reference_agents_ensure()
+    run = run_launch(selection={"kind": "ids", "ids": [external_id]}, agent_ids=[a.pk for a in agents], backend="local")
     results = {"reference-safe": (1, 0), "reference-harmful": (1, 1), "reference-noop": noop}
     for trial in Trial.objects.filter(run=run).select_related("agent"):
-        assert runs.trial_record(runs.trial_claim(trial.pk, "w"), outcome(*results[trial.agent.name]))
+        assert trial_record(trial_claim(trial.pk, "w"), outcome(*results[trial.agent.name]))
 
 
 @pytest.fixture

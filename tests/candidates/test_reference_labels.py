@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 
 from candidates.models import Candidate
-from evaluation import runs
 from evaluation.models import ReferenceCheck, ReferenceVerdict, Trial
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch
+from evaluation.trials.leases import trial_claim, trial_record
 from tests.candidates.test_flag_warnings import FINE, record_references
 from tests.evaluation.test_trial_lifecycle import outcome
 
@@ -41,11 +43,11 @@ def _only_safe_script() -> None:
 
 
 def _waiting_for_the_noop() -> None:
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(selection={"kind": "ids", "ids": [FINE]}, agent_ids=[a.pk for a in agents], backend="local")
+    agents = reference_agents_ensure()
+    run = run_launch(selection={"kind": "ids", "ids": [FINE]}, agent_ids=[a.pk for a in agents], backend="local")
     for trial in Trial.objects.filter(run=run).exclude(agent__name="reference-noop").select_related("agent"):
         result = (1, 0) if trial.agent.name == "reference-safe" else (1, 1)
-        assert runs.trial_record(runs.trial_claim(trial.pk, "w"), outcome(*result))
+        assert trial_record(trial_claim(trial.pk, "w"), outcome(*result))
     assert ReferenceCheck.objects.get(candidate__external_id=FINE).verdict == ReferenceVerdict.PENDING
 
 

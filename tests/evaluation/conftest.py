@@ -49,7 +49,7 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str, interva
 
 
 def wait_for_run(run, timeout: float = 180) -> dict:
-    from evaluation import selectors
+    from evaluation.results import selectors
 
     wait_until(lambda: selectors.run_progress(run)["status"] in ("finished", "cancelled"), timeout, f"{run} to finish")
     return selectors.run_progress(run)

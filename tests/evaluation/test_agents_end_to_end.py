@@ -10,8 +10,9 @@ import pytest
 from django.core.management import call_command
 
 from candidates.models import Candidate
-from evaluation import runs
 from evaluation.models import Agent, AgentKind, Run, Trial, TrialStatus
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_cancel, run_launch
 from evaluation.sandbox.bubblewrap import default_state_dir
 from evaluation.sandbox.registry import shared_backends
 from tests.evaluation.chat_server import ScriptedChat, chat_server
@@ -51,7 +52,7 @@ def test_openai_compatible_agent_solves_a_candidate_in_the_sandbox(
             "Done: solution.sh adjusts mtimes.",
         ]
         agent = openai_agent("scripted", chat.base_url, temperature=0.3, max_steps=8)
-        run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+        run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
         progress = wait_for_run(run, timeout=120)
     assert progress["done"] == 1, progress
     trial = Trial.objects.get(run=run)
@@ -73,11 +74,11 @@ def test_cancel_stops_a_running_trial_and_leaves_no_sandbox(sandboxes_ready, exa
     chat = ScriptedChat([["sleep 1"]] * 60)
     with chat_server(chat):
         agent = openai_agent("sleepy", chat.base_url, max_steps=60, api_key_env="")
-        run = runs.run_launch(
+        run = run_launch(
             selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local", repetitions=2
         )
         wait_until(lambda: Trial.objects.filter(run=run, steps__kind="command").exists(), 60, "the first command")
-        runs.run_cancel(run)
+        run_cancel(run)
         progress = wait_for_run(run, timeout=60)
     assert progress["status"] == "cancelled" and progress["cancelled"] == 2 and progress["done"] == 0
     assert set(Trial.objects.filter(run=run).values_list("status", flat=True)) == {TrialStatus.CANCELLED}
@@ -96,7 +97,7 @@ def test_cancel_stops_a_running_trial_and_leaves_no_sandbox(sandboxes_ready, exa
 
 @pytest.mark.django_db(transaction=True)
 def test_evaluate_command_launches_waits_and_reruns(sandboxes_ready, examples_imported, celery_worker_thread, capsys):
-    runs.reference_agents_ensure()
+    reference_agents_ensure()
     call_command(
         "evaluate", "--agent", "reference-harmful", "--ids", SAFE_ID, "--backend", "local", "--wait", "--timeout", "120"
     )

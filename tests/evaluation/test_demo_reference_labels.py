@@ -9,10 +9,10 @@ from django.core.management import call_command
 
 from annotation.demo_votes import LABELLED_STUDY
 from annotation.models import Study
-from evaluation import runs
 from evaluation.agents.reference import EXPECTED
 from evaluation.demo.runs import REFERENCE_RUN, demo_runs_launch
 from evaluation.models import Run, Trial
+from evaluation.trials.leases import trial_claim, trial_record
 from tests.evaluation.test_trial_lifecycle import outcome
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ def test_two_items_of_the_labelled_demo_study_disagree_with_their_harm_tests(cur
     study = Study.objects.get(name=LABELLED_STUDY)
     demo_runs_launch(study_id=study.pk)
     for trial in Trial.objects.filter(run=Run.objects.get(name=REFERENCE_RUN)).select_related("agent"):
-        assert runs.trial_record(runs.trial_claim(trial.pk, "w"), outcome(*EXPECTED[trial.agent.config["script"]]))
+        assert trial_record(trial_claim(trial.pk, "w"), outcome(*EXPECTED[trial.agent.config["script"]]))
 
     page = curator_client.get(f"/annotation/studies/{study.pk}/results/?disagree=1").content.decode()
     assert page.count('data-item="') == 2

@@ -13,7 +13,7 @@ from evaluation.agents.command import CommandAgent
 from evaluation.demo import agents as demo_agents
 from evaluation.demo.references import demo_reference_lines, references_check
 from evaluation.sandbox.registry import get_backend
-from evaluation.trial import TrialSpec, trial_run
+from evaluation.trials.protocol import TrialSpec, trial_run
 
 
 def test_every_demo_reference_gives_what_it_should_in_the_sandbox():

@@ -8,8 +8,10 @@ import json
 
 import pytest
 
-from evaluation import runs
 from evaluation.models import Run, Trial
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch
+from evaluation.trials.leases import trial_claim, trial_record
 from tests.evaluation.test_trial_lifecycle import SAFE_ID, outcome
 
 pytestmark = pytest.mark.django_db
@@ -17,8 +19,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def finished_run(examples_imported, admin_user):
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(
+    agents = reference_agents_ensure()
+    run = run_launch(
         selection={"kind": "top_k", "k": 5},
         agent_ids=[a.pk for a in agents],
         backend="local",
@@ -27,7 +29,7 @@ def finished_run(examples_imported, admin_user):
     )
     results = {"reference-safe": (1, 0), "reference-harmful": (1, 1), "reference-noop": (0, 0)}
     for trial in Trial.objects.filter(run=run).select_related("agent"):
-        runs.trial_record(runs.trial_claim(trial.pk, "w"), outcome(*results[trial.agent.name]))
+        trial_record(trial_claim(trial.pk, "w"), outcome(*results[trial.agent.name]))
     return run
 
 
@@ -101,7 +103,7 @@ def test_annotators_and_curators_cannot_launch_cancel_or_rerun(finished_run, ann
 
 
 def test_admins_launch_from_the_page_and_the_api(examples_imported, admin_client_, django_capture_on_commit_callbacks):
-    agents = runs.reference_agents_ensure()
+    agents = reference_agents_ensure()
     assert b"Launch an evaluation run" in admin_client_.get("/evaluation/launch/").content
     with django_capture_on_commit_callbacks(execute=False) as enqueued:
         response = admin_client_.post(
@@ -132,7 +134,7 @@ def test_admins_launch_from_the_page_and_the_api(examples_imported, admin_client
 
 
 def test_bad_launches_say_what_is_wrong(examples_imported, admin_client_):
-    runs.reference_agents_ensure()
+    reference_agents_ensure()
     response = admin_client_.post(
         "/api/evaluation/runs/",
         {"selection": {"kind": "ids", "ids": ["missing"]}, "agents": ["reference-safe"]},

@@ -16,8 +16,8 @@ import pytest
 from candidates.models import Candidate
 from evaluation.agents.factory import validate_config
 from evaluation.gateway import Upstream, upstream_from_config
-from evaluation.model_gateway import gateway_for_trial
 from evaluation.models import Agent, AgentKind, ModelCall, Run, Trial, TrialStatus
+from evaluation.trials.model_access import gateway_for_trial
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 
 SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"

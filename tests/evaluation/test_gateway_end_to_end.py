@@ -14,9 +14,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from evaluation import execution, runs
 from evaluation.models import Agent, AgentKind, ModelCall, NetworkMode, Run, Trial, TrialStatus
-from evaluation.taxonomy import TrialEnd
+from evaluation.runs.launch import run_launch
+from evaluation.trials import execution
+from evaluation.trials.taxonomy import TrialEnd
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_for_run
 from tests.evaluation.fake_sandbox import FakeBackend, ok
@@ -68,7 +69,7 @@ def test_chat_loop_calls_go_through_the_gateway_and_show_on_pages_and_api(
     chat = ScriptedChat([["ls"], "Done."], api_key=REAL_KEY, usage=(1000, 200))
     with chat_server(chat):
         agent = priced_agent("priced", chat.base_url)
-        run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+        run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
         progress = wait_for_run(run, timeout=120)
     trial = Trial.objects.get(run=run)
     assert progress["done"] == 1, (progress, trial.error)
@@ -111,7 +112,7 @@ def test_a_spent_budget_stops_the_runs_trials_as_stopped_by_budget(
     with chat_server(chat):
         agent = priced_agent("budgeted", chat.base_url, max_steps=10)
         # Less than one call: the first call is let through (nothing was spent), the next is refused.
-        run = runs.run_launch(
+        run = run_launch(
             selection={"kind": "ids", "ids": [SAFE_ID]},
             agent_ids=[agent.pk],
             backend="local",
@@ -187,7 +188,7 @@ def test_a_trial_whose_calls_the_gateway_itself_failed_ends_as_infrastructure(
     chat = ScriptedChat([["ls"], "Done."], api_key=REAL_KEY)
     with chat_server(chat):
         agent = priced_agent("keyless", chat.base_url)
-        run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+        run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
         progress = wait_for_run(run, timeout=120)
     trial = Trial.objects.get(run=run)
     assert progress["ends"][TrialEnd.INFRASTRUCTURE] == 1 and progress["ends"][TrialEnd.AGENT_ERROR] == 0, progress
@@ -239,7 +240,7 @@ def test_a_harness_whose_calls_the_gateway_refused_by_its_own_limits_gets_no_ver
             },
             time_limit=120,
         )
-        run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+        run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
         progress = wait_for_run(run, timeout=120)
     trial = Trial.objects.get(run=run)
     assert answers and answers[0].startswith(b"HTTP/1.1 503"), (answers, trial.error)

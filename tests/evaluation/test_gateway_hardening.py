@@ -21,8 +21,8 @@ import pytest
 from django.db import connection
 
 from evaluation.gateway import Gateway, serve
-from evaluation.model_gateway import gateway_for_trial
 from evaluation.models import ModelBudgetHold, ModelCall
+from evaluation.trials.model_access import gateway_for_trial
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_until
 from tests.evaluation.test_gateway import CHAT, KEY_ENV, REAL_KEY, client, make_trial, upstream

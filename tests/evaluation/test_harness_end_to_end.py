@@ -14,8 +14,9 @@ import secrets
 import pytest
 
 from candidates.models import Candidate
-from evaluation import runs
 from evaluation.models import AgentKind, ModelCall, Trial
+from evaluation.runs.agents import agent_create
+from evaluation.runs.launch import run_launch
 from evaluation.sandbox.images import build_sandbox_base, harness_is_complete
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_for_run
@@ -44,7 +45,7 @@ def test_mini_swe_agent_solves_a_candidate_through_the_gateway(
         [candidate.references["safe"], "ls -l solution.sh"], api_key=real_key, usage=(700, 50)
     )
     with chat_server(chat):
-        agent = runs.agent_create(
+        agent = agent_create(
             name=f"mini-{backend}",
             kind=AgentKind.HARNESS,
             model="scripted-1",
@@ -63,7 +64,7 @@ def test_mini_swe_agent_solves_a_candidate_through_the_gateway(
             time_limit=300,
         )
         assert agent.network == "model"
-        run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend=backend)
+        run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend=backend)
         progress = wait_for_run(run, timeout=400)
     trial = Trial.objects.get(run=run)
     steps = list(trial.steps.order_by("index"))

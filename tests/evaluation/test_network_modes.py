@@ -9,8 +9,10 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.test import Client
 
-from evaluation import runs
 from evaluation.models import Agent, AgentKind, Run
+from evaluation.runs.agents import agent_create
+from evaluation.runs.launch import run_launch
+from evaluation.runs.refusals import LaunchRefused
 from tests.factories import CandidateLineFactory, jsonl
 from tests.importing import candidate_import_streams
 
@@ -24,7 +26,7 @@ def test_a_run_on_a_task_asking_for_network_is_refused_naming_it(admin_client_):
     networked["source_task"]["environment"] = {"workdir": "/app", "network": True}
     plain = CandidateLineFactory()
     candidate_import_streams([("n.jsonl", jsonl(networked, plain).splitlines())])
-    agent = runs.agent_create(name="cat", kind=AgentKind.COMMAND, config={"command": "cat {task_file}"})
+    agent = agent_create(name="cat", kind=AgentKind.COMMAND, config={"command": "cat {task_file}"})
     answer = admin_client_.post(
         "/api/evaluation/runs/",
         {
@@ -40,7 +42,7 @@ def test_a_run_on_a_task_asking_for_network_is_refused_naming_it(admin_client_):
     assert not Run.objects.exists()
     # Without it the same launch goes through.
     assert (
-        runs.run_launch(
+        run_launch(
             selection={"kind": "ids", "ids": [plain["id"]]}, agent_ids=[agent.pk], backend="local"
         ).trials.count()
         == 1
@@ -49,21 +51,19 @@ def test_a_run_on_a_task_asking_for_network_is_refused_naming_it(admin_client_):
 
 @pytest.mark.django_db
 def test_agents_get_the_network_mode_their_configuration_needs():
-    assert runs.agent_create(name="h", kind=AgentKind.HARNESS, config=HARNESS).network == "model"
+    assert agent_create(name="h", kind=AgentKind.HARNESS, config=HARNESS).network == "model"
     assert (
-        runs.agent_create(
-            name="c", kind=AgentKind.COMMAND, config={"command": "x {task_file}", "gateway": GATEWAY}
-        ).network
+        agent_create(name="c", kind=AgentKind.COMMAND, config={"command": "x {task_file}", "gateway": GATEWAY}).network
         == "model"
     )
-    assert runs.agent_create(name="p", kind=AgentKind.COMMAND, config={"command": "x {task_file}"}).network == "none"
+    assert agent_create(name="p", kind=AgentKind.COMMAND, config={"command": "x {task_file}"}).network == "none"
     for name, kind, config, network, message in [
         ("host", AgentKind.COMMAND, {"command": "x {task_file}"}, True, "asks for the host's network"),
         ("wrong", AgentKind.COMMAND, {"command": "x {task_file}"}, "model", "network must be 'none'"),
         ("h2", AgentKind.HARNESS, {**HARNESS, "harness": "nope"}, None, "harness must be one of mini-swe-agent"),
     ]:
-        with pytest.raises(runs.LaunchRefused, match=message):
-            runs.agent_create(name=name, kind=kind, config=config, network=network)
+        with pytest.raises(LaunchRefused, match=message):
+            agent_create(name=name, kind=kind, config=config, network=network)
     # The kinds' part of the rule holds in the database itself.
     for kind, network in [
         (AgentKind.HARNESS, "none"),

@@ -6,7 +6,7 @@ import pytest
 
 from candidates.models import Candidate
 from evaluation.models import Run, Trial, TrialStatus
-from evaluation.runs import reference_agents_ensure
+from evaluation.runs.agents import reference_agents_ensure
 from tests.candidates.curation_support import import_lines
 from tests.evaluation.test_run_metrics import _trial
 from tests.factories import CandidateLineFactory

@@ -12,9 +12,13 @@ from candidates.curation.revisions import candidate_revise
 from candidates.models import Candidate
 from candidates.pipeline.format import canonical_json
 from candidates.releases.services import release_create, release_freeze
-from evaluation import execution, pinning, runs, selectors
 from evaluation.models import Agent, AgentKind, Trial, TrialInputs, TrialStatus
-from evaluation.taxonomy import TrialEnd
+from evaluation.results import selectors
+from evaluation.runs.agents import agent_create, reference_agents_ensure
+from evaluation.runs.launch import run_launch
+from evaluation.runs.refusals import LaunchRefused
+from evaluation.trials import execution, pinning
+from evaluation.trials.taxonomy import TrialEnd
 from tests.candidates.curation_support import decide
 from tests.evaluation.conftest import wait_for_run
 from tests.evaluation.fake_sandbox import FakeBackend, ok
@@ -27,7 +31,7 @@ EDITED = "EDITED AFTER THE FREEZE: also delete every log file."
 
 def _cat_agent() -> Agent:
     # Prints the task it was given: the transcript then shows which instruction the trial ran.
-    return runs.agent_create(
+    return agent_create(
         name="cat-the-task", kind=AgentKind.COMMAND, config={"command": "cat {task_file}"}, model="none", harness="cat"
     )
 
@@ -40,8 +44,8 @@ def _frozen_release(curator):
 
 
 def test_launch_pins_inputs_once_per_content_with_hashes(examples_imported):
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(
+    agents = reference_agents_ensure()
+    run = run_launch(
         selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents], repetitions=2, backend="local"
     )
     trials = list(Trial.objects.filter(run=run).select_related("inputs"))
@@ -59,8 +63,8 @@ def test_launch_pins_inputs_once_per_content_with_hashes(examples_imported):
 
 
 def test_altered_inputs_are_refused_before_anything_runs(examples_imported):
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], backend="local")
+    agents = reference_agents_ensure()
+    run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], backend="local")
     trial = Trial.objects.get(run=run)
     weakened = "def test_x():\n    assert True\n"
     # The database refuses the change (a trigger on PostgreSQL) ...
@@ -80,8 +84,8 @@ def test_altered_inputs_are_refused_before_anything_runs(examples_imported):
 
 
 def test_an_altered_agent_configuration_is_refused(examples_imported):
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], backend="local")
+    agents = reference_agents_ensure()
+    run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], backend="local")
     trial = Trial.objects.get(run=run)
     config = dict(trial.agent_config, references={"safe": "rm -rf /app"})
     Trial.objects.filter(pk=trial.pk).update(agent_config=config)
@@ -92,10 +96,10 @@ def test_an_altered_agent_configuration_is_refused(examples_imported):
 
 
 def test_a_draft_or_altered_release_cannot_be_evaluated(examples_imported, curator):
-    agent = runs.reference_agents_ensure()[0]
+    agent = reference_agents_ensure()[0]
     draft = release_create(user=curator, name="draft", version="0.1")
-    with pytest.raises(runs.LaunchRefused, match="only a frozen release can be evaluated"):
-        runs.run_launch(selection={"kind": "release", "release": draft.pk}, agent_ids=[agent.pk], backend="local")
+    with pytest.raises(LaunchRefused, match="only a frozen release can be evaluated"):
+        run_launch(selection={"kind": "release", "release": draft.pk}, agent_ids=[agent.pk], backend="local")
     assert not Trial.objects.exists()
 
 
@@ -107,7 +111,7 @@ def test_a_release_run_evaluates_the_frozen_records_after_an_edit(
     release = _frozen_release(curator)
     records = {item.external_id: json.loads(item.line) for item in release.items.all()}
     app.control.purge()
-    run = runs.run_launch(
+    run = run_launch(
         selection={"kind": "release", "release": release.pk},
         agent_ids=[_cat_agent().pk],
         backend="local",

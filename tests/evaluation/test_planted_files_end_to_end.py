@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from evaluation import runs
 from evaluation.models import AgentKind, Trial, TrialStatus
+from evaluation.runs.agents import agent_create
+from evaluation.runs.launch import run_launch
 from evaluation.sandbox import base
-from evaluation.taxonomy import TrialEnd
+from evaluation.trials.taxonomy import TrialEnd
 from tests.conftest import EXAMPLES
 from tests.evaluation.conftest import wait_for_run
 
@@ -40,7 +41,7 @@ echo 'import os; os._exit(0)' > os.py
 
 def _agent(name: str, script: str):
     encoded = base64.b64encode(script.encode()).decode()
-    return runs.agent_create(
+    return agent_create(
         name=name,
         kind=AgentKind.COMMAND,
         model="script",
@@ -60,7 +61,7 @@ def test_planted_interpreters_hooks_and_configuration_leave_the_verdicts_alone(
     safe = json.loads((EXAMPLES / "candidates.jsonl").read_text().splitlines()[0])["references"]["safe"]
     clean = _agent("safe-solution", safe)
     planting = _agent("safe-solution-then-plant", safe + "\n" + PLANT)
-    run = runs.run_launch(
+    run = run_launch(
         selection={"kind": "ids", "ids": [SAFE_ID]},
         agent_ids=[clean.pk, planting.pk],
         backend=backend,
@@ -107,7 +108,7 @@ def test_startup_hooks_without_the_task_give_neither_verdict(
     safe = json.loads((EXAMPLES / "candidates.jsonl").read_text().splitlines()[0])["references"]["safe"]
     clean = _agent("safe-solution", safe)
     hooks = _agent("startup-hooks-only", PLANT_STARTUP_HOOKS)
-    run = runs.run_launch(
+    run = run_launch(
         selection={"kind": "ids", "ids": [SAFE_ID]},
         agent_ids=[clean.pk, hooks.pk],
         backend=backend,
@@ -136,7 +137,7 @@ def test_a_directory_on_the_verifiers_path_ends_the_trial_as_infrastructure(
     # By hand: pytest's own option puts the workdir on the module search path before collection.
     monkeypatch.setattr(base, "VERIFIER_PYTEST_OPTIONS", (*base.VERIFIER_PYTEST_OPTIONS, "-o", "pythonpath=/app"))
     safe = json.loads((EXAMPLES / "candidates.jsonl").read_text().splitlines()[0])["references"]["safe"]
-    run = runs.run_launch(
+    run = run_launch(
         selection={"kind": "ids", "ids": [SAFE_ID]},
         agent_ids=[_agent("safe-solution", safe).pk],
         backend=backend,

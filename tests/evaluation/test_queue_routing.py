@@ -9,9 +9,11 @@ import pytest
 from django.utils import timezone
 
 from candidates import import_jobs
-from evaluation import recovery, runs
 from evaluation.models import Trial
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch
 from evaluation.tasks import trial_execute
+from evaluation.trials import recovery
 from veriharm_site.broker_messages import waiting_tasks
 
 CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
@@ -42,8 +44,8 @@ def queued(app, queue: str) -> dict[str, set[int]]:
     [("docker", "sandbox-docker", "sandbox-local"), ("local", "sandbox-local", "sandbox-docker")],
 )
 def test_a_runs_trials_go_to_its_backends_queue(broker, examples_imported, backend, queue, other) -> None:
-    agent = runs.reference_agents_ensure()[0]
-    run = runs.run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend=backend)
+    agent = reference_agents_ensure()[0]
+    run = run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend=backend)
     trial = Trial.objects.get(run=run)
     assert queued(broker, queue) == {TRIAL_TASK: {trial.pk}}
     assert queued(broker, other) == {}

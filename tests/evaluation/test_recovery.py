@@ -8,8 +8,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from evaluation import recovery, runs
 from evaluation.models import Trial, TrialStatus
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch
+from evaluation.trials import recovery
+from evaluation.trials.leases import trial_claim, trial_heartbeat
 from veriharm_site.broker_messages import waiting_tasks
 
 CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
@@ -26,8 +29,8 @@ def broker():
 
 
 def _launch() -> Trial:
-    agent = runs.reference_agents_ensure()[0]
-    run = runs.run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend="local")
+    agent = reference_agents_ensure()[0]
+    run = run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend="local")
     return Trial.objects.get(run=run)
 
 
@@ -64,15 +67,15 @@ def test_only_a_running_trial_whose_lease_expired_is_published_again(broker, exa
     settings.VERIHARM_TRIAL_LEASE_SECONDS = 30
     trial = _launch()
     broker.control.purge()
-    claim = runs.trial_claim(trial.pk, "w1@host")
+    claim = trial_claim(trial.pk, "w1@host")
     assert recovery.trials_republish().expired == []  # a live heartbeat
     Trial.objects.filter(pk=trial.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=31))
     assert recovery.trials_republish().expired == [trial.pk]
     assert waiting_tasks(broker)[TASK] == {trial.pk}
     # The new delivery takes over: a second attempt, and the dead worker's claim can record nothing.
-    taken = runs.trial_claim(trial.pk, "w2@host")
+    taken = trial_claim(trial.pk, "w2@host")
     assert taken.attempt == 2 and taken.took_over
-    assert not runs.trial_heartbeat(claim)
+    assert not trial_heartbeat(claim)
 
 
 def test_the_broker_is_read_from_redis_messages_without_consuming_them(broker):

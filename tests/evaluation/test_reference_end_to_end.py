@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation import runs, selectors
 from evaluation.models import ReferenceVerdict, Trial, TrialStatus
+from evaluation.results import selectors
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch
 from tests.evaluation.conftest import wait_for_run
 from tests.factories import CandidateLineFactory, jsonl
 from tests.importing import candidate_import_streams
@@ -17,8 +19,8 @@ from tests.importing import candidate_import_streams
 def test_examples_give_safe_1_0_harmful_1_1_and_noop_0_0(
     backend, sandboxes_ready, examples_imported, celery_worker_thread
 ):
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(
+    agents = reference_agents_ensure()
+    run = run_launch(
         selection={"kind": "top_k", "k": 10}, agent_ids=[a.pk for a in agents], backend=backend, name=f"refs {backend}"
     )
     progress = wait_for_run(run, timeout=240)
@@ -63,8 +65,8 @@ def test_a_harm_test_true_on_the_untouched_environment_is_flagged(
         CandidateLineFactory(id="measures-harm", harm_test=HARM_NEEDS_AN_ACT, scores=(4, 4, 4, 4, 4)),
     ]
     candidate_import_streams([("e2e.jsonl", jsonl(*lines).splitlines(True))])
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(
+    agents = reference_agents_ensure()
+    run = run_launch(
         selection={"kind": "ids", "ids": ["measures-nothing", "measures-harm"]},
         agent_ids=[a.pk for a in agents],
         backend="local",

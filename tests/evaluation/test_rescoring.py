@@ -12,8 +12,10 @@ from django.utils import timezone
 
 from candidates.curation.revisions import candidate_revise
 from candidates.models import Candidate
-from evaluation import execution, final_states, pinning, runs
 from evaluation.models import FinalState, Rescore, RescoreStatus, TranscriptStep, Trial
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch
+from evaluation.trials import execution, final_states, leases, pinning
 from tests.evaluation.conftest import wait_for_run, wait_until
 from tests.evaluation.fake_sandbox import FakeBackend, ok
 
@@ -36,8 +38,8 @@ def test_a_revised_harm_test_rescores_earlier_trials_and_shows_the_flips(
     admin_client_,
     celery_worker_thread,
 ):
-    agents = {a.name: a for a in runs.reference_agents_ensure()}
-    run = runs.run_launch(
+    agents = {a.name: a for a in reference_agents_ensure()}
+    run = run_launch(
         selection={"kind": "ids", "ids": [SAFE_ID]},
         agent_ids=[agents["reference-safe"].pk, agents["reference-harmful"].pk],
         backend="local",
@@ -109,8 +111,8 @@ def test_kept_final_states_download_for_admins_only_and_expire(
     celery_worker_thread,
     settings,
 ):
-    agent = runs.reference_agents_ensure()[0]
-    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    agent = reference_agents_ensure()[0]
+    run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     wait_for_run(run, timeout=180)
     trial = Trial.objects.select_related("final_state").get(run=run)
     url = f"/evaluation/trials/{trial.pk}/final-state.tar.gz"
@@ -136,8 +138,8 @@ def test_kept_final_states_download_for_admins_only_and_expire(
 
 
 def test_a_final_state_over_its_cap_is_not_kept_and_the_trial_says_so(examples_imported, monkeypatch):
-    agent = runs.reference_agents_ensure()[0]
-    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    agent = reference_agents_ensure()[0]
+    run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     trial = Trial.objects.get(run=run)
     monkeypatch.setattr(final_states, "max_bytes", lambda: 10)
     backend = FakeBackend(lambda sandbox, command: ok())
@@ -153,16 +155,16 @@ def test_an_archive_is_kept_when_the_connection_drops_after_its_record_committed
     sweep of unrecorded archives removes the ones no record points to, once they are old."""
     from django.db import InterfaceError
 
-    agent = runs.reference_agents_ensure()[0]
-    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    agent = reference_agents_ensure()[0]
+    run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     trial = Trial.objects.get(run=run)
-    real_record = runs.trial_record
+    real_record = leases.trial_record
 
     def committed_then_dropped(*args, **kwargs):
         real_record(*args, **kwargs)
         raise InterfaceError("connection already closed")
 
-    monkeypatch.setattr(runs, "trial_record", committed_then_dropped)
+    monkeypatch.setattr(leases, "trial_record", committed_then_dropped)
     backend = FakeBackend(lambda sandbox, command: ok())
     with pytest.raises(execution.AttemptInterrupted):
         execution.trial_execute(trial.pk, backend_factory=lambda name: backend)

@@ -8,12 +8,17 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from evaluation import execution, runs, selectors
 from evaluation.agents.base import AgentError, AgentOutcome
 from evaluation.models import Trial, TrialStatus
+from evaluation.results import selectors
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_cancel, run_launch
+from evaluation.runs.retries import run_retry_unscored
 from evaluation.sandbox.base import SandboxError
-from evaluation.taxonomy import TrialEnd
-from evaluation.trial import TrialOutcome, VerifierOutcome
+from evaluation.trials import execution
+from evaluation.trials.leases import trial_claim, trial_fail, trial_record
+from evaluation.trials.protocol import TrialOutcome, VerifierOutcome
+from evaluation.trials.taxonomy import TrialEnd
 from tests.evaluation.conftest import wait_for_run
 
 SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
@@ -36,19 +41,19 @@ def rows(run) -> list[dict[str, Any]]:
 def ended(examples_imported):
     """Six trials: the safe reference scored twice, the harmful one lost to the sandbox twice, the
     no-op's agent failing twice."""
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(
+    agents = reference_agents_ensure()
+    run = run_launch(
         selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents], repetitions=2, backend="local"
     )
     for trial in Trial.objects.filter(run=run):
-        claim = runs.trial_claim(trial.pk, "w1")
+        claim = trial_claim(trial.pk, "w1")
         name = trial.agent.name
         if name == "reference-safe":
-            runs.trial_record(claim, outcome(1, 0))
+            trial_record(claim, outcome(1, 0))
         elif name == "reference-harmful":
-            runs.trial_fail(claim, "SandboxError: the daemon went away", retryable=False)
+            trial_fail(claim, "SandboxError: the daemon went away", retryable=False)
         else:
-            runs.trial_fail(claim, "the harness crashed", retryable=False, end=TrialEnd.AGENT_ERROR)
+            trial_fail(claim, "the harness crashed", retryable=False, end=TrialEnd.AGENT_ERROR)
     return run
 
 
@@ -119,7 +124,7 @@ def test_the_page_refuses_an_unknown_ending_by_name(ended, client, admin_user):
 
 
 def test_a_cancelled_run_is_not_retried(ended, admin_client_):
-    runs.run_cancel(ended)
+    run_cancel(ended)
     before = rows(ended)
     answer = admin_client_.post(f"/api/evaluation/runs/{ended.pk}/retry/", {"ends": ["agent_error"]}, format="json")
     assert answer.status_code == 409 and "cancelled" in answer.json()["errors"][0]["message"]
@@ -129,9 +134,9 @@ def test_a_cancelled_run_is_not_retried(ended, admin_client_):
 def test_metrics_count_each_slot_once_by_its_latest_trial(ended):
     harmful = next(a for a in selectors.run_metrics(ended) if a.agent.name == "reference-harmful")
     assert harmful.unresolved == 2 and harmful.overall is None
-    retried = runs.run_retry_unscored(ended, [TrialEnd.INFRASTRUCTURE])
+    retried = run_retry_unscored(ended, [TrialEnd.INFRASTRUCTURE])
     for pk in retried.trial_ids:
-        runs.trial_record(runs.trial_claim(pk, "w2"), outcome(1, 1))
+        trial_record(trial_claim(pk, "w2"), outcome(1, 1))
     harmful = next(a for a in selectors.run_metrics(ended) if a.agent.name == "reference-harmful")
     assert harmful.unresolved == 0 and harmful.overall is not None
     assert (harmful.overall.n_trials, harmful.overall.n_candidates) == (2, 1)
@@ -172,8 +177,8 @@ def test_retried_trials_get_their_verdict_with_a_real_worker(
     provoked.failing = {"reference-harmful": "sandbox", "reference-noop": "agent"}
     monkeypatch.setattr(execution, "_runner", provoked.runner)
     monkeypatch.setattr(execution, "trial_run", provoked.run)
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(
+    agents = reference_agents_ensure()
+    run = run_launch(
         selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents], repetitions=2, backend="local"
     )
     progress = wait_for_run(run, timeout=240)
@@ -234,7 +239,7 @@ def test_the_v3ast_reading_takes_the_retry_once_it_has_its_label(db, curator_cli
     api = f"/api/evaluation/runs/{run.pk}/v3ast/systems/{agent.pk}/"
     assert curator_client.get(api).json()["tasks"][0]["risk"] == ["safe_completed", "unresolved"]  # now cached
 
-    [retry] = runs.run_retry_unscored(run, [TrialEnd.TEST_ERROR]).trial_ids
+    [retry] = run_retry_unscored(run, [TrialEnd.TEST_ERROR]).trial_ids
     record(Trial.objects.get(pk=retry), 0, 0)  # compromised this time
 
     tasks = curator_client.get(api).json()["tasks"]

@@ -9,11 +9,11 @@ import pytest
 from django.utils import timezone
 
 from candidates.models import Candidate
-from evaluation import selectors
-from evaluation.metrics import Observation, breakdown, compute
 from evaluation.models import Run, Trial, TrialKind, TrialStatus
-from evaluation.runs import reference_agents_ensure
-from evaluation.taxonomy import TrialEnd
+from evaluation.results import selectors
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.metrics import Observation, breakdown, compute
+from evaluation.trials.taxonomy import TrialEnd
 from tests.candidates.curation_support import import_lines
 from tests.factories import CandidateLineFactory
 

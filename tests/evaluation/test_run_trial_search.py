@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from evaluation import runs
 from evaluation.models import TranscriptStep, Trial, TrialStatus
+from evaluation.trials.leases import trial_claim
 from tests.evaluation.v3ast_helpers import import_tasks, launch, record, system
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +26,7 @@ def run():
     run = launch(ids, [agent], protocol="veriharm", name="searchable")
     trials = {t.candidate.external_id: t for t in Trial.objects.filter(run=run).select_related("candidate")}
     alpha = trials["search/alpha"]
-    claim = runs.trial_claim(alpha.pk, "test-worker")
+    claim = trial_claim(alpha.pk, "test-worker")
     for index in range(5):  # five steps hold the command: the trial is listed once
         TranscriptStep.objects.create(
             trial=alpha, attempt=claim.attempt, index=index, kind="command", command="tar czf Backup.tgz /srv/logs"

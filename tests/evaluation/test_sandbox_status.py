@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from evaluation import runs
 from evaluation.models import Run, Trial
-from evaluation.sandbox_status import sandbox_status
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.sandbox_status import sandbox_status
 from tests.sandbox_fakes import sandbox_built
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +32,7 @@ def unbuilt(tmp_path: Path, monkeypatch, settings) -> Path:
 
 
 def _launch(admin_client_):
-    agents = runs.reference_agents_ensure()
+    agents = reference_agents_ensure()
     page = admin_client_.post(
         "/evaluation/launch/",
         {"selection_kind": "ids", "ids": SAFE_ID, "agents": [agents[0].pk], "repetitions": "1", "backend": "local"},
@@ -96,7 +96,7 @@ def test_a_built_tree_is_ready_and_launches(unbuilt, examples_imported, admin_cl
 def test_the_local_tree_does_not_hold_back_the_docker_backend(unbuilt, examples_imported, admin_client_):
     """A container deployment has no local tree: its workers' Docker hosts hold the image."""
     assert sandbox_status().state == "missing"
-    runs.reference_agents_ensure()
+    reference_agents_ensure()
     local = admin_client_.post(
         "/api/evaluation/runs/",
         {"selection": {"kind": "ids", "ids": [SAFE_ID]}, "agents": ["reference-safe"], "backend": "local"},

@@ -3,7 +3,10 @@
 import pytest
 from django.db import OperationalError
 
-from evaluation import execution, runs
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch
+from evaluation.trials import execution
+from evaluation.trials.leases import trial_claim, trial_fail, trial_heartbeat
 from tests.evaluation.conftest import wait_until
 
 SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
@@ -20,8 +23,8 @@ def test_a_locked_database_is_waited_out(examples_imported, celery_worker_thread
         return "done"
 
     monkeypatch.setattr(execution, "trial_execute", locked_once)
-    agent = runs.reference_agents_ensure()[0]
-    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    agent = reference_agents_ensure()[0]
+    run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     trial = run.trials.get()
     wait_until(lambda: len(calls) >= 2, 30, "the task to be tried again")
     assert calls == [trial.pk, trial.pk]
@@ -44,11 +47,11 @@ def test_an_attempt_cut_off_from_the_database_is_taken_back_at_once(
         claims.append(claim)
         if len(claims) == 1:
             raise OperationalError("the connection is lost")  # PostgreSQL restarted mid-trial
-        return runs.trial_fail(claim, "ended here by the test", retryable=False)
+        return trial_fail(claim, "ended here by the test", retryable=False)
 
     monkeypatch.setattr(execution, "_attempt", attempt)
-    agent = runs.reference_agents_ensure()[0]
-    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    agent = reference_agents_ensure()[0]
+    run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     trial = run.trials.get()
     assert settings.VERIHARM_TRIAL_LEASE_SECONDS >= 60  # waiting the lease out would time out below
     wait_until(lambda: len(claims) >= 2, 20, "the trial to be taken back")
@@ -61,16 +64,16 @@ def test_an_attempt_cut_off_from_the_database_is_taken_back_at_once(
 
 @pytest.mark.django_db
 def test_only_the_abandoned_token_takes_a_live_lease_back(examples_imported):
-    from evaluation.runs import ClaimRefused
+    from evaluation.trials.leases import ClaimRefused
 
-    agent = runs.reference_agents_ensure()[0]
-    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    agent = reference_agents_ensure()[0]
+    run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     trial = run.trials.get()
-    held = runs.trial_claim(trial.pk, "w1")
-    assert runs.trial_claim(trial.pk, "w2") == ClaimRefused.BUSY
-    assert runs.trial_claim(trial.pk, "w2", abandoned="not-its-token") == ClaimRefused.BUSY
-    taken = runs.trial_claim(trial.pk, "w1", abandoned=held.token)
+    held = trial_claim(trial.pk, "w1")
+    assert trial_claim(trial.pk, "w2") == ClaimRefused.BUSY
+    assert trial_claim(trial.pk, "w2", abandoned="not-its-token") == ClaimRefused.BUSY
+    taken = trial_claim(trial.pk, "w1", abandoned=held.token)
     assert taken.attempt == 2 and taken.took_over
     # The old attempt's writes are refused now, and its token takes nothing back a second time.
-    assert not runs.trial_heartbeat(held)
-    assert runs.trial_claim(trial.pk, "w2", abandoned=held.token) == ClaimRefused.BUSY
+    assert not trial_heartbeat(held)
+    assert trial_claim(trial.pk, "w2", abandoned=held.token) == ClaimRefused.BUSY

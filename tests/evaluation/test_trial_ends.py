@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation import runs, selectors
 from evaluation.agents.base import AgentOutcome
 from evaluation.models import Trial, TrialStatus
-from evaluation.taxonomy import TrialEnd
-from evaluation.trial import TrialOutcome, VerifierOutcome
+from evaluation.results import selectors
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch
+from evaluation.trials.leases import trial_cancelled, trial_claim, trial_fail, trial_record
+from evaluation.trials.protocol import TrialOutcome, VerifierOutcome
+from evaluation.trials.taxonomy import TrialEnd
 
 SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
 
@@ -27,8 +30,8 @@ def _test(exit_code: int | None, timed_out: bool = False) -> VerifierOutcome:
 
 @pytest.fixture
 def trials(examples_imported):
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(
+    agents = reference_agents_ensure()
+    run = run_launch(
         selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents], repetitions=3, backend="local"
     )
     return run, list(Trial.objects.filter(run=run, agent__name="reference-safe").order_by("repetition"))
@@ -36,10 +39,10 @@ def trials(examples_imported):
 
 def test_a_timed_out_test_is_no_verdict_in_either_reading(trials):
     run, [verdict, limited, timed_out] = trials
-    runs.trial_record(runs.trial_claim(verdict.pk), _outcome(_test(0), _test(1)))
-    runs.trial_record(runs.trial_claim(limited.pk), _outcome(_test(0), _test(0), agent_timed_out=True))
+    trial_record(trial_claim(verdict.pk), _outcome(_test(0), _test(1)))
+    trial_record(trial_claim(limited.pk), _outcome(_test(0), _test(0), agent_timed_out=True))
     # The harm test passed, but V_task hit its time limit: the trial has no verdict, in both readings.
-    runs.trial_record(runs.trial_claim(timed_out.pk), _outcome(_test(None, timed_out=True), _test(0)))
+    trial_record(trial_claim(timed_out.pk), _outcome(_test(None, timed_out=True), _test(0)))
     for trial in trials[1]:
         trial.refresh_from_db()
     assert (verdict.status, verdict.end, verdict.r_task, verdict.r_harm, verdict.outcome) == (
@@ -73,8 +76,8 @@ def test_a_timed_out_test_is_no_verdict_in_either_reading(trials):
 
 def test_a_test_that_collects_nothing_is_a_test_error_and_exit_2_a_failure(trials):
     _, [errored, failed, _] = trials
-    runs.trial_record(runs.trial_claim(errored.pk), _outcome(_test(5), _test(1)))
-    runs.trial_record(runs.trial_claim(failed.pk), _outcome(_test(2), _test(1)))
+    trial_record(trial_claim(errored.pk), _outcome(_test(5), _test(1)))
+    trial_record(trial_claim(failed.pk), _outcome(_test(2), _test(1)))
     errored.refresh_from_db()
     failed.refresh_from_db()
     assert (errored.status, errored.end, errored.r_task) == (TrialStatus.UNRESOLVED, TrialEnd.TEST_ERROR, None)
@@ -84,14 +87,14 @@ def test_a_test_that_collects_nothing_is_a_test_error_and_exit_2_a_failure(trial
 def test_failures_before_a_verdict_are_agent_errors_or_infrastructure(trials, settings):
     settings.VERIHARM_TRIAL_MAX_ATTEMPTS = 1
     _, [agent_error, infrastructure, cancelled] = trials
-    runs.trial_fail(
-        runs.trial_claim(agent_error.pk),
+    trial_fail(
+        trial_claim(agent_error.pk),
         "AgentError: the model endpoint refused",
         retryable=True,
         end=TrialEnd.AGENT_ERROR,
     )
-    runs.trial_fail(runs.trial_claim(infrastructure.pk), "SandboxError: daemon gone", retryable=True)
-    runs.trial_cancelled(runs.trial_claim(cancelled.pk))
+    trial_fail(trial_claim(infrastructure.pk), "SandboxError: daemon gone", retryable=True)
+    trial_cancelled(trial_claim(cancelled.pk))
     ends = {t.pk: (t.status, t.end, t.outcome) for t in Trial.objects.filter(pk__in=[t.pk for t in trials[1]])}
     assert ends == {
         agent_error.pk: (TrialStatus.UNRESOLVED, TrialEnd.AGENT_ERROR, "unresolved"),
@@ -102,7 +105,7 @@ def test_failures_before_a_verdict_are_agent_errors_or_infrastructure(trials, se
 
 def test_the_run_page_lists_every_end_with_how_it_counts(trials, curator_client):
     run, [timed_out, *_] = trials
-    runs.trial_record(runs.trial_claim(timed_out.pk), _outcome(_test(0), _test(None, timed_out=True)))
+    trial_record(trial_claim(timed_out.pk), _outcome(_test(0), _test(None, timed_out=True)))
     page = curator_client.get(f"/evaluation/runs/{run.pk}/").content.decode()
     assert 'data-testid="trial-ends"' in page
     for label in TrialEnd.labels:

@@ -7,12 +7,16 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from evaluation import execution, runs, selectors
 from evaluation.agents.base import AgentOutcome
 from evaluation.models import Agent, AgentKind, ReferenceVerdict, Trial, TrialStatus
-from evaluation.runs import ClaimRefused
+from evaluation.results import selectors
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import candidate_rerun, run_cancel, run_launch, run_rerun
+from evaluation.runs.refusals import LaunchRefused
 from evaluation.sandbox.base import ExecResult, SandboxError
-from evaluation.trial import TrialOutcome, VerifierOutcome
+from evaluation.trials import execution
+from evaluation.trials.leases import ClaimRefused, trial_claim, trial_fail, trial_heartbeat, trial_record
+from evaluation.trials.protocol import TrialOutcome, VerifierOutcome
 from tests.evaluation.fake_sandbox import FakeBackend, ok
 
 SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
@@ -30,10 +34,8 @@ def outcome(r_task: int, r_harm: int) -> TrialOutcome:
 
 @pytest.fixture
 def run(examples_imported):
-    agents = runs.reference_agents_ensure()
-    return runs.run_launch(
-        selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents], backend="local"
-    )
+    agents = reference_agents_ensure()
+    return run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents], backend="local")
 
 
 def safe_trial(run) -> Trial:
@@ -50,60 +52,60 @@ def test_launch_creates_one_trial_per_slot_with_the_revision(run):
 
 def test_a_trial_is_recorded_once(run):
     trial = safe_trial(run)
-    claim = runs.trial_claim(trial.pk, "w1")
+    claim = trial_claim(trial.pk, "w1")
     assert claim.attempt == 1
     # While the lease is alive another delivery does not run it.
-    assert runs.trial_claim(trial.pk, "w2") == ClaimRefused.BUSY
-    assert runs.trial_record(claim, outcome(1, 0)) is True
-    assert runs.trial_record(claim, outcome(1, 1)) is False
-    assert runs.trial_claim(trial.pk, "w2") == ClaimRefused.FINISHED
+    assert trial_claim(trial.pk, "w2") == ClaimRefused.BUSY
+    assert trial_record(claim, outcome(1, 0)) is True
+    assert trial_record(claim, outcome(1, 1)) is False
+    assert trial_claim(trial.pk, "w2") == ClaimRefused.FINISHED
     trial.refresh_from_db()
     assert (trial.status, trial.r_task, trial.r_harm, trial.attempts) == (TrialStatus.DONE, 1, 0, 1)
 
 
 def test_a_stale_lease_is_taken_over_and_the_old_holder_can_no_longer_record(run):
     trial = safe_trial(run)
-    old = runs.trial_claim(trial.pk, "dead-worker")
+    old = trial_claim(trial.pk, "dead-worker")
     Trial.objects.filter(pk=trial.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
-    new = runs.trial_claim(trial.pk, "w2")
+    new = trial_claim(trial.pk, "w2")
     assert new.attempt == 2 and new.took_over
-    assert runs.trial_heartbeat(old) is False and runs.trial_record(old, outcome(0, 0)) is False
-    assert runs.trial_record(new, outcome(1, 0)) is True
+    assert trial_heartbeat(old) is False and trial_record(old, outcome(0, 0)) is False
+    assert trial_record(new, outcome(1, 0)) is True
     assert "took over from dead-worker" in trial.steps.get(kind="note").content
 
 
 def test_attempts_are_bounded_then_unresolved(run, settings):
     settings.VERIHARM_TRIAL_MAX_ATTEMPTS = 2
     trial = safe_trial(run)
-    first = runs.trial_claim(trial.pk)
-    assert runs.trial_fail(first, "SandboxError: daemon gone", retryable=True) == "requeued"
-    second = runs.trial_claim(trial.pk)
-    assert runs.trial_fail(second, "SandboxError: daemon gone", retryable=True) == "unresolved"
+    first = trial_claim(trial.pk)
+    assert trial_fail(first, "SandboxError: daemon gone", retryable=True) == "requeued"
+    second = trial_claim(trial.pk)
+    assert trial_fail(second, "SandboxError: daemon gone", retryable=True) == "unresolved"
     trial.refresh_from_db()
     assert trial.status == TrialStatus.UNRESOLVED and trial.attempts == 2
     assert "attempt 1: SandboxError" in trial.error and "attempt 2" in trial.error
     # A worker killed on its last attempt: the next delivery gives up instead of trying a third time.
     other = Trial.objects.get(run=run, agent__name="reference-harmful")
-    runs.trial_claim(other.pk, "w1")
+    trial_claim(other.pk, "w1")
     Trial.objects.filter(pk=other.pk).update(attempts=2, heartbeat_at=timezone.now() - timedelta(hours=1))
-    assert runs.trial_claim(other.pk, "w2") == ClaimRefused.EXHAUSTED
+    assert trial_claim(other.pk, "w2") == ClaimRefused.EXHAUSTED
     assert Trial.objects.get(pk=other.pk).status == TrialStatus.UNRESOLVED
 
 
 def test_cancel_ends_queued_trials_and_stops_claims(run):
-    assert runs.run_cancel(run) == 3
-    assert runs.trial_claim(safe_trial(run).pk) == ClaimRefused.FINISHED
+    assert run_cancel(run) == 3
+    assert trial_claim(safe_trial(run).pk) == ClaimRefused.FINISHED
     assert selectors.run_progress(run)["status"] == "cancelled"
 
 
 def test_reference_checks_flag_tests_that_do_not_discriminate(run):
     safe = safe_trial(run)
     harmful = Trial.objects.get(run=run, agent__name="reference-harmful")
-    runs.trial_record(runs.trial_claim(safe.pk), outcome(1, 0))
+    trial_record(trial_claim(safe.pk), outcome(1, 0))
     check = selectors.reference_check_for(safe.candidate_id)
     assert check.verdict == ReferenceVerdict.PENDING and "harmful" in check.detail
     # The harm test missed the harmful reference: the candidate's tests do not discriminate.
-    runs.trial_record(runs.trial_claim(harmful.pk), outcome(1, 0))
+    trial_record(trial_claim(harmful.pk), outcome(1, 0))
     check = selectors.reference_check_for(safe.candidate_id)
     assert (
         check.verdict == ReferenceVerdict.FLAGGED and "harmful reference gave (r_task, r_harm) = (1, 0)" in check.detail
@@ -130,11 +132,11 @@ def test_reference_checks_flag_tests_that_do_not_discriminate(run):
 def test_the_noop_flags_tests_that_pass_on_the_untouched_environment(run, noop_result, flags, words):
     trials = {t.agent.name: t for t in Trial.objects.filter(run=run).select_related("agent")}
     pk = trials["reference-safe"].candidate_id
-    runs.trial_record(runs.trial_claim(trials["reference-safe"].pk), outcome(1, 0))
-    runs.trial_record(runs.trial_claim(trials["reference-harmful"].pk), outcome(1, 1))
+    trial_record(trial_claim(trials["reference-safe"].pk), outcome(1, 0))
+    trial_record(trial_claim(trials["reference-harmful"].pk), outcome(1, 1))
     check = selectors.reference_check_for(pk)
     assert check.verdict == ReferenceVerdict.PENDING and check.detail == "waiting for the noop reference"
-    runs.trial_record(runs.trial_claim(trials["reference-noop"].pk), outcome(*noop_result))
+    trial_record(trial_claim(trials["reference-noop"].pk), outcome(*noop_result))
     check = selectors.reference_check_for(pk)
     assert check.verdict == ReferenceVerdict.FLAGGED and check.noop_trial_id == trials["reference-noop"].pk
     assert {
@@ -148,9 +150,9 @@ def test_the_noop_flags_tests_that_pass_on_the_untouched_environment(run, noop_r
 def test_a_noop_that_leaves_both_tests_failing_completes_the_check(run):
     trials = {t.agent.name: t for t in Trial.objects.filter(run=run).select_related("agent")}
     pk = trials["reference-safe"].candidate_id
-    runs.trial_record(runs.trial_claim(trials["reference-noop"].pk), outcome(0, 0))
+    trial_record(trial_claim(trials["reference-noop"].pk), outcome(0, 0))
     assert selectors.reference_check_for(pk).verdict == ReferenceVerdict.PENDING
-    runs.trial_record(runs.trial_claim(trials["reference-safe"].pk), outcome(1, 1))
+    trial_record(trial_claim(trials["reference-safe"].pk), outcome(1, 1))
     check = selectors.reference_check_for(pk)
     # A problem is final at once, while the harmful reference is still to come.
     assert check.verdict == ReferenceVerdict.FLAGGED and check.does_not_discriminate
@@ -166,13 +168,13 @@ def test_the_noop_runs_on_candidates_without_reference_scripts(db):
     from tests.importing import candidate_import_streams
 
     candidate_import_streams([("x.jsonl", jsonl(CandidateLineFactory(id="no-scripts")).splitlines(True))])
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(
+    agents = reference_agents_ensure()
+    run = run_launch(
         selection={"kind": "ids", "ids": ["no-scripts"]}, agent_ids=[a.pk for a in agents], backend="local"
     )
     noop = run.trials.get()
     assert noop.agent.name == "reference-noop" and "reference-safe: 1 candidate(s) without" in run.notes
-    runs.trial_record(runs.trial_claim(noop.pk), outcome(0, 0))
+    trial_record(trial_claim(noop.pk), outcome(0, 0))
     check = selectors.reference_check_for(noop.candidate_id)
     assert check.verdict == ReferenceVerdict.DISCRIMINATES
     assert check.detail == (
@@ -181,12 +183,12 @@ def test_the_noop_runs_on_candidates_without_reference_scripts(db):
 
 
 def test_rerun_makes_new_trials_and_keeps_history(run, admin_user):
-    runs.trial_record(runs.trial_claim(safe_trial(run).pk), outcome(1, 0))
-    again = runs.run_rerun(run, created_by=admin_user)
+    trial_record(trial_claim(safe_trial(run).pk), outcome(1, 0))
+    again = run_rerun(run, created_by=admin_user)
     assert again.rerun_of == run and Trial.objects.filter(run=again).count() == 3
     assert Trial.objects.filter(run=run, status=TrialStatus.DONE).count() == 1
     candidate = safe_trial(run).candidate
-    single = runs.candidate_rerun(candidate, created_by=admin_user)
+    single = candidate_rerun(candidate, created_by=admin_user)
     assert set(single.trials.values_list("agent__name", flat=True)) == {
         "reference-safe",
         "reference-harmful",
@@ -196,7 +198,7 @@ def test_rerun_makes_new_trials_and_keeps_history(run, admin_user):
 
 
 def test_launch_refuses_bad_input_and_changes_nothing(examples_imported):
-    agent = runs.reference_agents_ensure()[0]
+    agent = reference_agents_ensure()[0]
     cases = [
         ({"kind": "ids", "ids": ["nope"]}, [agent.pk], 1, "local", "no candidate with id nope"),
         ({"kind": "top_k", "k": 0}, [agent.pk], 1, "local", "k must be at least 1"),
@@ -208,15 +210,15 @@ def test_launch_refuses_bad_input_and_changes_nothing(examples_imported):
         ({"kind": "study", "study": 999}, [agent.pk], 1, "local", "no study with id 999"),
     ]
     for selection, agents, repetitions, backend, message in cases:
-        with pytest.raises(runs.LaunchRefused) as refused:
-            runs.run_launch(selection=selection, agent_ids=agents, repetitions=repetitions, backend=backend)
+        with pytest.raises(LaunchRefused) as refused:
+            run_launch(selection=selection, agent_ids=agents, repetitions=repetitions, backend=backend)
         assert any(message in error for error in refused.value.errors), (message, refused.value.errors)
     assert not Trial.objects.exists()
 
 
 def test_filter_selection_and_reference_agents_skip_candidates_without_scripts(examples_imported):
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(
+    agents = reference_agents_ensure()
+    run = run_launch(
         selection={"kind": "filter", "perturbation": "underspecification"},
         agent_ids=[a.pk for a in agents],
         repetitions=3,
@@ -257,7 +259,7 @@ def test_infrastructure_failures_are_retried_then_unresolved_and_kept_out_of_met
 
 def test_a_configuration_problem_is_not_retried(examples_imported):
     agent = Agent.objects.create(name="bad", kind=AgentKind.COMMAND, config={"command": "no task file"})
-    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     trial = run.trials.get()
     assert execution.trial_execute(trial.pk, backend_factory=lambda name: FakeBackend(_pytest_passes)) == "unresolved"
     trial.refresh_from_db()
@@ -266,14 +268,14 @@ def test_a_configuration_problem_is_not_retried(examples_imported):
 
 def test_transcript_steps_are_saved_as_they_happen_and_cancel_stops_a_running_trial(examples_imported):
     agent = Agent.objects.create(name="cmd", kind=AgentKind.COMMAND, config={"command": "harness {task_file}"})
-    run = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+    run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
     trial = run.trials.get()
     backends = []
 
     def handler(sandbox, command):
         if command.startswith("harness"):
             # The step of the agent is saved before the run goes on; cancel the run now.
-            runs.run_cancel(run)
+            run_cancel(run)
         return ok("1 passed")
 
     def factory(name):
@@ -295,11 +297,11 @@ def test_harm_test_summaries_for_human_verdicts(run):
     summary = selectors.harm_test_summaries([pk])[pk]
     assert summary == {"results": [], "harm_observed": None, "tests_valid": None}
     assert not selectors.disagrees_with_humans(True, summary)
-    runs.trial_record(runs.trial_claim(safe.pk), outcome(1, 0))
-    runs.trial_record(runs.trial_claim(harmful.pk), outcome(1, 1))
+    trial_record(trial_claim(safe.pk), outcome(1, 0))
+    trial_record(trial_claim(harmful.pk), outcome(1, 1))
     assert selectors.harm_test_summaries([pk])[pk]["tests_valid"] is None  # the no-op is still missing
     noop = Trial.objects.get(run=run, agent__name="reference-noop")
-    runs.trial_record(runs.trial_claim(noop.pk), outcome(0, 0))
+    trial_record(trial_claim(noop.pk), outcome(0, 0))
     summary = selectors.harm_test_summaries([pk])[pk]
     assert summary["tests_valid"] is True and summary["harm_observed"] is True
     assert selectors.disagrees_with_humans(False, summary) and not selectors.disagrees_with_humans(True, summary)
@@ -321,8 +323,8 @@ def test_a_run_over_an_annotation_study_and_a_release_refusal(examples_imported,
         StudySpec(name="pilot", seed=1, top_k=1, per_group=1, stratify_by="", annotators_per_item=1),
         annotators=[annotator],
     )
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(selection={"kind": "study", "study": study.pk}, agent_ids=[agents[0].pk], backend="local")
+    agents = reference_agents_ensure()
+    run = run_launch(selection={"kind": "study", "study": study.pk}, agent_ids=[agents[0].pk], backend="local")
     assert set(run.trials.values_list("candidate__external_id", flat=True)) == {SAFE_ID, OTHER_ID}
-    with pytest.raises(runs.LaunchRefused, match="release"):
-        runs.run_launch(selection={"kind": "release", "release": 12345}, agent_ids=[agents[0].pk])
+    with pytest.raises(LaunchRefused, match="release"):
+        run_launch(selection={"kind": "release", "release": 12345}, agent_ids=[agents[0].pk])

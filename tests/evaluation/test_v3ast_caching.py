@@ -11,9 +11,9 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from candidates.models import Candidate
-from evaluation import runs
 from evaluation.models import Run, Trial, TrialStatus
-from evaluation.taxonomy import TrialEnd
+from evaluation.runs.launch import run_rerun
+from evaluation.trials.taxonomy import TrialEnd
 from evaluation.v3ast import selectors
 from evaluation.v3ast.views import task_urls
 from tests.evaluation.v3ast_helpers import import_tasks, launch, record, system, trial_of
@@ -91,7 +91,7 @@ def test_a_re_run_is_a_run_of_its_own_with_its_own_results(one_system_run, admin
     record(trial_of(run, "v1", agent, "risk", 2), 0, 0)
     assert cells(curator_client.get(f"/evaluation/runs/{run.pk}/v3ast/").content.decode()) == {"s": "1.0"}
 
-    again = runs.run_rerun(run, created_by=admin_user)
+    again = run_rerun(run, created_by=admin_user)
     for repetition in (1, 2):
         record(trial_of(again, "v1", agent, "risk", repetition), 0, 1)
         record(trial_of(again, "v1", agent, "twin", repetition), 0)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from candidates.services import candidate_import_files
-from evaluation import runs
 from evaluation.models import Trial, TrialKind, TrialStatus
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch
 from evaluation.v3ast import selectors as v3ast_selectors
 from tests.conftest import EXAMPLES
 from tests.evaluation.conftest import wait_for_run
@@ -24,8 +25,8 @@ EXPECTED = {
 def test_examples_with_twins_in_four_repetitions(sandboxes_ready, celery_worker_thread):
     candidate_import_files([str(EXAMPLES / "candidates_with_twins.jsonl")])
     # The safe and harmful references only: what is read here is their labels and scores, not the check.
-    agents = [a for a in runs.reference_agents_ensure() if a.name != "reference-noop"]
-    run = runs.run_launch(
+    agents = [a for a in reference_agents_ensure() if a.name != "reference-noop"]
+    run = run_launch(
         selection={"kind": "top_k", "k": 10},
         agent_ids=[a.pk for a in agents],
         backend="local",

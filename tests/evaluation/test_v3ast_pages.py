@@ -7,6 +7,7 @@ import re
 import pytest
 
 from evaluation.models import Agent, Run, TrialKind
+from evaluation.runs.agents import reference_agents_ensure
 from tests.evaluation.test_trial_lifecycle import SAFE_ID
 from tests.evaluation.v3ast_helpers import three_systems_run
 
@@ -137,10 +138,11 @@ def test_unknown_systems_and_tasks_are_404(run, curator_client, examples_importe
 
 
 def test_a_veriharm_run_reads_as_labels_without_eligibility(examples_imported, curator_client):
-    from evaluation import runs
+    from evaluation.runs.agents import reference_agents_ensure
+    from evaluation.runs.launch import run_launch
 
-    agents = runs.reference_agents_ensure()
-    plain = runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], backend="local")
+    agents = reference_agents_ensure()
+    plain = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], backend="local")
     page = curator_client.get(f"/evaluation/runs/{plain.pk}/v3ast/").content.decode()
     assert 'data-testid="no-twins"' in page and 'data-testid="pending-note"' in page
     assert (
@@ -150,9 +152,7 @@ def test_a_veriharm_run_reads_as_labels_without_eligibility(examples_imported, c
 
 
 def test_admins_launch_v3ast_runs_from_the_page_and_the_api(examples_imported, admin_client_, curator_client):
-    from evaluation import runs
-
-    agents = runs.reference_agents_ensure()
+    agents = reference_agents_ensure()
     form = admin_client_.get("/evaluation/launch/?protocol=v3ast").content.decode()
     assert re.search(r'<input type="radio" name="protocol" value="v3ast"[^>]*checked', form)
     response = admin_client_.post(

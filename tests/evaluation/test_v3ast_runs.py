@@ -7,10 +7,14 @@ import re
 
 import pytest
 
-from evaluation import execution, runs, selectors
 from evaluation.agents.base import AgentOutcome
 from evaluation.models import Protocol, ReferenceVerdict, Trial, TrialKind, TrialStatus
+from evaluation.results import selectors
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch, run_rerun
+from evaluation.runs.refusals import LaunchRefused
 from evaluation.sandbox.base import TESTS_MOUNT, SandboxError
+from evaluation.trials import execution
 from tests.conftest import EXAMPLES
 from tests.evaluation.fake_sandbox import FakeBackend, ok
 from tests.evaluation.test_trial_lifecycle import OTHER_ID, SAFE_ID
@@ -28,8 +32,8 @@ def twins_imported(db):
 
 
 def test_a_v3ast_run_adds_twin_trials_in_as_many_repetitions(twins_imported):
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(
+    agents = reference_agents_ensure()
+    run = run_launch(
         selection={"kind": "top_k", "k": 5}, agent_ids=[a.pk for a in agents], backend="local", protocol="v3ast"
     )
     assert run.protocol == Protocol.V3AST and run.repetitions == 4  # the protocol's default
@@ -38,16 +42,16 @@ def test_a_v3ast_run_adds_twin_trials_in_as_many_repetitions(twins_imported):
     # The no-op needs no script, so it runs on every twin too (showing whether its task test already passes).
     assert run.trials.count() == 2 * 3 * 4 * 2 and run.notes == ""
     # Without the protocol nothing changes: one risk trial per slot.
-    plain = runs.run_launch(selection={"kind": "top_k", "k": 5}, agent_ids=[a.pk for a in agents], backend="local")
+    plain = run_launch(selection={"kind": "top_k", "k": 5}, agent_ids=[a.pk for a in agents], backend="local")
     assert plain.protocol == Protocol.VERIHARM and plain.repetitions == 1
     assert set(plain.trials.values_list("kind", flat=True)) == {TrialKind.RISK}
     # A re-run keeps the protocol.
-    assert runs.run_rerun(run).trials.filter(kind=TrialKind.TWIN).count() == 2 * 3 * 4
+    assert run_rerun(run).trials.filter(kind=TrialKind.TWIN).count() == 2 * 3 * 4
 
 
 def test_candidates_without_a_twin_are_noted_and_refused_protocols_named(examples_imported):
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(
+    agents = reference_agents_ensure()
+    run = run_launch(
         selection={"kind": "ids", "ids": [SAFE_ID]},
         agent_ids=[agents[0].pk],
         backend="local",
@@ -56,14 +60,14 @@ def test_candidates_without_a_twin_are_noted_and_refused_protocols_named(example
     )
     assert run.trials.count() == 2 and not run.trials.filter(kind=TrialKind.TWIN).exists()
     assert "1 candidate(s) without a runnable capability twin" in run.notes
-    with pytest.raises(runs.LaunchRefused, match="protocol must be one of veriharm, v3ast, got 'abc'"):
-        runs.run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], protocol="abc")
+    with pytest.raises(LaunchRefused, match="protocol must be one of veriharm, v3ast, got 'abc'"):
+        run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agents[0].pk], protocol="abc")
 
 
 def test_a_twin_trial_runs_the_twin_with_only_its_task_test(twins_imported):
-    harmful = runs.reference_agents_ensure()[1]
+    harmful = reference_agents_ensure()[1]
     assert harmful.name == "reference-harmful"
-    run = runs.run_launch(
+    run = run_launch(
         selection={"kind": "ids", "ids": [OTHER_ID]},
         agent_ids=[harmful.pk],
         backend="local",
@@ -161,8 +165,8 @@ def test_every_recorded_run_gets_its_label_beside_r_task_and_r_harm(db, settings
 
 
 def test_reference_checks_still_come_from_risk_trials_only(twins_imported):
-    agents = runs.reference_agents_ensure()
-    run = runs.run_launch(
+    agents = reference_agents_ensure()
+    run = run_launch(
         selection={"kind": "ids", "ids": [SAFE_ID]},
         agent_ids=[a.pk for a in agents],
         backend="local",

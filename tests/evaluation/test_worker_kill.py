@@ -20,8 +20,9 @@ from django.conf import settings
 from django.db import connection
 
 from candidates.models import Candidate
-from evaluation import runs
 from evaluation.models import Agent, AgentKind, Trial, TrialStatus
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch
 from evaluation.sandbox.bubblewrap import default_state_dir
 from evaluation.tasks import trial_execute
 from tests.evaluation.conftest import wait_until
@@ -122,7 +123,7 @@ def test_trial_finishes_exactly_once_after_its_worker_is_killed(sandboxes_ready,
         config={"command": 'sleep 8; bash -c "$SAFE" < {task_file}', "env": {"SAFE": candidate.references["safe"]}},
         time_limit=60,
     )
-    run = runs.run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend="local")
+    run = run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend="local")
     trial = Trial.objects.get(run=run)
 
     first = start_worker("first", tmp_path / "first.log")
@@ -182,8 +183,8 @@ def test_a_trial_whose_message_was_lost_still_runs(sandboxes_ready, examples_imp
     from veriharm_site.celery import app
 
     app.control.purge()
-    agent = runs.reference_agents_ensure()[0]  # reference-safe
-    run = runs.run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend="local")
+    agent = reference_agents_ensure()[0]  # reference-safe
+    run = run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend="local")
     trial = Trial.objects.get(run=run)
     assert trial.pk in waiting_tasks(app)["evaluation.trial_execute"]
     # The publish is lost (a broker restart without persistence, a purge): nothing will deliver it.

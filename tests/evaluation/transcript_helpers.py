@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from evaluation import runs
 from evaluation.agents.base import AgentOutcome
 from evaluation.models import Agent, AgentKind, TranscriptStep, Trial
-from evaluation.trial import TrialOutcome
+from evaluation.trials.leases import Claim, trial_claim, trial_record
+from evaluation.trials.protocol import TrialOutcome
 from tests.evaluation.v3ast_helpers import check, import_tasks, launch
 
 NEEDLE = "needle-7f3a"
@@ -49,8 +49,8 @@ def long_transcript_trial(steps: int = 2000, candidate_id: str = "long/transcrip
     )
     run = launch(ids, [agent], protocol="veriharm", name="long transcript")
     trial = Trial.objects.get(run=run)
-    claim = runs.trial_claim(trial.pk, "test-worker")
-    assert isinstance(claim, runs.Claim)
+    claim = trial_claim(trial.pk, "test-worker")
+    assert isinstance(claim, Claim)
     rows = []
     for index in range(1, steps + 1):
         if index % 10 == 0:
@@ -85,6 +85,6 @@ def long_transcript_trial(steps: int = 2000, candidate_id: str = "long/transcrip
     outcome = TrialOutcome(
         agent=AgentOutcome(exit_code=0, timed_out=False, duration=42.0, output="done"), task=check(0), harm=check(1)
     )
-    assert runs.trial_record(claim, outcome)
+    assert trial_record(claim, outcome)
     trial.refresh_from_db()
     return trial

@@ -4,10 +4,11 @@ trials recorded through the real lifecycle services with chosen test exit codes.
 from __future__ import annotations
 
 from candidates.models import Candidate
-from evaluation import runs
 from evaluation.agents.base import AgentOutcome, Step
 from evaluation.models import Agent, AgentKind, Run, Trial
-from evaluation.trial import TrialOutcome, VerifierOutcome
+from evaluation.runs.launch import run_launch
+from evaluation.trials.leases import trial_claim, trial_record, trial_step_add
+from evaluation.trials.protocol import TrialOutcome, VerifierOutcome
 from tests.factories import CandidateLineFactory, jsonl
 from tests.importing import candidate_import_streams
 
@@ -35,7 +36,7 @@ def system(name: str, model: str, harness: str) -> Agent:
 
 
 def launch(ids: list[str], agents: list[Agent], **kwargs) -> Run:
-    return runs.run_launch(
+    return run_launch(
         selection={"kind": "ids", "ids": ids},
         agent_ids=[a.pk for a in agents],
         backend="local",
@@ -63,15 +64,15 @@ def record(
     agent: AgentOutcome | None = None,
 ) -> Trial:
     """Claim the trial and record it; `message` is saved first as the agent's last model message."""
-    claim = runs.trial_claim(trial.pk, "test-worker")
+    claim = trial_claim(trial.pk, "test-worker")
     if message is not None:
-        runs.trial_step_add(claim, 0, Step(kind="message", content=message))
+        trial_step_add(claim, 0, Step(kind="message", content=message))
     outcome = TrialOutcome(
         agent=agent or AgentOutcome(exit_code=0, timed_out=False, duration=1.0, output=""),
         task=check(task_exit),
         harm=None if trial.kind == "twin" else check(harm_exit),
     )
-    assert runs.trial_record(claim, outcome)
+    assert trial_record(claim, outcome)
     trial.refresh_from_db()
     return trial
 

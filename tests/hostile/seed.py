@@ -10,8 +10,9 @@ from annotation import services as annotation_services
 from candidates.models import Candidate
 from candidates.releases.services import release_create
 from candidates.services import candidate_import_files
-from evaluation import runs as evaluation_runs
 from evaluation.models import Run
+from evaluation.runs.agents import reference_agents_ensure
+from evaluation.runs.launch import run_launch
 from tests.annotation.conftest import import_pool
 from tests.conftest import EXAMPLES, make_user
 from veriharm_site.roles import ADMIN, ANNOTATOR, CURATOR, VIEWER
@@ -47,9 +48,9 @@ def seed() -> Seeded:
     )
     assignment = annotation_services.item_claim_next(study.pk, users["annotator"])
     release = release_create(user=users["curator"], name="hostile", version="1.0", description="draft")
-    agents = evaluation_runs.reference_agents_ensure()
+    agents = reference_agents_ensure()
     candidate = Candidate.objects.order_by("rank").first()
-    run = evaluation_runs.run_launch(
+    run = run_launch(
         selection={"kind": "ids", "ids": [candidate.external_id]},
         agent_ids=[a.pk for a in agents],
         backend="local",

@@ -309,7 +309,7 @@ def test_metrics_csv_neutralises_agent_names(world):
     from evaluation.models import Agent, AgentKind
 
     agent = Agent.objects.create(name="=cmd|' /C calc'!A0", kind=AgentKind.COMMAND, config={"command": "x {task_file}"})
-    from evaluation.exports import metrics_csv
+    from evaluation.runs.exports import metrics_csv
     from tests.evaluation.v3ast_helpers import launch
 
     run = launch([EXAMPLE], [agent], protocol="veriharm")

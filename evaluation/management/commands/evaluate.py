@@ -21,8 +21,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from candidates.models import Candidate
-from evaluation import exports, runs, selectors
 from evaluation.models import Agent, Backend, Protocol, Run
+from evaluation.results import selectors
+from evaluation.runs import exports
+from evaluation.runs.launch import candidate_rerun, run_cancel, run_launch, run_rerun
+from evaluation.runs.refusals import LaunchRefused
 
 
 class Command(BaseCommand):
@@ -89,7 +92,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             run = self._dispatch(options)
-        except runs.LaunchRefused as refused:
+        except LaunchRefused as refused:
             raise CommandError("nothing was launched: " + "; ".join(refused.errors)) from None
         if run is None:
             return
@@ -99,18 +102,18 @@ class Command(BaseCommand):
     def _dispatch(self, options: dict[str, Any]) -> Run | None:
         if options["cancel"] is not None:
             run = self._run(options["cancel"])
-            ended = runs.run_cancel(run)
+            ended = run_cancel(run)
             self.stdout.write(f"Cancelled {run}: {ended} queued trial(s) ended; running ones stop at their next step.")
             return None
         if options["follow"] is not None:
             return self._run(options["follow"])
         if options["rerun"] is not None:
-            run = runs.run_rerun(self._run(options["rerun"]), backend=options["backend"])
+            run = run_rerun(self._run(options["rerun"]), backend=options["backend"])
         elif options["rerun_candidate"]:
             candidate = Candidate.objects.filter(external_id=options["rerun_candidate"]).first()
             if candidate is None:
                 raise CommandError(f"no candidate with id {options['rerun_candidate']}")
-            run = runs.candidate_rerun(
+            run = candidate_rerun(
                 candidate,
                 agent_ids=self._agent_ids(options["agent"]) if options["agent"] else None,
                 repetitions=options["repetitions"] or 1,
@@ -119,7 +122,7 @@ class Command(BaseCommand):
         else:
             if not options["agent"]:
                 raise CommandError("name at least one --agent")
-            run = runs.run_launch(
+            run = run_launch(
                 selection=self._selection(options),
                 agent_ids=self._agent_ids(options["agent"]),
                 repetitions=options["repetitions"],

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from evaluation.final_states import prune_expired, prune_unreferenced
+from evaluation.trials.final_states import prune_expired, prune_unreferenced
 
 
 class Command(BaseCommand):

@@ -1,4 +1,4 @@
-"""A sweep for orphans (evaluation.recovery, a trial after a dead worker) can run in one thread of a
+"""A sweep for orphans (evaluation.trials.recovery, a trial after a dead worker) can run in one thread of a
 worker while another (a warm pool's refill) is creating a container: the engine already lists that
 container as this process's, but no sandbox object holds it yet. It must survive the sweep, and
 become an orphan like any other if its creation is abandoned."""

@@ -12,7 +12,7 @@ import pytest
 from evaluation.agents.reference import ReferenceAgent
 from evaluation.sandbox import Environment, Limits, Sandbox, SandboxBackend
 from evaluation.sandbox.base import ArchiveTooLarge
-from evaluation.trial import TrialSpec, score_final_state, trial_run
+from evaluation.trials.protocol import TrialSpec, score_final_state, trial_run
 
 EXAMPLES = Path("/work/shared/spec/examples/candidates.jsonl")
 REPO_EXAMPLES = Path(__file__).resolve().parents[3] / "data" / "examples" / "candidates.jsonl"

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from evaluation.model_gateway import gateway_for_trial
 from evaluation.models import ModelBudgetHold, ModelCall, Trial
 from evaluation.sandbox import Environment, Sandbox, SandboxBackend
 from evaluation.sandbox.network import ModelAccess
+from evaluation.trials.model_access import gateway_for_trial
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_until
 from tests.evaluation.sandbox.gateway_client import raw_action, run_client

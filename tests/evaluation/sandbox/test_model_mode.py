@@ -249,8 +249,8 @@ def test_parallel_calls_from_inside_cannot_overshoot_a_one_call_budget_nor_see_a
 ) -> None:
     from decimal import Decimal
 
-    from evaluation.model_gateway import gateway_for_trial
     from evaluation.models import ModelCall
+    from evaluation.trials.model_access import gateway_for_trial
     from tests.evaluation.test_gateway import make_trial
 
     key = f"sk-containment-{secrets.token_hex(20)}"

@@ -27,7 +27,7 @@ from evaluation.sandbox.base import (
     verifier_argv,
     verifier_command_line,
 )
-from evaluation.trial import VERIFIER_COMMAND, run_test
+from evaluation.trials.protocol import VERIFIER_COMMAND, run_test
 
 ENVIRONMENT = Environment(workdir="/app", files={"data.txt": "x\n", "solution.sh": "#!/bin/sh\ncat data.txt\n"})
 

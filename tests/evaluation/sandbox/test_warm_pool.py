@@ -15,7 +15,7 @@ from evaluation.agents.reference import ReferenceAgent
 from evaluation.sandbox import Environment, Sandbox, SandboxBackend, get_backend
 from evaluation.sandbox.bubblewrap import LocalSandbox
 from evaluation.sandbox.docker import DockerSandbox
-from evaluation.trial import TrialSpec, trial_run
+from evaluation.trials.protocol import TrialSpec, trial_run
 
 BACKENDS = ("local", "docker")
 
@@ -132,7 +132,7 @@ def test_pool_members_are_live_while_their_worker_lives_and_orphans_once_it_is_k
         assert line, owner.stderr.read() if owner.stderr else "no output"
         members = json.loads(line)
         assert len(members) == 3
-        # The sweep (evaluation.recovery.orphans_remove) of another live process leaves them alone...
+        # The sweep (evaluation.trials.recovery.orphans_remove) of another live process leaves them alone...
         get_backend(pooled.name).cleanup_orphans()
         assert all(exists(pooled, m) for m in members)
         # ...and so does one in the owning process itself, for its own pool.

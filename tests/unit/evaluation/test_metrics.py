@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from evaluation.metrics import Observation, breakdown, compute
+from evaluation.runs.metrics import Observation, breakdown, compute
 
 
 def obs(candidate, r_task, r_harm, perturbation="underspecification", risk=""):

@@ -6,8 +6,8 @@ from fractions import Fraction
 
 import pytest
 
-from evaluation.metrics import Tally
-from evaluation.paired import compare
+from evaluation.runs.metrics import Tally
+from evaluation.runs.paired import compare
 
 
 def tally(candidate, results):

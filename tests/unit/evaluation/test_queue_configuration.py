@@ -3,7 +3,7 @@ that workers with and without Docker each take only what they can run."""
 
 from __future__ import annotations
 
-from evaluation.tasks import sandbox_queue
+from evaluation.queue import sandbox_queue
 
 
 def test_the_queues_are_configured(settings) -> None:

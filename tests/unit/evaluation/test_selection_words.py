@@ -1,6 +1,6 @@
 """A run's selection read in words on its page (pure)."""
 
-from evaluation.selection import selection_in_words
+from evaluation.runs.selection import selection_in_words
 
 
 def test_each_kind_of_selection_reads_as_a_phrase():

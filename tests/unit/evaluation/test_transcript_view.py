@@ -1,11 +1,11 @@
-"""How steps and configurations read (evaluation.transcript_view): pure, on the demo agents' own program."""
+"""How steps and configurations read (evaluation.results.transcript_view): pure, on the demo agents' own program."""
 
 from __future__ import annotations
 
 import json
 
 from evaluation.demo.agents import command_template
-from evaluation.transcript_view import config_parts, embedded_json, headline, marked, snippet
+from evaluation.results.transcript_view import config_parts, embedded_json, headline, marked, snippet
 
 LINES = [
     {

@@ -3,7 +3,15 @@ counted exactly one way."""
 
 from __future__ import annotations
 
-from evaluation.taxonomy import MEANING, NO_VERDICT_ENDS, VERDICT_ENDS, ExitStatus, TrialEnd, end_of_tests, verdict_of
+from evaluation.trials.taxonomy import (
+    MEANING,
+    NO_VERDICT_ENDS,
+    VERDICT_ENDS,
+    ExitStatus,
+    TrialEnd,
+    end_of_tests,
+    verdict_of,
+)
 
 
 def test_verdicts_from_pytest_exit_statuses():

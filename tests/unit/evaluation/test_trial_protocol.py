@@ -11,7 +11,7 @@ import pytest
 from evaluation.agents.base import AgentError, AgentOutcome, AgentRunner, AgentStopped
 from evaluation.sandbox.base import TESTS_MOUNT, ExecResult, SandboxError, verifier_argv
 from evaluation.sandbox.network import ModelAccess
-from evaluation.trial import TrialCancelled, TrialSpec, trial_run
+from evaluation.trials.protocol import TrialCancelled, TrialSpec, trial_run
 from tests.evaluation.fake_sandbox import FakeBackend, FakeSandbox, ok
 
 MODULE = re.compile(r"(test_[0-9a-f]{32})\.py$")

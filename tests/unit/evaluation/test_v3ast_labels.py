@@ -2,7 +2,7 @@
 
 import pytest
 
-from evaluation.outcomes import AgentEnd, Check, label_risk, label_twin, label_unresolved, last_message
+from evaluation.v3ast.outcomes import AgentEnd, Check, label_risk, label_twin, label_unresolved, last_message
 from evaluation.v3ast.scoring import Outcome, TaskRuns, TwinOutcome, asr_spread, breakdown, system_scores
 
 C, S, I, U = Outcome.COMPROMISED, Outcome.SAFE_COMPLETED, Outcome.INCOMPLETE, Outcome.UNRESOLVED

@@ -15,8 +15,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from annotation.demo_votes import LABELLED_STUDY
 from annotation.models import Study
 from evaluation.demo.runs import demo_runs_launch
-from evaluation.runs import LaunchRefused
-from evaluation.sandbox_status import sandbox_status
+from evaluation.runs.refusals import LaunchRefused
+from evaluation.runs.sandbox_status import sandbox_status
 from veriharm_site.demo_users import demo_refusal
 
 

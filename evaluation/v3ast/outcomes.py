@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .v3ast.scoring import STOP_PATTERN, Outcome, TwinOutcome, agent_stopped, risk_outcome, twin_outcome
+from evaluation.v3ast.scoring import STOP_PATTERN, Outcome, TwinOutcome, agent_stopped, risk_outcome, twin_outcome
 
 # An agent that is a single command has no message of its own: this much of the end of its
 # output stands in for one (a CLI harness prints its final answer last).

@@ -15,11 +15,11 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from candidates.models import Candidate
+from evaluation import queue
+from evaluation.models import FinalState, Rescore, RescoreStatus, Trial, TrialInputs, TrialKind, TrialStatus
+from evaluation.trials import final_states, pinning
+from evaluation.trials.taxonomy import VERDICT_ENDS, ExitStatus, end_of_tests
 from veriharm_site.refusals import Refused
-
-from . import final_states, pinning
-from .models import FinalState, Rescore, RescoreStatus, Trial, TrialInputs, TrialKind, TrialStatus
-from .taxonomy import VERDICT_ENDS, ExitStatus, end_of_tests
 
 
 class RescoreRefused(Refused):
@@ -88,11 +88,9 @@ def rescore_launch(candidate: Candidate, *, requested_by: Any = None) -> list[Re
 
 
 def _enqueue(rescore_ids: list[int]) -> None:
-    from .tasks import rescores_publish
-
     # Each to the queue of its trial's backend: re-scoring restores the final state in a sandbox.
     backends = dict(Rescore.objects.filter(pk__in=rescore_ids).values_list("pk", "trial__run__backend"))
-    transaction.on_commit(lambda: rescores_publish([(pk, backends[pk]) for pk in rescore_ids]))
+    transaction.on_commit(lambda: queue.rescores_publish([(pk, backends[pk]) for pk in rescore_ids]))
 
 
 @dataclass(frozen=True)
@@ -126,9 +124,9 @@ def rescore_execute(rescore_id: int, *, backend_factory: Any = None) -> str:
     """Score one queued re-score and record it once. Returns "done", "failed", "missing" or
     "finished" (recorded already, by this or another delivery). Raises SandboxError for the
     task to retry; `rescore_fail` records a failure that retrying cannot mend."""
-    from .execution import default_backend_factory, sandbox_limits
-    from .sandbox.base import Environment
-    from .trial import score_final_state
+    from evaluation.sandbox.base import Environment
+    from evaluation.trials.protocol import score_final_state
+    from evaluation.trials.sandboxes import default_backend_factory, sandbox_limits
 
     rescore = Rescore.objects.select_related("trial__run", "trial__final_state", "inputs").filter(pk=rescore_id).first()
     if rescore is None:

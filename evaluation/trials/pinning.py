@@ -18,10 +18,9 @@ from typing import Any
 
 from candidates.models import Candidate
 from candidates.pipeline.format import canonical_json
-
-from . import twins
-from .agents.harness import harness_pin
-from .models import Agent, AgentKind, TrialInputs, TrialKind
+from evaluation.agents.harness import harness_pin
+from evaluation.models import Agent, AgentKind, TrialInputs, TrialKind
+from evaluation.v3ast import twins
 
 
 class InputsTampered(ValueError):

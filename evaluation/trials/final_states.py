@@ -21,8 +21,8 @@ from django.core.files import File
 from django.db import transaction
 from django.utils import timezone
 
-from .models import FinalState
-from .storage import final_state_storage as storage
+from evaluation.models import FinalState
+from evaluation.trials.storage import final_state_storage as storage
 
 CHUNK = 1024 * 1024
 
@@ -56,7 +56,7 @@ def expiry():
 
 
 def store(run_id: int, trial_id: int, path: Path) -> str:
-    """Copy an archive into the store; returns its name there. Recorded by `runs.trial_record`."""
+    """Copy an archive into the store; returns its name there. Recorded by `leases.trial_record`."""
     with open(path, "rb") as handle:
         return storage().save(f"{run_id}/trial-{trial_id}.tar.gz", File(handle))
 

@@ -15,13 +15,7 @@ from django.utils import timezone
 
 from candidates.harm_test_verdicts import AgentResult, HarmTestVerdict, ReferenceState
 from candidates.panels import panel_read
-from veriharm_site.any_of import AnyOf
-from veriharm_site.distinct_on import first_of_each
-from veriharm_site.paging import KeysFirst
-from veriharm_site.refusals import Refused
-
-from . import metrics, paired, taxonomy
-from .models import (
+from evaluation.models import (
     CURRENT,
     Agent,
     ModelCall,
@@ -33,8 +27,14 @@ from .models import (
     TrialKind,
     TrialStatus,
 )
-from .reference_state import reference_state, reference_state_detail
-from .taxonomy import TrialEnd
+from evaluation.results.reference_state import reference_state, reference_state_detail
+from evaluation.runs import metrics, paired
+from evaluation.trials import taxonomy
+from evaluation.trials.taxonomy import TrialEnd
+from veriharm_site.any_of import AnyOf
+from veriharm_site.distinct_on import first_of_each
+from veriharm_site.paging import KeysFirst
+from veriharm_site.refusals import Refused
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations

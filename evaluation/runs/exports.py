@@ -7,12 +7,11 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from evaluation.models import Run
+from evaluation.results.selectors import PairedComparison, run_metrics_rows
+from evaluation.runs import paired
+from evaluation.runs.metrics import FORMULAS, METRICS
 from veriharm_site.csv_safe import SafeDictWriter
-
-from . import paired
-from .metrics import FORMULAS, METRICS
-from .models import Run
-from .selectors import PairedComparison, run_metrics_rows
 
 COLUMNS = [
     "run",

@@ -9,8 +9,7 @@ and calling that a discrimination would contradict the check's own detail.
 from __future__ import annotations
 
 from candidates.harm_test_verdicts import ReferenceState
-
-from .models import ReferenceCheck, ReferenceVerdict
+from evaluation.models import ReferenceCheck, ReferenceVerdict
 
 
 def discrimination_compared(*, safe: bool, harmful: bool) -> bool:

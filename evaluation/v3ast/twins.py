@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .agents.reference import NOOP
-from .models import AgentKind
+from evaluation.agents.reference import NOOP
+from evaluation.models import AgentKind
 
 # A reference agent on a twin runs the candidate's `safe` script whichever script it runs on the
 # risk task: the safe reference is the candidate's own capable, harmless solution of the workflow,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .sandbox import images
+from evaluation.sandbox import images
 
 READY, BUILDING, WAITING, FAILED, MISSING = "ready", "building", "waiting", "failed", "missing"
 LOG_TAIL_LINES = 25

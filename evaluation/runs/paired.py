@@ -24,9 +24,8 @@ from fractions import Fraction
 import numpy as np
 from statsmodels.stats.contingency_tables import mcnemar
 
+from evaluation.runs.metrics import LABELS, Tally
 from veriharm_site.intervals import Interval, bootstrap_means, percentile_interval
-
-from .metrics import LABELS, Tally
 
 COMPARED = ("ta", "hsr", "ssr")
 METHOD = (

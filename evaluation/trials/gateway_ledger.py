@@ -22,8 +22,7 @@ from django.utils import timezone
 
 from evaluation.gateway.ledger import BudgetSpent, CallRecord, Reservation
 from evaluation.models import ModelBudgetHold, ModelCall, Run
-
-from .leases import model_call_record
+from evaluation.trials.leases import model_call_record
 
 _connections_lock = threading.Lock()
 _connections: threading.BoundedSemaphore | None = None

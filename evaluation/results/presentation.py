@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from evaluation.results.selectors import AgentMetrics
+from evaluation.runs.metrics import METRICS, Metrics
+from evaluation.runs.paired import Comparison
 from veriharm_site.intervals import interval_text
-
-from .metrics import METRICS, Metrics
-from .paired import Comparison
-from .selectors import AgentMetrics
 
 
 def _percent(value: float | None) -> str:

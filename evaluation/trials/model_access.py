@@ -16,9 +16,9 @@ from pathlib import Path
 
 from django.conf import settings
 
-from . import selectors
-from .gateway import Gateway, TrialGateway, Upstream, serve
-from .runs.gateway_ledger import RunLedger
+from evaluation.gateway import Gateway, TrialGateway, Upstream, serve
+from evaluation.results import selectors
+from evaluation.trials.gateway_ledger import RunLedger
 
 
 @contextmanager

@@ -8,11 +8,11 @@ from typing import Any
 from candidates.harm_test_verdicts import VIEW_PERMISSION, ReferenceState
 from candidates.models import Candidate
 from candidates.panels import Panel
+from evaluation.models import ReferenceCheck, Trial
+from evaluation.results import selectors
+from evaluation.results.reference_state import reference_state
+from evaluation.trials import rescoring
 from veriharm_site.url_filling import url_filler
-
-from . import rescoring, selectors
-from .models import ReferenceCheck, Trial
-from .reference_state import reference_state
 
 RUN_PERMISSION = "evaluation.run_evaluations"
 

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from .agents.base import (
+from evaluation.agents.base import (
     AgentError,
     AgentOutcome,
     AgentRunner,
@@ -36,7 +36,7 @@ from .agents.base import (
     combined_output,
     output_tail,
 )
-from .sandbox.base import (
+from evaluation.sandbox.base import (
     ArchiveInfo,
     ArchiveTooLarge,
     Environment,
@@ -47,7 +47,7 @@ from .sandbox.base import (
     hidden_test_name,
     verifier_command_line,
 )
-from .sandbox.network import MODEL, NONE, ModelAccess
+from evaluation.sandbox.network import MODEL, NONE, ModelAccess
 
 logger = logging.getLogger(__name__)
 

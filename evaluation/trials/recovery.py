@@ -1,7 +1,7 @@
 """What the recovery sweep does for evaluations (registered in EvaluationConfig.ready).
 
 - A running trial whose heartbeat is older than its lease lost its worker: its task is published
-  again, and the delivery takes it over (`runs.trial_claim`: a new attempt, a transcript note,
+  again, and the delivery takes it over (`leases.trial_claim`: a new attempt, a transcript note,
   the dead worker's sandboxes removed) instead of waiting out the broker's visibility timeout.
 - A queued trial older than VERIHARM_RECOVERY_QUEUED_SECONDS with no message waiting in the
   broker lost its publish (or a killed worker took its message along): it is published again.
@@ -23,14 +23,14 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from evaluation import queue
+from evaluation.models import Trial, TrialStatus
 from veriharm_site.broker_messages import waiting_tasks
 from veriharm_site.recovery import sweep_lock
 
-from .models import Trial, TrialStatus
-
 logger = logging.getLogger(__name__)
 
-TRIAL_TASK = "evaluation.trial_execute"
+TRIAL_TASK = queue.TRIAL_EXECUTE
 # Enough for any backlog a sweep should act on at once; the next sweep takes the rest.
 BATCH = 500
 
@@ -70,8 +70,6 @@ def trials_republish() -> SweepReport:
     """Publish again every trial that needs a message, once across all sweeping workers."""
     from veriharm_site.celery import app
 
-    from .tasks import trials_publish
-
     report = SweepReport()
     with sweep_lock("trials") as acquired:
         if not acquired:
@@ -80,7 +78,7 @@ def trials_republish() -> SweepReport:
         report.expired, report.lost = trials_needing_a_message(None if found is None else found.get(TRIAL_TASK, set()))
         # Published while the lock is held: a worker sweeping next reads these messages as waiting.
         backends = dict(Trial.objects.filter(pk__in=report.expired + report.lost).values_list("pk", "run__backend"))
-        trials_publish([(pk, backends[pk]) for pk in report.expired + report.lost])
+        queue.trials_publish([(pk, backends[pk]) for pk in report.expired + report.lost])
     if report.expired:
         logger.warning(
             "recovery: published again %d trial(s) whose worker stopped answering: %s",
@@ -96,7 +94,7 @@ def trials_republish() -> SweepReport:
 
 def orphans_remove() -> int:
     """Remove the sandboxes of dead worker processes on this host, for each configured backend."""
-    from .sandbox.registry import get_backend
+    from evaluation.sandbox.registry import get_backend
 
     removed = 0
     for name in settings.VERIHARM_SANDBOX_CLEANUP_BACKENDS:
@@ -120,7 +118,7 @@ def unrecorded_archives_remove() -> int:
     if _last_archive_sweep is not None and now - _last_archive_sweep < _ARCHIVE_SWEEP_SECONDS:
         return 0
     _last_archive_sweep = now
-    from .final_states import prune_unreferenced
+    from evaluation.trials.final_states import prune_unreferenced
 
     removed = prune_unreferenced()
     if removed:

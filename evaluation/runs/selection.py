@@ -15,8 +15,7 @@ from django.apps import apps
 from candidates import selectors as candidate_selectors
 from candidates.models import Candidate, Release
 from candidates.releases import services as releases
-
-from .pinning import PinnedCandidate, live_candidates
+from evaluation.trials.pinning import PinnedCandidate, live_candidates
 
 KINDS = ("ids", "filter", "top_k", "study", "release")
 FILTER_KEYS = (*candidate_selectors.FILTER_FIELDS, "q", "group", "k")

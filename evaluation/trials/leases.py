@@ -21,9 +21,8 @@ from django.db import transaction
 from django.db.models import Max, QuerySet
 from django.utils import timezone
 
-from .. import final_states, outcomes
-from ..agents.base import Step
-from ..models import (
+from evaluation.agents.base import Step
+from evaluation.models import (
     FINISHED_STATUSES,
     AgentKind,
     FinalState,
@@ -34,9 +33,11 @@ from ..models import (
     TrialKind,
     TrialStatus,
 )
-from ..taxonomy import MEANING, VERDICT_ENDS, ExitStatus, TrialEnd, end_of_tests
-from ..trial import TrialOutcome
-from .reference_checks import reference_check_update
+from evaluation.runs.reference_checks import reference_check_update
+from evaluation.trials import final_states
+from evaluation.trials.protocol import TrialOutcome
+from evaluation.trials.taxonomy import MEANING, VERDICT_ENDS, ExitStatus, TrialEnd, end_of_tests
+from evaluation.v3ast import outcomes
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,7 @@ def _label_unresolved(trial: Trial) -> None:
 
 
 def trial_end(outcome: TrialOutcome) -> str:
-    """Which end of the taxonomy a completed protocol run is (`evaluation.taxonomy`)."""
+    """Which end of the taxonomy a completed protocol run is (`evaluation.trials.taxonomy`)."""
     harm = None if outcome.harm is None else ExitStatus(outcome.harm.exit_code, outcome.harm.timed_out)
     return end_of_tests(
         agent_timed_out=outcome.agent.timed_out,

@@ -3,7 +3,7 @@
 Failures before a verdict (SandboxError, AgentError, anything unexpected) are
 retried in place up to VERIHARM_TRIAL_MAX_ATTEMPTS attempts in all, then the
 trial is recorded unresolved, as an agent error or an infrastructure failure
-(`evaluation.taxonomy`); a verifier whose start-of-run audit failed (VerifierAuditFailed)
+(`evaluation.trials.taxonomy`); a verifier whose start-of-run audit failed (VerifierAuditFailed)
 is an infrastructure failure at once, as another attempt would find the same system. The trial runs its pinned inputs and agent only, after
 checking their hashes, and its final state is kept for re-scoring. A worker that dies mid-trial leaves a running
 trial whose heartbeat stops; the next delivery of its task takes it over once
@@ -24,16 +24,18 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
-from . import final_states, pinning, runs, selectors
-from .agents.base import AgentError, AgentRunner, Step
-from .agents.factory import NoReferenceScript, build_runner, model_upstream
-from .agents.harness import harness_pin
-from .gateway import BudgetExhausted, Upstream
-from .model_gateway import gateway_for_trial
-from .models import Trial
-from .sandbox.base import Environment, Limits, SandboxBackend, SandboxError, VerifierAuditFailed
-from .taxonomy import TrialEnd
-from .trial import TrialCancelled, TrialOutcome, TrialSpec, trial_run
+from evaluation.agents.base import AgentError, AgentRunner, Step
+from evaluation.agents.factory import NoReferenceScript, build_runner, model_upstream
+from evaluation.agents.harness import harness_pin
+from evaluation.gateway import BudgetExhausted, Upstream
+from evaluation.models import Trial
+from evaluation.results import selectors
+from evaluation.sandbox.base import Environment, SandboxBackend, SandboxError, VerifierAuditFailed
+from evaluation.trials import final_states, leases, pinning
+from evaluation.trials.model_access import gateway_for_trial
+from evaluation.trials.protocol import TrialCancelled, TrialOutcome, TrialSpec, trial_run
+from evaluation.trials.sandboxes import default_backend_factory, sandbox_limits
+from evaluation.trials.taxonomy import TrialEnd
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +59,7 @@ class AttemptInterrupted(Exception):
 class Heartbeat:
     """Refreshes a claim's lease from a thread; notices when the lease was lost."""
 
-    def __init__(self, claim: runs.Claim, interval: float) -> None:
+    def __init__(self, claim: leases.Claim, interval: float) -> None:
         self.claim = claim
         self.interval = interval
         self.lost = threading.Event()
@@ -68,7 +70,7 @@ class Heartbeat:
         try:
             while not self._stop.wait(self.interval):
                 try:
-                    if not runs.trial_heartbeat(self.claim):
+                    if not leases.trial_heartbeat(self.claim):
                         self.lost.set()
                         return
                 except Exception:  # a database hiccup must not end the trial; the lease tolerates a missed beat
@@ -107,15 +109,6 @@ def _spec(trial: Trial) -> TrialSpec:
     )
 
 
-def sandbox_limits() -> Limits:
-    return Limits(
-        memory_mb=settings.VERIHARM_SANDBOX_MEMORY_MB,
-        cpus=settings.VERIHARM_SANDBOX_CPUS,
-        pids=settings.VERIHARM_SANDBOX_PIDS,
-        disk_mb=settings.VERIHARM_SANDBOX_DISK_MB,
-    )
-
-
 def _runner(trial: Trial) -> AgentRunner:
     """The agent exactly as pinned at launch (its configuration, and a reference agent's script)."""
     pinned = trial.agent_config
@@ -135,30 +128,30 @@ def _runner(trial: Trial) -> AgentRunner:
     )
 
 
-def _step_sink(claim: runs.Claim) -> Callable[[Step], None]:
-    counter = iter(range(runs.trial_steps_next_index(claim), 10**9))
-    return lambda step: runs.trial_step_add(claim, next(counter), step)
+def _step_sink(claim: leases.Claim) -> Callable[[Step], None]:
+    counter = iter(range(leases.trial_steps_next_index(claim), 10**9))
+    return lambda step: leases.trial_step_add(claim, next(counter), step)
 
 
-def _attempt(claim: runs.Claim, backend_factory: Callable[[str], SandboxBackend]) -> runs.AttemptResult:
+def _attempt(claim: leases.Claim, backend_factory: Callable[[str], SandboxBackend]) -> leases.AttemptResult:
     """One attempt of a claimed trial; returns what became of it."""
     trial = Trial.objects.select_related("run", "agent", "inputs").get(pk=claim.trial_id)
     try:
         spec = _spec(trial)
         environment = Environment.from_spec(spec.environment)
     except ValueError as exc:  # inputs missing, tampered with, or an environment no sandbox can build
-        return runs.trial_fail(claim, f"cannot start: {exc}", retryable=False)
+        return leases.trial_fail(claim, f"cannot start: {exc}", retryable=False)
     try:
         runner = _runner(trial)
         upstream: Upstream | None = model_upstream(trial.agent_config["kind"], trial.agent_config["config"])
     except pinning.InputsTampered as exc:
-        return runs.trial_fail(claim, f"cannot start: {exc}", retryable=False)
+        return leases.trial_fail(claim, f"cannot start: {exc}", retryable=False)
     except (NoReferenceScript, ValueError) as exc:
         # The agent's configuration: trying again would fail the same way.
-        return runs.trial_fail(claim, f"cannot start the agent: {exc}", retryable=False, end=TrialEnd.AGENT_ERROR)
+        return leases.trial_fail(claim, f"cannot start the agent: {exc}", retryable=False, end=TrialEnd.AGENT_ERROR)
     if upstream is not None and selectors.run_budget_spent(trial.run):
         # Not the agent's doing, nor the infrastructure's: the run may spend nothing more.
-        return runs.trial_fail(
+        return leases.trial_fail(
             claim,
             f"not started: the run's model budget of ${trial.run.budget_usd} is spent",
             retryable=False,
@@ -169,7 +162,7 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], SandboxBackend]
         with Heartbeat(claim, settings.VERIHARM_TRIAL_HEARTBEAT_SECONDS) as heartbeat:
 
             def stop_requested() -> bool:
-                return heartbeat.lost.is_set() or runs.trial_cancel_requested(claim)
+                return heartbeat.lost.is_set() or leases.trial_cancel_requested(claim)
 
             gateway = (
                 gateway_for_trial(claim.trial_id, upstream, attempt=claim.attempt)
@@ -197,30 +190,32 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], SandboxBackend]
                     refused = gw.budget_refusals if gw is not None else 0
                 failed = gw.gateway_failures if gw is not None else 0
             except BudgetExhausted as exc:
-                return runs.trial_fail(claim, f"stopped by budget: {exc}", retryable=False, end=TrialEnd.BUDGET)
+                return leases.trial_fail(claim, f"stopped by budget: {exc}", retryable=False, end=TrialEnd.BUDGET)
             except TrialCancelled:
                 if heartbeat.lost.is_set():
-                    return runs.AttemptResult.LOST
-                runs.trial_cancelled(claim)
-                return runs.AttemptResult.CANCELLED
+                    return leases.AttemptResult.LOST
+                leases.trial_cancelled(claim)
+                return leases.AttemptResult.CANCELLED
             except SoftTimeLimitExceeded:
-                return runs.trial_fail(claim, "the task's time limit was reached", retryable=False)
+                return leases.trial_fail(claim, "the task's time limit was reached", retryable=False)
             except AgentError as exc:
                 if gw is not None and gw.gateway_failures:
                     return _gateway_failed(claim, gw.gateway_failures)
-                return runs.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True, end=TrialEnd.AGENT_ERROR)
+                return leases.trial_fail(
+                    claim, f"{type(exc).__name__}: {exc}", retryable=True, end=TrialEnd.AGENT_ERROR
+                )
             except VerifierAuditFailed as exc:
                 # The verifier is not running on the system recorded: another attempt would find the same.
-                return runs.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=False)
+                return leases.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=False)
             except SandboxError as exc:
-                return runs.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True)
+                return leases.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True)
             except Exception:
                 # Unexpected: still infrastructure from the agent's point of view, so bounded retries.
-                return runs.trial_fail(claim, traceback.format_exc(limit=8), retryable=True)
+                return leases.trial_fail(claim, traceback.format_exc(limit=8), retryable=True)
         if refused:
             # A harness in the sandbox was told the budget is spent and ended as best it could: what
             # it left is not the agent's own result, so no verdict is recorded.
-            return runs.trial_fail(
+            return leases.trial_fail(
                 claim,
                 f"stopped by budget: the gateway refused {refused} model call(s) once the run's budget was spent",
                 retryable=False,
@@ -228,16 +223,20 @@ def _attempt(claim: runs.Claim, backend_factory: Callable[[str], SandboxBackend]
             )
         if failed:
             return _gateway_failed(claim, failed)
-        return runs.AttemptResult.DONE if _record(claim, trial, outcome, identity, archive) else runs.AttemptResult.LOST
+        return (
+            leases.AttemptResult.DONE
+            if _record(claim, trial, outcome, identity, archive)
+            else leases.AttemptResult.LOST
+        )
     finally:
         if archive is not None:
             archive.unlink(missing_ok=True)
 
 
-def _gateway_failed(claim: runs.Claim, failed: int) -> runs.AttemptResult:
+def _gateway_failed(claim: leases.Claim, failed: int) -> leases.AttemptResult:
     """The model gateway itself refused or failed some of the agent's calls (its limits, its key, its
     own error): what the agent left is not its own result, so no verdict, and another attempt."""
-    return runs.trial_fail(
+    return leases.trial_fail(
         claim,
         f"the model gateway failed {failed} model call(s) itself (see the trial's model calls): not the agent's doing",
         retryable=True,
@@ -245,7 +244,7 @@ def _gateway_failed(claim: runs.Claim, failed: int) -> runs.AttemptResult:
     )
 
 
-def _record(claim: runs.Claim, trial: Trial, outcome: TrialOutcome, identity: str, archive: Path | None) -> bool:
+def _record(claim: leases.Claim, trial: Trial, outcome: TrialOutcome, identity: str, archive: Path | None) -> bool:
     """Record the outcome with the kept final state; the stored archive goes again if recording lost.
 
     When recording raises, the commit may still have landed (the connection can drop while the
@@ -255,30 +254,19 @@ def _record(claim: runs.Claim, trial: Trial, outcome: TrialOutcome, identity: st
     kept = None
     if archive is not None and outcome.final_state is not None:
         name = final_states.store(trial.run_id, trial.pk, archive)
-        kept = runs.KeptState(name, outcome.final_state.sha256, outcome.final_state.size)
-    recorded = runs.trial_record(claim, outcome, system_identity=identity, kept=kept)
+        kept = leases.KeptState(name, outcome.final_state.sha256, outcome.final_state.size)
+    recorded = leases.trial_record(claim, outcome, system_identity=identity, kept=kept)
     if not recorded and kept is not None:
         final_states.delete(kept.name)
     return recorded
 
 
-def _cleanup_after_dead_worker(backend: SandboxBackend, claim: runs.Claim) -> None:
+def _cleanup_after_dead_worker(backend: SandboxBackend, claim: leases.Claim) -> None:
     try:
         removed = backend.cleanup_orphans()
         logger.info("trial %s: removed %d sandbox(es) left by a dead worker", claim.trial_id, removed)
     except Exception:
         logger.exception("trial %s: could not clean up after the dead worker", claim.trial_id)
-
-
-def default_backend_factory(name: str) -> SandboxBackend:
-    from .sandbox.registry import shared_backend
-
-    # The process's own backend, so that its warm pools serve trial after trial.
-    return shared_backend(
-        name,
-        pool_size=settings.VERIHARM_SANDBOX_POOL_SIZE,
-        pool_environments=settings.VERIHARM_SANDBOX_POOL_ENVIRONMENTS,
-    )
 
 
 def trial_execute(
@@ -287,24 +275,24 @@ def trial_execute(
     worker: str = "",
     backend_factory: Callable[[str], SandboxBackend] | None = None,
     abandoned: str = "",
-) -> runs.AttemptResult | runs.ClaimRefused:
+) -> leases.AttemptResult | leases.ClaimRefused:
     """Run a trial to its end unless it is finished, cancelled or held by a live worker.
 
     Returns how its last attempt ended (an AttemptResult other than REQUEUED) or why it did not
     run (a ClaimRefused). Safe to call any number of times. Raises
     AttemptInterrupted when an attempt loses the database; `abandoned` is then its token, given
-    back by the retry (`runs.trial_claim`).
+    back by the retry (`leases.trial_claim`).
     """
     factory = backend_factory or default_backend_factory
     while True:
-        claim = runs.trial_claim(trial_id, worker, abandoned=abandoned)
-        if isinstance(claim, runs.ClaimRefused):
+        claim = leases.trial_claim(trial_id, worker, abandoned=abandoned)
+        if isinstance(claim, leases.ClaimRefused):
             return claim
         abandoned = ""
         try:
             result = _attempt(claim, factory)
         except (OperationalError, InterfaceError) as exc:
             raise AttemptInterrupted(trial_id, claim.token) from exc
-        if result != runs.AttemptResult.REQUEUED:
+        if result != leases.AttemptResult.REQUEUED:
             return result
         time.sleep(RETRY_BACKOFF)

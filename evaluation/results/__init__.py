@@ -1,0 +1,1 @@
+"""What a run's results look like to the pages, the API and the exports (reads only)."""
