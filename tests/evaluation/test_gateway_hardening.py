@@ -153,7 +153,8 @@ def test_sixty_parallel_slow_calls_hold_a_small_fixed_number_of_database_connect
     settings.VERIHARM_GATEWAY_MAX_CONNECTIONS = 64
     trial = make_trial("gw-connections", budget="100")
     dbname = connection.settings_dict["NAME"]
-    chat = ScriptedChat(["ok"] * 70, api_key=REAL_KEY, delay=1.5)
+    # Long enough that the calls overlap even on a busy machine.
+    chat = ScriptedChat(["ok"] * 70, api_key=REAL_KEY, delay=4)
     seen: list[int] = []
     done = threading.Event()
 

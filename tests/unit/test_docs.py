@@ -66,3 +66,16 @@ def test_the_readme_links_every_docs_page() -> None:
     linked = {file_part(t) for t, _ in relative_links(README)}
     missing = [f"docs/{p.name}" for p in DOCS if f"docs/{p.name}" not in linked]
     assert not missing, f"README.md's list of docs pages leaves out {missing}"
+
+
+WHERE_THINGS_ARE = re.compile(r"^## Where things are\n(.*?)^## ", re.MULTILINE | re.DOTALL)
+PATH_SPAN = re.compile(r"`([\w./-]+/[\w./-]*|[\w-]+\.(?:py|md|ini|toml))`")
+
+
+def test_every_path_the_where_things_are_table_names_exists() -> None:
+    section = WHERE_THINGS_ARE.search((REPO / "docs" / "development.md").read_text(encoding="utf-8"))
+    assert section is not None, "docs/development.md has no 'Where things are' section"
+    paths = PATH_SPAN.findall(section.group(1))
+    assert len(paths) >= 20
+    missing = [p for p in paths if not (REPO / p).exists()]
+    assert missing == [], f"docs/development.md names paths that do not exist: {missing}"
