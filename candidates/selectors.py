@@ -150,6 +150,10 @@ def judgements_prefetch() -> Prefetch:
     return Prefetch("judgements", queryset=Judgement.objects.order_by("position"))
 
 
+def candidate_found(external_id: str) -> Candidate | None:
+    return Candidate.objects.filter(external_id=external_id).first()
+
+
 def candidate_detail(external_id: str) -> Candidate:
     return (
         Candidate.objects.select_related("source_task")

@@ -1,30 +1,32 @@
+"""The evaluation API: one view per route, each operation reads through a selector or writes through
+a service, and its output serializer builds the response."""
+
+from __future__ import annotations
+
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import generics, serializers, status
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.exceptions import NotFound
+from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from candidates.models import Candidate
+from candidates.selectors import candidate_found
+from evaluation.models import Run
+from evaluation.queries import PairedComparisonApiQuery, RunTrialsQuery
 from evaluation.results import selectors
 from evaluation.runs import exports
 from evaluation.runs.launch import candidate_rerun, run_cancel, run_launch, run_rerun
 from evaluation.runs.retries import run_retry_unscored
-from evaluation.trials import rescoring
-from veriharm_site.api_errors import API_ERRORS, refusal
-from veriharm_site.permissions import api_permission, signed_in_user
-from veriharm_site.queries import query_of
-
-from .models import Agent, Run, Trial
-from .queries import PairedComparisonApiQuery, RunTrialsQuery
-from .serializers import (
+from evaluation.serializers import (
     AgentSerializer,
     CandidateRerunSerializer,
-    LatestResultSerializer,
+    CandidateResultsSerializer,
     LaunchSerializer,
     PairedComparisonSerializer,
-    ReferenceCheckSerializer,
     RescoreSerializer,
     RunMetricsSerializer,
     RunProgressSerializer,
@@ -35,50 +37,56 @@ from .serializers import (
     TrialDetailSerializer,
     TrialSerializer,
 )
+from evaluation.trials import rescoring
+from veriharm_site.api_errors import API_ERRORS, refusal
+from veriharm_site.api_paging import CheckedPageNumberPagination, paged
+from veriharm_site.permissions import api_permission, signed_in_user
+from veriharm_site.queries import query_of
 
 VIEW = api_permission("evaluation.view_evaluations")
 RUN = api_permission("evaluation.run_evaluations")
 ERRORS = API_ERRORS
 
 
-def _agent_ids(names_or_ids: list[str]) -> tuple[list[int], list[str]]:
-    ids, unknown = [], []
-    for value in names_or_ids:
-        # isdecimal() alone accepts other scripts' digits ("٣") and isdigit() superscripts ("²"),
-        # which int() or the database refuse: an id is ASCII digits.
-        is_id = value.isascii() and value.isdecimal()
-        agent = Agent.objects.filter(pk=int(value)).first() if is_id else None
-        agent = agent or Agent.objects.filter(name=value).first()
-        if agent is None:
-            unknown.append(value)
-        else:
-            ids.append(agent.pk)
-    return ids, unknown
+class _ReadOrRun(APIView):
+    """Safe methods need evaluation.view_evaluations, the others evaluation.run_evaluations."""
+
+    def get_permissions(self) -> list[BasePermission]:
+        return [(VIEW if self.request.method in SAFE_METHODS else RUN)()]
 
 
-class RunListApi(generics.ListAPIView):
+def _run(pk: int) -> Run:
+    run = selectors.run_found(pk)
+    if run is None:
+        raise NotFound("no such run")
+    return run
+
+
+def _candidate(external_id: str) -> Candidate:
+    candidate = candidate_found(external_id)
+    if candidate is None:
+        raise NotFound("no such candidate")
+    return candidate
+
+
+class RunListApi(_ReadOrRun):
     """Runs, newest first (GET); launch a run (POST, admins)."""
 
-    serializer_class = RunSerializer
-    queryset = Run.objects.select_related("created_by", "release").prefetch_related("agents")
+    pagination_class = CheckedPageNumberPagination
 
-    def get_permissions(self):
-        return [RUN()] if self.request.method == "POST" else [VIEW()]
+    @extend_schema(responses=RunSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        def rows(page: list[Run]) -> Any:
+            return RunSerializer(page, many=True, context={"model_usage": selectors.runs_model_usage(page)}).data
 
-    def get_serializer(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("many") and args:
-            page = list(args[0])
-            context = kwargs.setdefault("context", self.get_serializer_context())
-            context["model_usage"] = selectors.runs_model_usage(page)
-            args = (page, *args[1:])
-        return super().get_serializer(*args, **kwargs)
+        return paged(request, self, selectors.runs_listed(), rows)
 
     @extend_schema(request=LaunchSerializer, responses={201: RunSerializer, 400: ERRORS})
     def post(self, request: Request) -> Response:
         payload = LaunchSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
-        agent_ids, unknown = _agent_ids(data["agents"])
+        agent_ids, unknown = selectors.agent_ids_named(data["agents"])
         if unknown:
             return refusal(f"no agent {', '.join(unknown)}", field="agents")
         run = run_launch(
@@ -95,10 +103,12 @@ class RunListApi(generics.ListAPIView):
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
 
-class RunDetailApi(generics.RetrieveAPIView):
+class RunDetailApi(APIView):
     permission_classes = [VIEW]
-    serializer_class = RunSerializer
-    queryset = Run.objects.select_related("created_by").prefetch_related("agents")
+
+    @extend_schema(responses=RunSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(RunSerializer(_run(pk)).data)
 
 
 class RunProgressApi(APIView):
@@ -106,8 +116,7 @@ class RunProgressApi(APIView):
 
     @extend_schema(responses=RunProgressSerializer)
     def get(self, request: Request, pk: int) -> Response:
-        run = generics.get_object_or_404(Run, pk=pk)
-        return Response(selectors.run_progress(run))
+        return Response(selectors.run_progress(_run(pk)))
 
 
 class RunCancelApi(APIView):
@@ -115,7 +124,7 @@ class RunCancelApi(APIView):
 
     @extend_schema(request=None, responses=RunProgressSerializer)
     def post(self, request: Request, pk: int) -> Response:
-        run = generics.get_object_or_404(Run, pk=pk)
+        run = _run(pk)
         run_cancel(run)
         return Response(selectors.run_progress(run))
 
@@ -125,7 +134,7 @@ class RunRerunApi(APIView):
 
     @extend_schema(request=RunRerunSerializer, responses={201: RunSerializer, 400: ERRORS})
     def post(self, request: Request, pk: int) -> Response:
-        run = generics.get_object_or_404(Run, pk=pk)
+        run = _run(pk)
         payload = RunRerunSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         new = run_rerun(run, created_by=signed_in_user(request), backend=payload.validated_data.get("backend") or None)
@@ -139,7 +148,7 @@ class RunRetryApi(APIView):
 
     @extend_schema(request=RunRetrySerializer, responses={201: RunRetriedSerializer, 400: ERRORS, 409: ERRORS})
     def post(self, request: Request, pk: int) -> Response:
-        run = generics.get_object_or_404(Run, pk=pk)
+        run = _run(pk)
         payload = RunRetrySerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         retried = run_retry_unscored(run, payload.validated_data["ends"])
@@ -154,7 +163,7 @@ class RunMetricsApi(APIView):
 
     @extend_schema(responses=RunMetricsSerializer)
     def get(self, request: Request, pk: int) -> Response:
-        return Response(exports.metrics_document(generics.get_object_or_404(Run, pk=pk)))
+        return Response(exports.metrics_document(_run(pk)))
 
 
 class RunCompareApi(APIView):
@@ -165,40 +174,44 @@ class RunCompareApi(APIView):
 
     @extend_schema(parameters=[PairedComparisonApiQuery], responses={200: PairedComparisonSerializer, 400: ERRORS})
     def get(self, request: Request, pk: int) -> Response:
-        run = generics.get_object_or_404(Run, pk=pk)
+        run = _run(pk)
         query = query_of(PairedComparisonApiQuery, request.query_params)
         document = exports.paired_document(selectors.paired_comparison(run, query["a"], query["b"]))
         return Response(PairedComparisonSerializer(document).data)
 
 
-class RunTrialsApi(generics.ListAPIView):
+class RunTrialsApi(APIView):
     permission_classes = [VIEW]
-    serializer_class = TrialSerializer
+    pagination_class = CheckedPageNumberPagination
 
-    @extend_schema(parameters=[RunTrialsQuery])
-    def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)
-
-    def get_queryset(self):
-        run = generics.get_object_or_404(Run, pk=self.kwargs["pk"])
-        query = query_of(RunTrialsQuery, self.request.query_params)
-        return selectors.run_trials(run, query["status"], query["q"])
+    @extend_schema(parameters=[RunTrialsQuery], responses=TrialSerializer(many=True))
+    def get(self, request: Request, pk: int) -> Response:
+        run = _run(pk)
+        query = query_of(RunTrialsQuery, request.query_params)
+        trials = selectors.run_trials(run, query["status"], query["q"])
+        return paged(request, self, trials, lambda page: TrialSerializer(page, many=True).data)
 
 
-class TrialDetailApi(generics.RetrieveAPIView):
+class TrialDetailApi(APIView):
     """One trial with exactly what it ran (each input with its sha256), its end and its transcript."""
 
     permission_classes = [VIEW]
-    serializer_class = TrialDetailSerializer
-    queryset = Trial.objects.select_related("candidate", "agent", "inputs", "final_state").prefetch_related(
-        "steps", "model_calls"
-    )
+
+    @extend_schema(responses=TrialDetailSerializer)
+    def get(self, request: Request, pk: int) -> Response:
+        trial = selectors.trial_found(pk)
+        if trial is None:
+            raise NotFound("no such trial")
+        return Response(TrialDetailSerializer(trial).data)
 
 
-class AgentListApi(generics.ListAPIView):
+class AgentListApi(APIView):
     permission_classes = [VIEW]
-    serializer_class = AgentSerializer
-    queryset = Agent.objects.order_by("name")
+    pagination_class = CheckedPageNumberPagination
+
+    @extend_schema(responses=AgentSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        return paged(request, self, selectors.agents_listed(), lambda page: AgentSerializer(page, many=True).data)
 
 
 class CandidateResultsApi(APIView):
@@ -206,32 +219,17 @@ class CandidateResultsApi(APIView):
 
     permission_classes = [VIEW]
 
-    @extend_schema(
-        responses=inline_serializer(
-            "CandidateResults",
-            {
-                "candidate": serializers.CharField(),
-                "revision": serializers.IntegerField(),
-                "latest": LatestResultSerializer(many=True),
-                "reference_check": ReferenceCheckSerializer(allow_null=True),
-                "history": TrialSerializer(many=True),
-            },
-        )
-    )
+    @extend_schema(responses=CandidateResultsSerializer)
     def get(self, request: Request, external_id: str) -> Response:
-        candidate = generics.get_object_or_404(Candidate, external_id=external_id)
-        check = selectors.reference_check_for(candidate.pk)
-        return Response(
-            {
-                "candidate": candidate.external_id,
-                "revision": candidate.revision,
-                "latest": LatestResultSerializer(
-                    selectors.latest_results_for_candidates([candidate.pk])[candidate.pk], many=True
-                ).data,
-                "reference_check": ReferenceCheckSerializer(check).data if check else None,
-                "history": TrialSerializer(selectors.candidate_trial_history(candidate.pk), many=True).data,
-            }
-        )
+        candidate = _candidate(external_id)
+        results = {
+            "candidate": candidate.external_id,
+            "revision": candidate.revision,
+            "latest": selectors.latest_results_for_candidates([candidate.pk])[candidate.pk],
+            "reference_check": selectors.reference_check_for(candidate.pk),
+            "history": selectors.candidate_trial_history(candidate.pk),
+        }
+        return Response(CandidateResultsSerializer(results).data)
 
 
 class CandidateRerunApi(APIView):
@@ -239,13 +237,13 @@ class CandidateRerunApi(APIView):
 
     @extend_schema(request=CandidateRerunSerializer, responses={201: RunSerializer, 400: ERRORS})
     def post(self, request: Request, external_id: str) -> Response:
-        candidate = generics.get_object_or_404(Candidate, external_id=external_id)
+        candidate = _candidate(external_id)
         payload = CandidateRerunSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
         agent_ids = None
         if data.get("agents"):
-            agent_ids, unknown = _agent_ids(data["agents"])
+            agent_ids, unknown = selectors.agent_ids_named(data["agents"])
             if unknown:
                 return refusal(f"no agent {', '.join(unknown)}", field="agents")
         run = candidate_rerun(
@@ -258,22 +256,16 @@ class CandidateRerunApi(APIView):
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
 
-class CandidateRescoresApi(generics.ListAPIView):
+class CandidateRescoresApi(_ReadOrRun):
     """A candidate's re-scores beside each trial's own verdict (GET); re-score its earlier trials
     against the current revision's tests from their kept final states, no agent run (POST, admins)."""
 
-    serializer_class = RescoreSerializer
-    pagination_class = None
-
-    def get_permissions(self):
-        return [RUN()] if self.request.method == "POST" else [VIEW()]
-
-    def get_queryset(self):
-        candidate = generics.get_object_or_404(Candidate, external_id=self.kwargs["external_id"])
-        return [row.rescore for row in rescoring.candidate_rescores(candidate.pk)]
+    @extend_schema(responses=RescoreSerializer(many=True))
+    def get(self, request: Request, external_id: str) -> Response:
+        rows = rescoring.candidate_rescores(_candidate(external_id).pk)
+        return Response(RescoreSerializer([row.rescore for row in rows], many=True).data)
 
     @extend_schema(request=None, responses={202: RescoreSerializer(many=True), 400: ERRORS})
     def post(self, request: Request, external_id: str) -> Response:
-        candidate = generics.get_object_or_404(Candidate, external_id=external_id)
-        rescores = rescoring.rescore_launch(candidate, requested_by=signed_in_user(request))
+        rescores = rescoring.rescore_launch(_candidate(external_id), requested_by=signed_in_user(request))
         return Response(RescoreSerializer(rescores, many=True).data, status=status.HTTP_202_ACCEPTED)

@@ -417,6 +417,16 @@ class LatestResultSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField()
 
 
+class CandidateResultsSerializer(serializers.Serializer):
+    """A candidate's latest result per agent, its reference check (null before any) and its trials."""
+
+    candidate = serializers.CharField()
+    revision = serializers.IntegerField()
+    latest = LatestResultSerializer(many=True)
+    reference_check = ReferenceCheckSerializer(allow_null=True)
+    history = TrialSerializer(many=True)
+
+
 class MetricsRowSerializer(serializers.Serializer):
     """One agent and breakdown group of a run's metrics (the columns of the CSV export)."""
 

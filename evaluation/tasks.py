@@ -11,7 +11,8 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from evaluation import queue
-from evaluation.trials import execution
+from evaluation.sandbox.base import SandboxError
+from evaluation.trials import execution, final_states, rescoring
 from evaluation.trials.leases import ClaimRefused
 
 logger = logging.getLogger(__name__)
@@ -45,10 +46,8 @@ def trial_execute(self: Task, trial_id: int, abandoned: str = "") -> str:
 
 def _prune_final_states() -> None:
     """Workers delete kept final states past their retention as they go: no scheduler to run."""
-    from evaluation.trials.final_states import prune_expired
-
     try:
-        prune_expired(limit=50)
+        final_states.prune_expired(limit=50)
     except Exception:  # never the trial's failure: the next trial tries again
         logger.exception("pruning expired final states failed")
 
@@ -60,14 +59,9 @@ RESCORE_RETRIES = 3
 @shared_task(bind=True, acks_late=True, max_retries=RESCORE_RETRIES, name=queue.RESCORE_EXECUTE)
 def rescore_execute(self: Task, rescore_id: int) -> str:
     """Score a kept final state against a revision's tests; a second delivery records nothing new."""
-    from evaluation.trials.rescoring import rescore_execute as execute
-    from evaluation.trials.rescoring import rescore_fail
-
-    from .sandbox.base import SandboxError
-
     try:
-        return execute(rescore_id)
+        return rescoring.rescore_execute(rescore_id)
     except (OperationalError, InterfaceError, SandboxError) as exc:
         if self.request.retries >= RESCORE_RETRIES:
-            return rescore_fail(rescore_id, f"gave up after {self.request.retries + 1} attempts: {exc}")
+            return rescoring.rescore_fail(rescore_id, f"gave up after {self.request.retries + 1} attempts: {exc}")
         raise self.retry(exc=exc, countdown=min(2**self.request.retries, 30)) from exc

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.core.paginator import Paginator
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from .queries import PageNumberQuery, query_of
 
@@ -21,3 +24,15 @@ class CheckedPageNumberPagination(PageNumberPagination):
         if raw in self.last_page_strings:
             return paginator.num_pages
         return query_of(PageNumberQuery, {"page": raw})["page"] or 1
+
+
+def paged(
+    request: Request, view: APIView, rows: Sequence[Any] | Any, serialize: Callable[[list[Any]], Any]
+) -> Response:
+    """One page of `rows` as the API's page shape (count, next, previous, results); `serialize`
+    builds the results from the page's rows, so a view can read what only those rows need.
+    The view sets `pagination_class = CheckedPageNumberPagination`, which is also how the schema
+    shows the page shape."""
+    paginator = CheckedPageNumberPagination()
+    page = paginator.paginate_queryset(rows, request, view=view)
+    return paginator.get_paginated_response(serialize(list(page or [])))

@@ -60,6 +60,45 @@ def run_get(pk: int) -> Run:
     return Run.objects.select_related("created_by", "rerun_of").prefetch_related("agents").get(pk=pk)
 
 
+def runs_listed() -> QuerySet[Run]:
+    """The API's run list, newest first, with what its rows serialize."""
+    return Run.objects.select_related("created_by", "release").prefetch_related("agents")
+
+
+def run_found(pk: int) -> Run | None:
+    return Run.objects.select_related("created_by").prefetch_related("agents").filter(pk=pk).first()
+
+
+def trial_found(pk: int) -> Trial | None:
+    """A trial with what its detail serializes: its inputs, final state, steps and model calls."""
+    return (
+        Trial.objects.select_related("candidate", "agent", "inputs", "final_state")
+        .prefetch_related("steps", "model_calls")
+        .filter(pk=pk)
+        .first()
+    )
+
+
+def agents_listed() -> QuerySet[Agent]:
+    return Agent.objects.order_by("name")
+
+
+def agent_ids_named(names_or_ids: list[str]) -> tuple[list[int], list[str]]:
+    """The agents a request names, by id or by name, in its order; and the names that match none."""
+    ids, unknown = [], []
+    for value in names_or_ids:
+        # isdecimal() alone accepts other scripts' digits ("٣") and isdigit() superscripts ("²"),
+        # which int() or the database refuse: an id is ASCII digits.
+        is_id = value.isascii() and value.isdecimal()
+        agent = Agent.objects.filter(pk=int(value)).first() if is_id else None
+        agent = agent or Agent.objects.filter(name=value).first()
+        if agent is None:
+            unknown.append(value)
+        else:
+            ids.append(agent.pk)
+    return ids, unknown
+
+
 def run_status(counts: dict[str, int], cancelled: bool) -> str:
     if cancelled and not counts.get(TrialStatus.RUNNING):
         return "cancelled"

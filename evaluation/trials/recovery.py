@@ -25,6 +25,8 @@ from django.utils import timezone
 
 from evaluation import queue
 from evaluation.models import Trial, TrialStatus
+from evaluation.sandbox.registry import get_backend
+from evaluation.trials import final_states
 from veriharm_site.broker_messages import waiting_tasks
 from veriharm_site.recovery import sweep_lock
 
@@ -94,8 +96,6 @@ def trials_republish() -> SweepReport:
 
 def orphans_remove() -> int:
     """Remove the sandboxes of dead worker processes on this host, for each configured backend."""
-    from evaluation.sandbox.registry import get_backend
-
     removed = 0
     for name in settings.VERIHARM_SANDBOX_CLEANUP_BACKENDS:
         try:
@@ -118,9 +118,7 @@ def unrecorded_archives_remove() -> int:
     if _last_archive_sweep is not None and now - _last_archive_sweep < _ARCHIVE_SWEEP_SECONDS:
         return 0
     _last_archive_sweep = now
-    from evaluation.trials.final_states import prune_unreferenced
-
-    removed = prune_unreferenced()
+    removed = final_states.prune_unreferenced()
     if removed:
         logger.warning("recovery: removed %d final-state archive(s) no trial recorded", removed)
     return removed

@@ -8,6 +8,7 @@ trial's own (`Rescore`), with the tests' hashes in its inputs; the trial is neve
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from django.db import transaction
@@ -17,7 +18,10 @@ from django.utils import timezone
 from candidates.models import Candidate
 from evaluation import queue
 from evaluation.models import FinalState, Rescore, RescoreStatus, Trial, TrialInputs, TrialKind, TrialStatus
+from evaluation.sandbox.base import Environment
 from evaluation.trials import final_states, pinning
+from evaluation.trials.protocol import score_final_state
+from evaluation.trials.sandboxes import default_backend_factory, sandbox_limits
 from evaluation.trials.taxonomy import VERDICT_ENDS, ExitStatus, end_of_tests
 from veriharm_site.refusals import Refused
 
@@ -93,6 +97,15 @@ def _enqueue(rescore_ids: list[int]) -> None:
     transaction.on_commit(lambda: queue.rescores_publish([(pk, backends[pk]) for pk in rescore_ids]))
 
 
+class RescoreResult(StrEnum):
+    """What one delivery of a re-score did."""
+
+    DONE = "done"
+    FAILED = "failed"
+    MISSING = "missing"
+    FINISHED = "finished"
+
+
 @dataclass(frozen=True)
 class Scored:
     end: str
@@ -120,19 +133,15 @@ def _scored(result: Any) -> Scored:
     return Scored(end, int(task.passed) if verdict else None, int(harm.passed) if verdict else None, fields)
 
 
-def rescore_execute(rescore_id: int, *, backend_factory: Any = None) -> str:
-    """Score one queued re-score and record it once. Returns "done", "failed", "missing" or
-    "finished" (recorded already, by this or another delivery). Raises SandboxError for the
+def rescore_execute(rescore_id: int, *, backend_factory: Any = None) -> RescoreResult:
+    """Score one queued re-score and record it once (FINISHED: recorded already, by this or another
+    delivery). Raises SandboxError for the
     task to retry; `rescore_fail` records a failure that retrying cannot mend."""
-    from evaluation.sandbox.base import Environment
-    from evaluation.trials.protocol import score_final_state
-    from evaluation.trials.sandboxes import default_backend_factory, sandbox_limits
-
     rescore = Rescore.objects.select_related("trial__run", "trial__final_state", "inputs").filter(pk=rescore_id).first()
     if rescore is None:
-        return "missing"
+        return RescoreResult.MISSING
     if rescore.status != RescoreStatus.QUEUED:
-        return "finished"
+        return RescoreResult.FINISHED
     try:
         parts = pinning.inputs_verified(rescore.inputs)
         state = rescore.trial.final_state
@@ -163,16 +172,16 @@ def rescore_execute(rescore_id: int, *, backend_factory: Any = None) -> str:
         finished_at=timezone.now(),
         **scored.fields,
     )
-    return "done" if recorded else "finished"
+    return RescoreResult.DONE if recorded else RescoreResult.FINISHED
 
 
-def rescore_fail(rescore_id: int, error: str) -> str:
+def rescore_fail(rescore_id: int, error: str) -> RescoreResult:
     updated = Rescore.objects.filter(pk=rescore_id, status=RescoreStatus.QUEUED).update(
         status=RescoreStatus.FAILED,
         error=error.replace("\x00", ""),
         finished_at=timezone.now(),
     )
-    return "failed" if updated else "finished"
+    return RescoreResult.FAILED if updated else RescoreResult.FINISHED
 
 
 @dataclass(frozen=True)
