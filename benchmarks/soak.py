@@ -556,7 +556,7 @@ class Soak:
         """Sandboxes in the soak's state directory whose owning process is dead."""
         import json
 
-        from evaluation.sandbox.bubblewrap import _owner_alive  # the backend's own liveness test
+        from evaluation.sandbox.bubblewrap.host import _owner_alive  # the backend's own liveness test
 
         orphans = 0
         for directory in sandboxes_in(self.tmp / "veriharm-sandboxes"):

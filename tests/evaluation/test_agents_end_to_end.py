@@ -12,7 +12,7 @@ from django.core.management import call_command
 from candidates.models import Candidate
 from evaluation import runs
 from evaluation.models import Agent, AgentKind, Run, Trial, TrialStatus
-from evaluation.sandbox.bubblewrap import default_state_dir
+from evaluation.sandbox.bubblewrap.orphans import default_state_dir
 from evaluation.sandbox.registry import shared_backends
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_for_run, wait_until

@@ -22,7 +22,7 @@ from django.db import connection
 from candidates.models import Candidate
 from evaluation import runs
 from evaluation.models import Agent, AgentKind, Trial, TrialStatus
-from evaluation.sandbox.bubblewrap import default_state_dir
+from evaluation.sandbox.bubblewrap.orphans import default_state_dir
 from evaluation.tasks import trial_execute
 from tests.evaluation.conftest import wait_until
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from evaluation.sandbox import Sandbox, SandboxBackend, get_backend
-from evaluation.sandbox.bubblewrap import LocalSandbox, _pids_of_uid
+from evaluation.sandbox.bubblewrap import LocalSandbox
+from evaluation.sandbox.bubblewrap.host import _pids_of_uid
 from evaluation.sandbox.docker import DockerSandbox
 from evaluation.sandbox.images import (
     build_sandbox_base,

@@ -19,7 +19,8 @@ import pytest
 
 from evaluation.sandbox import Environment, Limits, Sandbox, SandboxBackend, SandboxError
 from evaluation.sandbox.base import WRITABLE_SYSTEM_DIRS, plan_writable_mounts
-from evaluation.sandbox.bubblewrap import BubblewrapBackend, LocalSandbox, LocalSnapshot, _pids_of_uid
+from evaluation.sandbox.bubblewrap import BubblewrapBackend, LocalSandbox, LocalSnapshot
+from evaluation.sandbox.bubblewrap.host import _pids_of_uid
 from evaluation.sandbox.docker import DockerSandbox, DockerSnapshot
 from evaluation.sandbox.images import default_image, sandbox_root
 

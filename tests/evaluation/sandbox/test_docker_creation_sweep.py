@@ -10,7 +10,8 @@ import threading
 import docker.errors
 
 from evaluation.sandbox import Environment, SandboxBackend
-from evaluation.sandbox.docker import DockerBackend, _creating
+from evaluation.sandbox.docker import DockerBackend
+from evaluation.sandbox.docker.orphans import _creating
 from evaluation.sandbox.images import default_image
 
 

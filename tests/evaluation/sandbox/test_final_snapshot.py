@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from evaluation.sandbox import Environment, SandboxBackend, SandboxError
-from evaluation.sandbox.bubblewrap import LocalSnapshot, _pids_of_uid
+from evaluation.sandbox.bubblewrap import LocalSnapshot
+from evaluation.sandbox.bubblewrap.host import _pids_of_uid
 
 TEST = (
     "import os, pathlib\n"
