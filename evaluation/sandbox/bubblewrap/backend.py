@@ -27,12 +27,12 @@ from ..images import DEFAULT_IMAGE, TREE_IDENTITY, VERIFIER_IDENTITY, default_im
 from ..network import ModelAccess
 from ..pool import WarmPool
 from .cgroups import CgroupSet
-from .host import _chown_tree, _mount_tmpfs
-from .orphans import META, _new_dir, cleanup_orphans, default_state_dir
+from .host import chown_tree, mount_tmpfs
+from .orphans import META, cleanup_orphans, default_state_dir, new_dir
 from .runtime import preflight, reachable, reachable_verifier
 from .seeding import mask_preload, seed_empty, seed_from_copy, seed_from_root, write_test
 from .snapshots import LocalSnapshot, copy_snapshot, hand_over
-from .tree import UID_BASE, UID_SPAN, LocalSandbox, _destroy, _Spec
+from .tree import UID_BASE, UID_SPAN, LocalSandbox, TreeSpec, destroy_sandbox
 
 
 class BubblewrapBackend(SandboxBackend):
@@ -55,15 +55,15 @@ class BubblewrapBackend(SandboxBackend):
         self._identities: dict[str, str] = {}
         # Agent sandboxes seeded from the system tree, and test-phase shells (a mounted, empty
         # tmpfs with its uid and cgroups; two per trial), per sandbox spec.
-        self._agent_pool: WarmPool[_Spec, LocalSandbox] = WarmPool(
+        self._agent_pool: WarmPool[TreeSpec, LocalSandbox] = WarmPool(
             "local-agent",
             lambda spec: self._materialize(spec, seed_from=None),
-            _destroy,
+            destroy_sandbox,
             size=pool_size,
             max_keys=pool_environments,
         )
-        self._test_pool: WarmPool[_Spec, LocalSandbox] = WarmPool(
-            "local-test", self._shell, _destroy, size=2 * pool_size, max_keys=pool_environments
+        self._test_pool: WarmPool[TreeSpec, LocalSandbox] = WarmPool(
+            "local-test", self._shell, destroy_sandbox, size=2 * pool_size, max_keys=pool_environments
         )
 
     def pooled(self) -> list:
@@ -88,7 +88,7 @@ class BubblewrapBackend(SandboxBackend):
         self._test_pool.drain()
 
     # -- create / restore ---------------------------------------------------------
-    def _spec(self, environment: Environment, limits: Limits) -> _Spec:
+    def _spec(self, environment: Environment, limits: Limits) -> TreeSpec:
         root = preflight(self.root, self.state_dir)
         if environment.image not in (None, DEFAULT_IMAGE, default_image()):
             # Silently running on another system than the task asked for would
@@ -97,7 +97,7 @@ class BubblewrapBackend(SandboxBackend):
                 f"the local backend only has the default sandbox system; image {environment.image!r} "
                 "needs the docker backend"
             )
-        return _Spec(
+        return TreeSpec(
             workdir=environment.workdir,
             mounts=plan_writable_mounts(environment),
             limits=limits,
@@ -144,19 +144,19 @@ class BubblewrapBackend(SandboxBackend):
             identity = self._identities[key] = f"local tree {tree} verifier {verifier}"
         return identity
 
-    def _test_spec(self, spec: _Spec) -> _Spec:
+    def _test_spec(self, spec: TreeSpec) -> TreeSpec:
         return replace(spec, gateway=None, harness=None, verifier=str(reachable_verifier(self.state_dir)))
 
-    def _shell(self, spec: _Spec) -> LocalSandbox:
+    def _shell(self, spec: TreeSpec) -> LocalSandbox:
         """A sandbox with its own uid, an empty writable tmpfs and its cgroups, nothing in it yet."""
         spec = replace(spec, root=str(preflight(self.root, self.state_dir)))
         uid = UID_BASE + secrets.randbelow(UID_SPAN)
-        sid, directory = _new_dir(self.state_dir, "sbx", {"uid": uid, "cgroups": {}})
+        sid, directory = new_dir(self.state_dir, "sbx", {"uid": uid, "cgroups": {}})
         sandbox = LocalSandbox(self, spec, sid, uid)
         try:
             rw = directory / "rw"
             rw.mkdir(mode=0o711)
-            _mount_tmpfs(rw, spec.limits.disk_mb, 0o711)
+            mount_tmpfs(rw, spec.limits.disk_mb, 0o711)
             cgroups = CgroupSet.create(sid, spec.limits, uid)
             sandbox._set_cgroups(cgroups)
             meta_path = directory / META
@@ -170,7 +170,7 @@ class BubblewrapBackend(SandboxBackend):
 
     def _materialize(
         self,
-        spec: _Spec,
+        spec: TreeSpec,
         seed_from: Path | None,
         *,
         empty: bool = False,
@@ -194,7 +194,7 @@ class BubblewrapBackend(SandboxBackend):
                 write_test(sandbox.tests, *test)
             # Everything writable belongs to the sandbox uid ("root" inside). -h: a
             # symlink's own owner changes, never its target's.
-            _chown_tree(rw, sandbox.uid)
+            chown_tree(rw, sandbox.uid)
         except BaseException:
             sandbox.destroy()
             raise

@@ -14,13 +14,13 @@ from .. import host_fs
 from ..base import SandboxError, inode_cap
 
 
-def _run_host(argv: list[str], *, timeout: float = 120.0) -> None:
+def run_host(argv: list[str], *, timeout: float = 120.0) -> None:
     completed = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     if completed.returncode != 0:
         raise SandboxError(f"{argv[0]} failed: {(completed.stderr or completed.stdout).strip()}")
 
 
-def _process_start_time(pid: int) -> int | None:
+def process_start_time(pid: int) -> int | None:
     """Start time of a process in clock ticks since boot, or None if it is gone.
 
     Paired with the pid it identifies a process even after the pid is reused.
@@ -33,12 +33,12 @@ def _process_start_time(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[19])
 
 
-def _owner_alive(pid: int, start_time: int | None) -> bool:
-    current = _process_start_time(pid)
+def owner_alive(pid: int, start_time: int | None) -> bool:
+    current = process_start_time(pid)
     return current is not None and current == start_time
 
 
-def _is_mountpoint(path: Path) -> bool:
+def is_mountpoint(path: Path) -> bool:
     target = os.fsencode(str(path))
     try:
         with open("/proc/self/mountinfo", "rb") as mounts:
@@ -47,7 +47,7 @@ def _is_mountpoint(path: Path) -> bool:
         return False
 
 
-def _mount_tmpfs(path: Path, size_mb: int, mode: int) -> None:
+def mount_tmpfs(path: Path, size_mb: int, mode: int) -> None:
     # nr_inodes: millions of empty files would cost no bytes but make snapshots crawl.
     try:
         host_fs.mount_tmpfs(path, f"size={size_mb}m,nr_inodes={inode_cap(size_mb)},mode={mode:o}")
@@ -55,12 +55,12 @@ def _mount_tmpfs(path: Path, size_mb: int, mode: int) -> None:
         raise SandboxError(str(exc)) from exc
 
 
-def _unmount(path: Path) -> None:
-    if _is_mountpoint(path):
+def unmount(path: Path) -> None:
+    if is_mountpoint(path):
         host_fs.unmount(path)
 
 
-def _pids_of_uid(uid: int) -> list[int]:
+def pids_of_uid(uid: int) -> list[int]:
     """Live (non-zombie) processes whose real uid is ``uid``."""
     pids = []
     for entry in os.scandir("/proc"):
@@ -84,11 +84,11 @@ def _pids_of_uid(uid: int) -> list[int]:
     return pids
 
 
-def _kill_uid(uid: int, deadline: float = 5.0) -> None:
+def kill_uid(uid: int, deadline: float = 5.0) -> None:
     """SIGKILL every process running as the sandbox's private uid, until none is left."""
     end = time.monotonic() + deadline
     while True:
-        pids = _pids_of_uid(uid)
+        pids = pids_of_uid(uid)
         if not pids:
             return
         for pid in pids:
@@ -99,6 +99,6 @@ def _kill_uid(uid: int, deadline: float = 5.0) -> None:
         time.sleep(0.02)
 
 
-def _chown_tree(rw: Path, uid: int) -> None:
+def chown_tree(rw: Path, uid: int) -> None:
     """Give everything under rw to uid (never through a symlink), setuid/setgid bits kept."""
     host_fs.chown_tree(rw, uid)

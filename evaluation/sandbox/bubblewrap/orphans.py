@@ -23,7 +23,7 @@ from typing import Any
 from ..base import SandboxError
 from ..network import GATEWAY_SOCKET
 from .cgroups import CgroupSet
-from .host import _kill_uid, _owner_alive, _process_start_time, _unmount
+from .host import kill_uid, owner_alive, process_start_time, unmount
 
 META = "meta.json"
 
@@ -37,17 +37,17 @@ def default_state_dir() -> Path:
     return Path(tempfile.gettempdir()) / "veriharm-sandboxes"
 
 
-def _teardown(directory: Path, uid: int | None, cgroups: Mapping[str, str], sid: str) -> None:
+def teardown(directory: Path, uid: int | None, cgroups: Mapping[str, str], sid: str) -> None:
     """Kill, unmount, delete. Safe to call repeatedly and on partial state."""
     group = CgroupSet(dict(cgroups))
     try:
         with contextlib.suppress(SandboxError):
             group.kill_all()
         if uid is not None:
-            _kill_uid(uid)
+            kill_uid(uid)
         group.remove()
-        _unmount(directory / "gateway" / Path(GATEWAY_SOCKET).name)
-        _unmount(directory / "rw")
+        unmount(directory / "gateway" / Path(GATEWAY_SOCKET).name)
+        unmount(directory / "rw")
         shutil.rmtree(directory, ignore_errors=True)
     finally:
         # Even after a failure: no longer "in use", so cleanup_orphans retries it.
@@ -55,7 +55,7 @@ def _teardown(directory: Path, uid: int | None, cgroups: Mapping[str, str], sid:
             _LIVE.discard(sid)
 
 
-def _new_dir(state_dir: Path, kind: str, meta: dict[str, Any]) -> tuple[str, Path]:
+def new_dir(state_dir: Path, kind: str, meta: dict[str, Any]) -> tuple[str, Path]:
     """A new directory of ``kind`` under ``state_dir``, owned by this process (its record written)."""
     sid = f"{kind}-{secrets.token_hex(6)}"
     directory = state_dir / sid
@@ -65,7 +65,7 @@ def _new_dir(state_dir: Path, kind: str, meta: dict[str, Any]) -> tuple[str, Pat
     record = {
         "kind": kind,
         "owner_pid": os.getpid(),
-        "owner_start": _process_start_time(os.getpid()),
+        "owner_start": process_start_time(os.getpid()),
         "created": time.time(),
         **meta,
     }
@@ -88,16 +88,16 @@ def cleanup_orphans(state_dir: Path) -> int:
         except (OSError, ValueError):
             # Killed between mkdir and writing the record: only a stale one is ours to judge.
             if time.time() - directory.stat().st_mtime > 300:
-                _teardown(directory, None, {}, directory.name)
+                teardown(directory, None, {}, directory.name)
             continue
         pid, start = record.get("owner_pid"), record.get("owner_start")
         with _LIVE_LOCK:
             live_here = directory.name in _LIVE
         if pid == me and live_here:
             continue
-        if pid != me and _owner_alive(int(pid), start):
+        if pid != me and owner_alive(int(pid), start):
             continue
-        _teardown(directory, record.get("uid"), record.get("cgroups") or {}, directory.name)
+        teardown(directory, record.get("uid"), record.get("cgroups") or {}, directory.name)
         if record.get("kind") == "sbx":
             removed += 1
     return removed

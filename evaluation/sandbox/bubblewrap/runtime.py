@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..base import SandboxError
 from ..images import require_root_tree, require_verifier_root
-from .host import _is_mountpoint, _run_host, _unmount
+from .host import is_mountpoint, run_host, unmount
 
 
 def preflight(root: Path, state_dir: Path) -> Path:
@@ -51,11 +51,11 @@ def reachable(state_dir: Path, root: Path, kind: str) -> Path:
     target = state_dir / f"{kind}-{hashlib.sha256(str(root).encode()).hexdigest()[:12]}"
     with open(state_dir / ".root.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if _is_mountpoint(target):
+        if is_mountpoint(target):
             mounted, wanted = os.stat(target), os.stat(root)
             if (mounted.st_dev, mounted.st_ino) == (wanted.st_dev, wanted.st_ino):
                 return target
-            _unmount(target)  # the tree was rebuilt since: bind the new one
+            unmount(target)  # the tree was rebuilt since: bind the new one
         target.mkdir(mode=0o755, exist_ok=True)
-        _run_host(["mount", "--bind", "-o", "ro", str(root), str(target)])
+        run_host(["mount", "--bind", "-o", "ro", str(root), str(target)])
     return target

@@ -12,17 +12,17 @@ import stat
 from pathlib import Path
 
 from ..base import PRELOAD_PATH, SANDBOX_HOME, SandboxError
-from .host import _run_host
-from .tree import _Spec
+from .host import run_host
+from .tree import TreeSpec
 
 
-def seed_empty(spec: _Spec, rw: Path) -> None:
+def seed_empty(spec: TreeSpec, rw: Path) -> None:
     """The writable directories, empty (an archive is unpacked into them)."""
     for mount in spec.mounts:
         (rw / mount.lstrip("/")).mkdir(mode=0o755, parents=True, exist_ok=True)
 
 
-def seed_from_root(spec: _Spec, rw: Path) -> None:
+def seed_from_root(spec: TreeSpec, rw: Path) -> None:
     """The system tree's content of the writable directories, and the home directory."""
     root = Path(spec.root)
     for mount in spec.mounts:
@@ -30,7 +30,7 @@ def seed_from_root(spec: _Spec, rw: Path) -> None:
         target = rw / mount.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir() and not source.is_symlink():
-            _run_host(["cp", "-a", "--reflink=auto", str(source), str(target)])
+            run_host(["cp", "-a", "--reflink=auto", str(source), str(target)])
         else:
             target.mkdir(mode=0o1777 if mount == "/tmp" else 0o755, exist_ok=True)
     home = rw / SANDBOX_HOME.lstrip("/")
@@ -40,7 +40,7 @@ def seed_from_root(spec: _Spec, rw: Path) -> None:
 def seed_from_copy(source: Path, rw: Path) -> None:
     """A copy of a snapshot's writable tree ``source``."""
     # -a keeps symlinks as symlinks: the copy never follows what the agent made.
-    _run_host(["cp", "-a", "--reflink=auto", f"{source}/.", f"{rw}/"])
+    run_host(["cp", "-a", "--reflink=auto", f"{source}/.", f"{rw}/"])
     # cp also copied the snapshot's (private) owner and mode onto rw itself.
     os.chown(rw, 0, 0)
     os.chmod(rw, 0o711)

@@ -39,19 +39,19 @@ from ..base import (
 )
 from ..network import GATEWAY_SOCKET
 from ..pool import WarmPool
-from .host import _chown_tree, _kill_uid, _mount_tmpfs, _run_host, _unmount
-from .orphans import META, _new_dir, _teardown
-from .tree import STATE_MOUNT, UID_BASE, UID_SPAN, LocalSandbox, TreeHost, _Spec
+from .host import chown_tree, kill_uid, mount_tmpfs, run_host, unmount
+from .orphans import META, new_dir, teardown
+from .tree import STATE_MOUNT, UID_BASE, UID_SPAN, LocalSandbox, TreeHost, TreeSpec
 
 
 class SnapshotHost(TreeHost, Protocol):
     """What a snapshot needs of its backend: sandboxes for its copies and its tests."""
 
-    _test_pool: WarmPool[_Spec, LocalSandbox]
+    _test_pool: WarmPool[TreeSpec, LocalSandbox]
 
     def _materialize(
         self,
-        spec: _Spec,
+        spec: TreeSpec,
         seed_from: Path | None,
         *,
         empty: bool = False,
@@ -59,11 +59,11 @@ class SnapshotHost(TreeHost, Protocol):
         shell: LocalSandbox | None = None,
     ) -> LocalSandbox: ...
 
-    def _test_spec(self, spec: _Spec) -> _Spec: ...
+    def _test_spec(self, spec: TreeSpec) -> TreeSpec: ...
 
 
 class LocalSnapshot(Snapshot):
-    def __init__(self, host: SnapshotHost, spec: _Spec, sid: str, uid: int) -> None:
+    def __init__(self, host: SnapshotHost, spec: TreeSpec, sid: str, uid: int) -> None:
         self.backend = host
         self.spec = spec
         self.id = sid
@@ -71,7 +71,7 @@ class LocalSnapshot(Snapshot):
         self.directory = host.state_dir / sid
         self._gate = UseGate()
         self._export_lock = threading.Lock()  # the helper's processes are killed by uid: one at a time
-        self._finalizer = weakref.finalize(self, _teardown, self.directory, uid, {}, sid)
+        self._finalizer = weakref.finalize(self, teardown, self.directory, uid, {}, sid)
 
     def restore(self) -> LocalSandbox:
         with self._gate.use():
@@ -114,7 +114,7 @@ class LocalSnapshot(Snapshot):
                 raise
             finally:
                 helper._finalizer.detach()  # its uid is the snapshot's: teardown is the snapshot's job
-                _kill_uid(self.uid)
+                kill_uid(self.uid)
             if result.exit_code not in (0, 1) and writer.overflow is None:
                 writer.abort()
                 detail = result.stderr.decode("utf-8", "replace").strip()
@@ -129,20 +129,20 @@ class LocalSnapshot(Snapshot):
 def copy_snapshot(host: SnapshotHost, sandbox: LocalSandbox) -> LocalSnapshot:
     """A copy of ``sandbox``'s writable tree, a uid of its own owning it."""
     uid = UID_BASE + secrets.randbelow(UID_SPAN)
-    sid, directory = _new_dir(host.state_dir, "snap", {"source": sandbox.id, "uid": uid})
+    sid, directory = new_dir(host.state_dir, "snap", {"source": sandbox.id, "uid": uid})
     # The copies of a snapshot (restores, test phase) have no model access.
     snapshot = LocalSnapshot(host, replace(sandbox.spec, gateway=None, harness=None), sid, uid)
     try:
         rw = directory / "rw"
         rw.mkdir(mode=0o711)
-        _mount_tmpfs(rw, sandbox.spec.limits.disk_mb, 0o700)
+        mount_tmpfs(rw, sandbox.spec.limits.disk_mb, 0o700)
         # No process runs in the sandbox between execs, and execs hold the
         # sandbox lock we are under: the copy is consistent.
-        _run_host(["cp", "-a", "--reflink=auto", f"{sandbox.rw}/.", f"{rw}/"])
+        run_host(["cp", "-a", "--reflink=auto", f"{sandbox.rw}/.", f"{rw}/"])
         # A uid of its own, so that the export helper can read it (as that uid)
         # without sharing a uid with a live sandbox. cp gave rw itself the source's
         # owner and mode; the helper opens it as its "root".
-        _chown_tree(rw, uid)
+        chown_tree(rw, uid)
         os.chown(rw, uid, uid)
         os.chmod(rw, 0o700)
     except BaseException:
@@ -159,13 +159,13 @@ def hand_over(host: SnapshotHost, sandbox: LocalSandbox) -> LocalSnapshot:
     snapshot = LocalSnapshot(host, replace(sandbox.spec, gateway=None, harness=None), sandbox.id, sandbox.uid)
     snapshot._finalizer.detach()
     snapshot._finalizer = weakref.finalize(
-        snapshot, _teardown, sandbox.directory, sandbox.uid, dict(sandbox.cgroups.dirs), sandbox.id
+        snapshot, teardown, sandbox.directory, sandbox.uid, dict(sandbox.cgroups.dirs), sandbox.id
     )
     try:
         sandbox.cgroups.kill_all()
-        _kill_uid(sandbox.uid)
+        kill_uid(sandbox.uid)
         sandbox.cgroups.remove()
-        _unmount(sandbox.directory / "gateway" / Path(GATEWAY_SOCKET).name)
+        unmount(sandbox.directory / "gateway" / Path(GATEWAY_SOCKET).name)
         # As a copied snapshot is: its uid's alone (the export helper runs as that uid).
         os.chown(sandbox.rw, sandbox.uid, sandbox.uid)
         os.chmod(sandbox.rw, 0o700)

@@ -65,8 +65,8 @@ from ..base import (
 )
 from ..network import GATEWAY_MOUNT, GATEWAY_SOCKET, HARNESS_MOUNT, ModelAccess, forwarder_argv
 from .cgroups import PROCESS_OVERHEAD, CgroupSet
-from .host import _kill_uid, _run_host
-from .orphans import _teardown
+from .host import kill_uid, run_host
+from .orphans import teardown
 
 # Private uids are drawn from this range; nothing else on a normal host uses it.
 UID_BASE = 0x5A000000
@@ -78,7 +78,7 @@ STATE_MOUNT = "/.veriharm-state"
 
 
 @dataclass(frozen=True)
-class _Spec:
+class TreeSpec:
     """What a sandbox (or a restored copy of it) is made of."""
 
     workdir: str
@@ -108,7 +108,7 @@ class TreeHost(Protocol):
 
 
 class LocalSandbox(CommandSandbox):
-    def __init__(self, host: TreeHost, spec: _Spec, sid: str, uid: int) -> None:
+    def __init__(self, host: TreeHost, spec: TreeSpec, sid: str, uid: int) -> None:
         super().__init__(spec.workdir)
         self.backend = host
         self.id = sid
@@ -116,13 +116,13 @@ class LocalSandbox(CommandSandbox):
         self.spec = spec
         self.directory = host.state_dir / sid
         self.cgroups = CgroupSet()
-        self._finalizer = weakref.finalize(self, _teardown, self.directory, uid, {}, sid)
+        self._finalizer = weakref.finalize(self, teardown, self.directory, uid, {}, sid)
 
     # The cgroups are only known after create; keep the finalizer's copy in sync.
     def _set_cgroups(self, cgroups: CgroupSet) -> None:
         self.cgroups = cgroups
         self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _teardown, self.directory, self.uid, dict(cgroups.dirs), self.id)
+        self._finalizer = weakref.finalize(self, teardown, self.directory, self.uid, dict(cgroups.dirs), self.id)
 
     @property
     def rw(self) -> Path:
@@ -214,7 +214,7 @@ class LocalSandbox(CommandSandbox):
         directory.mkdir(mode=0o755)
         target = directory / Path(GATEWAY_SOCKET).name
         target.touch(mode=0o666)
-        _run_host(["mount", "--bind", str(model.socket_path), str(target)])
+        run_host(["mount", "--bind", str(model.socket_path), str(target)])
         self.spec = replace(self.spec, gateway=str(directory), harness=str(harness) if harness else None)
 
     # -- primitive -------------------------------------------------------------
@@ -269,7 +269,7 @@ class LocalSandbox(CommandSandbox):
             process.wait()
         # Belt and braces: nothing of this sandbox may run between execs.
         self.cgroups.kill_all()
-        _kill_uid(self.uid)
+        kill_uid(self.uid)
         for thread in threads:
             thread.join(timeout=10)
         duration = time.monotonic() - started
@@ -299,10 +299,10 @@ class LocalSandbox(CommandSandbox):
     def destroy(self) -> None:
         with self._lock:
             self._destroyed = True
-            self._finalizer()  # runs _teardown once; later calls are no-ops
+            self._finalizer()  # runs teardown once; later calls are no-ops
 
 
-def _destroy(sandbox: LocalSandbox) -> None:
+def destroy_sandbox(sandbox: LocalSandbox) -> None:
     sandbox.destroy()
 
 

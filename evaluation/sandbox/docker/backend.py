@@ -32,11 +32,11 @@ from ..images import VERIFIER_IDENTITY, default_image, require_verifier_root
 from ..network import ModelAccess
 from ..pool import WarmPool
 from ..state_diff import Signature, StateIndex
-from .container import DockerSandbox, _destroy, _Spec, start, tmpfs_sizes
-from .orphans import _snapshot_file, cleanup_orphans
+from .container import ContainerSpec, DockerSandbox, destroy_sandbox, start, tmpfs_sizes
+from .orphans import cleanup_orphans, snapshot_file
 from .seeding import ImageSeeds
 from .snapshots import DockerSnapshot, take_snapshot, tar_state
-from .verification import _Remover
+from .verification import Remover
 from .volumes import VerifierVolume
 
 
@@ -67,20 +67,20 @@ class DockerBackend(SandboxBackend):
         self._manifest_lock = threading.Lock()
         self._verifier = VerifierVolume(self.client, self.image, self.state_dir)
         self._image_ids: dict[str, str] = {}
-        self._remover = _Remover()
+        self._remover = Remover()
         # Warm pools (evaluation.sandbox.pool): started, seeded agent containers, and seeded
         # test-phase containers (two per trial), per sandbox spec.
-        self._agent_pool: WarmPool[_Spec, DockerSandbox] = WarmPool(
-            "docker-agent", self._new_agent_container, _destroy, size=pool_size, max_keys=pool_environments
+        self._agent_pool: WarmPool[ContainerSpec, DockerSandbox] = WarmPool(
+            "docker-agent", self._new_agent_container, destroy_sandbox, size=pool_size, max_keys=pool_environments
         )
-        self._test_pool: WarmPool[_Spec, DockerSandbox] = WarmPool(
-            "docker-test", self._new_test_container, _destroy, size=2 * pool_size, max_keys=pool_environments
+        self._test_pool: WarmPool[ContainerSpec, DockerSandbox] = WarmPool(
+            "docker-test", self._new_test_container, destroy_sandbox, size=2 * pool_size, max_keys=pool_environments
         )
 
     # -- create ------------------------------------------------------------------
-    def _spec(self, environment: Environment, limits: Limits) -> tuple[_Spec, bytes]:
+    def _spec(self, environment: Environment, limits: Limits) -> tuple[ContainerSpec, bytes]:
         """The spec of a sandbox of ``environment`` (tmpfs sizes included) and its seed tar."""
-        spec = _Spec(
+        spec = ContainerSpec(
             image=environment.image or self.image,
             workdir=environment.workdir,
             mounts=plan_writable_mounts(environment),
@@ -113,7 +113,7 @@ class DockerBackend(SandboxBackend):
             raise
         return sandbox
 
-    def _new_agent_container(self, spec: _Spec, seed: bytes | None = None) -> DockerSandbox:
+    def _new_agent_container(self, spec: ContainerSpec, seed: bytes | None = None) -> DockerSandbox:
         """A started container holding the image's content of its writable directories."""
         if seed is None:
             seed = self._images.seed(spec)[0]
@@ -125,7 +125,7 @@ class DockerBackend(SandboxBackend):
             raise
         return sandbox
 
-    def _new_test_container(self, spec: _Spec) -> DockerSandbox:
+    def _new_test_container(self, spec: ContainerSpec) -> DockerSandbox:
         """A test-phase container holding the image's content of its writable directories, for
         the pool: a trial then sends it only what its agent changed (``DockerSnapshot.verify``).
         Seeded by the same tar, from the same archive, as an agent's container."""
@@ -135,7 +135,7 @@ class DockerBackend(SandboxBackend):
         sandbox.seeded = key
         return sandbox
 
-    def _pristine_manifest(self, spec: _Spec, key: tuple[str, tuple[str, ...]]) -> dict[str, Signature]:
+    def _pristine_manifest(self, spec: ContainerSpec, key: tuple[str, tuple[str, ...]]) -> dict[str, Signature]:
         """Name -> signature of every member a snapshot of a container freshly seeded with ``key``
         holds; made once per key, in a container of ``spec``'s shape.
 
@@ -158,10 +158,10 @@ class DockerBackend(SandboxBackend):
             self._manifests[key] = manifest
             return manifest
 
-    def _test_spec(self, spec: _Spec) -> _Spec:
+    def _test_spec(self, spec: ContainerSpec) -> ContainerSpec:
         return replace(spec, gateway=None, harness=None, verifier=self._verifier.name())
 
-    def _test_container(self, spec: _Spec) -> DockerSandbox:
+    def _test_container(self, spec: ContainerSpec) -> DockerSandbox:
         """A test-phase container (verifier runtime mounted, nothing of the agent's yet): seeded with the
         image's content when the pool had one ready, else empty."""
         test_spec = self._test_spec(spec)
@@ -229,7 +229,7 @@ class DockerBackend(SandboxBackend):
         verifier = read_identity(require_verifier_root() / VERIFIER_IDENTITY, "verifier runtime")
         return f"docker image {image_id} verifier {verifier}"
 
-    def _start(self, spec: _Spec) -> DockerSandbox:
+    def _start(self, spec: ContainerSpec) -> DockerSandbox:
         return start(self, spec)
 
     # -- snapshots ----------------------------------------------------------------
@@ -238,7 +238,7 @@ class DockerBackend(SandboxBackend):
         return self.state_dir
 
     def _snapshot_path(self) -> Path:
-        return _snapshot_file(self._state_dir())
+        return snapshot_file(self._state_dir())
 
     def _snapshot(self, sandbox: DockerSandbox) -> DockerSnapshot:
         return take_snapshot(self, sandbox, self._snapshot_path())

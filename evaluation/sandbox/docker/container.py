@@ -75,7 +75,7 @@ from ..base import (
     inode_cap,
 )
 from ..network import GATEWAY_MOUNT, HARNESS_MOUNT, forwarder_argv
-from .orphans import _LIVE, _LIVE_LOCK, _container_id, _creating, _remove_container
+from .orphans import LIVE, LIVE_LOCK, container_id_of, creating, remove_container
 
 # Files docker bind-mounts into every container; they live on the host and must
 # be neither overwritten by a seed/restore nor carried into a snapshot.
@@ -184,7 +184,7 @@ def tmpfs_sizes(mounts: tuple[str, ...], workdir: str, disk_mb: int, seeds: Mapp
 
 
 @dataclass(frozen=True)
-class _Spec:
+class ContainerSpec:
     image: str
     workdir: str
     mounts: tuple[str, ...]
@@ -213,7 +213,7 @@ class ContainerHost(Protocol):
 
 
 class DockerSandbox(CommandSandbox):
-    def __init__(self, host: ContainerHost, spec: _Spec, container: Container, *, reap: bool = True) -> None:
+    def __init__(self, host: ContainerHost, spec: ContainerSpec, container: Container, *, reap: bool = True) -> None:
         """``reap=False``: each command runs under its deadline alone, without the final kill (a
         snapshot helper, whose kill would reach the sandbox whose PID namespace it shares, and
         its own keep-alive)."""
@@ -222,12 +222,12 @@ class DockerSandbox(CommandSandbox):
         self.spec = spec
         self.container = container
         self.reap = reap
-        self.id = _container_id(container)
+        self.id = container_id_of(container)
         # The key of the pristine content it was seeded with (``DockerBackend._seed``); None: empty.
         self.seeded: tuple[str, tuple[str, ...]] | None = None
-        with _LIVE_LOCK:
-            _LIVE.add(self.id)
-        self._finalizer = weakref.finalize(self, _remove_container, host.client, self.id)
+        with LIVE_LOCK:
+            LIVE.add(self.id)
+        self._finalizer = weakref.finalize(self, remove_container, host.client, self.id)
 
     def _exec_argv(self, argv: list[str]) -> list[str]:
         return forwarder_argv(argv) if self.spec.gateway else argv
@@ -381,7 +381,7 @@ class DockerSandbox(CommandSandbox):
             self._finalizer()
 
 
-def _destroy(sandbox: DockerSandbox) -> None:
+def destroy_sandbox(sandbox: DockerSandbox) -> None:
     sandbox.destroy()
 
 
@@ -402,7 +402,7 @@ def _feed_socket(raw: socket.socket, data: bytes | IO[bytes] | None) -> None:
             raw.shutdown(socket.SHUT_WR)
 
 
-def start(host: ContainerHost, spec: _Spec) -> DockerSandbox:
+def start(host: ContainerHost, spec: ContainerSpec) -> DockerSandbox:
     """A started container of ``spec``, its writable directories empty."""
     tmpfs = {m: _tmpfs_options(m, size) for m, size in spec.sizes}
     volumes: dict[str, dict[str, str]] = {}
@@ -416,13 +416,13 @@ def start(host: ContainerHost, spec: _Spec) -> DockerSandbox:
         volumes[spec.gateway] = {"bind": GATEWAY_MOUNT, "mode": "ro"}
     if spec.harness:
         volumes[spec.harness] = {"bind": HARNESS_MOUNT, "mode": "ro"}
-    with _creating("sandbox") as labels:
+    with creating("sandbox") as labels:
         return run_container(host, spec, command, tmpfs, volumes, labels)
 
 
 def run_container(
     host: ContainerHost,
-    spec: _Spec,
+    spec: ContainerSpec,
     command: list[str],
     tmpfs: dict[str, str],
     volumes: dict[str, dict[str, str]],

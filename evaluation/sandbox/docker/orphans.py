@@ -22,13 +22,13 @@ from docker.models.containers import Container
 
 from ..base import SANDBOX_LABEL, SandboxError
 
-_LIVE: set[str] = set()  # container ids owned by live sandbox objects of this process
+LIVE: set[str] = set()  # container ids owned by live sandbox objects of this process
 # Tokens of containers this process is creating: between the engine's answer and the sandbox
 # object taking the id (or, for a helper, its whole short use) they are this process's own but
 # not yet live, and a sweep in another thread must leave them alone.
-_CREATING: set[str] = set()
+CREATING: set[str] = set()
 CREATION_LABEL = "veriharm.creation"
-_LIVE_LOCK = threading.Lock()
+LIVE_LOCK = threading.Lock()
 
 
 def _process_start_time(pid: int) -> int | None:
@@ -51,17 +51,17 @@ def _owner_labels(kind: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _creating(kind: str) -> Iterator[dict[str, str]]:
+def creating(kind: str) -> Iterator[dict[str, str]]:
     """The owner labels for a container about to be created, marked as being created until the
     block ends: ``cleanup_orphans`` leaves it alone until then."""
     token = secrets.token_hex(8)
-    with _LIVE_LOCK:
-        _CREATING.add(token)
+    with LIVE_LOCK:
+        CREATING.add(token)
     try:
         yield {**_owner_labels(kind), CREATION_LABEL: token}
     finally:
-        with _LIVE_LOCK:
-            _CREATING.discard(token)
+        with LIVE_LOCK:
+            CREATING.discard(token)
 
 
 def _owner_gone(labels: Mapping[str, str]) -> bool:
@@ -72,12 +72,12 @@ def _owner_gone(labels: Mapping[str, str]) -> bool:
     return str(_process_start_time(pid)) != labels.get("veriharm.owner_start")
 
 
-def _container_id(container: Container) -> str:
+def container_id_of(container: Container) -> str:
     assert container.id is not None  # a created container has one (types-docker allow None for any model)
     return container.id
 
 
-def _remove_container(client: docker.DockerClient, container_id: str) -> None:
+def remove_container(client: docker.DockerClient, container_id: str) -> None:
     try:
         client.api.remove_container(container_id, force=True, v=True)
     except docker.errors.NotFound:
@@ -87,16 +87,16 @@ def _remove_container(client: docker.DockerClient, container_id: str) -> None:
         if "already in progress" not in str(exc):
             raise SandboxError(f"cannot remove container {container_id[:12]}: {exc}") from exc
     finally:
-        with _LIVE_LOCK:
-            _LIVE.discard(container_id)
+        with LIVE_LOCK:
+            LIVE.discard(container_id)
 
 
-def _unlink(path: Path) -> None:
+def remove_file(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
 
 
-def _snapshot_file(state_dir: Path) -> Path:
+def snapshot_file(state_dir: Path) -> Path:
     """A new snapshot file's path, named after its owner (``_remove_orphan_snapshots`` reads it)."""
     pid = os.getpid()
     return state_dir / f"snap-{pid}-{_process_start_time(pid)}-{secrets.token_hex(6)}.tar"
@@ -117,10 +117,10 @@ def cleanup_orphans(client: docker.DockerClient, state_dir: Path) -> int:
         if labels.get("veriharm.host") != here:
             continue  # another machine's, sharing this engine: not ours to judge
         mine = labels.get("veriharm.owner_pid") == str(os.getpid())
-        with _LIVE_LOCK:
-            live = container_id in _LIVE or labels.get(CREATION_LABEL) in _CREATING
+        with LIVE_LOCK:
+            live = container_id in LIVE or labels.get(CREATION_LABEL) in CREATING
         if (mine and not live) or (not mine and _owner_gone(labels)):
-            _remove_container(client, container_id)
+            remove_container(client, container_id)
             if labels.get("veriharm.kind") == "sandbox":
                 removed += 1
     _remove_orphan_snapshots(state_dir)
@@ -136,4 +136,4 @@ def _remove_orphan_snapshots(state_dir: Path) -> None:
         except ValueError:
             continue
         if str(_process_start_time(int(pid))) != start:
-            _unlink(path)
+            remove_file(path)

@@ -16,8 +16,8 @@ import docker
 import docker.errors
 
 from ..base import SandboxError
-from .container import DOCKER_MANAGED, _Spec
-from .orphans import _container_id, _creating, _remove_container
+from .container import DOCKER_MANAGED, ContainerSpec
+from .orphans import container_id_of, creating, remove_container
 
 SeedKey = tuple[str, tuple[str, ...]]
 Seed = tuple[bytes, dict[str, int]]
@@ -42,12 +42,12 @@ class ImageSeeds:
         except docker.errors.DockerException as exc:
             raise SandboxError(f"docker engine error: {exc}") from exc
 
-    def seed(self, spec: _Spec) -> Seed:
+    def seed(self, spec: ContainerSpec) -> Seed:
         """One tar (paths relative to /) of the image's content of the writable dirs, and
         the bytes it holds per mount; cached per image."""
         return self.seed_with_key(spec)[1]
 
-    def seed_with_key(self, spec: _Spec) -> tuple[SeedKey, Seed]:
+    def seed_with_key(self, spec: ContainerSpec) -> tuple[SeedKey, Seed]:
         """``seed``, with the key it is cached under: the image's id and the writable dirs."""
         key = (self.image_id(spec.image), spec.mounts)
         with self._seed_lock:
@@ -61,7 +61,7 @@ class ImageSeeds:
             return self._seeds[key]
 
     def _read_image_dirs(self, image: str, mounts: tuple[str, ...]) -> tuple[bytes, dict[str, int]]:
-        with _creating("helper") as labels:
+        with creating("helper") as labels:
             return self._read_image_dirs_with(image, mounts, labels)
 
     def _read_image_dirs_with(
@@ -83,7 +83,7 @@ class ImageSeeds:
                     # get_archive names members after the basename ("local/..." for
                     # /usr/local); rename them relative to "/" so one tar -C / fits all.
                     prefix = mount.lstrip("/").rsplit("/", 1)[0] + "/" if mount.count("/") > 1 else ""
-                    with tarfile.open(fileobj=_ChunkReader(chunks), mode="r|") as part:
+                    with tarfile.open(fileobj=ChunkReader(chunks), mode="r|") as part:
                         for member in part:
                             member.name = prefix + member.name
                             if member.name in DOCKER_MANAGED:
@@ -96,11 +96,11 @@ class ImageSeeds:
         except docker.errors.DockerException as exc:
             raise SandboxError(f"cannot read {image}'s filesystem: {exc}") from exc
         finally:
-            _remove_container(self.client, _container_id(helper))
+            remove_container(self.client, container_id_of(helper))
         return output.getvalue(), sizes
 
 
-class _ChunkReader(io.RawIOBase):
+class ChunkReader(io.RawIOBase):
     """A file-like view of the byte chunks get_archive yields, for tarfile's stream mode."""
 
     def __init__(self, chunks: Any) -> None:

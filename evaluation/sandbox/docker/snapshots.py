@@ -37,9 +37,9 @@ from ..base import (
     hidden_test_name,
 )
 from ..state_diff import RangeReader, Signature, StateDiff, StateIndex, state_diff
-from .container import DOCKER_MANAGED, ContainerHost, DockerSandbox, _Spec, run_container
-from .orphans import _creating, _unlink
-from .verification import MAX_DELETION_BYTES, _Remover, _state_then_test
+from .container import DOCKER_MANAGED, ContainerHost, ContainerSpec, DockerSandbox, run_container
+from .orphans import creating, remove_file
+from .verification import MAX_DELETION_BYTES, Remover, state_then_test
 
 # A snapshot helper (DockerBackend._snapshot_helper) reads the sandbox's files here: the root of
 # the sandbox's PID 1, in the PID namespace they share. Its own life is bounded by this.
@@ -50,17 +50,17 @@ HELPER_LIFETIME = 4 * INTERNAL_TIMEOUT
 class SnapshotHost(ContainerHost, Protocol):
     """What a snapshot needs of its backend: containers for its copies and its tests."""
 
-    _remover: _Remover
+    _remover: Remover
 
-    def _start(self, spec: _Spec) -> DockerSandbox: ...
+    def _start(self, spec: ContainerSpec) -> DockerSandbox: ...
 
-    def _test_container(self, spec: _Spec) -> DockerSandbox: ...
+    def _test_container(self, spec: ContainerSpec) -> DockerSandbox: ...
 
-    def _pristine_manifest(self, spec: _Spec, key: tuple[str, tuple[str, ...]]) -> dict[str, Signature]: ...
+    def _pristine_manifest(self, spec: ContainerSpec, key: tuple[str, tuple[str, ...]]) -> dict[str, Signature]: ...
 
 
 class DockerSnapshot(Snapshot):
-    def __init__(self, host: SnapshotHost, spec: _Spec, path: Path) -> None:
+    def __init__(self, host: SnapshotHost, spec: ContainerSpec, path: Path) -> None:
         self.backend = host
         self.spec = spec
         self.path = path
@@ -68,7 +68,7 @@ class DockerSnapshot(Snapshot):
         self._state_index: StateIndex | None = None
         self._preload: bool | None = None
         self._index_lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _unlink, path)
+        self._finalizer = weakref.finalize(self, remove_file, path)
 
     def _has_preload(self) -> bool:
         """Whether the agent left anything at /etc/ld.so.preload (read from our tar on the host)."""
@@ -124,7 +124,7 @@ class DockerSnapshot(Snapshot):
         try:
             with archive:
                 deletions = diff.deletions if diff else ()
-                result = _state_then_test(sandbox, module, test_source, preload, archive, deletions, timeout)
+                result = state_then_test(sandbox, module, test_source, preload, archive, deletions, timeout)
         except BaseException:
             sandbox.destroy()
             raise
@@ -198,8 +198,8 @@ def snapshot_helper(sandbox: DockerSandbox) -> Iterator[DockerSandbox]:
     capabilities, no fewer (reading another process's root takes as many), and no network.
     It keeps itself alive only for a while and is removed, with its processes, once the tar
     has run; its exec does not end by killing what it sees, which would be the sandbox's."""
-    spec = _Spec(image=sandbox.spec.image, workdir="/", mounts=(), limits=sandbox.spec.limits)
-    with _creating("helper") as labels:
+    spec = ContainerSpec(image=sandbox.spec.image, workdir="/", mounts=(), limits=sandbox.spec.limits)
+    with creating("helper") as labels:
         helper = run_container(
             sandbox.backend,
             spec,

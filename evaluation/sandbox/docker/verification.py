@@ -11,7 +11,7 @@ them. A container built on demand starts empty and gets the whole snapshot; one 
 was seeded with the image's content like an agent's container, and gets only what differs from it
 (``evaluation.sandbox.state_diff``: members compared by content hash and every attribute, never by
 mtime alone), after the paths the agent removed are deleted, in the same exec. It is removed in
-the background once its test has run (``_Remover``).
+the background once its test has run (``Remover``).
 """
 
 from __future__ import annotations
@@ -51,11 +51,11 @@ MAX_DELETION_BYTES = 256 * 1024
 # /etc/nsswitch.conf is ever loaded while unpacking.
 _STATE_OPTIONS = ["--numeric-owner", "--anchored", f"--exclude={PRELOAD_PATH.lstrip('/')}"]
 _UNPACK_STATE = [TAR, "-x", "-p", *_STATE_OPTIONS, "-C", "/", "-f", "-"]
-# Printed once the state is in, right before the verifier starts (see _state_then_test).
+# Printed once the state is in, right before the verifier starts (see state_then_test).
 _STATE_WRITTEN = "veriharm-state-written."
 
 
-def _state_then_test(
+def state_then_test(
     sandbox: DockerSandbox,
     module: str,
     source: str,
@@ -123,7 +123,7 @@ def _state_then_test(
     )
 
 
-class _Remover:
+class Remover:
     """Removes finished test containers in the background, off the trial's path.
 
     Removing a container takes the engine tens of milliseconds that a verdict does not wait for.

@@ -20,8 +20,8 @@ from docker.models.containers import Container
 
 from ..base import SANDBOX_LABEL, SandboxError, read_identity
 from ..images import VERIFIER_IDENTITY, require_verifier_root
-from .orphans import _container_id, _creating, _remove_container
-from .seeding import _ChunkReader
+from .orphans import container_id_of, creating, remove_container
+from .seeding import ChunkReader
 
 # Where a helper container sees the verifier volume while it is filled.
 VOLUME_FILL_MOUNT = "/veriharm-fill"
@@ -66,7 +66,7 @@ class VerifierVolume:
     @contextlib.contextmanager
     def _volume_helper(self, name: str, mode: str) -> Iterator[Container]:
         """A stopped container with volume ``name`` mounted, for its whole use, then removed."""
-        with _creating("helper") as labels:
+        with creating("helper") as labels:
             helper = self.client.containers.create(
                 self.image,
                 command=["true"],
@@ -77,7 +77,7 @@ class VerifierVolume:
             try:
                 yield helper
             finally:
-                _remove_container(self.client, _container_id(helper))
+                remove_container(self.client, container_id_of(helper))
 
     def _volume_identity(self, name: str) -> str | None:
         try:
@@ -87,7 +87,7 @@ class VerifierVolume:
         with self._volume_helper(name, "ro") as helper:
             try:
                 chunks, _ = helper.get_archive(f"{VOLUME_FILL_MOUNT}/{VERIFIER_IDENTITY}")
-                with tarfile.open(fileobj=_ChunkReader(chunks), mode="r|") as archive:
+                with tarfile.open(fileobj=ChunkReader(chunks), mode="r|") as archive:
                     for member in archive:
                         content = archive.extractfile(member)
                         return content.read().decode().strip() if content else None
