@@ -223,7 +223,7 @@ class DockerSandbox(CommandSandbox):
         self.container = container
         self.reap = reap
         self.id = container_id_of(container)
-        # The key of the pristine content it was seeded with (``DockerBackend._seed``); None: empty.
+        # The key of the pristine content it was seeded with (``ImageSeeds.seed_with_key``); None: empty.
         self.seeded: tuple[str, tuple[str, ...]] | None = None
         with LIVE_LOCK:
             LIVE.add(self.id)

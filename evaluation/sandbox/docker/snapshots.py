@@ -41,7 +41,7 @@ from .container import DOCKER_MANAGED, ContainerHost, ContainerSpec, DockerSandb
 from .orphans import creating, remove_file
 from .verification import MAX_DELETION_BYTES, Remover, state_then_test
 
-# A snapshot helper (DockerBackend._snapshot_helper) reads the sandbox's files here: the root of
+# A snapshot helper (``snapshot_helper``) reads the sandbox's files here: the root of
 # the sandbox's PID 1, in the PID namespace they share. Its own life is bounded by this.
 SNAPSHOT_SOURCE = "/proc/1/root"
 HELPER_LIFETIME = 4 * INTERNAL_TIMEOUT
