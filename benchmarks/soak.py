@@ -557,13 +557,13 @@ class Soak:
         """Sandboxes in the soak's state directory whose owning process is dead."""
         import json
 
-        from evaluation.sandbox.bubblewrap import _owner_alive  # the backend's own liveness test
+        from evaluation.sandbox.bubblewrap.host import owner_alive  # the backend's own liveness test
 
         orphans = 0
         for directory in sandboxes_in(self.tmp / "veriharm-sandboxes"):
             try:
                 meta = json.loads((directory / "meta.json").read_text())
-                orphans += not _owner_alive(int(meta["owner_pid"]), meta.get("owner_start"))
+                orphans += not owner_alive(int(meta["owner_pid"]), meta.get("owner_start"))
             except (OSError, ValueError, KeyError):
                 orphans += 1
         return orphans

@@ -47,7 +47,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from .network import HOST_NETWORK_REFUSED, ModelAccess
 from .verifier_bootstrap import AUDIT_MARKER, AUDIT_STATUS, TESTS_DIR
@@ -674,6 +674,12 @@ class SandboxBackend(ABC):
         raise NotImplementedError(f"{type(self).__name__} has no system identity")
 
 
+class ByteSink(Protocol):
+    """Where a command's stdout can go instead of into its result: an open file, a gzip writer."""
+
+    def write(self, data: bytes, /) -> object: ...
+
+
 @dataclass
 class RawResult:
     """Outcome of a backend-internal command (bytes, no timeout bookkeeping for callers)."""
@@ -711,8 +717,12 @@ class CommandSandbox(Sandbox):
         cwd: str | None = None,
         stdin: bytes | IO[bytes] | None = None,
         output_limit: int | None = MAX_OUTPUT_BYTES,
+        stdout_to: ByteSink | None = None,
     ) -> RawResult:
-        """Run argv inside; kill every process inside when it ends or times out."""
+        """Run argv inside; kill every process inside when it ends or times out.
+
+        ``stdout_to``: the command's stdout is written there as it comes (a snapshot's tar,
+        whatever its size) and the result's ``stdout`` stays empty."""
 
     # -- helpers -------------------------------------------------------------
     def _check_alive(self) -> None:

@@ -61,7 +61,7 @@ MAX_HEAD = 64 * 1024
 MAX_JSON_BODY = 1024 * 1024
 LOOKUP_TIMEOUT = 30.0
 
-# HostConfig keys the backend sets (evaluation/sandbox/docker.py); any other must be unset/empty.
+# HostConfig keys the backend sets (evaluation/sandbox/docker/container.py); any other must be unset/empty.
 HOST_CONFIG_ALLOWED = {
     "Binds",
     "Tmpfs",
@@ -80,7 +80,7 @@ HOST_CONFIG_ALLOWED = {
     "OomScoreAdj",
     "PidMode",
 }
-# A snapshot helper joins the PID namespace of the sandbox it reads (DockerBackend._snapshot_helper).
+# A snapshot helper joins the PID namespace of the sandbox it reads (evaluation.sandbox.docker.snapshots.snapshot_helper).
 PID_MODE = re.compile(rf"container:(?P<ref>{REF_CHARS})")
 # Config keys of a container create; NetworkingConfig is checked on its own, any other must be empty.
 CONFIG_ALLOWED = {

@@ -18,7 +18,7 @@ A harness's read-only runtime (``scripts/build_sandbox_image.sh``), when the
 agent has one, is mounted at ``HARNESS_MOUNT`` in ``model`` mode only.
 
 The host side (where the socket and the runtime come from) is ``ModelAccess``;
-each backend decides how to make them visible (see its module docstring).
+each backend decides how to make them visible (``docker.container``, ``bubblewrap.tree``).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from candidates.models import Candidate
 from evaluation.models import Agent, AgentKind, Run, Trial, TrialStatus
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_cancel, run_launch
-from evaluation.sandbox.bubblewrap import default_state_dir
+from evaluation.sandbox.bubblewrap.orphans import default_state_dir
 from evaluation.sandbox.registry import shared_backends
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_for_run, wait_until

@@ -23,7 +23,7 @@ from candidates.models import Candidate
 from evaluation.models import Agent, AgentKind, Trial, TrialStatus
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
-from evaluation.sandbox.bubblewrap import default_state_dir
+from evaluation.sandbox.bubblewrap.orphans import default_state_dir
 from evaluation.tasks import trial_execute
 from tests.evaluation.conftest import wait_until
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from evaluation.sandbox import Sandbox, SandboxBackend, get_backend
-from evaluation.sandbox.bubblewrap import LocalSandbox, _pids_of_uid
+from evaluation.sandbox.bubblewrap import LocalSandbox
+from evaluation.sandbox.bubblewrap.host import pids_of_uid
 from evaluation.sandbox.docker import DockerSandbox
 from evaluation.sandbox.images import (
     build_sandbox_base,
@@ -96,7 +97,7 @@ def sandbox_processes(sandbox: Sandbox) -> list[str]:
     """
     if isinstance(sandbox, LocalSandbox):
         found = []
-        for pid in _pids_of_uid(sandbox.uid):
+        for pid in pids_of_uid(sandbox.uid):
             try:
                 found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
             except OSError:

@@ -19,7 +19,8 @@ import pytest
 
 from evaluation.sandbox import Environment, Limits, Sandbox, SandboxBackend, SandboxError
 from evaluation.sandbox.base import WRITABLE_SYSTEM_DIRS, plan_writable_mounts
-from evaluation.sandbox.bubblewrap import BubblewrapBackend, LocalSandbox, LocalSnapshot, _pids_of_uid
+from evaluation.sandbox.bubblewrap import BubblewrapBackend, LocalSandbox, LocalSnapshot
+from evaluation.sandbox.bubblewrap.host import pids_of_uid
 from evaluation.sandbox.docker import DockerSandbox, DockerSnapshot
 from evaluation.sandbox.images import default_image, sandbox_root
 
@@ -244,7 +245,7 @@ def test_cleanup_orphans_removes_what_a_crashed_process_left(
         assert not Path(where).exists()
         assert where not in Path("/proc/self/mountinfo").read_text()
         assert all(not Path(d).exists() for d in record["cgroups"].values())
-        assert _pids_of_uid(record["uid"]) == []
+        assert pids_of_uid(record["uid"]) == []
     else:
         with pytest.raises(docker.errors.NotFound):
             backend.client.containers.get(where)  # type: ignore[attr-defined]

@@ -10,7 +10,8 @@ import threading
 import docker.errors
 
 from evaluation.sandbox import Environment, SandboxBackend
-from evaluation.sandbox.docker import DockerBackend, _creating
+from evaluation.sandbox.docker import DockerBackend
+from evaluation.sandbox.docker.orphans import creating
 from evaluation.sandbox.images import default_image
 
 
@@ -27,7 +28,7 @@ def test_a_sweep_leaves_a_container_being_created_alone_and_removes_it_once_aban
 ) -> None:
     backend = backends["docker"]
     assert isinstance(backend, DockerBackend)
-    with _creating("sandbox") as labels:
+    with creating("sandbox") as labels:
         container = backend.client.containers.create(
             default_image(), command=["true"], network_disabled=True, labels=labels
         )

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from evaluation.sandbox import Environment, SandboxBackend, SandboxError
-from evaluation.sandbox.bubblewrap import LocalSnapshot, _pids_of_uid
+from evaluation.sandbox.bubblewrap import LocalSnapshot
+from evaluation.sandbox.bubblewrap.host import pids_of_uid
 
 TEST = (
     "import os, pathlib\n"
@@ -50,7 +51,7 @@ def test_a_final_snapshot_holds_the_state_and_ends_the_sandbox(backend: SandboxB
     if isinstance(snapshot, LocalSnapshot):
         assert not snapshot.directory.exists()
         assert str(snapshot.directory) not in Path("/proc/self/mountinfo").read_text()
-        assert _pids_of_uid(snapshot.uid) == []
+        assert pids_of_uid(snapshot.uid) == []
 
 
 def test_a_large_test_module_runs_like_a_small_one(backend: SandboxBackend) -> None:
