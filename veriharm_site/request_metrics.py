@@ -32,7 +32,5 @@ class RequestLatencyMiddleware:
         match = getattr(request, "resolver_match", None)
         route = (match.view_name if match is not None else "") or "unmatched"
         method = request.method if request.method in METHODS else "other"
-        REQUEST_SECONDS.labels(route, method, f"{response.status_code // 100}xx").observe(
-            time.perf_counter() - started
-        )
+        REQUEST_SECONDS.labels(route, method, f"{response.status_code // 100}xx").observe(time.perf_counter() - started)
         return response

@@ -35,7 +35,8 @@ def queue_depths() -> dict[str, int] | None:
     try:
         with app.connection_for_read() as conn:
             channel = conn.default_channel
-            return {name: int(channel.queue_declare(queue=name, passive=True).message_count) for name in names}
+            # Not passive: a queue no worker has declared yet (none consumes it) counts 0, not an error.
+            return {name: int(channel.queue_declare(queue=name).message_count) for name in names}
     except Exception:  # a scrape must answer while the broker is down: it says so in veriharm_broker_up
         logger.warning("could not read the broker's queue depths", exc_info=True)
         return None
@@ -64,14 +65,13 @@ class DatabaseCollector(Collector):
         yield ends
 
         again = Trial.objects.filter(attempts__gt=1).aggregate(n=Sum(F("attempts") - 1))["n"] or 0
-        yield CounterMetricFamily(
-            "veriharm_trial_attempts_retried", "Attempts beyond each trial's first", value=again
-        )
+        yield CounterMetricFamily("veriharm_trial_attempts_retried", "Attempts beyond each trial's first", value=again)
         takeovers = TranscriptStep.objects.filter(
             kind=TranscriptStep.Kind.NOTE, index=0, content__contains=TAKEOVER_NOTE
         ).count()
         yield CounterMetricFamily(
-            "veriharm_lease_takeovers", "Attempts that took a trial over from a worker that stopped answering",
+            "veriharm_lease_takeovers",
+            "Attempts that took a trial over from a worker that stopped answering",
             value=takeovers,
         )
 
@@ -88,7 +88,9 @@ class DatabaseCollector(Collector):
             "veriharm_gateway_calls", "Model calls the gateway passed on, by route and outcome", labels=["route", "ok"]
         )
         tokens = CounterMetricFamily("veriharm_gateway_tokens", "Tokens of those calls", labels=["route", "kind"])
-        cost = CounterMetricFamily("veriharm_gateway_cost_usd", "Their cost, where the price is known", labels=["route"])
+        cost = CounterMetricFamily(
+            "veriharm_gateway_cost_usd", "Their cost, where the price is known", labels=["route"]
+        )
         rows = (
             ModelCall.objects.values("route")
             .annotate(
