@@ -38,14 +38,15 @@ def backends_of(queues: list[str]) -> tuple[str, ...]:
 
 def worker_info(worker: WorkController) -> WorkerInfo:
     queues = sorted(worker.app.amqp.queues.consume_from)
-    name = str(worker.hostname)
+    # Set by WorkController.setup_defaults; celery's stubs leave them out.
+    name = str(getattr(worker, "hostname", "") or socket.gethostname())
     return WorkerInfo(
         name=name,
         host=host_of(name),
         pid=os.getpid(),
         queues=tuple(queues),
         backends=backends_of(queues),
-        concurrency=int(worker.concurrency or 1),
+        concurrency=int(getattr(worker, "concurrency", 0) or 1),
         started_at=timezone.now(),
     )
 

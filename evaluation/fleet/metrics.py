@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, F, Q, Sum
@@ -34,7 +35,8 @@ def queue_depths() -> dict[str, int] | None:
     names = sorted({settings.CELERY_TASK_DEFAULT_QUEUE, *settings.VERIHARM_SANDBOX_QUEUES.values()})
     try:
         with app.connection_for_read() as conn:
-            channel = conn.default_channel
+            # The transport's own channel (kombu's stubs give the abstract one, without queue_declare).
+            channel: Any = conn.default_channel
             # Not passive: a queue no worker has declared yet (none consumes it) counts 0, not an error.
             return {name: int(channel.queue_declare(queue=name).message_count) for name in names}
     except Exception:  # a scrape must answer while the broker is down: it says so in veriharm_broker_up
@@ -114,13 +116,15 @@ class DatabaseCollector(Collector):
 
         jobs = GaugeMetricFamily("veriharm_import_jobs", "Import jobs by state", labels=["status"])
         lines = GaugeMetricFamily("veriharm_import_lines", "Lines of those jobs' files", labels=["status"])
-        per_status = {
-            row["status"]: row
-            for row in ImportJob.objects.values("status").annotate(n=Count("pk"), lines=Sum("total_lines"))
+        per_status: dict[str, tuple[int, int]] = {
+            status: (n, total or 0)
+            for status, n, total in ImportJob.objects.values("status")
+            .annotate(n=Count("pk"), lines=Sum("total_lines"))
+            .values_list("status", "n", "lines")
         }
         for status in ImportStatus.values:
-            row = per_status.get(status, {})
-            jobs.add_metric([status], row.get("n", 0))
-            lines.add_metric([status], row.get("lines") or 0)
+            n, total = per_status.get(status, (0, 0))
+            jobs.add_metric([status], n)
+            lines.add_metric([status], total)
         yield jobs
         yield lines

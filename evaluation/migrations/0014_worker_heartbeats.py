@@ -4,29 +4,36 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evaluation', '0012_model_budget_holds'),
+        ("evaluation", "0012_model_budget_holds"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='WorkerHeartbeat',
+            name="WorkerHeartbeat",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('host', models.CharField(max_length=200)),
-                ('pid', models.PositiveIntegerField()),
-                ('queues', models.JSONField(default=list)),
-                ('backends', models.JSONField(default=list)),
-                ('concurrency', models.PositiveSmallIntegerField()),
-                ('started_at', models.DateTimeField()),
-                ('beat_at', models.DateTimeField()),
-                ('stopped_at', models.DateTimeField(blank=True, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200, unique=True)),
+                ("host", models.CharField(max_length=200)),
+                ("pid", models.PositiveIntegerField()),
+                ("queues", models.JSONField(default=list)),
+                ("backends", models.JSONField(default=list)),
+                ("concurrency", models.PositiveSmallIntegerField()),
+                ("started_at", models.DateTimeField()),
+                ("beat_at", models.DateTimeField()),
+                ("stopped_at", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                'ordering': ['host', 'name'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('beat_at__gte', models.F('started_at'))), name='worker_beats_after_start'), models.CheckConstraint(condition=models.Q(('concurrency__gte', 1)), name='worker_runs_something'), models.CheckConstraint(condition=models.Q(('host', ''), _negated=True), name='worker_names_its_host')],
+                "ordering": ["host", "name"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("beat_at__gte", models.F("started_at"))), name="worker_beats_after_start"
+                    ),
+                    models.CheckConstraint(condition=models.Q(("concurrency__gte", 1)), name="worker_runs_something"),
+                    models.CheckConstraint(
+                        condition=models.Q(("host", ""), _negated=True), name="worker_names_its_host"
+                    ),
+                ],
             },
         ),
     ]
