@@ -8,6 +8,7 @@ never over 127.0.0.1. Cutting the link (taking its main end down) cuts the host 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -55,7 +56,10 @@ class Host:
 
     def create(self, ports: dict[int, int]) -> None:
         """The namespace, its link, and a forwarder per (port on the link -> port on loopback)."""
+        # Sandboxes run as an unprivileged user that must reach their directories from /tmp down.
         self.tmp.mkdir(parents=True, exist_ok=True)
+        for directory in (self.scratch, self.tmp):
+            directory.chmod(0o755)
         sh("ip", "netns", "add", self.netns)
         sh("ip", "link", "add", self.main_end, "type", "veth", "peer", "name", "eth0", "netns", self.netns)
         sh("ip", "addr", "add", f"{self.gateway}/30", "dev", self.main_end)
@@ -154,3 +158,4 @@ class Host:
         self._unforward()
         subprocess.run(["ip", "link", "del", self.main_end], capture_output=True, check=False)
         subprocess.run(["ip", "netns", "del", self.netns], capture_output=True, check=False)
+        shutil.rmtree(self.scratch, ignore_errors=True)

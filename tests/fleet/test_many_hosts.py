@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -97,12 +98,12 @@ def test_a_run_over_three_hosts_survives_losing_one(sandboxes_ready, examples_im
     assert os.geteuid() == 0 and _netns_works(), "the many-host test needs root and `ip netns`"
     app.control.purge()
     agents = [a.pk for a in runs.reference_agents_ensure()]
+    # Scratch under /tmp itself: pytest's tmp_path is private to root, and sandboxes are not root.
     hosts = {
-        "a": Host("host-a", 1, tmp_path / "host-a", ALL_QUEUES),
-        "b": Host("host-b", 2, tmp_path / "host-b", ALL_QUEUES),
-        "c": Host("host-c", 3, tmp_path / "host-c", "sandbox-local,default"),  # no Docker here
-    }
-    figures: dict[str, float] = {}
+        key: Host(f"host-{key}", n, Path(tempfile.mkdtemp(prefix=f"veriharm-fleet-{key}-")), queues)
+        for key, n, queues in (("a", 1, ALL_QUEUES), ("b", 2, ALL_QUEUES), ("c", 3, "sandbox-local,default"))
+    }  # host-c has no Docker queue
+    figures: dict[str, float | int] = {}
     try:
         for host in hosts.values():
             host.create({5432: int(connection.settings_dict["PORT"] or 5432), 6379: 6379})
