@@ -5,11 +5,12 @@ from playwright.sync_api import expect
 
 from evaluation.models import TrialStatus
 from tests.browser.conftest import login
-from tests.fleet.fleet_support import heartbeat, run_with_trials
+from tests.fleet.fleet_support import heartbeat, no_other_workers, run_with_trials
 
 
 @pytest.mark.django_db(transaction=True)
 def test_admin_reads_live_and_silent_workers_and_a_curator_is_refused(live_server, new_page, admin_user, curator):
+    no_other_workers()
     heartbeat("worker@host-a")
     heartbeat("worker@host-b", queues=("default", "sandbox-docker"))
     heartbeat("worker@host-c", age=900)

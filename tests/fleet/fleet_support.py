@@ -15,6 +15,12 @@ from tests.candidates.curation_support import import_lines
 from tests.factories import CandidateLineFactory
 
 
+def no_other_workers() -> None:
+    """Forget the heartbeats of workers this test did not start: a test worker stopping slowly can
+    beat once more after its test's tables were emptied."""
+    WorkerHeartbeat.objects.all().delete()
+
+
 def heartbeat(name: str, *, age: float = 1.0, stopped: bool = False, queues=("sandbox-local",)) -> WorkerHeartbeat:
     beat_at = timezone.now() - timedelta(seconds=age)
     return WorkerHeartbeat.objects.create(

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from candidates.models import ImportJob, ImportStatus
 from evaluation.models import ModelCall, ModelRoute, TranscriptStep, Trial, TrialStatus
 from tests.conftest import make_user
-from tests.fleet.fleet_support import heartbeat, run_with_trials
+from tests.fleet.fleet_support import heartbeat, no_other_workers, run_with_trials
 
 TOKEN = "scrape-token-for-the-test"
 
@@ -64,6 +64,7 @@ def test_metrics_are_off_until_configured_and_then_need_the_token(settings, admi
 @pytest.mark.django_db
 def test_scraped_figures_equal_the_database(settings, broker):
     settings.VERIHARM_METRICS_TOKEN = TOKEN
+    no_other_workers()
     heartbeat("worker@host-a", age=5)
     heartbeat("worker@host-b", age=400)
     heartbeat("worker@host-c", stopped=True)
