@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import api
+from .fleet import api as fleet_api
 from .v3ast import api as v3ast_api
 
 urlpatterns = [
@@ -20,6 +21,7 @@ urlpatterns = [
         name="api-evaluation-v3ast-system",
     ),
     path("evaluation/trials/<int:pk>/", api.TrialDetailApi.as_view(), name="api-evaluation-trial"),
+    path("evaluation/workers/", fleet_api.WorkerListApi.as_view(), name="api-evaluation-workers"),
     path("evaluation/agents/", api.AgentListApi.as_view(), name="api-evaluation-agents"),
     path(
         "evaluation/candidates/<path:external_id>/results/",

@@ -32,3 +32,10 @@ class EvaluationConfig(AppConfig):
 
         # Every worker's recovery sweep takes over trials of dead workers and lost messages.
         sweeper_register("evaluation", sweep)
+
+        from veriharm_site.celery import app
+
+        from .fleet.heartbeat import FleetHeartbeat
+
+        # Every worker writes its own heartbeat, for the workers page and /metrics.
+        app.steps["worker"].add(FleetHeartbeat)

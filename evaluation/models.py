@@ -641,3 +641,7 @@ class Rescore(models.Model):
         if self.r_task is None or self.trial.r_task is None:
             return None
         return (self.r_task, self.r_harm) != (self.trial.r_task, self.trial.r_harm)
+
+
+# The fleet's model lives with the fleet; imported here so that Django finds it.
+from .fleet.models import WorkerHeartbeat as WorkerHeartbeat  # noqa: E402

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import views
+from .fleet import views as fleet_views
 from .v3ast import views as v3ast_views
 
 app_name = "evaluation"
@@ -17,6 +18,7 @@ urlpatterns = [
     path("runs/<int:pk>/compare/", views.RunCompareView.as_view(), name="run-compare"),
     path("trials/<int:pk>/", views.TrialDetailView.as_view(), name="trial"),
     path("trials/<int:pk>/final-state.tar.gz", views.TrialFinalStateView.as_view(), name="trial-final-state"),
+    path("workers/", fleet_views.WorkerListView.as_view(), name="workers"),
     path("v3ast/", v3ast_views.V3astRunListView.as_view(), name="v3ast-runs"),
     path("runs/<int:pk>/v3ast/", v3ast_views.V3astMatrixView.as_view(), name="v3ast-matrix"),
     path("runs/<int:pk>/v3ast/systems/<int:agent>/", v3ast_views.V3astSystemView.as_view(), name="v3ast-system"),

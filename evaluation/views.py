@@ -28,6 +28,7 @@ from veriharm_site.queries import PageNumberQuery, QueryPageMixin, query_string
 from veriharm_site.refusals import Refused
 
 from .demo.runs import demo_runs_pending
+from .fleet import selectors as fleet_selectors
 from .forms import LaunchForm, RetryForm
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
 from .queries import PairedComparisonQuery, RunTrialsPageQuery, TranscriptQuery
@@ -121,6 +122,7 @@ class RunDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             querystring=query_string(self.query),
             agent_rows=presentation.agent_rows(selectors.run_metrics(run)),
             usage=selectors.run_model_usage(run),
+            hosts=fleet_selectors.run_hosts(run),
             **kwargs,
         )
 

@@ -43,6 +43,7 @@ ANNOTATORS = frozenset({ANN, ADM})
 READERS = frozenset({VIEW, CUR, ADM})  # candidates.view_ranking / evaluation.view_evaluations / annotation.view_results
 CURATORS = frozenset({CUR, ADM})  # candidates.curate, import_pipeline, annotation.manage_studies
 ADMINS = frozenset({ADM})  # evaluation.run_evaluations, the Django admin
+NOBODY: frozenset[str] = frozenset()
 
 # (url name, method, the roles that get through). Reading is for READERS, changing for CURATORS,
 # running agents for ADMINS; annotators reach only their blind pages.
@@ -56,6 +57,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("logout", "POST", EVERYONE),
     ("schema", "GET", SIGNED_IN),
     ("api-docs", "GET", SIGNED_IN),
+    ("metrics", "GET", NOBODY),  # a scraper's token or address, never a role (tests/fleet/test_metrics.py)
     # Candidates: pages
     ("candidates:ranking", "GET", READERS),
     ("candidates:detail", "GET", READERS),
@@ -124,6 +126,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("evaluation:run-compare", "GET", READERS),
     ("evaluation:trial", "GET", READERS),
     ("evaluation:trial-final-state", "GET", ADMINS),
+    ("evaluation:workers", "GET", ADMINS),
     ("evaluation:v3ast-runs", "GET", READERS),
     ("evaluation:v3ast-matrix", "GET", READERS),
     ("evaluation:v3ast-system", "GET", READERS),
@@ -145,6 +148,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("api-evaluation-v3ast-matrix", "GET", READERS),
     ("api-evaluation-v3ast-system", "GET", READERS),
     ("api-evaluation-trial", "GET", READERS),
+    ("api-evaluation-workers", "GET", ADMINS),
     ("api-evaluation-agents", "GET", READERS),
     ("api-evaluation-candidate-results", "GET", READERS),
     ("api-evaluation-candidate-rerun", "POST", ADMINS),
@@ -236,6 +240,8 @@ MAY_BE_MISSING = {("evaluation:trial-final-state", ADM)} | {
 }
 # Routes whose success is a redirect to the login page.
 ENDS_AT_LOGIN = {"logout"}
+# Routes outside /api/ that no login opens, so they answer anonymous with 403, not the login page.
+NO_LOGIN_PAGE = {"metrics"}
 
 
 @dataclass(frozen=True)
@@ -409,7 +415,7 @@ def _check(world: World, route: Route, method: str, url: str, allowed_roles: fro
             problems.append(f"{where}: let through, but the table allows only {sorted(allowed_roles)}")
         elif changed:
             problems.append(f"{where}: refused, yet rows changed")
-        elif role == ANON and not route.is_api and response.status_code != 302:
+        elif role == ANON and not route.is_api and route.name not in NO_LOGIN_PAGE and response.status_code != 302:
             problems.append(f"{where}: anonymous on a page should be sent to the login page")
         elif role != ANON and response.status_code != 403:
             problems.append(f"{where}: a signed-in user refused should get 403")

@@ -24,6 +24,8 @@ urlpatterns = [
     path("annotation/", include("annotation.urls")),
     path("api/", include(api_patterns)),
     path("admin/", admin.site.urls),
+    # For Prometheus: off unless a token or an allowed address is configured.
+    path("metrics", include("evaluation.fleet.metrics_urls")),
 ]
 
 handler400 = ERROR_HANDLERS["handler400"]

@@ -8,6 +8,8 @@ from veriharm_site.permissions import RoleRequiredMixin
 # Open to anyone (login, logout, a stylesheet, the icon) or to every signed-in user (the landing redirect,
 # the API's own description).
 OPEN = {"login/", "logout/", "candidates/highlight.css", "favicon.ico", "", "api/schema/", "api/docs/"}
+# Checked by a scraper's token or address, never a role (evaluation/fleet/metrics_view.py).
+SCRAPER_ONLY = {"metrics"}
 
 
 def routes(patterns, prefix: str = ""):
@@ -33,6 +35,6 @@ def test_no_route_is_left_to_a_login_alone():
     unchecked = [
         route
         for route, callback in routes(get_resolver().url_patterns)
-        if not route.startswith("admin/") and route not in OPEN and not checks_a_role(callback)
+        if not route.startswith("admin/") and route not in OPEN | SCRAPER_ONLY and not checks_a_role(callback)
     ]
     assert unchecked == []

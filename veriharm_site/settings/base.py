@@ -41,6 +41,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that the time it measures is the whole request's.
+    "veriharm_site.request_metrics.RequestLatencyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Before sessions, CSRF and authentication read cookies, credentials and forms.
     "veriharm_site.input_safety.InputSafetyMiddleware",
@@ -256,6 +258,14 @@ CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60
 # are removed. A killed worker's trial is therefore taken over within lease + interval.
 VERIHARM_RECOVERY_SWEEP_SECONDS = env.float("VERIHARM_RECOVERY_SWEEP_SECONDS", default=60.0)
 VERIHARM_RECOVERY_QUEUED_SECONDS = env.float("VERIHARM_RECOVERY_QUEUED_SECONDS", default=300.0)
+# Each worker writes its heartbeat this often (evaluation/fleet/heartbeat.py); the workers page
+# calls one silent once its last beat is older than VERIHARM_WORKER_SILENT_SECONDS.
+VERIHARM_WORKER_HEARTBEAT_SECONDS = env.float("VERIHARM_WORKER_HEARTBEAT_SECONDS", default=15.0)
+VERIHARM_WORKER_SILENT_SECONDS = env.float("VERIHARM_WORKER_SILENT_SECONDS", default=60.0)
+# /metrics (Prometheus' text format) answers only a request bearing this token or coming from one
+# of these addresses; with neither set it is off.
+VERIHARM_METRICS_TOKEN = env.str("VERIHARM_METRICS_TOKEN", default="")
+VERIHARM_METRICS_ALLOWED_ADDRESSES = env.list("VERIHARM_METRICS_ALLOWED_ADDRESSES", default=[])
 
 LOGGING = {
     "version": 1,
