@@ -9,6 +9,12 @@ from django.conf import settings
 TRIAL_EXECUTE = "evaluation.trial_execute"
 RESCORE_EXECUTE = "evaluation.rescore_execute"
 
+# Redis pops a queue's priority 0 before its other steps (kombu's priority_steps 0, 3, 6, 9): a trial
+# the sweep takes over from a lost worker, or publishes again because its message was lost, is
+# claimed by the next free worker instead of waiting behind the run's whole backlog.
+ORDINARY = 6
+TAKEOVER = 0
+
 
 def sandbox_queue(backend: str) -> str:
     """The queue of the workers that run `backend`'s sandboxes (VERIHARM_SANDBOX_QUEUES): only a worker
@@ -16,11 +22,12 @@ def sandbox_queue(backend: str) -> str:
     return settings.VERIHARM_SANDBOX_QUEUES.get(backend, settings.CELERY_TASK_DEFAULT_QUEUE)
 
 
-def trials_publish(trials: list[tuple[int, str]]) -> None:
+def trials_publish(trials: list[tuple[int, str]], *, takeover: bool = False) -> None:
     """Publish (trial id, its run's backend) pairs, each to its backend's queue (call it from
-    `transaction.on_commit`: the worker must find the rows)."""
+    `transaction.on_commit`: the worker must find the rows); a takeover goes ahead of the queue."""
+    priority = TAKEOVER if takeover else ORDINARY
     for pk, backend in trials:
-        current_app.send_task(TRIAL_EXECUTE, args=(pk,), queue=sandbox_queue(backend))
+        current_app.send_task(TRIAL_EXECUTE, args=(pk,), queue=sandbox_queue(backend), priority=priority)
 
 
 def rescores_publish(rescores: list[tuple[int, str]]) -> None:

@@ -17,9 +17,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from candidates.models import ImportJob, ImportStatus
+from evaluation.trials.taxonomy import TrialEnd
 
 from ..models import ModelCall, TranscriptStep, Trial, TrialStatus
-from ..taxonomy import TrialEnd
 from .selectors import heartbeat_ages
 
 logger = logging.getLogger(__name__)

@@ -80,7 +80,7 @@ def trials_republish() -> SweepReport:
         report.expired, report.lost = trials_needing_a_message(None if found is None else found.get(TRIAL_TASK, set()))
         # Published while the lock is held: a worker sweeping next reads these messages as waiting.
         backends = dict(Trial.objects.filter(pk__in=report.expired + report.lost).values_list("pk", "run__backend"))
-        queue.trials_publish([(pk, backends[pk]) for pk in report.expired + report.lost])
+        queue.trials_publish([(pk, backends[pk]) for pk in report.expired + report.lost], takeover=True)
     if report.expired:
         logger.warning(
             "recovery: published again %d trial(s) whose worker stopped answering: %s",
