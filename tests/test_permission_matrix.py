@@ -57,7 +57,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("logout", "POST", EVERYONE),
     ("schema", "GET", SIGNED_IN),
     ("api-docs", "GET", SIGNED_IN),
-    ("metrics", "GET", NOBODY),  # a scraper's token or address, never a role (tests/fleet/test_metrics.py)
+    ("metrics", "GET", NOBODY),  # a scraper's token or address, never a role (tests/fleet/test_prometheus_metrics.py)
     # Candidates: pages
     ("candidates:ranking", "GET", READERS),
     ("candidates:detail", "GET", READERS),
