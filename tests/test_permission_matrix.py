@@ -82,6 +82,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("candidates:release-delete", "POST", CURATORS),
     ("candidates:release-jsonl", "GET", READERS),
     ("candidates:release-bundle", "GET", READERS),
+    ("candidates:release-inspect", "GET", READERS),
     ("candidates:search-report", "GET", READERS),
     ("candidates:descriptive", "GET", READERS),
     # Candidates: API
@@ -106,6 +107,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("api-release-freeze", "POST", CURATORS),
     ("api-release-jsonl", "GET", READERS),
     ("api-release-bundle", "GET", READERS),
+    ("api-release-inspect", "GET", READERS),
     ("api-search-report", "GET", READERS),
     ("api-descriptive", "GET", READERS),
     # Evaluation: pages

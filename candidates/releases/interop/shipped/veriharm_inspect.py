@@ -162,18 +162,14 @@ async def _run_test(source: Path, python: str) -> tuple[int, str]:
     await env.write_file(name, source.read_bytes())
     command = f"{shlex.quote(python)} -m pytest -q -p no:cacheprovider {name}; status=$?; rm -f {name}; exit $status"
     try:
-        done = await env.exec(
-            ["bash", "-c", command], env={"PYTHONDONTWRITEBYTECODE": "1"}, timeout=TEST_TIMEOUT
-        )
+        done = await env.exec(["bash", "-c", command], env={"PYTHONDONTWRITEBYTECODE": "1"}, timeout=TEST_TIMEOUT)
     except TimeoutError:
         return 124, f"timed out after {TEST_TIMEOUT} s"
     return done.returncode, (done.stdout + done.stderr)[-OUTPUT_LIMIT:]
 
 
 async def _restore(snapshot: str) -> None:
-    restored = await current_sandbox().exec(
-        ["bash", "-c", f"find . -mindepth 1 -delete && tar -xpf {snapshot}"]
-    )
+    restored = await current_sandbox().exec(["bash", "-c", f"find . -mindepth 1 -delete && tar -xpf {snapshot}"])
     if not restored.success:
         raise RuntimeError(f"could not restore the final state: {restored.stderr}")
 
