@@ -70,3 +70,16 @@ def inspect_eval(export: Path, solver: str, logs: Path, *, epochs: int = 1) -> P
     assert done.returncode == 0, done.stdout + done.stderr
     (log,) = sorted(logs.glob("*.eval"))
     return log
+
+
+_LOGS: dict[tuple[str, int], Path] = {}
+
+
+def reference_log(release: Release, solver: str, into: Path, *, epochs: int = 1) -> Path:
+    """An Inspect log of the examples' release with a reference solver, run once per test session:
+    the export's tests and hashes depend only on the release's records, the same in every test."""
+    key = (solver, epochs)
+    if key not in _LOGS:
+        directory = into / f"{solver}-{epochs}"
+        _LOGS[key] = inspect_eval(write_export(release, directory), solver, directory / "logs", epochs=epochs)
+    return _LOGS[key]

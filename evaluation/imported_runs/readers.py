@@ -1,0 +1,28 @@
+"""Which reader reads which harness's results, from a file's bytes or a path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from .inspect_logs import inspect_log_read
+from .records import ImportedLog, LogRefused
+
+MAX_LOG_BYTES = 256 * 1024 * 1024
+
+
+def _inspect(path: Path) -> ImportedLog:
+    if not path.is_file():
+        raise LogRefused([f"{path.name}: an Inspect log is one file"])
+    if path.stat().st_size > MAX_LOG_BYTES:
+        raise LogRefused([f"{path.name}: larger than {MAX_LOG_BYTES // 2**20} MiB"])
+    return inspect_log_read(path.name, path.read_bytes())
+
+
+READERS: dict[str, Callable[[Path], ImportedLog]] = {"inspect": _inspect}
+
+
+def read_log(harness: str, path: Path) -> ImportedLog:
+    if harness not in READERS:
+        raise LogRefused([f"harness must be one of {', '.join(sorted(READERS))}, not {harness!r}"])
+    return READERS[harness](path)
