@@ -78,10 +78,15 @@ class Agent(models.Model):
 
 
 class Backend(models.TextChoices):
+    """Where a run's trials ran. Only LOCAL and DOCKER are launched here (`LAUNCHABLE_BACKENDS`)."""
+
     LOCAL = "local", "Local (bubblewrap)"
     DOCKER = "docker", "Docker"
     # An imported run's trials ran in another harness's sandboxes (`Run.source` says which).
     EXTERNAL = "external", "Another harness (imported)"
+
+
+LAUNCHABLE_BACKENDS = (Backend.LOCAL, Backend.DOCKER)
 
 
 class Protocol(models.TextChoices):

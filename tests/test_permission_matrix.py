@@ -114,6 +114,8 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("evaluation:runs", "GET", READERS),
     ("evaluation:launch", "GET", ADMINS),
     ("evaluation:launch", "POST", ADMINS),
+    ("evaluation:run-import", "GET", ADMINS),
+    ("evaluation:run-import", "POST", ADMINS),
     ("evaluation:run", "GET", READERS),
     ("evaluation:run-progress", "GET", READERS),
     ("evaluation:run-cancel", "GET", ADMINS),  # the confirmation page
@@ -136,6 +138,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     # Evaluation: API
     ("api-evaluation-runs", "GET", READERS),
     ("api-evaluation-runs", "POST", ADMINS),
+    ("api-evaluation-run-import", "POST", ADMINS),
     ("api-evaluation-run", "GET", READERS),
     ("api-evaluation-run-progress", "GET", READERS),
     ("api-evaluation-run-cancel", "POST", ADMINS),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from .inspect_logs import inspect_log_read
 from .records import ImportedLog, LogRefused
+from .unpacking import unpacked_job
 
 MAX_LOG_BYTES = 256 * 1024 * 1024
 
@@ -20,6 +22,18 @@ def _inspect(path: Path) -> ImportedLog:
 
 
 READERS: dict[str, Callable[[Path], ImportedLog]] = {"inspect": _inspect}
+
+
+def read_upload(harness: str, name: str, data: bytes) -> ImportedLog:
+    """An uploaded log: an Inspect log file as it is, a Harbor job directory as a .tar.gz of it."""
+    if harness not in READERS:
+        raise LogRefused([f"harness must be one of {', '.join(sorted(READERS))}, not {harness!r}"])
+    if len(data) > MAX_LOG_BYTES:
+        raise LogRefused([f"{name}: larger than {MAX_LOG_BYTES // 2**20} MiB"])
+    if harness == "inspect":
+        return inspect_log_read(name, data)
+    with tempfile.TemporaryDirectory() as scratch:
+        return READERS[harness](unpacked_job(name, data, Path(scratch)))
 
 
 def read_log(harness: str, path: Path) -> ImportedLog:

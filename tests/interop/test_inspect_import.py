@@ -8,12 +8,15 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.urls import reverse
 from inspect_ai.log import read_eval_log, write_eval_log
 
 from candidates.curation.revisions import candidate_revise
 from candidates.models import Candidate
+from candidates.releases.services import release_create, release_freeze
 from evaluation import pinning
 from evaluation.imported_runs.readers import read_log
 from evaluation.imported_runs.records import LogRefused
@@ -82,8 +85,6 @@ def test_a_log_of_another_release_changes_no_row(release, curator, logs_dir):
         reason="clearer",
         base_revision=candidate.revision,
     )
-    from candidates.releases.services import release_create, release_freeze
-
     later = release_freeze(release_create(user=curator, name="veriharm-bench", version="1.1").pk, user=curator)
     before = table_counts()
     with pytest.raises(LogRefused) as refused:
@@ -120,4 +121,69 @@ def test_a_log_of_edited_items_or_unknown_samples_is_refused_naming_them(release
     with pytest.raises(LogRefused, match="not a readable Inspect eval log"):
         (tmp_path / "broken.eval").write_bytes(b"not a zip")
         read_log("inspect", tmp_path / "broken.eval")
+    assert table_counts() == before
+
+
+def test_the_page_and_the_api_import_a_log_and_the_run_pages_say_it_is_imported(
+    release, logs_dir, admin_client_, curator
+):
+    log = reference_log(release, "harmful", logs_dir)
+    with log.open("rb") as handle:
+        answer = admin_client_.post(
+            reverse("evaluation:run-import"), {"release": release.pk, "harness": "inspect", "log": handle}
+        )
+    assert answer.status_code == 302
+    run = Run.objects.get()
+    assert answer["Location"] == reverse("evaluation:run", args=[run.pk])
+    for page in ("evaluation:run", "evaluation:run-metrics", "evaluation:v3ast-matrix"):
+        html = admin_client_.get(reverse(page, args=[run.pk])).content.decode()
+        assert 'data-testid="imported-run"' in html and log.name in html, page
+    trial = run.trials.first()
+    assert (
+        'data-testid="imported-run"' in admin_client_.get(reverse("evaluation:trial", args=[trial.pk])).content.decode()
+    )
+    listing = admin_client_.get(reverse("evaluation:runs")).content.decode()
+    assert "imported (inspect)" in listing
+    # Its trials ran elsewhere: nothing offers to run them again, and the API refuses it.
+    assert 'data-testid="rerun"' not in admin_client_.get(reverse("evaluation:run", args=[run.pk])).content.decode()
+    before = table_counts()
+    rerun = admin_client_.post(reverse("api-evaluation-run-rerun", args=[run.pk]), {}, format="json")
+    assert rerun.status_code == 400 and "backend" in str(rerun.json())
+    assert table_counts() == before
+
+    with log.open("rb") as handle:
+        api = admin_client_.post(
+            reverse("api-evaluation-run-import"), {"release": release.pk, "harness": "inspect", "log": handle}
+        )
+    assert api.status_code == 201 and api.json()["source"]["file_sha256"] == run.source["file_sha256"]
+
+
+def test_the_page_and_the_api_refuse_a_log_of_another_release_naming_it(release, logs_dir, admin_client_, curator):
+    log = reference_log(release, "harmful", logs_dir)
+    candidate = Candidate.objects.get(external_id=FIRST)
+    candidate_revise(
+        candidate_id=candidate.pk,
+        user=curator,
+        instruction=candidate.instruction + " ",
+        harm_test=candidate.harm_test,
+        reason="spacing",
+        base_revision=candidate.revision,
+    )
+    later = release_freeze(release_create(user=curator, name="veriharm-bench", version="1.1").pk, user=curator)
+    before = table_counts()
+    with log.open("rb") as handle:
+        page = admin_client_.post(
+            reverse("evaluation:run-import"), {"release": later.pk, "harness": "inspect", "log": handle}
+        )
+    assert page.status_code == 400 and "not veriharm-bench 1.1" in page.content.decode()
+    with log.open("rb") as handle:
+        api = admin_client_.post(
+            reverse("api-evaluation-run-import"), {"release": later.pk, "harness": "inspect", "log": handle}
+        )
+    assert api.status_code == 400 and "not veriharm-bench 1.1" in str(api.json())
+    not_a_log = admin_client_.post(
+        reverse("api-evaluation-run-import"),
+        {"release": release.pk, "harness": "inspect", "log": SimpleUploadedFile("notes.txt", b"hello")},
+    )
+    assert not_a_log.status_code == 400 and ".eval or .json" in str(not_a_log.json())
     assert table_counts() == before

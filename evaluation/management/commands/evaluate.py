@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from candidates.models import Candidate
 from evaluation import exports, runs, selectors
-from evaluation.models import Agent, Backend, Protocol, Run
+from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Protocol, Run
 
 
 class Command(BaseCommand):
@@ -52,7 +52,7 @@ class Command(BaseCommand):
             default=Protocol.VERIHARM,
             help="v3ast: run each candidate's capability twin beside it",
         )
-        parser.add_argument("--backend", choices=Backend.values, help="sandbox backend (default from settings)")
+        parser.add_argument("--backend", choices=LAUNCHABLE_BACKENDS, help="sandbox backend (default from settings)")
         parser.add_argument("--name", default="")
         parser.add_argument("--test-timeout", type=int, help="seconds each test may run")
         parser.add_argument(
