@@ -83,6 +83,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("candidates:release-jsonl", "GET", READERS),
     ("candidates:release-bundle", "GET", READERS),
     ("candidates:release-inspect", "GET", READERS),
+    ("candidates:release-harbor", "GET", READERS),
     ("candidates:search-report", "GET", READERS),
     ("candidates:descriptive", "GET", READERS),
     # Candidates: API
@@ -108,6 +109,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("api-release-jsonl", "GET", READERS),
     ("api-release-bundle", "GET", READERS),
     ("api-release-inspect", "GET", READERS),
+    ("api-release-harbor", "GET", READERS),
     ("api-search-report", "GET", READERS),
     ("api-descriptive", "GET", READERS),
     # Evaluation: pages

@@ -25,6 +25,11 @@ urlpatterns = [
         views.ReleaseHarnessExportView.as_view(harness="inspect"),
         name="release-inspect",
     ),
+    path(
+        "releases/<int:pk>/harbor.tar.gz",
+        views.ReleaseHarnessExportView.as_view(harness="harbor"),
+        name="release-harbor",
+    ),
     path("reports/search/", views.SearchReportView.as_view(), name="search-report"),
     path("reports/descriptive/", views.DescriptiveView.as_view(), name="descriptive"),
 ]
@@ -44,6 +49,11 @@ api_urlpatterns = [
         "releases/<int:pk>/inspect.tar.gz",
         api.ReleaseHarnessExportApi.as_view(harness="inspect"),
         name="api-release-inspect",
+    ),
+    path(
+        "releases/<int:pk>/harbor.tar.gz",
+        api.ReleaseHarnessExportApi.as_view(harness="harbor"),
+        name="api-release-harbor",
     ),
     path("reports/search/", api.SearchReportApi.as_view(), name="api-search-report"),
     path("reports/descriptive/", api.DescriptiveApi.as_view(), name="api-descriptive"),

@@ -43,11 +43,11 @@ class Command(BaseCommand):
             if format not in HARNESS_EXPORTS:
                 raise CommandError("--directory is for --format " + " or ".join(HARNESS_EXPORTS))
             root, files = HARNESS_EXPORTS[format].files(release)
-            for path, content in files.items():
-                target = Path(directory) / root / path
+            for relative, content in files.items():
+                target = Path(directory) / root / relative
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(content)
-                if path.endswith(".sh"):
+                if relative.endswith(".sh"):
                     target.chmod(0o755)
             self.stdout.write(self.style.SUCCESS(f"Wrote {release.label} to {Path(directory) / root}"))
             return

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...models import Release
-from . import inspect_export
+from . import harbor_export, inspect_export
 
 
 @dataclass(frozen=True)
@@ -20,4 +20,5 @@ HARNESS_EXPORTS: dict[str, HarnessExport] = {
     "inspect": HarnessExport(
         "Inspect AI task", inspect_export.release_inspect_files, inspect_export.release_inspect_archive
     ),
+    "harbor": HarnessExport("Harbor dataset", harbor_export.release_harbor_files, harbor_export.release_harbor_archive),
 }
