@@ -6,6 +6,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from .harbor_jobs import harbor_job_read
 from .inspect_logs import inspect_log_read
 from .records import ImportedLog, LogRefused
 from .unpacking import unpacked_job
@@ -21,7 +22,13 @@ def _inspect(path: Path) -> ImportedLog:
     return inspect_log_read(path.name, path.read_bytes())
 
 
-READERS: dict[str, Callable[[Path], ImportedLog]] = {"inspect": _inspect}
+def _harbor(path: Path) -> ImportedLog:
+    if not path.is_dir():
+        raise LogRefused([f"{path.name}: a Harbor job is a directory (upload it as a .tar.gz)"])
+    return harbor_job_read(path)
+
+
+READERS: dict[str, Callable[[Path], ImportedLog]] = {"inspect": _inspect, "harbor": _harbor}
 
 
 def read_upload(harness: str, name: str, data: bytes) -> ImportedLog:

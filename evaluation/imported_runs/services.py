@@ -5,12 +5,14 @@ its trials and their steps in one transaction. A log that fails a check changes 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
 from candidates.models import Release
+from candidates.releases.interop.harbor_export import release_harbor_tasks
 
 from .. import outcomes, pinning
 from ..models import Agent, AgentKind, Backend, Protocol, Run, TranscriptStep, Trial, TrialKind, TrialStatus
@@ -156,6 +158,28 @@ def _trial(run: Run, agent: Agent, pinned: pinning.PinnedCandidate, sample: Impo
     )
 
 
+def _harbor_samples(release: Release, log: ImportedLog) -> ImportedLog:
+    """A Harbor job's trials as samples of the release's items: each task named by the export and
+    its content digest that of the export's task, so its tests and hashes are the release's."""
+    tasks = release_harbor_tasks(release)
+    problems, samples = [], []
+    for sample in log.samples:
+        if sample.sample_id not in tasks:
+            problems.append(f"task {sample.sample_id!r} is not a task of {release.label}'s Harbor export")
+            continue
+        external_id, digest, identity = tasks[sample.sample_id]
+        if sample.metadata.get("harbor_task_digest") != digest:
+            problems.append(
+                f"task {sample.sample_id}: Harbor's content digest differs from {release.label}'s export "
+                "(another release, or edited task files)"
+            )
+            continue
+        samples.append(replace(sample, sample_id=external_id, metadata={**sample.metadata, **identity}))
+    if problems:
+        raise LogRefused(problems)
+    return replace(log, samples=samples, release_checksum=release.checksum)
+
+
 def run_import(release_id: int, log: ImportedLog, *, user: Any = None, name: str = "") -> Run:
     """The log as a new run of the frozen release, or a LogRefused naming every difference."""
     release = Release.objects.filter(pk=release_id).first()
@@ -163,6 +187,8 @@ def run_import(release_id: int, log: ImportedLog, *, user: Any = None, name: str
         raise LogRefused(["results come back into a frozen release: choose one"])
     stored = dict(release.items.values_list("external_id", "content_hash"))
     items = {pinned.external_id: (pinned, stored[pinned.external_id]) for pinned in release_candidates(release)}
+    if log.harness == "harbor":
+        log = _harbor_samples(release, log)
     problems = _refusals(release, log, items)
     if problems:
         raise LogRefused(problems)

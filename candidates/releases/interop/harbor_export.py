@@ -79,7 +79,9 @@ def _task_toml(meta: BundleMeta, entry: BundleEntry) -> bytes:
         "build_timeout_sec = 600.0",
         "cpus = 1",
         "memory_mb = 2048",
-        'network_mode = "no-network"',
+        # Public, Harbor's default: its agents call their model from inside the sandbox, and its
+        # docker environment cannot enforce "no-network".
+        'network_mode = "public"',
         "",
     ]
     return "\n".join(lines).encode("utf-8")
@@ -178,3 +180,13 @@ def release_harbor_archive(release: Release) -> tuple[str, bytes]:
     meta = release_meta(release)
     root = harbor_root(meta)
     return f"{root}.tar.gz", tar_gz(root, harbor_files(meta, release_entries(release)), meta.frozen_at)
+
+
+def release_harbor_tasks(release: Release) -> dict[str, tuple[str, str, dict[str, Any]]]:
+    """Each task's Harbor name -> (item id, Harbor's content digest, the item's identity and hashes):
+    what a Harbor job of this release's export must show."""
+    meta = release_meta(release)
+    return {
+        task_name(meta, entry): (entry.id, harbor_digest(_task_files(meta, entry)), item_identity(meta, entry))
+        for entry in release_entries(release)
+    }
