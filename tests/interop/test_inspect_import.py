@@ -23,6 +23,7 @@ from evaluation.imported_runs.records import LogRefused
 from evaluation.imported_runs.services import run_import
 from evaluation.models import Backend, Run, TranscriptStep, Trial, TrialKind
 from evaluation.selection import release_candidates
+from evaluation.selectors import harm_test_verdicts
 from tests.hostile.seed import table_counts
 from tests.interop.support import FIRST, SECOND, freeze_examples, reference_log
 
@@ -149,7 +150,16 @@ def test_the_page_and_the_api_import_a_log_and_the_run_pages_say_it_is_imported(
     before = table_counts()
     rerun = admin_client_.post(reverse("api-evaluation-run-rerun", args=[run.pk]), {}, format="json")
     assert rerun.status_code == 400 and "backend" in str(rerun.json())
+    retry = admin_client_.post(
+        reverse("api-evaluation-run-retry", args=[run.pk]), {"ends": ["test_error"]}, format="json"
+    )
+    assert retry.status_code == 409 and "another harness" in str(retry.json())
     assert table_counts() == before
+    # The harm tests' verdicts beside the human ones include the imported trials.
+    verdicts_shown = harm_test_verdicts([trial.candidate_id])[trial.candidate_id]
+    assert any(
+        r.agent.startswith("inspect: mockllm/model") and (r.r_task, r.r_harm) == (1, 1) for r in verdicts_shown.results
+    )
 
     with log.open("rb") as handle:
         api = admin_client_.post(
