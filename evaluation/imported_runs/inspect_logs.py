@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import tempfile
+from datetime import datetime
 from typing import Any
 
 from .records import ImportedLog, ImportedSample, ImportedStep, LogRefused, clip
@@ -85,12 +86,13 @@ def _sample(sample: Any) -> ImportedSample:
     )
 
 
-def _time(value: Any) -> Any:
-    if value is None or not isinstance(value, str):
+def _time(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
         return value
-    from datetime import datetime
-
-    return datetime.fromisoformat(value)
+    try:
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def inspect_log_read(name: str, data: bytes) -> ImportedLog:
