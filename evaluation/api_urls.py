@@ -2,11 +2,13 @@ from django.urls import path
 
 from . import api
 from .fleet import api as fleet_api
+from .imported_runs import api as imported_api
 from .v3ast import api as v3ast_api
 
 urlpatterns = [
     path("evaluation/runs/", api.RunListApi.as_view(), name="api-evaluation-runs"),
     path("evaluation/runs/<int:pk>/", api.RunDetailApi.as_view(), name="api-evaluation-run"),
+    path("evaluation/runs/import/", imported_api.RunImportApi.as_view(), name="api-evaluation-run-import"),
     path("evaluation/runs/<int:pk>/progress/", api.RunProgressApi.as_view(), name="api-evaluation-run-progress"),
     path("evaluation/runs/<int:pk>/cancel/", api.RunCancelApi.as_view(), name="api-evaluation-run-cancel"),
     path("evaluation/runs/<int:pk>/rerun/", api.RunRerunApi.as_view(), name="api-evaluation-run-rerun"),

@@ -9,7 +9,7 @@ from candidates import selectors as candidate_selectors
 from evaluation.runs.selection import releases_available, studies_available
 from evaluation.trials.taxonomy import NO_VERDICT_ENDS, TrialEnd
 
-from .models import Agent, Backend, Protocol
+from .models import LAUNCHABLE_BACKENDS, Agent, Protocol
 
 SELECTION_KINDS = [
     ("ids", "Candidate ids"),
@@ -44,7 +44,7 @@ class LaunchForm(forms.Form):
     repetitions = forms.IntegerField(
         min_value=1, max_value=100, required=False, help_text="Empty: 1, or 4 under V3AST-Bench"
     )
-    backend = forms.ChoiceField(choices=Backend.choices)
+    backend = forms.ChoiceField(choices=[(b.value, b.label) for b in LAUNCHABLE_BACKENDS])
     test_timeout = forms.IntegerField(min_value=1, max_value=3600, required=False, help_text="Seconds per test")
     budget_usd = forms.DecimalField(
         required=False,

@@ -20,6 +20,8 @@ class AgentKind(models.TextChoices):
     COMMAND = "command", "Command in the sandbox"
     OPENAI_COMPATIBLE = "openai_compatible", "OpenAI-compatible bash-tool loop"
     HARNESS = "harness", "Harness in the sandbox (e.g. mini-swe-agent)"
+    # Ran in another harness (Inspect AI, Harbor): its trials come from an imported log, never launched here.
+    IMPORTED = "imported", "Imported from another harness's log"
 
 
 class NetworkMode(models.TextChoices):
@@ -77,8 +79,15 @@ class Agent(models.Model):
 
 
 class Backend(models.TextChoices):
+    """Where a run's trials ran. Only LOCAL and DOCKER are launched here (`LAUNCHABLE_BACKENDS`)."""
+
     LOCAL = "local", "Local (bubblewrap)"
     DOCKER = "docker", "Docker"
+    # An imported run's trials ran in another harness's sandboxes (`Run.source` says which).
+    EXTERNAL = "external", "Another harness (imported)"
+
+
+LAUNCHABLE_BACKENDS = (Backend.LOCAL, Backend.DOCKER)
 
 
 class Protocol(models.TextChoices):
@@ -132,6 +141,9 @@ class Run(models.Model):
         max_digits=12, decimal_places=4, null=True, blank=True, validators=[MinValueValidator(Decimal("0.0001"))]
     )
     demo = models.CharField(max_length=16, choices=DemoRun.choices, blank=True, default=DemoRun.NONE)
+    # An imported run's source, as its pages say it: the harness, the log's file name and sha256,
+    # its task and version, its own ids, model and solver, the release checksum it ran.
+    source = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -153,6 +165,12 @@ class Run(models.Model):
                 | (Q(release__isnull=False) & Q(release_checksum__regex=r"^[0-9a-f]{64}$")),
                 name="run_release_has_checksum",
             ),
+            # Exactly the imported runs name the log they came from.
+            models.CheckConstraint(
+                condition=(Q(backend=Backend.EXTERNAL) & Q(source__has_key="file_sha256"))
+                | (~Q(backend=Backend.EXTERNAL) & Q(source={})),
+                name="run_imported_has_source",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -161,6 +179,10 @@ class Run(models.Model):
     @property
     def cancelled(self) -> bool:
         return self.cancelled_at is not None
+
+    @property
+    def imported(self) -> bool:
+        return self.backend == Backend.EXTERNAL
 
 
 class TrialStatus(models.TextChoices):

@@ -98,6 +98,7 @@ class RunSerializer(serializers.ModelSerializer):
             "cancelled",
             "release",
             "release_checksum",
+            "source",
             "inputs_sha256",
             "budget_usd",
             "model_usage",

@@ -2,6 +2,7 @@ from django.urls import path
 
 from . import views
 from .fleet import views as fleet_views
+from .imported_runs import views as imported_views
 from .v3ast import views as v3ast_views
 
 app_name = "evaluation"
@@ -9,6 +10,7 @@ app_name = "evaluation"
 urlpatterns = [
     path("", views.RunListView.as_view(), name="runs"),
     path("launch/", views.RunLaunchView.as_view(), name="launch"),
+    path("import/", imported_views.RunImportView.as_view(), name="run-import"),
     path("runs/<int:pk>/", views.RunDetailView.as_view(), name="run"),
     path("runs/<int:pk>/progress.json", views.RunProgressView.as_view(), name="run-progress"),
     path("runs/<int:pk>/cancel/", views.RunCancelView.as_view(), name="run-cancel"),

@@ -84,6 +84,8 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("candidates:release-delete", "POST", CURATORS),
     ("candidates:release-jsonl", "GET", READERS),
     ("candidates:release-bundle", "GET", READERS),
+    ("candidates:release-inspect", "GET", READERS),
+    ("candidates:release-harbor", "GET", READERS),
     ("candidates:search-report", "GET", READERS),
     ("candidates:descriptive", "GET", READERS),
     # Candidates: API
@@ -108,12 +110,16 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("api-release-freeze", "POST", CURATORS),
     ("api-release-jsonl", "GET", READERS),
     ("api-release-bundle", "GET", READERS),
+    ("api-release-inspect", "GET", READERS),
+    ("api-release-harbor", "GET", READERS),
     ("api-search-report", "GET", READERS),
     ("api-descriptive", "GET", READERS),
     # Evaluation: pages
     ("evaluation:runs", "GET", READERS),
     ("evaluation:launch", "GET", ADMINS),
     ("evaluation:launch", "POST", ADMINS),
+    ("evaluation:run-import", "GET", ADMINS),
+    ("evaluation:run-import", "POST", ADMINS),
     ("evaluation:run", "GET", READERS),
     ("evaluation:run-progress", "GET", READERS),
     ("evaluation:run-cancel", "GET", ADMINS),  # the confirmation page
@@ -137,6 +143,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     # Evaluation: API
     ("api-evaluation-runs", "GET", READERS),
     ("api-evaluation-runs", "POST", ADMINS),
+    ("api-evaluation-run-import", "POST", ADMINS),
     ("api-evaluation-run", "GET", READERS),
     ("api-evaluation-run-progress", "GET", READERS),
     ("api-evaluation-run-cancel", "POST", ADMINS),

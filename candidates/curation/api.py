@@ -29,6 +29,7 @@ from ..queries import ReviewQueueQuery
 from ..releases import services as releases
 from ..releases.bundle import release_bundle
 from ..releases.bundle_import import release_bundle_import
+from ..releases.interop.exports import HARNESS_EXPORTS
 from . import review, revisions
 from .descriptive import breakdown
 from .queue_listing import review_queue_listing
@@ -327,6 +328,22 @@ class ReleaseBundleApi(_FrozenExport):
         if isinstance(release, Response):
             return release
         name, data = release_bundle(release)
+        response = HttpResponse(data, content_type="application/gzip")
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+
+class ReleaseHarnessExportApi(_FrozenExport):
+    """The release as another harness runs it: an Inspect AI task (or a Harbor dataset), .tar.gz."""
+
+    harness = ""
+
+    @extend_schema(responses={(200, "application/gzip"): OpenApiTypes.BINARY})
+    def get(self, request: Request, pk: int) -> HttpResponse | Response:
+        release = self.frozen(pk)
+        if isinstance(release, Response):
+            return release
+        name, data = HARNESS_EXPORTS[self.harness].archive(release)
         response = HttpResponse(data, content_type="application/gzip")
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response

@@ -20,6 +20,16 @@ urlpatterns = [
     path("releases/<int:pk>/delete/", views.ReleaseDeleteView.as_view(), name="release-delete"),
     path("releases/<int:pk>/export.jsonl", views.ReleaseJsonlView.as_view(), name="release-jsonl"),
     path("releases/<int:pk>/bundle.tar.gz", views.ReleaseBundleView.as_view(), name="release-bundle"),
+    path(
+        "releases/<int:pk>/inspect.tar.gz",
+        views.ReleaseHarnessExportView.as_view(harness="inspect"),
+        name="release-inspect",
+    ),
+    path(
+        "releases/<int:pk>/harbor.tar.gz",
+        views.ReleaseHarnessExportView.as_view(harness="harbor"),
+        name="release-harbor",
+    ),
     path("reports/search/", views.SearchReportView.as_view(), name="search-report"),
     path("reports/descriptive/", views.DescriptiveView.as_view(), name="descriptive"),
 ]
@@ -35,6 +45,16 @@ api_urlpatterns = [
     path("releases/<int:pk>/freeze/", api.ReleaseFreezeApi.as_view(), name="api-release-freeze"),
     path("releases/<int:pk>/export.jsonl", api.ReleaseJsonlApi.as_view(), name="api-release-jsonl"),
     path("releases/<int:pk>/bundle.tar.gz", api.ReleaseBundleApi.as_view(), name="api-release-bundle"),
+    path(
+        "releases/<int:pk>/inspect.tar.gz",
+        api.ReleaseHarnessExportApi.as_view(harness="inspect"),
+        name="api-release-inspect",
+    ),
+    path(
+        "releases/<int:pk>/harbor.tar.gz",
+        api.ReleaseHarnessExportApi.as_view(harness="harbor"),
+        name="api-release-harbor",
+    ),
     path("reports/search/", api.SearchReportApi.as_view(), name="api-search-report"),
     path("reports/descriptive/", api.DescriptiveApi.as_view(), name="api-descriptive"),
 ]

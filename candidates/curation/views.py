@@ -29,6 +29,7 @@ from ..queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueue
 from ..releases import services as releases
 from ..releases.bundle import BundleRefused, release_bundle
 from ..releases.bundle_import import release_bundle_import
+from ..releases.interop.exports import HARNESS_EXPORTS
 from ..selectors import demo_candidate_count, filter_choices
 from ..views import CandidateDetailView
 from . import review, revisions
@@ -491,6 +492,21 @@ class ReleaseBundleView(_FrozenDownload):
         if not isinstance(release, Release):
             return release
         name, data = release_bundle(release)
+        response = HttpResponse(data, content_type="application/gzip")
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+
+class ReleaseHarnessExportView(_FrozenDownload):
+    """A frozen release as another harness runs it (`candidates.releases.interop.exports`)."""
+
+    harness = ""
+
+    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        release = self.frozen(request, pk)
+        if not isinstance(release, Release):
+            return release
+        name, data = HARNESS_EXPORTS[self.harness].archive(release)
         response = HttpResponse(data, content_type="application/gzip")
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response

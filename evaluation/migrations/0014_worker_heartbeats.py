@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("evaluation", "0012_model_budget_holds"),
+        ("evaluation", "0013_imported_runs"),
     ]
 
     operations = [

@@ -20,7 +20,18 @@ from evaluation.v3ast import twins
 
 from ..agents.factory import model_upstream
 from ..agents.reference import SCRIPTS
-from ..models import Agent, AgentKind, Backend, DemoRun, Protocol, Run, Trial, TrialKind, TrialStatus
+from ..models import (
+    LAUNCHABLE_BACKENDS,
+    Agent,
+    AgentKind,
+    Backend,
+    DemoRun,
+    Protocol,
+    Run,
+    Trial,
+    TrialKind,
+    TrialStatus,
+)
 from ..sandbox.network import HOST_NETWORK_REFUSED
 from .agents import reference_agents_ensure
 from .refusals import LaunchRefused
@@ -182,8 +193,9 @@ def _check_common(
         repetitions = 0
     if not 1 <= repetitions <= MAX_REPETITIONS:
         errors.append(f"repetitions must be between 1 and {MAX_REPETITIONS}")
-    if backend not in Backend.values:
-        errors.append(f"backend must be one of {', '.join(Backend.values)}, got {backend!r}")
+    if backend not in LAUNCHABLE_BACKENDS:
+        # An imported run's trials ran in another harness: re-running it here names that.
+        errors.append(f"backend must be one of {', '.join(LAUNCHABLE_BACKENDS)}, got {backend!r}")
     else:
         # Before the sandbox system is built every trial would only fail its attempts. The status is
         # that of the local tree; a docker backend's image lives on the workers' Docker hosts, which

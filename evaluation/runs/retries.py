@@ -53,6 +53,8 @@ def _check_ends(ends: Iterable[str]) -> list[str]:
 
 
 def _check_runnable(run: Run) -> None:
+    if run.imported:
+        raise Conflict("an imported run's trials ran in another harness: they are not run again here")
     if run.cancelled:
         message = "the run is cancelled: its trials are not run again (a re-run starts a new run)"
         raise Conflict(message)

@@ -21,7 +21,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from candidates.models import Candidate
-from evaluation.models import Agent, Backend, Protocol, Run
+from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Protocol, Run
 from evaluation.results import selectors
 from evaluation.runs import exports
 from evaluation.runs.launch import candidate_rerun, run_cancel, run_launch, run_rerun
@@ -55,7 +55,7 @@ class Command(BaseCommand):
             default=Protocol.VERIHARM,
             help="v3ast: run each candidate's capability twin beside it",
         )
-        parser.add_argument("--backend", choices=Backend.values, help="sandbox backend (default from settings)")
+        parser.add_argument("--backend", choices=LAUNCHABLE_BACKENDS, help="sandbox backend (default from settings)")
         parser.add_argument("--name", default="")
         parser.add_argument("--test-timeout", type=int, help="seconds each test may run")
         parser.add_argument(

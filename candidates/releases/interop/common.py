@@ -1,0 +1,104 @@
+"""What the exports of a frozen release to other harnesses share: each item's identity and hashes,
+its files as the harness places them, and a reproducible archive of a directory of files."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import posixpath
+import tarfile
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from ...pipeline.format import canonical_json
+from ..bundle import BundleEntry, BundleMeta, instance_directory
+
+# The sandbox image the application's own trials run on: an item that names no image runs there.
+SANDBOX_IMAGE = "veriharm-sandbox:bookworm"
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return sha256_bytes(text.encode("utf-8"))
+
+
+def json_bytes(data: Any) -> bytes:
+    return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def item_directory(entry: BundleEntry) -> str:
+    # The same folder name as in the runnable bundle, so one item is found by one name everywhere.
+    return "items/" + instance_directory(entry).split("/", 1)[1]
+
+
+def item_hashes(entry: BundleEntry) -> dict[str, str]:
+    """The sha256 of each input a trial pins (instruction, both tests, the environment's canonical
+    JSON) and of their canonical JSON together: the values a trial of this item records."""
+    record = entry.record
+    source = record["source_task"]
+    environment = source.get("environment") or {}
+    return {
+        "line_sha256": sha256_text(entry.line),
+        "instruction_sha256": sha256_text(record["instruction"]),
+        "task_test_sha256": sha256_text(source["task_test"]),
+        "harm_test_sha256": sha256_text(record["harm_test"]),
+        "environment_sha256": sha256_text(canonical_json(dict(environment))),
+        "inputs_digest": sha256_text(
+            canonical_json(
+                {
+                    "instruction": record["instruction"],
+                    "task_test": source["task_test"],
+                    "harm_test": record["harm_test"],
+                    "environment": dict(environment),
+                }
+            )
+        ),
+    }
+
+
+def item_identity(meta: BundleMeta, entry: BundleEntry) -> dict[str, Any]:
+    """What every export says about an item, so results brought back can be matched to it."""
+    record = entry.record
+    return {
+        "id": entry.id,
+        "revision": entry.revision,
+        "position": entry.position,
+        "source_task": record["source_task"]["id"],
+        "perturbation": record["perturbation"],
+        "risk_category": record["risk_category"],
+        "release": f"{meta.name} {meta.version}",
+        "release_checksum": meta.checksum,
+        **item_hashes(entry),
+    }
+
+
+def environment_file_path(path: str) -> str:
+    """Where an environment file is kept in an export: absolute paths under root/, the rest under files/."""
+    if path.startswith("/"):
+        return "environment/root/" + posixpath.normpath(path).lstrip("/")
+    return "environment/files/" + posixpath.normpath(path)
+
+
+def tar_gz(root: str, files: Mapping[str, bytes], frozen_at: str, executable: frozenset[str] = frozenset()) -> bytes:
+    """Sorted members, fixed owner and times, gzip without a timestamp: the same files give the same bytes."""
+    mtime = int(datetime.fromisoformat(frozen_at).timestamp())
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for path, content in sorted(files.items()):
+            info = tarfile.TarInfo(f"{root}/{path}")
+            info.size = len(content)
+            info.mtime = mtime
+            info.mode = 0o755 if path in executable or path.endswith(".sh") else 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(content))
+    packed = io.BytesIO()
+    with gzip.GzipFile(fileobj=packed, mode="wb", mtime=0) as gz:
+        gz.write(raw.getvalue())
+    return packed.getvalue()
