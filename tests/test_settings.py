@@ -114,7 +114,9 @@ def test_each_parallel_test_process_has_queues_of_its_own(tmp_path):
     """A message published by one pytest-xdist process is invisible to another on the same Redis
     database, whose worker would otherwise run it against the wrong test database."""
     setup = "import django; django.setup(); from veriharm_site.celery import app;"
-    waiting = "from veriharm_site.broker_messages import waiting_tasks as w; print(sorted(w(app).get('tests.nothing', ())));"
+    waiting = (
+        "from veriharm_site.broker_messages import waiting_tasks as w; print(sorted(w(app).get('tests.nothing', ())));"
+    )
     publish = "app.send_task('tests.nothing', args=[424242], queue='default');"
     env = {
         "DJANGO_SETTINGS_MODULE": "veriharm_site.settings.test",
