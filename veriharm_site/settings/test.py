@@ -16,7 +16,7 @@ DATABASES["default"]["TEST"] = {"NAME": env.str("VERIHARM_TEST_DB", default=f"te
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "veriharm-tests"}}
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/15")
 # As shipped: above the hard time limit, so recovery never relies on redelivery.
-CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 2 * 60 * 60}
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 2 * 60 * 60}
 # Under pytest-xdist each process (gw0, gw1, ...) has its own test database (pytest-django suffixes
 # its name) and its own keys in the broker's Redis database: a worker fixture purges the queues it
 # starts on, and one process's worker must never take another's tasks, which name rows of another
