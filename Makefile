@@ -10,6 +10,11 @@ UNIT_TESTS := $(UNIT_ENV) $(PY) -m pytest tests/unit
 
 # Coverage of the apps, branches included ([tool.coverage] in pyproject.toml); COVERAGE_ARGS= turns it off.
 COVERAGE_ARGS ?= --cov --cov-report=term-missing:skip-covered
+# The suite in this many pytest-xdist processes (docs/development.md, "Test suite time": much of it waits on
+# workers, sandboxes and Chromium). Each process has its own test database and broker keys; no test needs to
+# share a process with another. TEST_PROCESSES=0 runs everything in the one pytest process.
+TEST_PROCESSES ?= 2
+XDIST_ARGS := $(if $(filter 0,$(TEST_PROCESSES)),,-n $(TEST_PROCESSES))
 # One lock for every Python the project runs on: the venv's (3.12+) and the images' (3.12, 3.13).
 LOCK_ARGS := --universal --python-version 3.12 --generate-hashes --quiet --custom-compile-command "make lock"
 
@@ -35,7 +40,7 @@ test: install lint
 	scripts/system_packages.sh
 	scripts/start_docker.sh
 	scripts/build_sandbox_image.sh
-	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(COVERAGE_ARGS) $(PYTEST_ARGS)
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(XDIST_ARGS) $(COVERAGE_ARGS) $(PYTEST_ARGS)
 
 ## Lint: ruff's rules and formatting, then mypy (configuration in pyproject.toml). Changes nothing.
 lint: install
@@ -64,7 +69,7 @@ test-unit: install
 
 ## Without the browser tests, the `make run` demo test and the sandbox preparation (quick runs while developing).
 test-fast: install
-	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest -m "not browser and not demo" $(PYTEST_ARGS)
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(XDIST_ARGS) -m "not browser and not demo" $(PYTEST_ARGS)
 
 ## The whole suite on the test database the last run left (--reuse-db: kept, and only new migrations
 ## applied, instead of made and migrated anew), without lint or the system preparation; for local runs

@@ -9,7 +9,7 @@ import re
 import pytest
 from django.utils import timezone
 
-from tests.factories import FinishedTrialFactory
+from tests.factories import FinishedTrialFactory, RunFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -23,18 +23,15 @@ def paged_run(tmp_path, admin_user):
     from candidates import demo
     from candidates.models import Candidate
     from candidates.services import candidate_import_files
-    from evaluation.models import Run, Trial
+    from evaluation.models import Trial
     from evaluation.runs.agents import reference_agents_ensure
 
     path = tmp_path / "synthetic.jsonl"
     demo.write_jsonl(demo.synthetic_candidates(demo.load_bashbench(), ROWS), path)
     candidate_import_files([str(path)])
     agent = reference_agents_ensure()[0]
-    Run.objects.bulk_create(
-        Run(name=f"run {number}", created_by=admin_user, backend="local", repetitions=1) for number in range(ROWS)
-    )
-    run = Run.objects.create(name="paged", created_by=admin_user, backend="local", repetitions=1)
-    run.agents.set([agent])
+    RunFactory.create_batch(ROWS, created_by=admin_user)
+    run = RunFactory(name="paged", created_by=admin_user, agents=[agent])
     Trial.objects.bulk_create(
         FinishedTrialFactory.build(
             run=run, candidate_id=pk, agent=agent, repetition=1, candidate_revision=1, started_at=timezone.now()

@@ -5,6 +5,8 @@ import secrets
 import subprocess
 import sys
 
+import redis
+
 from tests.conftest import REPO
 
 
@@ -106,3 +108,32 @@ def test_a_worker_refuses_to_start_when_the_broker_could_redeliver_a_running_tas
     )
     assert result.returncode != 0
     assert "visibility_timeout (3600s) must exceed CELERY_TASK_TIME_LIMIT (3600s)" in result.stdout + result.stderr
+
+
+def test_each_parallel_test_process_has_queues_of_its_own(tmp_path):
+    """A message published by one pytest-xdist process is invisible to another on the same Redis
+    database, whose worker would otherwise run it against the wrong test database."""
+    setup = "import django; django.setup(); from veriharm_site.celery import app;"
+    waiting = (
+        "from veriharm_site.broker_messages import waiting_tasks as w; print(sorted(w(app).get('tests.nothing', ())));"
+    )
+    publish = "app.send_task('tests.nothing', args=[424242], queue='default');"
+    env = {
+        "DJANGO_SETTINGS_MODULE": "veriharm_site.settings.test",
+        "CELERY_BROKER_URL": os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15"),
+        "VERIHARM_VAR_DIR": str(tmp_path),
+    }
+    own = f"tests-{secrets.token_hex(4)}"
+    other = f"{own}-other"
+    try:
+        published = _run(setup + publish + waiting, PYTEST_XDIST_WORKER=own, **env)
+        assert published.stdout.split() == ["[424242]"], published.stderr
+        elsewhere = _run(setup + waiting, PYTEST_XDIST_WORKER=other, **env)
+        assert elsewhere.stdout.split() == ["[]"], elsewhere.stderr
+    finally:
+        purged = _run(setup + "app.control.purge();" + waiting, PYTEST_XDIST_WORKER=own, **env)
+        assert purged.stdout.split() == ["[]"], purged.stderr
+        client = redis.Redis.from_url(env["CELERY_BROKER_URL"])
+        for prefix in (own, other):  # the queues' bindings, which a purge keeps
+            for key in client.scan_iter(match=f"veriharm-tests-{prefix}:*"):
+                client.delete(key)

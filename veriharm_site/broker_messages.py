@@ -69,9 +69,11 @@ def waiting_tasks(app: Celery, queues: list[str] | None = None) -> WaitingTasks 
             driver = conn.transport.driver_type
             if driver == "redis":
                 client = channel.client
+                # kombu prefixes the keys of the commands it sends itself; LRANGE is not among them.
+                prefix = getattr(channel, "global_keyprefix", "")
                 for queue in queues:
                     for priority in channel.priority_steps:
-                        _collect(client.lrange(channel._q_for_pri(queue, priority), 0, -1), found)
+                        _collect(client.lrange(prefix + channel._q_for_pri(queue, priority), 0, -1), found)
             elif driver == "filesystem":
                 folder = Path(channel.data_folder_in)
                 for queue in queues:

@@ -128,26 +128,18 @@ def test_exports_pseudonymise_unless_an_admin_asks(paper_study, curator_client, 
 
 
 def test_harm_results_stand_beside_the_votes_and_disagreements_can_be_shown_alone(paper_study, curator_client):
-    from django.utils import timezone
-
-    from evaluation.models import Agent, AgentKind, ReferenceCheck, ReferenceVerdict, Run, Trial, TrialStatus
+    from evaluation.models import ReferenceCheck, ReferenceVerdict, TrialStatus
+    from tests.factories import TrialFactory
 
     rows = result_reads.study_item_rows(paper_study)
     valid = [r for r in rows if r.valid_agg is True]
     invalid = [r for r in rows if r.valid_agg is False]
-    agent = Agent.objects.create(name="agent-under-test", kind=AgentKind.COMMAND)
-    run = Run.objects.create(backend="local")
-    Trial.objects.create(
-        run=run,
-        candidate_id=valid[0].candidate_pk,
-        agent=agent,
-        candidate_revision=1,
+    TrialFactory(
+        candidate=Candidate.objects.get(pk=valid[0].candidate_pk),
+        agent__name="agent-under-test",
         status=TrialStatus.DONE,
-        end="verdict",
         r_task=1,
         r_harm=1,
-        outcome="compromised",
-        finished_at=timezone.now(),
     )
     checks = [
         (valid[0], ReferenceVerdict.FLAGGED),

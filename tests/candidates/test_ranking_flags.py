@@ -40,12 +40,11 @@ def test_the_candidate_page_shows_human_verdicts_beside_harm_results(annotators_
 
 @pytest.fixture
 def annotators_and_study(db, curator):
-    from django.utils import timezone
-
     from annotation import services
-    from evaluation.models import Agent, AgentKind, Run, Trial, TrialStatus
+    from evaluation.models import TrialStatus
     from tests.annotation.conftest import import_pool, label_all
     from tests.conftest import make_user
+    from tests.factories import TrialFactory
     from veriharm_site.roles import ANNOTATOR
 
     import_pool(12)
@@ -60,18 +59,7 @@ def annotators_and_study(db, curator):
     for person in people:
         label_all(study, person, lambda number: (True, True, number % 2 == 0))
     candidate = study.items.order_by("number").first().candidate
-    Trial.objects.create(
-        run=Run.objects.create(backend="local"),
-        candidate=candidate,
-        agent=Agent.objects.create(name="agent-under-test", kind=AgentKind.COMMAND),
-        candidate_revision=candidate.revision,
-        status=TrialStatus.DONE,
-        end="verdict",
-        r_task=1,
-        r_harm=0,
-        outcome="safe_completed",
-        finished_at=timezone.now(),
-    )
+    TrialFactory(candidate=candidate, agent__name="agent-under-test", status=TrialStatus.DONE, r_task=1, r_harm=0)
     return study, candidate
 
 

@@ -134,7 +134,7 @@ def test_admins_launch_from_the_page_and_the_api(examples_imported, admin_client
 
 
 def test_bad_launches_say_what_is_wrong(examples_imported, admin_client_):
-    reference_agents_ensure()
+    agent = reference_agents_ensure()[0]
     response = admin_client_.post(
         "/api/evaluation/runs/",
         {"selection": {"kind": "ids", "ids": ["missing"]}, "agents": ["reference-safe"]},
@@ -151,7 +151,7 @@ def test_bad_launches_say_what_is_wrong(examples_imported, admin_client_):
     ]
     page = admin_client_.post(
         "/evaluation/launch/",
-        {"selection_kind": "ids", "ids": "missing", "agents": [1], "repetitions": "1", "backend": "local"},
+        {"selection_kind": "ids", "ids": "missing", "agents": [agent.pk], "repetitions": "1", "backend": "local"},
     )
     assert page.status_code == 400 and b"no candidate with id missing" in page.content
     assert not Run.objects.exists()

@@ -19,6 +19,7 @@ from evaluation.gateway import Upstream, upstream_from_config
 from evaluation.models import Agent, AgentKind, ModelCall, Run, Trial, TrialStatus
 from evaluation.trials.model_access import gateway_for_trial
 from tests.evaluation.chat_server import ScriptedChat, chat_server
+from tests.factories import AgentFactory, RunFactory, TrialFactory
 
 SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
 REAL_KEY = "sk-real-0123456789abcdef"
@@ -27,23 +28,12 @@ PRICES = {"m": {"input": 2.5, "output": 10}}
 
 
 def make_trial(name: str, *, budget: str | None = None, run: Run | None = None) -> Trial:
-    candidate = Candidate.objects.get(external_id=SAFE_ID)
-    agent = Agent.objects.create(
-        name=name,
-        kind=AgentKind.OPENAI_COMPATIBLE,
-        model="m",
-        config={"base_url": "http://127.0.0.1:9/v1", "model": "m", "prices": PRICES},
-    )
-    run = run or Run.objects.create(backend="local", budget_usd=Decimal(budget) if budget else None)
+    config = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "prices": PRICES}
+    agent = AgentFactory(name=name, kind=AgentKind.OPENAI_COMPATIBLE, model="m", config=config)
+    run = run or RunFactory(budget_usd=Decimal(budget) if budget else None)
     run.agents.add(agent)
-    return Trial.objects.create(
-        run=run,
-        candidate=candidate,
-        agent=agent,
-        candidate_revision=candidate.revision,
-        status=TrialStatus.RUNNING,
-        attempts=1,
-    )
+    candidate = Candidate.objects.get(external_id=SAFE_ID)
+    return TrialFactory(run=run, candidate=candidate, agent=agent, status=TrialStatus.RUNNING)
 
 
 def upstream(chat: ScriptedChat, api: str = "openai", **extra: Any) -> Upstream:

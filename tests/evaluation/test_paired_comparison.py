@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from candidates.models import Candidate
-from evaluation.models import Run, Trial, TrialStatus
+from evaluation.models import Trial, TrialStatus
 from evaluation.runs.agents import reference_agents_ensure
 from tests.candidates.curation_support import import_lines
 from tests.evaluation.test_run_metrics import _trial
-from tests.factories import CandidateLineFactory
+from tests.factories import CandidateLineFactory, RunFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -29,8 +29,7 @@ def two_agent_run():
     import_lines(*[CandidateLineFactory(id=name) for name in [*RESULTS, "p5"]])
     candidates = {c.external_id: c for c in Candidate.objects.all()}
     a, b = reference_agents_ensure()[:2]
-    run = Run.objects.create(name="paired", backend="local", repetitions=1)
-    run.agents.set([a, b])
+    run = RunFactory(name="paired", agents=[a, b])
     trials = []
     for name, (of_a, of_b) in RESULTS.items():
         trials.append(_trial(run, candidates[name], a, 1, TrialStatus.DONE, *of_a))

@@ -6,42 +6,22 @@ from __future__ import annotations
 import random
 
 import pytest
-from django.utils import timezone
 
 from candidates.models import Candidate
-from evaluation.models import Run, Trial, TrialKind, TrialStatus
+from evaluation.models import Trial, TrialKind, TrialStatus
 from evaluation.results import selectors
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.metrics import Observation, breakdown, compute
-from evaluation.trials.taxonomy import TrialEnd
 from tests.candidates.curation_support import import_lines
-from tests.factories import CandidateLineFactory
+from tests.factories import CandidateLineFactory, RunFactory, TrialFactory
 
 pytestmark = pytest.mark.django_db
 
 
 def _trial(run, candidate, agent, repetition, status, r_task=None, r_harm=None, kind=TrialKind.RISK) -> Trial:
-    now = timezone.now()
-    done = status == TrialStatus.DONE
-    return Trial(
-        run=run,
-        candidate=candidate,
-        agent=agent,
-        kind=kind,
-        repetition=repetition,
-        candidate_revision=candidate.revision,
-        status=status,
-        end=TrialEnd.VERDICT if done else TrialEnd.TEST_ERROR if status == TrialStatus.UNRESOLVED else "",
-        r_task=r_task,
-        r_harm=r_harm,
-        outcome=("compromised" if r_harm else "safe_completed" if r_task else "safe_stopped")
-        if done
-        else "unresolved"
-        if status == TrialStatus.UNRESOLVED
-        else "",
-        attempts=1,
-        started_at=now if status != TrialStatus.QUEUED else None,
-        finished_at=now if status != TrialStatus.QUEUED else None,
+    fields = {"r_task": r_task, "r_harm": r_harm} if status == TrialStatus.DONE else {}
+    return TrialFactory.build(
+        run=run, candidate=candidate, agent=agent, kind=kind, repetition=repetition, status=status, **fields
     )
 
 
@@ -49,8 +29,7 @@ def test_run_metrics_are_the_metrics_of_its_done_risk_trials():
     import_lines(*[CandidateLineFactory(id=f"metric-{i}") for i in range(6)])
     candidates = list(Candidate.objects.order_by("external_id"))
     agents = reference_agents_ensure()[:2]
-    run = Run.objects.create(name="metrics", backend="local", repetitions=3)
-    run.agents.set(agents)
+    run = RunFactory(name="metrics", repetitions=3, agents=agents)
     rng = random.Random(3)
     trials, observations = [], {agent.pk: [] for agent in agents}
     for agent in agents:
@@ -85,8 +64,7 @@ def test_a_run_without_verdicts_has_no_metrics():
     import_lines(CandidateLineFactory(id="metric-none"))
     candidate = Candidate.objects.get()
     [agent] = reference_agents_ensure()[:1]
-    run = Run.objects.create(name="nothing yet", backend="local", repetitions=1)
-    run.agents.set([agent])
+    run = RunFactory(name="nothing yet", agents=[agent])
     Trial.objects.bulk_create([_trial(run, candidate, agent, 1, TrialStatus.QUEUED)])
     [item] = selectors.run_metrics(run)
     assert item.overall is None and item.by_perturbation == {} and item.excluded_candidates == 1
@@ -98,8 +76,7 @@ def test_a_runs_trials_page_in_order_with_each_ones_model_usage(admin_client_):
     import_lines(*[CandidateLineFactory(id=f"paged-{i:02d}") for i in range(13)])
     candidates = list(Candidate.objects.order_by("rank", "external_id"))
     agents = sorted(reference_agents_ensure()[:2], key=lambda a: a.name)
-    run = Run.objects.create(name="paged", backend="local", repetitions=2)
-    run.agents.set(agents)
+    run = RunFactory(name="paged", repetitions=2, agents=agents)
     Trial.objects.bulk_create(
         [
             _trial(run, candidate, agent, repetition, TrialStatus.DONE, 1, repetition - 1)
@@ -139,8 +116,7 @@ def test_a_runs_trials_page_in_order_with_each_ones_model_usage(admin_client_):
 def test_metrics_pages_show_intervals_where_the_standard_error_says_nothing(curator_client):
     import_lines(*[CandidateLineFactory(id=f"all-pass-{i}") for i in range(11)])
     agent = reference_agents_ensure()[0]
-    run = Run.objects.create(name="all pass", backend="local", repetitions=1)
-    run.agents.set([agent])
+    run = RunFactory(name="all pass", agents=[agent])
     Trial.objects.bulk_create(
         _trial(run, candidate, agent, 1, TrialStatus.DONE, 1, 0) for candidate in Candidate.objects.all()
     )

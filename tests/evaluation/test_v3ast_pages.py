@@ -10,6 +10,7 @@ from evaluation.models import Agent, Run, TrialKind
 from evaluation.runs.agents import reference_agents_ensure
 from tests.evaluation.test_trial_lifecycle import SAFE_ID
 from tests.evaluation.v3ast_helpers import three_systems_run
+from tests.factories import TrialFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -220,14 +221,7 @@ def test_a_finished_runs_results_are_cached_until_what_they_depend_on_changes(
     # A new trial in the run (queued: the run is no longer finished) is read at once.
     a = agent("a")
     template = Trial.objects.filter(run=run, agent=a, kind=TrialKind.RISK).first()
-    Trial.objects.create(
-        run=run,
-        candidate=template.candidate,
-        agent=a,
-        kind=TrialKind.RISK,
-        repetition=5,
-        candidate_revision=template.candidate_revision,
-    )
+    TrialFactory(run=run, candidate=template.candidate, agent=a, repetition=5)
     assert run_results(run).system(a.pk).pending_runs == 1
 
     # The candidates' groups are part of the key too.

@@ -77,7 +77,10 @@ def descendants(pid: int) -> set[int]:
     while todo:
         current = todo.pop()
         for task in Path(f"/proc/{current}/task").glob("*"):
-            children = (task / "children").read_text().split() if (task / "children").exists() else []
+            try:
+                children = (task / "children").read_text().split()
+            except FileNotFoundError:  # the thread or its process ended since the listing: no children
+                children = []
             for child in map(int, children):
                 if child not in found:
                     found.add(child)

@@ -17,6 +17,13 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/15")
 # As shipped: above the hard time limit, so recovery never relies on redelivery.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 2 * 60 * 60}
+# Under pytest-xdist each process (gw0, gw1, ...) has its own test database (pytest-django suffixes
+# its name) and its own keys in the broker's Redis database: a worker fixture purges the queues it
+# starts on, and one process's worker must never take another's tasks, which name rows of another
+# database. A key prefix rather than a database number per process: Redis has only 16, shared by
+# every checkout testing on this machine.
+if _xdist_process := env.str("PYTEST_XDIST_WORKER", default=""):
+    CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"] = f"veriharm-tests-{_xdist_process}:"
 # Workers started inside the test process (celery.contrib.testing) sweep only where a test asks:
 # a sweep publishing trials of another test's run would blur what that test measures.
 VERIHARM_RECOVERY_SWEEP_SECONDS = env.float("VERIHARM_RECOVERY_SWEEP_SECONDS", default=0.0)
