@@ -13,9 +13,7 @@ The archive is deterministic: the same frozen release always gives the same byte
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import io
 import json
 import posixpath
 import re
@@ -32,6 +30,7 @@ from veriharm_site.refusals import Refused
 
 from ..models import Release
 from ..pipeline import format as fmt
+from .archives import tar_gz
 from .services import jsonl_bytes, lines_in_id_order
 
 FORMAT = "veriharm-release-bundle"
@@ -237,21 +236,7 @@ def bundle_files(meta: BundleMeta, entries: Sequence[BundleEntry]) -> dict[str, 
 
 def bundle_archive(meta: BundleMeta, entries: Sequence[BundleEntry]) -> bytes:
     """The .tar.gz bytes: sorted entries, fixed owner and times, so the bytes are reproducible."""
-    mtime = int(_parse_time(meta.frozen_at))
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for path, content in sorted(bundle_files(meta, entries).items()):
-            info = tarfile.TarInfo(f"{meta.root}/{path}")
-            info.size = len(content)
-            info.mtime = mtime
-            info.mode = 0o755 if path in EXECUTABLE else 0o644
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            tar.addfile(info, io.BytesIO(content))
-    packed = io.BytesIO()
-    with gzip.GzipFile(fileobj=packed, mode="wb", mtime=0) as gz:
-        gz.write(raw.getvalue())
-    return packed.getvalue()
+    return tar_gz(meta.root, bundle_files(meta, entries), meta.frozen_at, executable=EXECUTABLE.__contains__)
 
 
 def release_bundle(release: Release) -> tuple[str, bytes]:

@@ -3,17 +3,14 @@ its files as the harness places them, and a reproducible archive of a directory 
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import io
 import json
 import posixpath
-import tarfile
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from ...pipeline.format import canonical_json
+from .. import archives
 from ..bundle import BundleEntry, BundleMeta, instance_directory
 
 # The sandbox image the application's own trials run on: an item that names no image runs there.
@@ -85,20 +82,6 @@ def environment_file_path(path: str) -> str:
     return "environment/files/" + posixpath.normpath(path)
 
 
-def tar_gz(root: str, files: Mapping[str, bytes], frozen_at: str, executable: frozenset[str] = frozenset()) -> bytes:
-    """Sorted members, fixed owner and times, gzip without a timestamp: the same files give the same bytes."""
-    mtime = int(datetime.fromisoformat(frozen_at).timestamp())
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for path, content in sorted(files.items()):
-            info = tarfile.TarInfo(f"{root}/{path}")
-            info.size = len(content)
-            info.mtime = mtime
-            info.mode = 0o755 if path in executable or path.endswith(".sh") else 0o644
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            tar.addfile(info, io.BytesIO(content))
-    packed = io.BytesIO()
-    with gzip.GzipFile(fileobj=packed, mode="wb", mtime=0) as gz:
-        gz.write(raw.getvalue())
-    return packed.getvalue()
+def tar_gz(root: str, files: Mapping[str, bytes], frozen_at: str) -> bytes:
+    """An export's archive: its shell scripts executable, the rest not."""
+    return archives.tar_gz(root, files, frozen_at, executable=lambda path: path.endswith(".sh"))
