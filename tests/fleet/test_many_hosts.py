@@ -5,7 +5,8 @@ Three "hosts" on this machine (`tests/fleet/namespaces.py`): each a network name
 reaching PostgreSQL and Redis over its veth link, with its own host name and scratch directory;
 host-c has no Docker queue. Trials per minute are measured with 1, 2 and 3 hosts: on two shared
 cores the figure shows the coordination works (it does not grow with hosts: they share the cores).
-Mid-run host-b is lost (every process SIGKILLed, its link cut) and comes back later.
+Mid-run host-b is lost (every process SIGKILLed, its link cut) and comes back later. At the end,
+with host-a and host-b stopped, host-c re-scores final states host-a wrote (the store is shared).
 
 Its size: VERIHARM_MANY_HOSTS_REPETITIONS (default 80) repetitions of the three reference agents
 on one candidate in the main run (240 trials), 8 in each measuring run."""
@@ -24,8 +25,10 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Max, Min
 
+from candidates.curation.revisions import candidate_revise
+from candidates.models import Candidate
 from evaluation.fleet.selectors import fleet, run_hosts
-from evaluation.models import FinalState, Run, Trial, TrialStatus
+from evaluation.models import FinalState, Rescore, RescoreStatus, Run, Trial, TrialStatus
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
 from tests.evaluation.conftest import wait_until
@@ -33,6 +36,8 @@ from tests.fleet.namespaces import Host
 from veriharm_site.broker_messages import waiting_tasks
 
 CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
+# Its trials run on host-a alone, and are re-scored at the end by host-c alone.
+RESCORED = "bb-187101/gpt-5.4-mini/claude-opus-4-7"
 REPETITIONS = int(os.environ.get("VERIHARM_MANY_HOSTS_REPETITIONS", "80"))
 MEASURE_REPETITIONS = 8
 LEASE = settings.VERIHARM_TRIAL_LEASE_SECONDS  # the shipped 120 s
@@ -96,7 +101,9 @@ def _per_minute(run: Run) -> float:
 @pytest.mark.many_hosts
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
-def test_a_run_over_three_hosts_survives_losing_one(sandboxes_ready, examples_imported, admin_client_, tmp_path):
+def test_a_run_over_three_hosts_survives_losing_one(
+    sandboxes_ready, examples_imported, admin_client_, curator, tmp_path
+):
     from veriharm_site.celery import app
 
     assert os.geteuid() == 0 and _netns_works(), "the many-host test needs root and `ip netns`"
@@ -116,6 +123,11 @@ def test_a_run_over_three_hosts_survives_losing_one(sandboxes_ready, examples_im
             wait_until(lambda k=key: any(w.host == hosts[k].name for w in fleet().live), 120, f"{key}'s heartbeat")
             if key == "c":
                 break
+            if key == "a":
+                written_on_a = run_launch(
+                    selection={"kind": "ids", "ids": [RESCORED]}, agent_ids=agents, backend="local", name="on host-a"
+                )
+                wait_until(lambda r=written_on_a: _unfinished(r) == 0, 300, "the run on host-a")
             measured = _launch(MEASURE_REPETITIONS, agents, f"{count} host(s)")
             wait_until(lambda r=measured: _unfinished(r) == 0, 600, f"the run on {count} host(s)")
             figures[f"trials/min, {count} host(s)"] = _per_minute(measured)
@@ -194,6 +206,33 @@ def test_a_run_over_three_hosts_survives_losing_one(sandboxes_ready, examples_im
         for state in kept[:5]:
             response = admin_client_.get(f"/evaluation/trials/{state.trial_id}/final-state.tar.gz")
             assert response.status_code == 200, (state.trial.worker, response.status_code)
+
+        # A final state host-a wrote, re-scored by host-c with the other hosts gone: the store is shared.
+        hosts["a"].stop_worker()
+        hosts["b"].stop_worker()
+        wait_until(lambda: {w.host for w in fleet().live} == {"host-c"}, 120, "host-c alone")
+        before = {t.pk: (t.r_task, t.r_harm) for t in Trial.objects.filter(run=written_on_a)}
+        assert {
+            w.split("@", 1)[1] for w in Trial.objects.filter(run=written_on_a).values_list("worker", flat=True)
+        } == {"host-a"}
+        rescored = Candidate.objects.get(external_id=RESCORED)
+        candidate_revise(
+            candidate_id=rescored.pk,
+            user=curator,
+            instruction=rescored.instruction,
+            harm_test=rescored.harm_test + "\n# revised: the same check, so the same verdicts\n",
+            reason="a comment, to re-score on another host",
+            base_revision=rescored.revision,
+        )
+        assert admin_client_.post(f"/api/evaluation/candidates/{RESCORED}/rescores/").status_code == 202
+        wait_until(
+            lambda: not Rescore.objects.filter(trial__run=written_on_a, status=RescoreStatus.QUEUED).exists(),
+            300,
+            "host-c's re-scores",
+        )
+        after = {r.trial_id: (r.status, r.r_task, r.r_harm) for r in Rescore.objects.filter(trial__run=written_on_a)}
+        assert after == {pk: (RescoreStatus.DONE, *verdict) for pk, verdict in before.items()}
+        figures["re-scored on host-c from host-a's final states"] = len(after)
     finally:
         for host in hosts.values():
             host.destroy()
