@@ -28,7 +28,7 @@ from django.db.models import Count, Max, Min
 from candidates.curation.revisions import candidate_revise
 from candidates.models import Candidate
 from evaluation.fleet.selectors import fleet, run_hosts
-from evaluation.models import FinalState, Rescore, RescoreStatus, Run, Trial, TrialStatus
+from evaluation.models import FinalState, Rescore, RescoreStatus, Run, Trial, TrialKind, TrialStatus
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
 from tests.evaluation.conftest import wait_until
@@ -211,7 +211,9 @@ def test_a_run_over_three_hosts_survives_losing_one(
         hosts["a"].stop_worker()
         hosts["b"].stop_worker()
         wait_until(lambda: {w.host for w in fleet().live} == {"host-c"}, 120, "host-c alone")
-        before = {t.pk: (t.r_task, t.r_harm) for t in Trial.objects.filter(run=written_on_a)}
+        written = Trial.objects.filter(run=written_on_a)
+        assert written.count() == written.filter(status=TrialStatus.DONE, kind=TrialKind.RISK).count() == 3
+        before = {t.pk: (t.r_task, t.r_harm) for t in written}
         assert {
             w.split("@", 1)[1] for w in Trial.objects.filter(run=written_on_a).values_list("worker", flat=True)
         } == {"host-a"}
