@@ -75,30 +75,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         )
 
 
-def _transactional(item: pytest.Item) -> bool:
-    marker = item.get_closest_marker("django_db")
-    fixtures = set(getattr(item, "fixturenames", ()))
-    return bool(marker and marker.kwargs.get("transaction")) or bool(fixtures & {"transactional_db", "live_server"})
-
-
-class _LongestFirst:
-    """The longest tests start first, so that the processes of a parallel run begin them together
-    instead of ending on them one after the other (the Makefile hands out tests two at a time).
-
-    trylast: after pytest-django's order, which it keeps. The demo tests use no database and go to
-    the front, one in every two places; the many-host test goes to the front of the transactional
-    tests, which must stay after the others (they empty the database, data migrations' rows too)."""
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        demo = [item for item in items if item.get_closest_marker("demo")]
-        many = [item for item in items if item.get_closest_marker("many_hosts")]
-        rest = [item for item in items if item not in demo and item not in many]
-        split = next((n for n, item in enumerate(rest) if _transactional(item)), len(rest))
-        head = [item for pair in zip(demo, rest[: len(demo)], strict=False) for item in pair]
-        items[:] = head + rest[len(demo) : split] + many + rest[split:]
-
-
 class _ServicesCheck:
     """Refuses to start when a selected test needs PostgreSQL or Redis and either is unreachable; a run
     of tests that need neither (the unit tier) starts without them.
@@ -115,7 +91,6 @@ class _ServicesCheck:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_ServicesCheck(), "veriharm-services-check")
-    config.pluginmanager.register(_LongestFirst(), "veriharm-longest-first")
 
 
 def _services_check() -> None:
