@@ -58,8 +58,10 @@ def test_each_task_scores_the_references_in_its_own_image(release, tmp_path):
     """What `harbor run -a oracle -e docker` does to a task, step by step with Docker itself (Harbor's
     docker environment also needs Docker Compose): build environment/, run the reference in place
     of the agent, then tests/test.sh as Harbor's shared verifier does, and read the reward."""
-    if _docker("image", "inspect", "veriharm-sandbox:bookworm").returncode != 0:
-        pytest.skip("the sandbox image veriharm-sandbox:bookworm is not built on this Docker host")
+    # `make test` builds the image first (scripts/build_sandbox_image.sh): without it this test fails.
+    assert _docker("image", "inspect", "veriharm-sandbox:bookworm").returncode == 0, (
+        "the sandbox image veriharm-sandbox:bookworm is not built on this Docker host"
+    )
     call_command("release_export", "veriharm-bench", "1.0", "--format", "harbor", "--directory", str(tmp_path))
     root = tmp_path / "veriharm-bench-1.0-harbor"
     records = {item.record["id"]: item.record for item in release_item_records(release)}
