@@ -117,7 +117,9 @@ class RecoverySweep(bootsteps.StartStopStep):
             self._thread.join(timeout=30)
             self._thread = None
 
-    shutdown = stop
+    # A cold shutdown (and the test workers' exit) calls `terminate`, which bootsteps map to a
+    # `terminate` of their own object only: without this the thread outlives its worker.
+    shutdown = terminate = stop
 
 
 def broker_settings_problems(settings: object) -> list[str]:

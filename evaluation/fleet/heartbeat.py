@@ -107,4 +107,6 @@ class FleetHeartbeat(bootsteps.StartStopStep):
                 connection.close()
             self._info = None
 
-    shutdown = stop
+    # A cold shutdown calls `terminate`: without it the thread would go on beating for a worker that
+    # is gone (in a test process, into the next test's tables).
+    shutdown = terminate = stop

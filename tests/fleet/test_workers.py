@@ -66,3 +66,20 @@ def test_a_real_worker_writes_its_heartbeat(celery_worker_thread, admin_client_)
     assert {"default", "sandbox-local", "sandbox-docker"} <= set(worker["queues"])
     assert worker["backends"] == ["docker", "local"]
     assert worker["concurrency"] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stopped_worker_says_so_and_beats_no_more():
+    """Test workers leave through Celery's cold shutdown (`terminate`), as a worker's second Ctrl-C
+    does: the heartbeat and sweep threads end with it and its row shows it stopped."""
+    import threading
+
+    from celery.contrib.testing.worker import start_worker
+
+    from veriharm_site.celery import app
+
+    with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30) as worker:
+        wait_until(WorkerHeartbeat.objects.filter(name=worker.hostname).exists, 30, "the worker's first heartbeat")
+    names = {t.name for t in threading.enumerate()}
+    assert not names & {"veriharm-worker-heartbeat", "veriharm-recovery-sweep"}
+    assert WorkerHeartbeat.objects.get(name=worker.hostname).stopped_at is not None
