@@ -119,7 +119,10 @@ class RecoverySweep(bootsteps.StartStopStep):
 
     # A cold shutdown (and the test workers' exit) calls `terminate`, which bootsteps map to a
     # `terminate` of their own object only: without this the thread outlives its worker.
-    shutdown = terminate = stop
+    shutdown = stop
+
+    def terminate(self, parent: WorkController) -> None:
+        self.stop(parent)
 
 
 def broker_settings_problems(settings: object) -> list[str]:

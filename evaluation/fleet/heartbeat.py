@@ -109,4 +109,7 @@ class FleetHeartbeat(bootsteps.StartStopStep):
 
     # A cold shutdown calls `terminate`: without it the thread would go on beating for a worker that
     # is gone (in a test process, into the next test's tables).
-    shutdown = terminate = stop
+    shutdown = stop
+
+    def terminate(self, parent: WorkController) -> None:
+        self.stop(parent)
