@@ -1,0 +1,5 @@
+"""Generation: the paper's Algorithm 1 inside the application (rollout-guided search, then judge
+scoring), from source tasks to ranked candidates stored as an import would store them.
+
+- `contracts`: what the search hands the proposer and the judges, and what they hand back (pure).
+"""
