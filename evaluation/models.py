@@ -667,3 +667,6 @@ class Rescore(models.Model):
 
 # The fleet's model lives with the fleet; imported here so that Django finds it.
 from .fleet.models import WorkerHeartbeat as WorkerHeartbeat  # noqa: E402
+from .generation.models import GenerationRun as GenerationRun  # noqa: E402
+from .generation.models import GenerationSearch as GenerationSearch  # noqa: E402
+from .generation.models import GenerationStep as GenerationStep  # noqa: E402
