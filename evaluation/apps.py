@@ -33,6 +33,11 @@ class EvaluationConfig(AppConfig):
         # Every worker's recovery sweep takes over trials of dead workers and lost messages.
         sweeper_register("evaluation", sweep)
 
+        from evaluation.generation.recovery import sweep as generation_sweep
+
+        # ... and generation searches of dead workers and lost messages.
+        sweeper_register("generation", generation_sweep)
+
         from veriharm_site.celery import app
 
         from .fleet.heartbeat import FleetHeartbeat

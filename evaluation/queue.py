@@ -8,6 +8,7 @@ from django.conf import settings
 
 TRIAL_EXECUTE = "evaluation.trial_execute"
 RESCORE_EXECUTE = "evaluation.rescore_execute"
+GENERATION_SEARCH_EXECUTE = "evaluation.generation_search_execute"
 
 # Redis pops a queue's priority 0 before its other steps (kombu's priority_steps 0, 3, 6, 9): a trial
 # the sweep takes over from a lost worker, or publishes again because its message was lost, is
@@ -34,3 +35,11 @@ def rescores_publish(rescores: list[tuple[int, str]]) -> None:
     """Re-scores make sandboxes too (of their trial's backend): same queues as trials."""
     for pk, backend in rescores:
         current_app.send_task(RESCORE_EXECUTE, args=(pk,), queue=sandbox_queue(backend))
+
+
+def generation_searches_publish(searches: list[tuple[int, str]], *, takeover: bool = False) -> None:
+    """Publish (search id, its run's backend) pairs: a search runs its rollouts in sandboxes, so it goes
+    to its backend's queue as a trial does (call it from `transaction.on_commit`)."""
+    priority = TAKEOVER if takeover else ORDINARY
+    for pk, backend in searches:
+        current_app.send_task(GENERATION_SEARCH_EXECUTE, args=(pk,), queue=sandbox_queue(backend), priority=priority)

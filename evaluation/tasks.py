@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from evaluation import queue
+from evaluation.generation import engine as generation_engine
 from evaluation.sandbox.base import SandboxError
 from evaluation.trials import execution, final_states, rescoring
 from evaluation.trials.leases import ClaimRefused
@@ -65,3 +66,18 @@ def rescore_execute(self: Task, rescore_id: int) -> str:
         if self.request.retries >= RESCORE_RETRIES:
             return rescoring.rescore_fail(rescore_id, f"gave up after {self.request.retries + 1} attempts: {exc}")
         raise self.retry(exc=exc, countdown=min(2**self.request.retries, 30)) from exc
+
+
+@shared_task(bind=True, acks_late=True, max_retries=None, name=queue.GENERATION_SEARCH_EXECUTE)
+def generation_search_execute(self: Task, search_id: int) -> str:
+    """Run one generation search from the step its record lacks. A delivery of an ended search does
+    nothing; one that finds it held by a live worker checks again after a lease period."""
+    try:
+        result = generation_engine.search_execute(search_id, worker=self.request.hostname or "")
+    except (OperationalError, InterfaceError) as exc:
+        if self.request.retries >= DATABASE_RETRIES:
+            raise
+        raise self.retry(exc=exc, countdown=min(2**self.request.retries, 60)) from exc
+    if result == generation_engine.ClaimRefused.BUSY:
+        raise self.retry(countdown=settings.VERIHARM_TRIAL_LEASE_SECONDS)
+    return result

@@ -18,42 +18,12 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from .states import RunStatus, SearchEnding, SearchStatus, StepKind
+
 # The sandbox backends a search's rollouts may run on (`evaluation.sandbox.registry`).
 BACKENDS = ("local", "docker")
 # The pipeline format's provenance iteration is 1-20.
 MAX_BUDGET = 20
-
-
-class RunStatus(models.TextChoices):
-    RUNNING = "running", "Running"
-    FINISHED = "finished", "Finished"
-    CANCELLED = "cancelled", "Cancelled"
-    # Finished early: the run's USD budget was spent before every search ended on its own.
-    BUDGET_SPENT = "budget_spent", "USD budget spent"
-
-
-class SearchStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    FINISHED = "finished", "Finished"
-
-
-class SearchEnding(models.TextChoices):
-    KEPT = "kept", "Harmful success kept"
-    BUDGET_EXHAUSTED = "budget_exhausted", "No harmful success within the iteration budget"
-    PROPOSER_ERROR = "proposer_error", "The proposer failed"
-    JUDGE_ERROR = "judge_error", "A judge failed"
-    INFRASTRUCTURE = "infrastructure", "Infrastructure failure"
-    CANCELLED = "cancelled", "Cancelled"
-    USD_BUDGET_SPENT = "usd_budget_spent", "The run's USD budget was spent"
-
-
-class StepKind(models.TextChoices):
-    SEED = "seed", "Seed rollout"
-    PROPOSAL = "proposal", "Proposal"
-    NOOP_CHECK = "noop_check", "Harm test on the untouched environment"
-    ROLLOUT = "rollout", "Rollout of the proposed task"
-    JUDGEMENT = "judgement", "Judgement"
 
 
 class GenerationRun(models.Model):

@@ -1,0 +1,176 @@
+"""Launching and cancelling a generation run: one search per (target agent, source task, proposer),
+each published to the workers once the run is committed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from candidates.pipeline.models import PERTURBATIONS
+from evaluation import queue
+from evaluation.agents.factory import model_upstream
+from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Backend
+from evaluation.runs.sandbox_status import sandbox_status
+from veriharm_site.refusals import Conflict, Refused
+
+from .makers import judge_build, proposer_build
+from .models import MAX_BUDGET, GenerationRun, GenerationSearch
+from .recording import search_finish_queued
+from .sources import source_tasks_select
+from .states import RunStatus, SearchEnding, SearchStatus
+
+DEFAULT_BUDGET = 5
+# A run's searches are its (agents x tasks x proposers): bounded, as a launch is one transaction.
+MAX_SEARCHES = 5000
+
+
+def _named(configs: Any, build: Any, role: str) -> list[dict[str, Any]]:
+    """Each configuration with the name its proposer or judge goes by; Refused on a bad one."""
+    if not isinstance(configs, list) or not configs:
+        raise Refused(f"{role}s", f"name at least one {role} configuration")
+    named = []
+    for index, config in enumerate(configs):
+        try:
+            name = build(config).name
+        except ValueError as exc:
+            raise Refused(f"{role}s", f"{role} {index + 1}: {exc}") from None
+        named.append({**config, "name": name})
+    names = [c["name"] for c in named]
+    if len(set(names)) != len(names):
+        raise Refused(f"{role}s", f"two {role}s go by the same name: each must be told apart in the output")
+    return named
+
+
+def _budget_usd(value: Any) -> Decimal | None:
+    if value in (None, ""):
+        return None
+    try:
+        budget = Decimal(str(value))
+    except InvalidOperation:
+        raise Refused("budget_usd", "the USD budget must be a number") from None
+    if not budget.is_finite() or not Decimal(0) <= budget <= Decimal("10000000"):
+        raise Refused("budget_usd", "the USD budget must be between 0 and 10,000,000")
+    return budget
+
+
+def _agents(agent_ids: Iterable[Any]) -> list[Agent]:
+    try:
+        wanted = list(dict.fromkeys(int(pk) for pk in agent_ids))
+    except (TypeError, ValueError):
+        raise Refused("agents", "agents must be agent ids") from None
+    if not wanted:
+        raise Refused("agents", "choose at least one target agent")
+    agents = {a.pk: a for a in Agent.objects.filter(pk__in=wanted, active=True)}
+    missing = [pk for pk in wanted if pk not in agents]
+    if missing:
+        raise Refused("agents", f"no active agent with id {', '.join(map(str, missing))}")
+    for agent in agents.values():
+        if agent.kind == "reference":
+            raise Refused("agents", f"{agent.name} is a reference agent, not a target")
+        try:
+            reaches_model = model_upstream(agent.kind, agent.config) is not None
+        except ValueError as exc:
+            raise Refused("agents", f"{agent.name}: {exc}") from None
+        if reaches_model:
+            # The gateway and its ledger are kept per trial; a search's rollouts are not trials yet.
+            raise Refused("agents", f"{agent.name} calls a model: generation runs only agents that call none so far")
+    return [agents[pk] for pk in wanted]
+
+
+def generation_launch(
+    *,
+    name: str,
+    selection: dict[str, Any],
+    agent_ids: Iterable[Any],
+    proposers: list[dict[str, Any]],
+    judges: list[dict[str, Any]],
+    budget: Any = None,
+    perturbations: Iterable[str] | None = None,
+    budget_usd: Any = None,
+    backend: str | None = None,
+    created_by: Any = None,
+    demo: bool = False,
+    reference_check: bool = True,
+) -> GenerationRun:
+    """Create a run and its searches and publish them on commit. Raises Refused naming what is
+    wrong; nothing is written then."""
+    name = (name or "").strip()
+    if not name or len(name) > 200:
+        raise Refused("name", "a generation run needs a name of 1 to 200 characters")
+    budget = DEFAULT_BUDGET if budget in (None, "") else budget
+    if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= MAX_BUDGET:
+        raise Refused("budget", f"the iteration budget must be a whole number from 1 to {MAX_BUDGET}")
+    kinds = list(dict.fromkeys(PERTURBATIONS if perturbations is None else perturbations))
+    if not kinds or any(k not in PERTURBATIONS for k in kinds):
+        raise Refused("perturbations", f"perturbations must be some of {', '.join(PERTURBATIONS)}")
+    usd = _budget_usd(budget_usd)
+    backend = backend or settings.VERIHARM_SANDBOX_BACKEND
+    if backend not in LAUNCHABLE_BACKENDS:
+        raise Refused("backend", f"backend must be one of {', '.join(LAUNCHABLE_BACKENDS)}")
+    if settings.VERIHARM_LAUNCH_WAITS_FOR_SANDBOX and backend == Backend.LOCAL:
+        status = sandbox_status()
+        if not status.ready:
+            raise Refused("backend", status.refusal(backend), status_code=409)
+    if not isinstance(selection, dict):
+        raise Refused("selection", "the selection must be an object with a kind")
+    tasks, problem = source_tasks_select(selection)
+    if problem:
+        raise Refused("selection", problem)
+    agents = _agents(agent_ids)
+    proposer_configs = _named(proposers, proposer_build, "proposer")
+    judge_configs = _named(judges, judge_build, "judge")
+    count = len(agents) * len(tasks) * len(proposer_configs)
+    if count > MAX_SEARCHES:
+        raise Refused("selection", f"{count} searches asked for, at most {MAX_SEARCHES} in one run")
+    with transaction.atomic():
+        run = GenerationRun.objects.create(
+            name=name,
+            created_by=created_by,
+            selection=selection,
+            proposer_configs=proposer_configs,
+            judge_configs=judge_configs,
+            budget=budget,
+            perturbations=kinds,
+            budget_usd=usd,
+            backend=backend,
+            demo=demo,
+            reference_check=reference_check,
+        )
+        run.agents.set(agents)
+        searches = GenerationSearch.objects.bulk_create(
+            GenerationSearch(
+                run=run,
+                agent=agent,
+                source_task_id=task["id"],
+                source_task=task,
+                proposer=proposer["name"],
+            )
+            for agent in agents
+            for task in tasks
+            for proposer in proposer_configs
+        )
+        published = [(s.pk, backend) for s in searches]
+        transaction.on_commit(lambda: queue.generation_searches_publish(published))
+    return run
+
+
+def generation_cancel(run_id: int, *, cancelled_by: Any = None) -> GenerationRun:
+    """Stop a run: queued searches end now, running ones between two steps. Refused when the run has
+    already ended."""
+    with transaction.atomic():
+        run = GenerationRun.objects.select_for_update().filter(pk=run_id).first()
+        if run is None:
+            raise Refused("run", "no such generation run", status_code=404)
+        if run.status != RunStatus.RUNNING:
+            raise Conflict(f"the run has already ended ({run.get_status_display().lower()})", "run")
+        now = timezone.now()
+        run.status, run.cancelled_at, run.finished_at = RunStatus.CANCELLED, now, now
+        run.save(update_fields=["status", "cancelled_at", "finished_at"])
+        for pk in run.searches.filter(status=SearchStatus.QUEUED).values_list("pk", flat=True):
+            search_finish_queued(pk, SearchEnding.CANCELLED)
+    return run

@@ -1,0 +1,114 @@
+"""A search held by one worker at a time, as a trial is (`evaluation.trials.leases`): a claim hands
+out a fresh token, a heartbeat keeps it, and every write of the search is conditional on it, so a
+second delivery of its task, or a worker that lost its lease, records nothing."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import StrEnum
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from .models import GenerationSearch
+from .states import SearchStatus
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Claim:
+    search_id: int
+    token: str
+    # The previous holder's lease had expired (its worker died): its sandboxes may be left over.
+    took_over: bool = False
+
+
+class ClaimRefused(StrEnum):
+    MISSING = "missing"
+    FINISHED = "finished"
+    BUSY = "busy"  # another worker holds a live lease
+
+
+def search_claim(search_id: int, worker: str = "", *, abandoned: str = "") -> Claim | ClaimRefused:
+    """Take a search for this worker, or say why not. `abandoned`: the token of an attempt of this
+    task that lost the database; while the search still holds it nobody else took it over."""
+    with transaction.atomic():
+        search = GenerationSearch.objects.select_for_update().filter(pk=search_id).first()
+        if search is None:
+            return ClaimRefused.MISSING
+        if search.status == SearchStatus.FINISHED:
+            return ClaimRefused.FINISHED
+        now = timezone.now()
+        took_over = False
+        if search.status == SearchStatus.RUNNING:
+            taken_back = bool(abandoned) and search.lease_token == abandoned
+            fresh = search.heartbeat_at is not None and search.heartbeat_at > now - timedelta(
+                seconds=settings.VERIHARM_TRIAL_LEASE_SECONDS
+            )
+            if fresh and not taken_back:
+                return ClaimRefused.BUSY
+            took_over = not taken_back
+        search.status = SearchStatus.RUNNING
+        search.lease_token = secrets.token_hex(16)
+        search.worker = worker[:200]
+        search.heartbeat_at = now
+        search.started_at = search.started_at or now
+        search.save(update_fields=["status", "lease_token", "worker", "heartbeat_at", "started_at"])
+        return Claim(search_id, search.lease_token, took_over)
+
+
+def search_heartbeat(claim: Claim) -> bool:
+    """Refresh the lease; False when this worker no longer holds the search."""
+    return (
+        GenerationSearch.objects.filter(
+            pk=claim.search_id, lease_token=claim.token, status=SearchStatus.RUNNING
+        ).update(heartbeat_at=timezone.now())
+        == 1
+    )
+
+
+def search_locked(claim: Claim) -> GenerationSearch | None:
+    """The search, locked for the caller's transaction, while this claim still holds it."""
+    search = (
+        GenerationSearch.objects.select_for_update()
+        .filter(pk=claim.search_id, lease_token=claim.token, status=SearchStatus.RUNNING)
+        .first()
+    )
+    return search
+
+
+class Heartbeat:
+    """Refreshes a claim's lease from a thread while a step runs; notices when the lease is lost."""
+
+    def __init__(self, claim: Claim, interval: float) -> None:
+        self.claim = claim
+        self.interval = interval
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-search-{claim.search_id}", daemon=True)
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    if not search_heartbeat(self.claim):
+                        self.lost.set()
+                        return
+                except Exception:  # a database hiccup must not end the search; the lease tolerates a missed beat
+                    logger.exception("heartbeat of search %s failed", self.claim.search_id)
+        finally:
+            connection.close()
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.interval + 30)

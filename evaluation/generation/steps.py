@@ -1,0 +1,193 @@
+"""Doing one step of a search (no database writes): the target's rollouts and the no-op check run
+the trial protocol over a sandbox, exactly as a trial does; the proposal and judgement steps ask
+the run's proposer and judges. Each returns the fields of the step's record."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+
+from evaluation.agents.base import AgentRunner, Step
+from evaluation.agents.factory import build_runner
+from evaluation.agents.reference import NoopAgent
+from evaluation.sandbox.base import SandboxBackend
+from evaluation.trials.protocol import TrialSpec, trial_run
+from evaluation.trials.sandboxes import sandbox_limits
+
+from .checks import harm_test_problem
+from .contracts import Feedback, JudgeRequest, ModelCallRecord, ProposalRequest
+from .makers import judge_build, proposer_build
+from .models import GenerationSearch, GenerationStep
+from .sources import seed_task
+from .states import StepKind
+from .transcripts import render, step_dicts
+
+PASSES_UNTOUCHED = "the harm test passes without any agent action (on the untouched environment)"
+
+
+def _spec(search: GenerationSearch, instruction: str, harm_test: str | None) -> TrialSpec:
+    source = search.source_task
+    return TrialSpec(
+        environment=source.get("environment") or None,
+        instruction=instruction,
+        task_test=source["task_test"],
+        harm_test=harm_test,
+        agent_time_limit=float(min(search.agent.time_limit, settings.VERIHARM_AGENT_MAX_TIME_LIMIT)),
+        test_timeout=float(settings.VERIHARM_TEST_TIMEOUT),
+        limits=sandbox_limits(),
+    )
+
+
+def _inputs_sha256(spec: TrialSpec) -> str:
+    pinned = {
+        "environment": spec.environment or {},
+        "instruction": spec.instruction,
+        "task_test": spec.task_test,
+        "harm_test": spec.harm_test,
+    }
+    return hashlib.sha256(json.dumps(pinned, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def target_runner(search: GenerationSearch) -> AgentRunner:
+    """The target agent as its row configures it (the trials' factory)."""
+    agent = search.agent
+    return build_runner(agent.kind, agent.config, network=agent.network, references={})
+
+
+def _run(
+    backend: SandboxBackend,
+    spec: TrialSpec,
+    runner: AgentRunner,
+    cancelled: Callable[[], bool],
+) -> dict[str, Any]:
+    recorded: list[Step] = []
+    outcome = trial_run(backend, spec, runner, record=recorded.append, cancelled=cancelled)
+    steps = step_dicts(recorded)
+    return {
+        "transcript": render(steps),
+        "steps": steps,
+        "r_task": outcome.r_task,
+        "r_harm": outcome.r_harm,
+        "inputs_sha256": _inputs_sha256(spec),
+        "instruction": spec.instruction,
+        "harm_test": spec.harm_test or "",
+    }
+
+
+def seed_rollout(search: GenerationSearch, backend: SandboxBackend, cancelled: Callable[[], bool]) -> dict[str, Any]:
+    """tau_seed: the target on t_seed, judged by V_task alone."""
+    return _run(backend, _spec(search, search.source_task["instruction"], None), target_runner(search), cancelled)
+
+
+def noop_check(
+    search: GenerationSearch, proposal: GenerationStep, backend: SandboxBackend, cancelled: Callable[[], bool]
+) -> dict[str, Any]:
+    """V~_harm on the untouched environment: the reference check's no-op agent through the same protocol."""
+    fields = _run(backend, _spec(search, proposal.instruction, proposal.harm_test), NoopAgent(), cancelled)
+    fields["note"] = PASSES_UNTOUCHED if fields["r_harm"] == 1 else ""
+    return fields
+
+
+def rollout(
+    search: GenerationSearch, proposal: GenerationStep, backend: SandboxBackend, cancelled: Callable[[], bool]
+) -> dict[str, Any]:
+    """The target on t~ with both tests hidden, each run on its own copy of the final state."""
+    return _run(backend, _spec(search, proposal.instruction, proposal.harm_test), target_runner(search), cancelled)
+
+
+def _calls(calls: tuple[ModelCallRecord, ...]) -> tuple[list[dict[str, Any]], Decimal | None]:
+    stored = [
+        {
+            **{k: getattr(c, k) for k in c.__dataclass_fields__ if k != "cost_usd"},
+            "cost_usd": None if c.cost_usd is None else str(c.cost_usd),
+        }
+        for c in calls
+    ]
+    costs = [c.cost_usd for c in calls if c.cost_usd is not None]
+    return stored, (sum(costs, Decimal(0)) if costs else None)
+
+
+def feedback(steps: list[GenerationStep]) -> tuple[Feedback, ...]:
+    """F: every earlier attempt, oldest first, with its rollout's transcript and verdicts when it had one."""
+    by_kind = {(s.kind, s.iteration): s for s in steps}
+    found = []
+    for proposal in sorted((s for s in steps if s.kind == StepKind.PROPOSAL), key=lambda s: s.iteration):
+        if proposal.error:
+            continue
+        check = by_kind.get((StepKind.NOOP_CHECK, proposal.iteration))
+        run = by_kind.get((StepKind.ROLLOUT, proposal.iteration))
+        found.append(
+            Feedback(
+                iteration=proposal.iteration,
+                instruction=proposal.instruction,
+                harm_test=proposal.harm_test,
+                transcript=run.transcript if run else "",
+                r_task=run.r_task if run else None,
+                r_harm=run.r_harm if run else None,
+                note=proposal.note or (check.note if check else ""),
+            )
+        )
+    return tuple(found)
+
+
+def _run_budget_spent(search: GenerationSearch) -> bool:
+    run = search.run
+    return run.budget_usd is not None and run.spent_usd >= run.budget_usd
+
+
+def propose(search: GenerationSearch, iteration: int, steps: list[GenerationStep]) -> dict[str, Any]:
+    if _run_budget_spent(search):
+        return {"budget_spent": True, "error": f"not asked: the run's USD budget of ${search.run.budget_usd} is spent"}
+    config = next(c for c in search.run.proposer_configs if c["name"] == search.proposer)
+    seed = next(s for s in steps if s.kind == StepKind.SEED)
+    request = ProposalRequest(
+        seed=seed_task(search.source_task),
+        seed_transcript=seed.transcript,
+        iteration=iteration,
+        budget=search.run.budget,
+        perturbations=tuple(search.run.perturbations),
+        feedback=feedback(steps),
+    )
+    result = proposer_build(config).propose(request)
+    calls, cost = _calls(result.calls)
+    fields: dict[str, Any] = {"calls": calls, "cost_usd": cost, "budget_spent": result.budget_spent}
+    if result.proposal is None:
+        return {**fields, "error": result.error or "the proposer gave no proposal"}
+    proposal = result.proposal
+    note = harm_test_problem(proposal.harm_test)
+    if not note and proposal.perturbation not in search.run.perturbations:
+        note = f"the perturbation {proposal.perturbation!r} is not one this run allows"
+    if not note and not proposal.instruction.strip():
+        note = "the proposed task is empty"
+    return {
+        **fields,
+        "instruction": proposal.instruction,
+        "harm_test": proposal.harm_test,
+        # A kind outside the format's is refused above and stored blank.
+        "perturbation": proposal.perturbation if proposal.perturbation in search.run.perturbations else "",
+        "harm_summary": proposal.harm_summary,
+        "risk_category": proposal.risk_category[:100],
+        "references": dict(proposal.references),
+        "note": note,
+    }
+
+
+def judge(search: GenerationSearch, judge_name: str, kept: GenerationStep) -> dict[str, Any]:
+    if _run_budget_spent(search):
+        return {"budget_spent": True, "error": f"not asked: the run's USD budget of ${search.run.budget_usd} is spent"}
+    config = next(c for c in search.run.judge_configs if c["name"] == judge_name)
+    result = judge_build(config).score(
+        JudgeRequest(
+            seed_instruction=search.source_task["instruction"], instruction=kept.instruction, harm_test=kept.harm_test
+        )
+    )
+    calls, cost = _calls(result.calls)
+    fields: dict[str, Any] = {"calls": calls, "cost_usd": cost, "budget_spent": result.budget_spent}
+    if result.scores is None:
+        return {**fields, "error": result.error or "the judge gave no scores"}
+    return {**fields, "scores": result.scores.as_dict(), "rationale": result.scores.rationale}
