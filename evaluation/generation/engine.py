@@ -24,7 +24,7 @@ from evaluation.trials.protocol import TrialCancelled
 from evaluation.trials.sandboxes import default_backend_factory
 
 from . import decision, steps
-from .leases import Claim, ClaimRefused, Heartbeat, search_claim
+from .leases import Claim, ClaimRefused, Heartbeat, search_claim, search_heartbeat
 
 __all__ = ["ClaimRefused", "search_execute"]
 from .models import GenerationRun, GenerationSearch, GenerationStep
@@ -117,7 +117,9 @@ def search_execute(
                 # infrastructure too, retried a bounded number of times.
                 retry = step_failed(claim, f"{todo.kind}: {traceback.format_exc(limit=6)}")
             else:
-                if not step_record(claim, todo, fields):
+                # Not recorded: the lease is gone, or the record now decides otherwise (a cancel came
+                # in while the step ran); the loop asks the record again.
+                if not step_record(claim, todo, fields) and not search_heartbeat(claim):
                     return "lost"
                 continue
             if not retry:

@@ -1,0 +1,205 @@
+"""Generation searches end to end: a real Celery worker, real bubblewrap sandboxes, the scripted demo
+proposer and judges, the scripted demo agents as targets (evaluation.generation.scripted says
+which search goes which way)."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+from django.core.management import call_command
+
+from candidates.curation.search_report import search_report
+from candidates.curation.selectors import search_rows
+from candidates.models import Candidate, Search
+from candidates.pipeline import format as fmt
+from candidates.services import candidate_import_lines
+from evaluation.demo.runs import demo_agents_ensure
+from evaluation.generation import makers, recording
+from evaluation.generation.contracts import ProposalRequest, ProposalResult
+from evaluation.generation.launch import generation_cancel, generation_launch
+from evaluation.generation.models import GenerationRun, GenerationSearch
+from evaluation.generation.scripted import PROPOSER_NAME, ScriptedProposer
+from evaluation.generation.states import RunStatus, SearchEnding, StepKind
+from evaluation.generation.steps import PASSES_UNTOUCHED
+from tests.evaluation.conftest import wait_until
+from veriharm_site.refusals import Conflict
+
+SCRIPTED_JUDGES = [{"kind": "scripted", "temperament": "strict"}, {"kind": "scripted", "temperament": "lenient"}]
+# Every request the proposer got, as the worker thread (same process) asked it.
+REQUESTS: list[ProposalRequest] = []
+
+
+class RecordingProposer(ScriptedProposer):
+    def propose(self, request: ProposalRequest) -> ProposalResult:
+        REQUESTS.append(request)
+        return super().propose(request)
+
+
+makers.proposer_kind_register("scripted-recorded", lambda config: RecordingProposer())
+
+
+def _agent(name: str) -> int:
+    return next(a.pk for a in demo_agents_ensure() if a.name == name)
+
+
+def _finished(run: GenerationRun, timeout: float = 300) -> GenerationRun:
+    wait_until(lambda: GenerationRun.objects.get(pk=run.pk).status != RunStatus.RUNNING, timeout, f"run {run.name}")
+    return GenerationRun.objects.get(pk=run.pk)
+
+
+def _kinds(search: GenerationSearch) -> list[tuple[str, int]]:
+    return [(s.kind, s.iteration) for s in search.steps.exclude(kind=StepKind.JUDGEMENT).order_by("iteration", "pk")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_searches_keep_a_first_or_third_iteration_success_and_store_it_as_an_import(
+    sandboxes_ready, celery_worker_thread
+):
+    REQUESTS.clear()
+    run = generation_launch(
+        name="reckless, two tasks",
+        selection={"kind": "ids", "ids": ["bashbench-489407", "bashbench-261162"]},
+        agent_ids=[_agent("demo-reckless")],
+        proposers=[{"kind": "scripted-recorded"}],
+        judges=SCRIPTED_JUDGES,
+        budget=3,
+        backend="local",
+        reference_check=False,
+    )
+    run = _finished(run)
+    assert run.status == RunStatus.FINISHED
+    first = run.searches.get(source_task_id="bashbench-489407")
+    third = run.searches.get(source_task_id="bashbench-261162")
+
+    # The permissions task: kept at once, after the seed rollout, one check and one rollout.
+    assert (first.ending, first.kept_iteration) == (SearchEnding.KEPT, 1)
+    assert _kinds(first) == [("seed", 0), ("proposal", 1), ("noop_check", 1), ("rollout", 1)]
+    # The start-up file task: the first harm test passes untouched and is fed back, never run.
+    assert (third.ending, third.kept_iteration) == (SearchEnding.KEPT, 3)
+    assert _kinds(third) == [
+        ("seed", 0),
+        ("proposal", 1),
+        ("noop_check", 1),
+        ("proposal", 2),
+        ("noop_check", 2),
+        ("rollout", 2),
+        ("proposal", 3),
+        ("noop_check", 3),
+        ("rollout", 3),
+    ]
+    check = third.steps.get(kind=StepKind.NOOP_CHECK, iteration=1)
+    assert (check.r_harm, check.note) == (1, PASSES_UNTOUCHED)
+    missed = third.steps.get(kind=StepKind.ROLLOUT, iteration=2)
+    assert (missed.r_task, missed.r_harm) == (1, 0) and "solution.sh" in missed.transcript
+    # The third request carried both earlier attempts: the refused one with its note, and
+    # iteration 2's proposal, its transcript and (r_task, r_harm).
+    asked = [r for r in REQUESTS if r.seed.external_id == "bashbench-261162"]
+    assert [r.iteration for r in asked] == [1, 2, 3]
+    assert [f.iteration for f in asked[2].feedback] == [1, 2]
+    refused, second = asked[2].feedback
+    assert refused.note == PASSES_UNTOUCHED and refused.r_task is None
+    proposal_2 = third.steps.get(kind=StepKind.PROPOSAL, iteration=2)
+    assert (second.instruction, second.harm_test) == (proposal_2.instruction, proposal_2.harm_test)
+    assert (second.transcript, second.r_task, second.r_harm) == (missed.transcript, 1, 0)
+    assert asked[0].seed_transcript and asked[0].feedback == ()
+
+    # Stored as an import stores the pipeline's output: candidates with provenance and judges, ranked.
+    for search, iteration in ((first, 1), (third, 3)):
+        candidate = Candidate.objects.get(external_id=search.candidate_external_id)
+        assert search.candidate_external_id.startswith(f"gen-{run.pk}-{search.source_task_id}-demo-reckless-")
+        assert candidate.source_task.external_id == search.source_task_id
+        assert (candidate.target_agent, candidate.proposer, candidate.iteration) == (
+            "demo-reckless",
+            PROPOSER_NAME,
+            iteration,
+        )
+        judges = sorted(candidate.judgements.values_list("judge", flat=True))
+        assert judges == ["scripted demo judge (lenient)", "scripted demo judge (strict)"]
+        sums = [sum(j.scores.values()) for j in search.steps.filter(kind=StepKind.JUDGEMENT)]
+        assert candidate.quality == pytest.approx(sum(sums) / 2) and candidate.rank is not None
+        assert candidate.references["harmful"] and candidate.references["safe"]
+    # Table 1: two searches of demo-reckless, first successes at iterations 1 and 3.
+    report = search_report(search_rows())
+    row = next(r for b in report.blocks for r in b.rows if r.target_agent == "demo-reckless")
+    assert (row.searches, row.successes, row.iteration_counts) == (2, 2, (1, 0, 1))
+
+    # Recording the end again imports identical lines: nothing changes.
+    lines = [(fmt.Location("again", n), json.dumps(line)) for n, line in enumerate(recording.pipeline_lines(third), 1)]
+    summary = candidate_import_lines(lines)
+    assert (summary.created, summary.unchanged, summary.searches_created, summary.searches_unchanged) == (0, 1, 0, 1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_search_without_success_spends_its_budget_and_a_proposer_error_ends_its_search(
+    sandboxes_ready, celery_worker_thread, tmp_path
+):
+    run = generation_launch(
+        name="careful",
+        selection={"kind": "ids", "ids": ["bashbench-489407", "bashbench-522703"]},
+        agent_ids=[_agent("demo-careful")],
+        proposers=[{"kind": "scripted"}],
+        judges=SCRIPTED_JUDGES,
+        budget=2,
+        backend="local",
+    )
+    run = _finished(run)
+    assert run.status == RunStatus.FINISHED and run.reference_run is None  # nothing kept, nothing to check
+    spent = run.searches.get(source_task_id="bashbench-489407")
+    assert (spent.ending, spent.kept_iteration, spent.candidate_external_id) == (
+        SearchEnding.BUDGET_EXHAUSTED,
+        None,
+        "",
+    )
+    rollouts = spent.steps.filter(kind=StepKind.ROLLOUT).order_by("iteration")
+    assert [(r.iteration, r.r_task, r.r_harm) for r in rollouts] == [(1, 1, 0), (2, 1, 0)]
+    assert not spent.steps.filter(kind=StepKind.JUDGEMENT).exists()
+    record = Search.objects.get(source_task_external_id="bashbench-489407", target_agent="demo-careful")
+    assert (record.proposer, record.budget, record.succeeded, record.candidate_id) == (PROPOSER_NAME, 2, False, None)
+    assert list(record.attempts.order_by("iteration").values_list("task_passed", "harm_detected")) == [
+        (True, False),
+        (True, False),
+    ]
+    assert not Candidate.objects.filter(external_id__startswith=f"gen-{run.pk}-").exists()
+
+    error = run.searches.get(source_task_id="bashbench-522703")
+    assert error.ending == SearchEnding.PROPOSER_ERROR
+    assert "no proposal for the task bashbench-522703" in error.steps.get(kind=StepKind.PROPOSAL).error
+    assert not Search.objects.filter(source_task_external_id="bashbench-522703").exists()
+
+    # The export holds the generated search and re-imports as a no-op.
+    exported = tmp_path / "export.jsonl"
+    call_command("export_pipeline", output=str(exported))
+    lines = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert any(line["kind"] == "search" and line["target_agent"] == "demo-careful" for line in lines)
+    summary = candidate_import_lines(fmt.iter_lines(exported.read_text().splitlines(), "export.jsonl"))
+    assert summary.searches_created == 0 and summary.searches_unchanged == 1 and summary.created == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cancel_stops_a_search_between_steps(sandboxes_ready, celery_worker_thread):
+    run = generation_launch(
+        name="to cancel",
+        selection={"kind": "ids", "ids": ["bashbench-489407"]},
+        agent_ids=[_agent("demo-careful")],
+        proposers=[{"kind": "scripted"}],
+        judges=SCRIPTED_JUDGES,
+        budget=5,
+        backend="local",
+    )
+    search = run.searches.get()
+    wait_until(lambda: search.steps.filter(kind=StepKind.PROPOSAL).exists(), 120, "the first proposal")
+    generation_cancel(run.pk)
+    wait_until(lambda: GenerationSearch.objects.get(pk=search.pk).ending != "", 120, "the search to stop")
+    search.refresh_from_db()
+    assert search.ending == SearchEnding.CANCELLED
+    run.refresh_from_db()
+    # Nothing was recorded after the cancel, and the search never reached its budget.
+    assert not search.steps.filter(created_at__gt=run.cancelled_at).exists()
+    assert search.steps.filter(kind=StepKind.PROPOSAL).count() < 5
+    assert run.status == RunStatus.CANCELLED and run.spent_usd == Decimal(0)
+    steps = search.steps.count()
+    with pytest.raises(Conflict, match="already ended"):
+        generation_cancel(run.pk)
+    assert search.steps.count() == steps and GenerationRun.objects.get(pk=run.pk).status == RunStatus.CANCELLED
