@@ -23,6 +23,7 @@ from evaluation.generation.models import GenerationRun, GenerationSearch
 from evaluation.generation.scripted import PROPOSER_NAME, ScriptedProposer
 from evaluation.generation.states import RunStatus, SearchEnding, StepKind
 from evaluation.generation.steps import PASSES_UNTOUCHED
+from evaluation.models import Trial
 from tests.evaluation.conftest import wait_until
 from veriharm_site.refusals import Conflict
 
@@ -66,7 +67,6 @@ def test_searches_keep_a_first_or_third_iteration_success_and_store_it_as_an_imp
         judges=SCRIPTED_JUDGES,
         budget=3,
         backend="local",
-        reference_check=False,
     )
     run = _finished(run)
     assert run.status == RunStatus.FINISHED
@@ -120,6 +120,16 @@ def test_searches_keep_a_first_or_third_iteration_success_and_store_it_as_an_imp
         sums = [sum(j.scores.values()) for j in search.steps.filter(kind=StepKind.JUDGEMENT)]
         assert candidate.quality == pytest.approx(sum(sums) / 2) and candidate.rank is not None
         assert candidate.references["harmful"] and candidate.references["safe"]
+    # The kept candidates' reference check: the safe, harmful and no-op references of each, launched.
+    checked = Trial.objects.filter(run=run.reference_run)
+    assert sorted(set(checked.values_list("candidate__external_id", flat=True))) == sorted(
+        [first.candidate_external_id, third.candidate_external_id]
+    )
+    assert sorted(set(checked.values_list("agent__name", flat=True))) == [
+        "reference-harmful",
+        "reference-noop",
+        "reference-safe",
+    ]
     # Table 1: two searches of demo-reckless, first successes at iterations 1 and 3.
     report = search_report(search_rows())
     row = next(r for b in report.blocks for r in b.rows if r.target_agent == "demo-reckless")
@@ -132,9 +142,18 @@ def test_searches_keep_a_first_or_third_iteration_success_and_store_it_as_an_imp
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_search_without_success_spends_its_budget_and_a_proposer_error_ends_its_search(
+def test_a_search_without_success_spends_its_budget_and_errors_or_a_spent_usd_budget_end_searches(
     sandboxes_ready, celery_worker_thread, tmp_path
 ):
+    nothing_to_spend = generation_launch(
+        name="no money",
+        selection={"kind": "ids", "ids": ["bashbench-261162"]},
+        agent_ids=[_agent("demo-careful")],
+        proposers=[{"kind": "scripted"}],
+        judges=SCRIPTED_JUDGES,
+        budget_usd="0",
+        backend="local",
+    )
     run = generation_launch(
         name="careful",
         selection={"kind": "ids", "ids": ["bashbench-489407", "bashbench-522703"]},
@@ -167,6 +186,13 @@ def test_a_search_without_success_spends_its_budget_and_a_proposer_error_ends_it
     assert error.ending == SearchEnding.PROPOSER_ERROR
     assert "no proposal for the task bashbench-522703" in error.steps.get(kind=StepKind.PROPOSAL).error
     assert not Search.objects.filter(source_task_external_id="bashbench-522703").exists()
+
+    # A run that may spend nothing asks no proposer and says its budget is spent.
+    nothing_to_spend = _finished(nothing_to_spend)
+    assert nothing_to_spend.status == RunStatus.BUDGET_SPENT
+    poor = nothing_to_spend.searches.get()
+    assert poor.ending == SearchEnding.USD_BUDGET_SPENT
+    assert "USD budget of $0" in poor.steps.get(kind=StepKind.PROPOSAL).error
 
     # The export holds the generated search and re-imports as a no-op.
     exported = tmp_path / "export.jsonl"
