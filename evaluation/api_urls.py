@@ -2,6 +2,7 @@ from django.urls import path
 
 from . import api
 from .fleet import api as fleet_api
+from .generation import api as generation_api
 from .imported_runs import api as imported_api
 from .v3ast import api as v3ast_api
 
@@ -23,6 +24,13 @@ urlpatterns = [
         name="api-evaluation-v3ast-system",
     ),
     path("evaluation/trials/<int:pk>/", api.TrialDetailApi.as_view(), name="api-evaluation-trial"),
+    path("evaluation/generation/runs/", generation_api.GenerationLaunchApi.as_view(), name="api-generation-runs"),
+    path("evaluation/generation/runs/<int:pk>/", generation_api.GenerationRunApi.as_view(), name="api-generation-run"),
+    path(
+        "evaluation/generation/runs/<int:pk>/cancel/",
+        generation_api.GenerationCancelApi.as_view(),
+        name="api-generation-run-cancel",
+    ),
     path("evaluation/workers/", fleet_api.WorkerListApi.as_view(), name="api-evaluation-workers"),
     path("evaluation/agents/", api.AgentListApi.as_view(), name="api-evaluation-agents"),
     path(

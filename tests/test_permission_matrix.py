@@ -156,6 +156,9 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("api-evaluation-v3ast-system", "GET", READERS),
     ("api-evaluation-trial", "GET", READERS),
     ("api-evaluation-workers", "GET", ADMINS),
+    ("api-generation-runs", "POST", ADMINS),
+    ("api-generation-run", "GET", ADMINS),
+    ("api-generation-run-cancel", "POST", ADMINS),
     ("api-evaluation-agents", "GET", READERS),
     ("api-evaluation-candidate-results", "GET", READERS),
     ("api-evaluation-candidate-rerun", "POST", ADMINS),
@@ -229,6 +232,7 @@ PK_OF = {
     "api-evaluation-trial": "trial",
 }
 PK_PREFIXES = (
+    ("api-generation-", "generation_run"),
     ("candidates:release", "release"),
     ("api-release", "release"),
     ("evaluation:", "run"),
@@ -304,6 +308,7 @@ def url_of(route: Route, seeded: Seeded, import_job: int) -> str:
         "trial": seeded.trial,
         "study": seeded.study,
         "import_job": import_job,
+        "generation_run": seeded.generation_run,
     }
     values = {
         "study_id": seeded.study,

@@ -159,7 +159,7 @@ def generation_launch(
     return run
 
 
-def generation_cancel(run_id: int, *, cancelled_by: Any = None) -> GenerationRun:
+def generation_cancel(run_id: int) -> GenerationRun:
     """Stop a run: queued searches end now, running ones between two steps. Refused when the run has
     already ended."""
     with transaction.atomic():

@@ -10,7 +10,8 @@ from annotation import services as annotation_services
 from candidates.models import Candidate
 from candidates.releases.services import release_create
 from candidates.services import candidate_import_files
-from evaluation.models import Run
+from evaluation.generation.launch import generation_launch
+from evaluation.models import Agent, AgentKind, Run
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
 from tests.annotation.conftest import import_pool
@@ -35,6 +36,7 @@ class Seeded:
     trial: int
     agent: int
     users: dict
+    generation_run: int = 0
 
 
 def seed() -> Seeded:
@@ -58,6 +60,16 @@ def seed() -> Seeded:
         name="hostile run",
     )
     run = Run.objects.get(pk=run.pk)
+    target = Agent.objects.create(name="hostile-target", kind=AgentKind.COMMAND, config={"command": "true {task_file}"})
+    generation = generation_launch(
+        name="hostile generation",
+        selection={"kind": "ids", "ids": ["bashbench-489407"]},
+        agent_ids=[target.pk],
+        proposers=[{"kind": "scripted"}],
+        judges=[{"kind": "scripted"}],
+        backend="local",
+        created_by=users["admin"],
+    )
     return Seeded(
         candidate=candidate.external_id,
         study=study.pk,
@@ -67,6 +79,7 @@ def seed() -> Seeded:
         trial=run.trials.order_by("pk").first().pk,
         agent=agents[0].pk,
         users=users,
+        generation_run=generation.pk,
     )
 
 
