@@ -113,3 +113,67 @@ def test_the_command_launches_and_names_what_is_wrong(capsys):
     with pytest.raises(CommandError, match="no agent named nobody"):
         call_command("generate", name="cli", tasks="bashbench-489407", agents="nobody")
     assert GenerationRun.objects.count() == 1
+
+
+def test_the_api_launches_reads_and_cancels_a_run_for_admins_only(admin_client_, curator_client, admin_user):
+    agent = AgentFactory(name="api-target")
+    body = {
+        "name": "from the API",
+        "selection": {"kind": "ids", "ids": ["bashbench-489407", "bashbench-261162"]},
+        "agents": [agent.pk],
+        "proposers": [{"kind": "scripted"}],
+        "judges": JUDGES,
+        "budget": 2,
+        "backend": "local",
+    }
+    assert curator_client.post("/api/evaluation/generation/runs/", body, format="json").status_code == 403
+    assert not GenerationRun.objects.exists()
+
+    created = admin_client_.post("/api/evaluation/generation/runs/", body, format="json")
+    assert created.status_code == 201, created.json()
+    run = created.json()
+    assert (run["status"], run["budget"], run["proposers"], run["judges"]) == (
+        "running",
+        2,
+        ["scripted demo proposer"],
+        ["scripted demo judge (strict)"],
+    )
+    assert [(s["agent"], s["source_task_id"], s["status"]) for s in run["searches"]] == [
+        ("api-target", "bashbench-489407", "queued"),
+        ("api-target", "bashbench-261162", "queued"),
+    ]
+    assert GenerationRun.objects.get().created_by == admin_user
+    assert admin_client_.get(f"/api/evaluation/generation/runs/{run['id']}/").json() == run
+
+    cancelled = admin_client_.post(f"/api/evaluation/generation/runs/{run['id']}/cancel/")
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    assert {s["ending"] for s in cancelled.json()["searches"]} == {"cancelled"}
+    again = admin_client_.post(f"/api/evaluation/generation/runs/{run['id']}/cancel/")
+    assert again.status_code == 409 and "already ended" in again.json()["errors"][0]["message"]
+    assert admin_client_.get("/api/evaluation/generation/runs/999999/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"budget": 50}, "budget"),
+        ({"selection": {"kind": "ids", "ids": ["nope"]}}, "selection"),
+        ({"judges": [{"kind": "scripted", "api_token": "x"}]}, "judges"),
+        ({"agents": ["x"]}, "agents"),
+        ({"proposers": "scripted"}, "proposers"),
+    ],
+)
+def test_the_api_refuses_bad_launches_naming_the_field(admin_client_, change, field):
+    agent = AgentFactory()
+    body = {
+        "name": "bad",
+        "selection": {"kind": "ids", "ids": ["bashbench-489407"]},
+        "agents": [agent.pk],
+        "proposers": [{"kind": "scripted"}],
+        "judges": JUDGES,
+        **change,
+    }
+    answer = admin_client_.post("/api/evaluation/generation/runs/", body, format="json")
+    assert answer.status_code == 400
+    assert field in {e["field"].split(".")[0].split("[")[0] for e in answer.json()["errors"]}
+    assert not GenerationRun.objects.exists()
