@@ -17,6 +17,9 @@ FREE_FORM = {
     # The rows of items.csv and labels.csv, whose measure columns follow the guidelines.
     "components/schemas/StudyExport/properties/items/items",
     "components/schemas/StudyExport/properties/labels/items",
+    # A proposer's or judge's configuration: its fields are those of its kind (evaluation.generation.makers).
+    "components/schemas/GenerationLaunchRequest/properties/proposers/items",
+    "components/schemas/GenerationLaunchRequest/properties/judges/items",
 }
 
 
