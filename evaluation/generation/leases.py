@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import logging
 import secrets
-import threading
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
+
+from evaluation.trials.heartbeat import LeaseHeartbeat
 
 from .models import GenerationSearch
 from .states import SearchStatus
@@ -83,32 +84,9 @@ def search_locked(claim: Claim) -> GenerationSearch | None:
     return search
 
 
-class Heartbeat:
-    """Refreshes a claim's lease from a thread while a step runs; notices when the lease is lost."""
+class Heartbeat(LeaseHeartbeat):
+    """Refreshes a search claim's lease from a thread while a step runs; notices when it was lost."""
 
     def __init__(self, claim: Claim, interval: float) -> None:
+        super().__init__(lambda: search_heartbeat(claim), f"search {claim.search_id}", interval)
         self.claim = claim
-        self.interval = interval
-        self.lost = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-search-{claim.search_id}", daemon=True)
-
-    def _beat(self) -> None:
-        try:
-            while not self._stop.wait(self.interval):
-                try:
-                    if not search_heartbeat(self.claim):
-                        self.lost.set()
-                        return
-                except Exception:  # a database hiccup must not end the search; the lease tolerates a missed beat
-                    logger.exception("heartbeat of search %s failed", self.claim.search_id)
-        finally:
-            connection.close()
-
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=self.interval + 30)

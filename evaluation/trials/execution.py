@@ -13,7 +13,6 @@ the lease has expired.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection
+from django.db import InterfaceError, OperationalError
 
 from evaluation.agents.base import AgentError, AgentRunner, Step
 from evaluation.agents.factory import NoReferenceScript, build_runner, model_upstream
@@ -32,6 +31,7 @@ from evaluation.models import Trial
 from evaluation.results import selectors
 from evaluation.sandbox.base import Environment, SandboxBackend, SandboxError, VerifierAuditFailed
 from evaluation.trials import final_states, leases, pinning
+from evaluation.trials.heartbeat import LeaseHeartbeat
 from evaluation.trials.model_access import gateway_for_trial
 from evaluation.trials.protocol import TrialCancelled, TrialOutcome, TrialSpec, trial_run
 from evaluation.trials.sandboxes import default_backend_factory, sandbox_limits
@@ -56,35 +56,12 @@ class AttemptInterrupted(Exception):
         self.token = token
 
 
-class Heartbeat:
-    """Refreshes a claim's lease from a thread; notices when the lease was lost."""
+class Heartbeat(LeaseHeartbeat):
+    """Refreshes a trial claim's lease from a thread; notices when the lease was lost."""
 
     def __init__(self, claim: leases.Claim, interval: float) -> None:
+        super().__init__(lambda: leases.trial_heartbeat(claim), f"trial {claim.trial_id}", interval)
         self.claim = claim
-        self.interval = interval
-        self.lost = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-trial-{claim.trial_id}", daemon=True)
-
-    def _beat(self) -> None:
-        try:
-            while not self._stop.wait(self.interval):
-                try:
-                    if not leases.trial_heartbeat(self.claim):
-                        self.lost.set()
-                        return
-                except Exception:  # a database hiccup must not end the trial; the lease tolerates a missed beat
-                    logger.exception("heartbeat of trial %s failed", self.claim.trial_id)
-        finally:
-            connection.close()
-
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=self.interval + 30)
 
 
 def _spec(trial: Trial) -> TrialSpec:
