@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from candidates.models import Search
 from candidates.pipeline.models import PERTURBATIONS
 from evaluation import queue
 from evaluation.agents.factory import model_upstream
@@ -82,6 +83,32 @@ def _agents(agent_ids: Iterable[Any]) -> list[Agent]:
     return [agents[pk] for pk in wanted]
 
 
+def _refuse_searched(agents: list[Agent], tasks: list[dict[str, Any]], proposers: list[dict[str, Any]]) -> None:
+    """The pipeline format holds one search per (source task, target agent, proposer), and Table 1
+    counts each once: a tuple already stored, or still being searched by another run, is not
+    searched again (a search that ended without a record, e.g. on a proposer error, may be)."""
+    wanted = {(t["id"], a.name, p["name"]) for a in agents for t in tasks for p in proposers}
+    task_ids = {t["id"] for t in tasks}
+    stored = set(
+        Search.objects.filter(source_task_external_id__in=task_ids).values_list(
+            "source_task_external_id", "target_agent", "proposer"
+        )
+    )
+    running = set(
+        GenerationSearch.objects.filter(source_task_id__in=task_ids)
+        .exclude(status=SearchStatus.FINISHED)
+        .values_list("source_task_id", "agent__name", "proposer")
+    )
+    taken = sorted(wanted & (stored | running))
+    if taken:
+        shown = "; ".join(" / ".join(t) for t in taken[:5])
+        raise Refused(
+            "selection",
+            f"{len(taken)} (source task, agent, proposer) already searched or being searched: {shown}",
+            status_code=409,
+        )
+
+
 def generation_launch(
     *,
     name: str,
@@ -127,6 +154,7 @@ def generation_launch(
     count = len(agents) * len(tasks) * len(proposer_configs)
     if count > MAX_SEARCHES:
         raise Refused("selection", f"{count} searches asked for, at most {MAX_SEARCHES} in one run")
+    _refuse_searched(agents, tasks, proposer_configs)
     with transaction.atomic():
         run = GenerationRun.objects.create(
             name=name,

@@ -80,6 +80,18 @@ def test_bad_launches_say_what_is_wrong_and_write_nothing(changes, field, messag
     assert not GenerationRun.objects.exists() and not GenerationSearch.objects.exists()
 
 
+def test_a_tuple_already_searched_or_being_searched_is_not_searched_again():
+    agent = AgentFactory()
+    _launch(agent_ids=[agent.pk])
+    with pytest.raises(Refused) as refused:
+        _launch(name="twice", agent_ids=[agent.pk])
+    assert refused.value.status_code == 409 and "already searched or being searched" in refused.value.message
+    assert GenerationRun.objects.count() == 1
+    # Another proposer name, or another task, is another search.
+    _launch(name="other task", agent_ids=[agent.pk], selection={"kind": "ids", "ids": ["bashbench-261162"]})
+    assert GenerationRun.objects.count() == 2
+
+
 def test_a_target_that_calls_a_model_is_refused_for_now():
     agent = AgentFactory(
         kind="openai_compatible",
