@@ -103,3 +103,38 @@ def test_a_search_finishes_exactly_once_after_its_worker_is_killed(sandboxes_rea
         print((tmp_path / "first.log").read_text(errors="replace")[-3000:])
         if second is not None:
             print((tmp_path / "second.log").read_text(errors="replace")[-3000:])
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_search_whose_message_was_lost_still_runs(sandboxes_ready, tmp_path):
+    from veriharm_site.broker_messages import waiting_tasks
+    from veriharm_site.celery import app
+
+    app.control.purge()
+    agent = Agent.objects.create(name="idle", kind=AgentKind.COMMAND, config={"command": "true {task_file}"})
+    # A task outside the scripted catalogue: the seed rollout, then the proposer's error (cheap).
+    run = generation_launch(
+        name="lost",
+        selection={"kind": "ids", "ids": ["bashbench-522703"]},
+        agent_ids=[agent.pk],
+        proposers=[{"kind": "scripted"}],
+        judges=[{"kind": "scripted"}],
+        backend="local",
+    )
+    search = run.searches.get()
+    assert search.pk in waiting_tasks(app)["evaluation.generation_search_execute"]
+    app.control.purge()  # the publish is lost
+
+    worker = start_worker("after-loss", tmp_path / "worker.log")
+    try:
+        wait_until(
+            lambda: GenerationSearch.objects.get(pk=search.pk).status == SearchStatus.FINISHED, 120, "the lost search"
+        )
+        done = GenerationSearch.objects.get(pk=search.pk)
+        assert done.ending == SearchEnding.PROPOSER_ERROR
+        assert list(done.steps.values_list("kind", flat=True)) == [StepKind.SEED, StepKind.PROPOSAL]
+        assert b"published again 1 generation search" in (tmp_path / "worker.log").read_bytes()
+    finally:
+        stop(worker)
+        print((tmp_path / "worker.log").read_text(errors="replace")[-3000:])
