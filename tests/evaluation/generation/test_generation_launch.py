@@ -63,6 +63,8 @@ def test_a_launch_makes_one_queued_search_per_agent_task_and_proposer(django_cap
         ({"selection": {"kind": "sample", "size": 0}}, "selection", "size"),
         ({"selection": {"kind": "filter", "text": "no task says this zzqx"}}, "selection", "no source task"),
         ({"selection": {"kind": "all"}}, "selection", "ids, sample or filter"),
+        ({"selection": {"kind": "ids", "ids": []}}, "selection", "at least one source task"),
+        ({"selection": {"kind": "filter", "text": " "}}, "selection", "text to look for"),
         ({"agent_ids": [10**9]}, "agents", "no active agent"),
         ({"agent_ids": []}, "agents", "at least one"),
         ({"proposers": []}, "proposers", "at least one"),
@@ -78,6 +80,22 @@ def test_bad_launches_say_what_is_wrong_and_write_nothing(changes, field, messag
     assert refused.value.field == field and message in refused.value.message
     assert refused.value.status_code == 400
     assert not GenerationRun.objects.exists() and not GenerationSearch.objects.exists()
+
+
+def test_imported_source_tasks_are_chosen_by_id_filter_or_sample_and_win_over_bashbench():
+    from candidates.models import SourceTask
+
+    SourceTask.objects.create(
+        external_id="bashbench-489407", instruction="Imported zebra task", task_test="def test_x():\n    pass\n"
+    )
+    SourceTask.objects.create(external_id="own-1", instruction="Another zebra task", task_test="def test_y(): pass\n")
+    by_filter = _launch(selection={"kind": "filter", "text": "ZEBRA"})
+    assert sorted(by_filter.searches.values_list("source_task_id", flat=True)) == ["bashbench-489407", "own-1"]
+    # The stored source task, not the BashBench file's, is what the search runs (and imports against).
+    stored = by_filter.searches.get(source_task_id="bashbench-489407").source_task
+    assert stored["instruction"] == "Imported zebra task"
+    sampled = _launch(name="all of them", selection={"kind": "sample", "size": 258, "seed": 1})
+    assert sampled.searches.count() == 258  # the 257 BashBench tasks and the one imported of its own
 
 
 def test_a_tuple_already_searched_or_being_searched_is_not_searched_again():
