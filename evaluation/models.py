@@ -665,8 +665,9 @@ class Rescore(models.Model):
         return (self.r_task, self.r_harm) != (self.trial.r_task, self.trial.r_harm)
 
 
-# The fleet's model lives with the fleet; imported here so that Django finds it.
+# The fleet's and generation's models live with them; imported here so that Django finds them.
 from .fleet.models import WorkerHeartbeat as WorkerHeartbeat  # noqa: E402
+from .generation.models import GenerationModelCall as GenerationModelCall  # noqa: E402
 from .generation.models import GenerationRun as GenerationRun  # noqa: E402
 from .generation.models import GenerationSearch as GenerationSearch  # noqa: E402
 from .generation.models import GenerationStep as GenerationStep  # noqa: E402

@@ -50,8 +50,11 @@ def next_step(done: Sequence[Done], *, budget: int, judges: Sequence[str], cance
     if cancelled:
         return _finish(SearchEnding.CANCELLED)
     steps = {(d.kind, d.iteration, d.judge): d for d in done}
-    if (StepKind.SEED, 0, "") not in steps:
+    seed = steps.get((StepKind.SEED, 0, ""))
+    if seed is None:
         return Next(StepKind.SEED)
+    if seed.budget_spent:
+        return _finish(SearchEnding.USD_BUDGET_SPENT)
     kept: int | None = None
     for i in range(1, budget + 1):
         proposal = steps.get((StepKind.PROPOSAL, i, ""))
@@ -71,6 +74,8 @@ def next_step(done: Sequence[Done], *, budget: int, judges: Sequence[str], cance
         rollout = steps.get((StepKind.ROLLOUT, i, ""))
         if rollout is None:
             return Next(StepKind.ROLLOUT, i)
+        if rollout.budget_spent:
+            return _finish(SearchEnding.USD_BUDGET_SPENT)
         if rollout.r_task == 1 and rollout.r_harm == 1:
             kept = i
             break

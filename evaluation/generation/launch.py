@@ -14,7 +14,7 @@ from django.utils import timezone
 from candidates.models import Search
 from candidates.pipeline.models import PERTURBATIONS
 from evaluation import queue
-from evaluation.agents.factory import model_upstream
+from evaluation.agents.factory import check_network, model_upstream
 from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Backend
 from evaluation.runs.sandbox_status import sandbox_status
 from veriharm_site.refusals import Conflict, Refused
@@ -74,12 +74,11 @@ def _agents(agent_ids: Iterable[Any]) -> list[Agent]:
         if agent.kind == "reference":
             raise Refused("agents", f"{agent.name} is a reference agent, not a target")
         try:
-            reaches_model = model_upstream(agent.kind, agent.config) is not None
+            # The configuration as a trial would build it (kind, network mode, a model upstream).
+            check_network(agent.kind, agent.config, agent.network)
+            model_upstream(agent.kind, agent.config)
         except ValueError as exc:
             raise Refused("agents", f"{agent.name}: {exc}") from None
-        if reaches_model:
-            # The gateway and its ledger are kept per trial; a search's rollouts are not trials yet.
-            raise Refused("agents", f"{agent.name} calls a model: generation runs only agents that call none so far")
     return [agents[pk] for pk in wanted]
 
 

@@ -244,3 +244,41 @@ __all__ = [
     "SearchStatus",
     "StepKind",
 ]
+
+
+class GenerationModelCall(models.Model):
+    """One model call of a model-mode target agent in a search's seed rollout or rollout, through the
+    model gateway, as a trial's calls are kept (`evaluation.ModelCall`); charged to the run's budget."""
+
+    search = models.ForeignKey(GenerationSearch, on_delete=models.CASCADE, related_name="model_calls")
+    step_kind = models.CharField(max_length=20, choices=StepKind.choices)
+    iteration = models.PositiveSmallIntegerField()
+    route = models.CharField(max_length=40)
+    model = models.CharField(max_length=200, blank=True)
+    streamed = models.BooleanField(default=False)
+    status_code = models.IntegerField()
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    usage_reported = models.BooleanField(default=True)
+    usage_estimated = models.BooleanField(default=False)
+    gateway_failure = models.BooleanField(default=False)
+    latency = models.FloatField(default=0.0)
+    retries = models.PositiveSmallIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        app_label = "evaluation"
+        ordering = ["search", "pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(step_kind__in=[StepKind.SEED, StepKind.ROLLOUT]), name="generation_call_in_a_rollout"
+            ),
+            models.CheckConstraint(
+                condition=Q(cost_usd__isnull=True) | Q(cost_usd__gte=0), name="generation_call_cost_not_negative"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.route} {self.model}"

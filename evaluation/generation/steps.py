@@ -12,9 +12,10 @@ from typing import Any
 
 from django.conf import settings
 
-from evaluation.agents.base import AgentRunner, Step
-from evaluation.agents.factory import build_runner
+from evaluation.agents.base import AgentError, AgentRunner, Step
+from evaluation.agents.factory import build_runner, model_upstream
 from evaluation.agents.reference import NoopAgent
+from evaluation.gateway import BudgetExhausted
 from evaluation.sandbox.base import SandboxBackend
 from evaluation.trials.protocol import TrialSpec, trial_run
 from evaluation.trials.sandboxes import sandbox_limits
@@ -22,6 +23,7 @@ from evaluation.trials.sandboxes import sandbox_limits
 from .checks import harm_test_problem
 from .contracts import Feedback, JudgeRequest, ModelCallRecord, ProposalRequest
 from .makers import judge_build, proposer_build
+from .model_access import gateway_for_rollout
 from .models import GenerationSearch, GenerationStep
 from .sources import seed_task
 from .states import StepKind
@@ -79,9 +81,51 @@ def _run(
     }
 
 
+def _target_run(
+    search: GenerationSearch,
+    kind: str,
+    iteration: int,
+    backend: SandboxBackend,
+    spec: TrialSpec,
+    cancelled: Callable[[], bool],
+) -> dict[str, Any]:
+    """The target on `spec`; a model-mode target reaches its model through the trials' gateway, its
+    calls recorded for the search and charged to the run's USD budget. A run whose budget ran out
+    before or during the rollout gets no verdict from it (what the agent left is not its own result);
+    a gateway that failed calls itself is infrastructure, tried again."""
+    runner = target_runner(search)
+    agent = search.agent
+    upstream = model_upstream(agent.kind, agent.config)
+    if upstream is None:
+        return _run(backend, spec, runner, cancelled)
+    spent = {"budget_spent": True, "inputs_sha256": _inputs_sha256(spec), "instruction": spec.instruction}
+    if _run_budget_spent(search):
+        return {**spent, "error": f"not started: the run's USD budget of ${search.run.budget_usd} is spent"}
+    try:
+        with gateway_for_rollout(
+            run_id=search.run_id,
+            search_id=search.pk,
+            step_kind=kind,
+            iteration=iteration,
+            budget_usd=search.run.budget_usd,
+            upstream=upstream,
+        ) as gateway:
+            runner.attach_gateway(gateway)
+            fields = _run(backend, spec, runner, cancelled)
+            refused, failed = gateway.budget_refusals, gateway.gateway_failures
+    except BudgetExhausted as exc:
+        return {**spent, "error": f"stopped by the run's USD budget: {exc}"}
+    if refused:
+        return {**spent, "error": f"stopped by the run's USD budget: the gateway refused {refused} model call(s)"}
+    if failed:
+        raise AgentError(f"the model gateway failed {failed} model call(s) itself: not the agent's doing")
+    return fields
+
+
 def seed_rollout(search: GenerationSearch, backend: SandboxBackend, cancelled: Callable[[], bool]) -> dict[str, Any]:
     """tau_seed: the target on t_seed, judged by V_task alone."""
-    return _run(backend, _spec(search, search.source_task["instruction"], None), target_runner(search), cancelled)
+    spec = _spec(search, search.source_task["instruction"], None)
+    return _target_run(search, StepKind.SEED, 0, backend, spec, cancelled)
 
 
 def noop_check(
@@ -97,7 +141,8 @@ def rollout(
     search: GenerationSearch, proposal: GenerationStep, backend: SandboxBackend, cancelled: Callable[[], bool]
 ) -> dict[str, Any]:
     """The target on t~ with both tests hidden, each run on its own copy of the final state."""
-    return _run(backend, _spec(search, proposal.instruction, proposal.harm_test), target_runner(search), cancelled)
+    spec = _spec(search, proposal.instruction, proposal.harm_test)
+    return _target_run(search, StepKind.ROLLOUT, proposal.iteration, backend, spec, cancelled)
 
 
 def _calls(calls: tuple[ModelCallRecord, ...]) -> tuple[list[dict[str, Any]], Decimal | None]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import timedelta
 from decimal import Decimal
 
@@ -36,6 +36,18 @@ def _connection_slots() -> threading.BoundedSemaphore:
         return _connections
 
 
+@contextmanager
+def database_slot(owner: int) -> Iterator[None]:
+    """One of the worker's bounded database slots for a ledger's write; on a gateway thread (not
+    `owner`, the thread that runs the agent) the connection is given back at once."""
+    with _connection_slots():
+        try:
+            yield
+        finally:
+            if threading.get_ident() != owner and not connection.in_atomic_block:
+                connection.close()
+
+
 class RunLedger:
     """The ledger of one trial attempt of a run with (or without) a budget."""
 
@@ -51,15 +63,8 @@ class RunLedger:
     def budget_usd(self) -> Decimal | None:
         return self._budget_usd
 
-    @contextmanager
-    def _database(self) -> Iterator[None]:
-        slots = _connection_slots()
-        with slots:
-            try:
-                yield
-            finally:
-                if threading.get_ident() != self._owner and not connection.in_atomic_block:
-                    connection.close()
+    def _database(self) -> AbstractContextManager[None]:
+        return database_slot(self._owner)
 
     def reserve(self, amount_usd: Decimal, hold_seconds: float) -> Reservation:
         assert self._budget_usd is not None

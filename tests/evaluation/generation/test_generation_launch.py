@@ -110,14 +110,20 @@ def test_a_tuple_already_searched_or_being_searched_is_not_searched_again():
     assert GenerationRun.objects.count() == 2
 
 
-def test_a_target_that_calls_a_model_is_refused_for_now():
-    agent = AgentFactory(
+def test_a_target_is_checked_as_a_trial_would_build_it():
+    broken = AgentFactory(config={"command": "no task file here"})
+    with pytest.raises(Refused, match="task_file"):
+        _launch(agent_ids=[broken.pk])
+    reference = AgentFactory(kind="reference", config={"script": "safe"})
+    with pytest.raises(Refused, match="reference agent, not a target"):
+        _launch(agent_ids=[reference.pk])
+    assert not GenerationRun.objects.exists()
+    # A target that calls a model is one (its rollouts reach it through the model gateway).
+    chatty = AgentFactory(
         kind="openai_compatible",
         config={"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": "VERIHARM_AGENT_KEY_TEST"},
     )
-    with pytest.raises(Refused, match="calls a model"):
-        _launch(agent_ids=[agent.pk])
-    assert not GenerationRun.objects.exists()
+    assert _launch(agent_ids=[chatty.pk]).searches.count() == 1
 
 
 def test_cancel_ends_queued_searches_at_once_and_a_second_cancel_is_refused():

@@ -23,10 +23,12 @@ from evaluation.generation.models import GenerationRun, GenerationSearch
 from evaluation.generation.scripted import PROPOSER_NAME, ScriptedProposer
 from evaluation.generation.states import RunStatus, SearchEnding, StepKind
 from evaluation.generation.steps import PASSES_UNTOUCHED
-from evaluation.models import Trial
+from evaluation.models import Agent, AgentKind, Trial
+from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_until
 from veriharm_site.refusals import Conflict
 
+KEY_ENV = "VERIHARM_AGENT_KEY_GENERATION"
 SCRIPTED_JUDGES = [{"kind": "scripted", "temperament": "strict"}, {"kind": "scripted", "temperament": "lenient"}]
 # Every request the proposer got, as the worker thread (same process) asked it.
 REQUESTS: list[ProposalRequest] = []
@@ -229,3 +231,44 @@ def test_cancel_stops_a_search_between_steps(sandboxes_ready, celery_worker_thre
     with pytest.raises(Conflict, match="already ended"):
         generation_cancel(run.pk)
     assert search.steps.count() == steps and GenerationRun.objects.get(pk=run.pk).status == RunStatus.CANCELLED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_model_calling_target_reaches_its_model_through_the_gateway_charged_to_the_usd_budget(
+    sandboxes_ready, celery_worker_thread, monkeypatch
+):
+    monkeypatch.setenv(KEY_ENV, "sk-generation-key")
+    # Two calls in the seed rollout at 0.006 USD each (1000 input, 200 output tokens at 3 and 15 USD
+    # per million) spend the run's 0.01 USD: the proposer is never asked.
+    chat = ScriptedChat([["ls"], "Done."], api_key="sk-generation-key", usage=(1000, 200))
+    with chat_server(chat):
+        agent = Agent.objects.create(
+            name="priced-target",
+            kind=AgentKind.OPENAI_COMPATIBLE,
+            model="scripted-1",
+            config={
+                "base_url": chat.base_url,
+                "model": "scripted-1",
+                "api_key_env": KEY_ENV,
+                "prices": {"scripted-1": {"input": 3, "output": 15}},
+            },
+            time_limit=120,
+        )
+        run = generation_launch(
+            name="priced",
+            selection={"kind": "ids", "ids": ["bashbench-489407"]},
+            agent_ids=[agent.pk],
+            proposers=[{"kind": "scripted"}],
+            judges=SCRIPTED_JUDGES,
+            budget_usd="0.01",
+            backend="local",
+        )
+        run = _finished(run)
+    search = run.searches.get()
+    seed = search.steps.get(kind=StepKind.SEED)
+    assert [s["kind"] for s in seed.steps] == ["message", "command", "message"] and "$ ls" in seed.transcript
+    calls = list(search.model_calls.values_list("step_kind", "input_tokens", "output_tokens", "cost_usd"))
+    assert calls == [("seed", 1000, 200, Decimal("0.006"))] * 2
+    assert run.spent_usd == Decimal("0.012") and run.status == RunStatus.BUDGET_SPENT
+    assert search.ending == SearchEnding.USD_BUDGET_SPENT
+    assert search.steps.get(kind=StepKind.PROPOSAL).budget_spent

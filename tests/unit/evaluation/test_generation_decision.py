@@ -99,3 +99,9 @@ def test_candidate_ids_fit_the_format_and_long_ones_stay_distinct():
     for found in (long_a, long_b):
         assert re.fullmatch(r"[A-Za-z0-9._:/-]{1,200}", found)
     assert long_a != long_b
+
+
+def test_a_rollout_stopped_by_the_usd_budget_ends_the_search_without_a_verdict():
+    assert _next(Done("seed", budget_spent=True)) == Next(FINISH, ending="usd_budget_spent")
+    stopped = [SEED, Done("proposal", 1), Done("noop_check", 1), Done("rollout", 1, budget_spent=True)]
+    assert _next(*stopped) == Next(FINISH, ending="usd_budget_spent")
