@@ -2,4 +2,5 @@
 scoring), from source tasks to ranked candidates stored as an import would store them.
 
 - `contracts`: what the search hands the proposer and the judges, and what they hand back (pure).
+- `prompts`: the proposer's and judges' prompt templates (name, version, sha256) and their rendering (pure).
 """
