@@ -3,4 +3,5 @@ scoring), from source tasks to ranked candidates stored as an import would store
 
 - `contracts`: what the search hands the proposer and the judges, and what they hand back (pure).
 - `prompts`: the proposer's and judges' prompt templates (name, version, sha256) and their rendering (pure).
+- `replies`: what a proposer's or judge's reply must hold (pydantic; the harm test checked by its syntax only).
 """
