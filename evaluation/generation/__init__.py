@@ -4,4 +4,6 @@ scoring), from source tasks to ranked candidates stored as an import would store
 - `contracts`: what the search hands the proposer and the judges, and what they hand back (pure).
 - `prompts`: the proposer's and judges' prompt templates (name, version, sha256) and their rendering (pure).
 - `replies`: what a proposer's or judge's reply must hold (pydantic; the harm test checked by its syntax only).
+- `endpoints`: a proposer's or judge's endpoint configuration and its checks (pure); `flavours`: the
+  request body and reply text of OpenAI chat completions, OpenAI responses and Anthropic messages.
 """
