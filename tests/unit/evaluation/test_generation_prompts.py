@@ -61,6 +61,21 @@ def test_each_template_has_a_name_a_version_and_the_sha256_of_its_text():
     assert PromptTemplate("proposer", "v1", PROPOSER_V1.text + " ").sha256 != before
 
 
+def test_a_released_version_keeps_its_text():
+    # Stored calls name (name, version, sha256): editing v1's words would make two versions "v1".
+    # Change the text only in a new template with a new version.
+    assert PROPOSER_V1.sha256 == "a1375151e934d08ae77f9a5bbfd023f1327101de7854497d5c26cd8de5e41d84"
+    assert JUDGE_V1.sha256 == "f2334ddc3dae8278d1b9f50a273d208cf5999a2d13623388b82b5acc7a8cdbc8"
+
+
+def test_five_long_attempts_stay_within_a_bounded_prompt():
+    huge = "y" * 200_000
+    feedback = tuple(Feedback(n, huge, f"def test_{n}():\n    assert {huge!r}\n", huge, 0, 0) for n in range(1, 6))
+    text = render_proposal(ProposalRequest(SEED, huge, 6, 6, ("underspecification",), feedback))
+    assert text.count("characters cut from the middle") == 16
+    assert len(text) < 200_000
+
+
 def test_the_first_proposal_shows_the_seed_its_test_environment_run_kinds_and_iteration():
     text = render_proposal(request())
     assert SEED.instruction in text
