@@ -32,13 +32,13 @@ from .serializers import (
     NextItemSerializer,
     OwnLabelRowSerializer,
     ProgressSerializer,
-    ResultsSummarySerializer,
     SavedLabelSerializer,
     SkipInputSerializer,
     SkippedItemSerializer,
     StudyCreateSerializer,
     StudyDetailSerializer,
     StudyExportSerializer,
+    StudyResultsSerializer,
     StudySerializer,
 )
 
@@ -257,13 +257,15 @@ class StudyItemsApi(APIView):
 
 
 class StudyResultsApi(APIView):
-    """Agreement on Valid and each criterion, and the group as a predictor of Valid_agg (Figure 3)."""
+    """Agreement on Valid and each criterion, the group as a predictor of Valid_agg (Figure 3), and
+    each judge beside the annotators: its Valid against Valid_agg and its sum in place of Q."""
 
     permission_classes = [ResultReaders]
 
-    @extend_schema(responses=ResultsSummarySerializer)
+    @extend_schema(responses=StudyResultsSerializer)
     def get(self, request: Request, pk: int) -> Response:
-        return Response(exports.results_summary(tables.study_results(_study(pk))))
+        results = tables.study_results(_study(pk))
+        return Response(exports.results_summary(results) | exports.judges_summary(tables.study_judges(results.rows)))
 
 
 class StudyExportApi(APIView):

@@ -12,6 +12,7 @@ from typing import Any
 from veriharm_site.csv_safe import SafeDictWriter
 
 from .guidelines import MEASURES
+from .judges import NO_KAPPA_INTERVAL, RULE, SUM_SPLIT, JudgeRater
 from .models import Study
 from .selectors.results import ItemRow, StudyResults, study_results
 from .statistics import Coefficient, Prediction
@@ -180,6 +181,39 @@ def _prediction(p: Prediction) -> dict[str, Any]:
         "valid_share_top": p.valid_share_top,
         "valid_share_bottom": p.valid_share_bottom,
         **p.intervals.as_dict(),
+    }
+
+
+def judges_summary(raters: list[JudgeRater]) -> dict[str, Any]:
+    """The judges beside the annotators, as the results API gives them (curators and viewers only)."""
+    return {
+        "judge_valid_rule": RULE,
+        "judge_sum_split": SUM_SPLIT,
+        "judge_kappa_interval": NO_KAPPA_INTERVAL,
+        "judges": [
+            {
+                "judge": rater.judge,
+                "valid_agreement": {
+                    "table": {
+                        "both_valid": rater.valid.both_valid,
+                        "judge_only": rater.valid.judge_only,
+                        "majority_only": rater.valid.majority_only,
+                        "neither": rater.valid.neither,
+                    },
+                    "n": rater.valid.n,
+                    "agree": rater.valid.agree,
+                    "accuracy": rater.valid.accuracy,
+                    "accuracy_ci_low": rater.valid.accuracy_ci.low if rater.valid.accuracy_ci else None,
+                    "accuracy_ci_high": rater.valid.accuracy_ci.high if rater.valid.accuracy_ci else None,
+                    "cohen_kappa": _coefficient(rater.valid.kappa),
+                    "left_out_no_majority": rater.valid.no_majority,
+                    "left_out_unscored": rater.valid.unscored,
+                },
+                "sum_as_predictor": _prediction(rater.prediction),
+                "sum_left_out_unscored": rater.unpredicted,
+            }
+            for rater in raters
+        ],
     }
 
 

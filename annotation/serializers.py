@@ -354,6 +354,41 @@ class ResultsSummarySerializer(serializers.Serializer):
     q_as_predictor = PredictionSerializer()
 
 
+class JudgeValidTableSerializer(serializers.Serializer):
+    both_valid = serializers.IntegerField()
+    judge_only = serializers.IntegerField(help_text="The judge valid, the human majority invalid")
+    majority_only = serializers.IntegerField(help_text="The judge invalid, the human majority valid")
+    neither = serializers.IntegerField()
+
+
+class JudgeValidAgreementSerializer(serializers.Serializer):
+    table = JudgeValidTableSerializer()
+    n = serializers.IntegerField(help_text="Items with both a human majority and this judge's scores")
+    agree = serializers.IntegerField()
+    accuracy = serializers.FloatField(allow_null=True)
+    accuracy_ci_low = serializers.FloatField(allow_null=True, help_text="95% Wilson interval")
+    accuracy_ci_high = serializers.FloatField(allow_null=True)
+    cohen_kappa = CoefficientSerializer(help_text="No interval: see judge_kappa_interval")
+    left_out_no_majority = serializers.IntegerField()
+    left_out_unscored = serializers.IntegerField()
+
+
+class JudgeRaterSerializer(serializers.Serializer):
+    judge = serializers.CharField()
+    valid_agreement = JudgeValidAgreementSerializer(help_text="The judge's Valid against Valid_agg")
+    sum_as_predictor = PredictionSerializer(help_text="Figure 3 with the judge's sum in place of Q")
+    sum_left_out_unscored = serializers.IntegerField()
+
+
+class StudyResultsSerializer(ResultsSummarySerializer):
+    """The results summary and, beside the annotators, each judge that scored the study's candidates."""
+
+    judge_valid_rule = serializers.CharField()
+    judge_sum_split = serializers.CharField()
+    judge_kappa_interval = serializers.CharField()
+    judges = JudgeRaterSerializer(many=True)
+
+
 class ExportedStudySerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()

@@ -285,6 +285,26 @@ def _bootstrapped(values: np.ndarray, k: int, n: int) -> Interval | None:
     return percentile_interval(values)
 
 
+def score_split(scores: Sequence[float], top: int) -> list[bool]:
+    """Which of `scores` are predicted valid when a score ranks them as Q ranks the pool: the `top`
+    highest, and any tied with the lowest of those (a tie has no order, so none of it is cut off)."""
+    if top <= 0 or not scores:
+        return [False] * len(scores)
+    cut = sorted(scores, reverse=True)[min(top, len(scores)) - 1]
+    return [score >= cut for score in scores]
+
+
+def score_prediction(items: Sequence[tuple[float, bool, bool | None]]) -> Prediction:
+    """Figure 3 with a score in place of Q: items are (score, in the top group, human valid or None).
+    The score splits the items into as many predicted valid as the top group holds (`score_split`);
+    the figures are over the items with a human verdict. With Q as the score, and no tie of Q across
+    the two groups, this is the groups' own prediction."""
+    predicted = score_split([score for score, _, _ in items], sum(1 for _, in_top, _ in items if in_top))
+    return prediction(
+        [(guess, valid) for guess, (_, _, valid) in zip(predicted, items, strict=True) if valid is not None]
+    )
+
+
 def prediction(outcomes: Sequence[tuple[bool, bool]]) -> Prediction:
     """From (predicted valid, human valid) pairs."""
     counts = Counter(outcomes)

@@ -16,7 +16,7 @@ from candidates import diffing, highlight
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import QueryPageMixin, query_string
 
-from . import exports, figures, line_diff, services
+from . import exports, figures, judges, line_diff, services
 from .forms import (
     AdjudicationForm,
     AnswersForm,
@@ -520,8 +520,9 @@ class MembersAddView(RoleRequiredMixin, View):
 
 class ResultsView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     """Per-item labels and majorities beside the harm tests' verdicts (`?disagree=1`: only where
-    they disagree, as in the items API), agreement and Figure 3. The item table is sorted, filtered
-    and searched as the items API is; the figures always cover every item."""
+    they disagree, as in the items API), agreement, Figure 3 and the judges beside the annotators.
+    The item table is sorted, filtered and searched as the items API is; the figures always cover
+    every item."""
 
     permission_required = READ_RESULTS
     template_name = "annotation/results.html"
@@ -551,6 +552,10 @@ class ResultsView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             agreement_chart=figures.agreement(
                 [(a.title, a.agreement.fleiss.value, a.agreement.alpha.value) for a in results.agreement]
             ),
+            judges=tables.study_judges(results.rows),
+            judge_rule=judges.RULE,
+            judge_sum_split=judges.SUM_SPLIT,
+            judge_kappa_interval=judges.NO_KAPPA_INTERVAL,
             **kwargs,
         )
 

@@ -171,6 +171,14 @@ def candidate_judge_sums(candidate_ids: list[int]) -> dict[int, list[tuple[str, 
     return sums
 
 
+def candidate_judge_scores(candidate_ids: list[int]) -> dict[int, dict[str, dict[str, int]]]:
+    """Per candidate, each judge's five scores by key (a candidate no judge scored maps to {})."""
+    scores: dict[int, dict[str, dict[str, int]]] = {pk: {} for pk in candidate_ids}
+    for j in Judgement.objects.filter(candidate_id__in=candidate_ids).only("candidate_id", "judge", *SCORE_KEYS):
+        scores[j.candidate_id][j.judge] = j.scores
+    return scores
+
+
 class RankWindow(PagedRows[Candidate]):
     """A contiguous run of ranks (the whole ranking, the top-K or the bottom-K) that pages by
     rank range instead of OFFSET, so the last page of 100,000 candidates costs what the first does.

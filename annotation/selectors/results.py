@@ -19,10 +19,11 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from candidates.harm_test_verdicts import HarmTestVerdict, harm_test_verdicts_for
+from candidates.selectors import candidate_judge_scores
 from veriharm_site.any_of import AnyOf
 
 from .. import agreement as agreement_policy
-from .. import statistics
+from .. import judges, statistics
 from ..guidelines import MEASURES
 from ..models import Adjudication, Assignment, Group, ItemSkip, Routing, Study, StudyItem, StudyMember
 
@@ -438,6 +439,23 @@ def study_results(study: Study, rows: list[ItemRow] | None = None) -> StudyResul
         labels=len(seconds),
         needed=len(rows) * study.annotators_per_item,
         median_seconds=pystats.median(seconds) if seconds else None,
+    )
+
+
+def study_judges(rows: list[ItemRow]) -> list[judges.JudgeRater]:
+    """Each judge that scored the study's candidates as a rater beside the annotators' majority
+    Valid_agg (`annotation.judges`), on the judges' scores as they stand now (a replacing import
+    may have changed them since sampling, as `edited_since_sampling` says of the candidate)."""
+    scores = candidate_judge_scores([row.candidate_pk for row in rows])
+    return judges.judge_raters(
+        [
+            judges.JudgedItem(
+                human_valid=row.valid_agg,
+                in_top=None if row.group == Group.SELECTED else row.group == Group.TOP,
+                scores=scores[row.candidate_pk],
+            )
+            for row in rows
+        ]
     )
 
 

@@ -10,4 +10,12 @@ scoring), from source tasks to ranked candidates stored as an import would store
 - `leases`, `engine`, `recovery`: the worker's side; `launch`: `generation_launch`, `generation_cancel`.
 - `sources`, `makers`, `scripted`: source tasks, proposer and judge configurations, the scripted demo ones.
 - `selectors`, `serializers`, `api`: what the API reads and shows.
+- `prompts`: the proposer's and judges' prompt templates (name, version, sha256) and their rendering (pure).
+- `replies`: what a proposer's or judge's reply must hold (pydantic; the harm test checked by its syntax only).
+- `endpoints`: a proposer's or judge's endpoint configuration and its checks (pure); `flavours`: the
+  request body and reply text of OpenAI chat completions, OpenAI responses and Anthropic messages.
+- `model_calls`: one conversation with an endpoint through the agents' model gateway (key, prices,
+  budget through the engine's ledger, limits, retries), a reply that fails validation asked again a
+  bounded number of times, every call a ModelCallRecord.
+- `model_roles`: `ModelProposer` and `ModelJudge`, the Proposer and Judge protocols over a model endpoint.
 """

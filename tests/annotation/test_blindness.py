@@ -34,6 +34,13 @@ FORBIDDEN_KEYS = {
     "judge",
     "judgements",
     "judge_sums",
+    # The judges beside the annotators on the results (curators and viewers only).
+    "judges",
+    "valid_agreement",
+    "sum_as_predictor",
+    "judge_valid_rule",
+    "judge_sum_split",
+    "judge_kappa_interval",
     "target_agent",
     "proposer",
     "iteration",
