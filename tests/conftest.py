@@ -89,6 +89,24 @@ class _ServicesCheck:
             _services_check()
 
 
+FIGURES = "figures"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The figures tests recorded (`record_property("figures", {...})`), printed after the run whether
+    they passed or not: a passing test's output is captured, and under pytest-xdist only what a
+    report carries (its user properties) reaches this process."""
+    reports = [r for kind in ("passed", "failed") for r in terminalreporter.getreports(kind) if r.when == "call"]
+    recorded = [(r.nodeid, value) for r in reports for name, value in r.user_properties if name == FIGURES]
+    if not recorded:
+        return
+    terminalreporter.section("figures")
+    for nodeid, figures in recorded:
+        terminalreporter.write_line(nodeid)
+        for what, value in figures.items():
+            terminalreporter.write_line(f"  {what}: {value:.1f}" if isinstance(value, float) else f"  {what}: {value}")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_ServicesCheck(), "veriharm-services-check")
 
