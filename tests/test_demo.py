@@ -205,3 +205,27 @@ def test_demo_evaluate_refuses_a_poll_that_is_not_positive():
     with pytest.raises(CommandError, match="--poll must be a positive number of seconds"):
         call_command("demo_evaluate", wait=True, poll=0, stdout=io.StringIO())
     assert not Run.objects.exists()
+
+
+def test_a_refused_demo_generation_run_is_reported_and_the_demo_runs_still_start():
+    from evaluation.demo.runs import demo_agents_ensure
+    from evaluation.generation.launch import generation_launch
+
+    call_command("load_demo", tasks=5, password="veriharm-demo", stdout=io.StringIO())
+    # One of the demo's tuples searched already, by hand, under another name.
+    reckless = next(a for a in demo_agents_ensure() if a.name == "demo-reckless")
+    generation_launch(
+        name="by hand",
+        selection={"kind": "ids", "ids": ["bashbench-489407"]},
+        agent_ids=[reckless.pk],
+        proposers=[{"kind": "scripted"}],
+        judges=[{"kind": "scripted"}],
+    )
+    out, err = io.StringIO(), io.StringIO()
+    call_command("demo_evaluate", stdout=out, stderr=err)
+    assert "The demo generation run was not launched: 1 (source task, agent, proposer) already searched" in (
+        err.getvalue()
+    )
+    assert "bashbench-489407 / demo-reckless / scripted demo proposer" in err.getvalue()
+    assert list(GenerationRun.objects.values_list("name", flat=True)) == ["by hand"]
+    assert Run.objects.count() == 2 and out.getvalue().count("Launched Demo: ") == 2
