@@ -17,7 +17,8 @@ from annotation.models import Assignment, Study
 from annotation.selectors.results import study_item_rows
 from candidates.demo_checked import checked_lines
 from candidates.models import Candidate, Search, SourceTask
-from evaluation.models import Agent, Run
+from evaluation.demo.generation import GENERATION_RUN
+from evaluation.models import Agent, GenerationRun, Run
 from tests.conftest import REPO
 from tests.sandbox_fakes import sandbox_built
 
@@ -116,6 +117,7 @@ def test_demo_runs_are_refused_under_production_settings(settings):
     with pytest.raises(CommandError, match="demo users and data are refused"):
         call_command("demo_evaluate", stdout=io.StringIO())
     assert not Run.objects.exists() and set(Agent.objects.values_list("name", flat=True)) == agents
+    assert not GenerationRun.objects.exists()
 
 
 def test_demo_runs_wait_for_the_sandbox_system(monkeypatch, tmp_path, settings):
@@ -128,6 +130,7 @@ def test_demo_runs_wait_for_the_sandbox_system(monkeypatch, tmp_path, settings):
     with pytest.raises(CommandError, match="cannot run trials yet: The sandbox system is not built yet"):
         call_command("demo_evaluate", stdout=io.StringIO())
     assert not Run.objects.exists() and set(Agent.objects.values_list("name", flat=True)) == agents
+    assert not GenerationRun.objects.exists()
     assert not agents & {"demo-careful", "demo-sloppy", "demo-reckless"}
 
 
@@ -136,14 +139,25 @@ def test_demo_runs_launch_once(django_capture_on_commit_callbacks):
     out = io.StringIO()
     with django_capture_on_commit_callbacks() as published:
         call_command("demo_evaluate", stdout=out)
-    assert len(published) == 2  # each run's trials are published once committed
+    assert len(published) == 3  # each run's trials, and the generation run's searches, once committed
     runs = {run.name: run for run in Run.objects.all()}
     agents_run = runs["Demo: scripted agents, V3AST-Bench"]
     assert agents_run.protocol == "v3ast" and agents_run.trials.count() == 3 * len(list(checked_lines())) * 2 * 2
     assert sorted(a.name for a in agents_run.agents.all()) == ["demo-careful", "demo-reckless", "demo-sloppy"]
     assert runs["Demo: reference check of the labelled study"].trials.count() == 4 * len(list(checked_lines()))
+    # The generation run: the scripted proposer and judges, each demo task against demo-reckless and demo-careful.
+    generation = GenerationRun.objects.get()
+    assert (generation.name, generation.demo, generation.budget) == (GENERATION_RUN, True, 3)
+    assert sorted(generation.searches.values_list("source_task_id", "agent__name")) == [
+        ("bashbench-261162", "demo-careful"),
+        ("bashbench-261162", "demo-reckless"),
+        ("bashbench-489407", "demo-careful"),
+        ("bashbench-489407", "demo-reckless"),
+    ]
+    assert f"Launched {GENERATION_RUN} (generation run {generation.pk}): 4 searches" in out.getvalue()
     call_command("demo_evaluate", stdout=out)
     assert Run.objects.count() == 2 and "The demo runs exist already." in out.getvalue()
+    assert GenerationRun.objects.count() == 1
 
 
 def test_demo_runs_wait_for_the_sandbox_then_launch_once_whoever_built_it(monkeypatch, tmp_path, settings):
@@ -174,7 +188,7 @@ def test_demo_runs_wait_for_the_sandbox_then_launch_once_whoever_built_it(monkey
     call_command("demo_evaluate", wait=True, poll=0.5, stdout=out)
     assert looks == [(0.5, "waiting", 0)] * 3
     lines = out.getvalue().splitlines()
-    assert lines[0] == "The demo runs wait for the sandbox system (waiting)." and len(lines) == 3
+    assert lines[0] == "The demo runs wait for the sandbox system (waiting)." and len(lines) == 4
     assert all(line.startswith("Launched Demo: ") for line in lines[1:])
     assert sorted(Run.objects.values_list("name", flat=True)) == [
         "Demo: reference check of the labelled study",
@@ -184,9 +198,34 @@ def test_demo_runs_wait_for_the_sandbox_then_launch_once_whoever_built_it(monkey
     out = io.StringIO()
     call_command("demo_evaluate", wait=True, stdout=out)
     assert out.getvalue() == "The demo runs exist already.\n" and Run.objects.count() == 2 and len(looks) == 3
+    assert GenerationRun.objects.count() == 1
 
 
 def test_demo_evaluate_refuses_a_poll_that_is_not_positive():
     with pytest.raises(CommandError, match="--poll must be a positive number of seconds"):
         call_command("demo_evaluate", wait=True, poll=0, stdout=io.StringIO())
     assert not Run.objects.exists()
+
+
+def test_a_refused_demo_generation_run_is_reported_and_the_demo_runs_still_start():
+    from evaluation.demo.runs import demo_agents_ensure
+    from evaluation.generation.launch import generation_launch
+
+    call_command("load_demo", tasks=5, password="veriharm-demo", stdout=io.StringIO())
+    # One of the demo's tuples searched already, by hand, under another name.
+    reckless = next(a for a in demo_agents_ensure() if a.name == "demo-reckless")
+    generation_launch(
+        name="by hand",
+        selection={"kind": "ids", "ids": ["bashbench-489407"]},
+        agent_ids=[reckless.pk],
+        proposers=[{"kind": "scripted"}],
+        judges=[{"kind": "scripted"}],
+    )
+    out, err = io.StringIO(), io.StringIO()
+    call_command("demo_evaluate", stdout=out, stderr=err)
+    assert "The demo generation run was not launched: 1 (source task, agent, proposer) already searched" in (
+        err.getvalue()
+    )
+    assert "bashbench-489407 / demo-reckless / scripted demo proposer" in err.getvalue()
+    assert list(GenerationRun.objects.values_list("name", flat=True)) == ["by hand"]
+    assert Run.objects.count() == 2 and out.getvalue().count("Launched Demo: ") == 2

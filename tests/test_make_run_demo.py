@@ -24,6 +24,7 @@ import pytest
 
 from annotation.demo_votes import DISPUTED, LABELLED_STUDY
 from candidates.demo_checked import TASKS, candidate_id
+from evaluation.demo.generation import GENERATION_RUN
 from evaluation.demo.runs import AGENTS_RUN, REFERENCE_RUN
 from tests.conftest import REPO
 
@@ -157,6 +158,13 @@ def test_make_run_fills_every_demo_page(make_run):
         time.sleep(10)
     assert (var / "sandbox-build.log").exists()
     agents_run, reference_run = runs[AGENTS_RUN], runs[REFERENCE_RUN]
+    # The generation run, launched first, has finished by now (it is waited for only in case it has not).
+    found = re.search(re.escape(GENERATION_RUN) + r" \(generation run (\d+)\)", (var / "sandbox-build.log").read_text())
+    assert found, (var / "sandbox-build.log").read_text()
+    generation_url = f"/api/evaluation/generation/runs/{found.group(1)}/"
+    while (generation := _get(api, generation_url).json())["status"] == "running":
+        assert time.monotonic() < deadline, generation
+        time.sleep(5)
     # Every trial ended with a verdict: the sandbox was there before anything was launched.
     for run in (agents_run, reference_run):
         assert run["progress"]["unresolved"] == 0, run
@@ -171,6 +179,20 @@ def test_make_run_fills_every_demo_page(make_run):
         answer = _get(admin, url)
         assert answer.status_code == 200, (url, answer.status_code)
     assert first in _get(admin, "/candidates/review/").text
+
+    # The generation run: a search kept at once, one after feedback, and ones that spent their budget; the
+    # kept candidates in the ranking, each page saying it is demo data.
+    assert generation["status"] == "finished", generation
+    endings = {(s["source_task_id"], s["agent"]): (s["ending"], s["kept_iteration"]) for s in generation["searches"]}
+    assert endings[("bashbench-489407", "demo-reckless")] == ("kept", 1)
+    assert endings[("bashbench-261162", "demo-reckless")] in (("kept", 2), ("kept", 3))
+    assert endings[("bashbench-489407", "demo-careful")] == endings[("bashbench-261162", "demo-careful")]
+    assert endings[("bashbench-489407", "demo-careful")] == ("budget_exhausted", None)
+    for search in generation["searches"]:
+        if search["candidate_id"]:
+            page = _get(admin, f"/candidates/c/{search['candidate_id']}/")
+            assert page.status_code == 200 and "Demo data: judge scores and Q are generated" in page.text
+            assert _get(api, f"/api/candidates/{search['candidate_id']}/").json()["rank"] is not None
 
     # The run's metrics: one row per scripted agent, with figures.
     metrics = _get(api, f"/api/evaluation/runs/{agents_run['id']}/metrics/").json()
@@ -276,11 +298,12 @@ def test_make_run_without_bubblewrap_says_so_then_launches_the_demo_once_it_is_t
         assert 'data-state="ready"' in _get(admin, "/evaluation/launch/").text
         out = (tmp_path / "run_local.out").read_text()
         assert out.count(f"Launched {AGENTS_RUN}") == 1 and "The demo runs wait for the sandbox system (waiting)" in out
+        assert out.count(f"Launched {GENERATION_RUN}") == 1
 
-        # Ctrl-C twice while the worker runs trials.
+        # Ctrl-C twice while the worker runs trials (the generation run's searches come first, in sandboxes too).
         worker = int((var / "worker.pid").read_text())
         deadline = time.monotonic() + LAUNCH_SECONDS
-        while "Task evaluation.trial_execute" not in (var / "worker.log").read_text():
+        while not re.search(r"Task evaluation\.(trial|generation_search)_execute", (var / "worker.log").read_text()):
             assert time.monotonic() < deadline, (var / "worker.log").read_text()
             time.sleep(1)
         os.killpg(process.pid, signal.SIGINT)

@@ -1,1 +1,2 @@
-"""The demo behind `make run`: checked reference scripts, scripted agents and a finished demo run."""
+"""The demo behind `make run`: checked reference scripts, scripted agents, its evaluation runs and its
+generation run."""
