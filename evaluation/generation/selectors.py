@@ -7,7 +7,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 
 from candidates import diffing
 from candidates.curation.search_report import SearchReport, search_report
@@ -102,22 +102,10 @@ def generation_run_detail(run_id: int) -> RunDetail | None:
 # The pages: a list of runs, a run with its progress and Table 1, a search step by step.
 
 
-@dataclass(frozen=True)
-class RunListRow:
-    id: int
-    name: str
-    status: str
-    status_label: str
-    demo: bool
-    searches: int
-    finished: int
-    kept: int
-    created_by: str
-    created_at: datetime
-
-
-def generation_runs_list() -> list[RunListRow]:
-    runs = (
+def generation_runs() -> QuerySet[GenerationRun]:
+    """Every run, newest first, with its searches counted (`search_count`, `finished_count`,
+    `kept_count`): a queryset, so a page of it reads only that page."""
+    return (
         GenerationRun.objects.select_related("created_by")
         .annotate(
             search_count=Count("searches", distinct=True),
@@ -126,21 +114,6 @@ def generation_runs_list() -> list[RunListRow]:
         )
         .order_by("-created_at", "-pk")
     )
-    return [
-        RunListRow(
-            id=r.pk,
-            name=r.name,
-            status=r.status,
-            status_label=r.get_status_display(),
-            demo=r.demo,
-            searches=r.search_count,
-            finished=r.finished_count,
-            kept=r.kept_count,
-            created_by=r.created_by.username if r.created_by else "",
-            created_at=r.created_at,
-        )
-        for r in runs
-    ]
 
 
 @dataclass(frozen=True)

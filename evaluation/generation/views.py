@@ -35,7 +35,7 @@ class GenerationRunListView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     query_serializer = PageNumberQuery
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        page = Paginator(selectors.generation_runs_list(), PAGE_SIZE).get_page(self.query["page"])
+        page = Paginator(selectors.generation_runs(), PAGE_SIZE).get_page(self.query["page"])
         return super().get_context_data(page=page, **kwargs)
 
 

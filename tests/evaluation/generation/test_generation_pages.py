@@ -319,6 +319,8 @@ def test_readers_read_annotators_never_and_only_admins_launch(admin_user, curato
         assert client.get(reverse("evaluation:generation-launch")).status_code == 403
         listing = _html(client.get(reverse("evaluation:generation-runs")))
         assert "two judges" in listing and 'data-testid="generation-launch-link"' not in listing
+        # One search, ended, kept.
+        assert '<td class="num">1</td><td class="num">1</td><td class="num">1</td></tr>' in listing
     for url in reads:
         assert _client(annotator).get(url).status_code == 403, url
     nav = _html(_client(curator).get(reverse("evaluation:generation-runs")))
