@@ -38,6 +38,7 @@ class SearchRow:
     candidate_id: str
     steps: int
     error: str
+    ending_label: str = ""
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ def generation_run_detail(run_id: int) -> RunDetail | None:
                 candidate_id=s.candidate_external_id,
                 steps=s.step_count,
                 error=s.error[-2000:],
+                ending_label=s.get_ending_display() if s.ending else "",
             )
             for s in searches
         ],
@@ -200,7 +202,6 @@ class RunPage:
     # Table 1 over this run's searches that ended by the method (kept, or the budget spent).
     report: SearchReport
     iterations: list[IterationCount]
-    ending_labels: dict[str, str]
 
 
 def _report_rows(run: GenerationRun) -> list[ReportSearchRow]:
@@ -259,7 +260,6 @@ def generation_run_page(run_id: int) -> RunPage | None:
         progress=progress,
         report=search_report(_report_rows(run)),
         iterations=iterations,
-        ending_labels=dict(SearchEnding.choices),
     )
 
 

@@ -387,3 +387,35 @@ def test_the_kept_candidate_and_its_search_link_to_each_other(admin_user, curato
     assert 'data-testid="generation-panel"' not in _html(
         client.get(reverse("candidates:detail", args=[other.external_id]))
     )
+
+
+@pytest.mark.django_db
+def test_a_model_proposers_calls_show_their_raw_reply_tokens_and_cost_escaped(admin_user, curator):
+    run = _launch(admin_user)
+    search = _kept_search(run)
+    call = {
+        "prompt_name": "proposer",
+        "prompt_version": "3",
+        "prompt_sha256": "ab" * 32,
+        "route": "openai_chat",
+        "model": "gpt-test",
+        "status_code": 200,
+        "request_text": "the prompt as sent",
+        "reply_text": f'{{"instruction": "{HOSTILE}"}}',
+        "input_tokens": 1234,
+        "output_tokens": 56,
+        "usage_estimated": False,
+        "cost_usd": "0.012300",
+        "latency": 0.5,
+        "validation_error": "",
+    }
+    GenerationStep.objects.filter(search=search, kind=StepKind.PROPOSAL).update(
+        calls=[call], cost_usd=Decimal("0.0123")
+    )
+    html = _html(_client(curator).get(reverse("evaluation:generation-search", args=[search.pk])))
+    calls = html.split('data-testid="proposer-calls"')[1].split("</details>\n</details>")[0]
+    assert "1 model call of scripted demo proposer" in calls
+    assert "1234 input / 56 output tokens · $0.012300" in calls
+    assert "&lt;script&gt;alert(" in calls and HOSTILE not in html
+    assert "the prompt as sent" in calls
+    assert '1234 input / 56 output tokens, <span data-testid="search-cost">$0.012300</span>' in html
