@@ -16,7 +16,7 @@ from evaluation.generation.contracts import JudgeRequest, ProposalRequest
 from evaluation.generation.launch import generation_launch
 from evaluation.generation.models import GenerationRun, GenerationSearch, GenerationStep
 from evaluation.generation.scripted import PROPOSER_NAME, ScriptedJudge, ScriptedProposer
-from evaluation.generation.sources import seed_task, source_tasks_named
+from evaluation.generation.sources import seed_task, source_tasks_named, source_tasks_select
 from evaluation.generation.states import RunStatus, SearchEnding, SearchStatus, StepKind
 from tests.conftest import make_user
 from tests.factories import AgentFactory, CandidateFactory
@@ -419,3 +419,27 @@ def test_a_model_proposers_calls_show_their_raw_reply_tokens_and_cost_escaped(ad
     assert "&lt;script&gt;alert(" in calls and HOSTILE not in html
     assert "the prompt as sent" in calls
     assert '1234 input / 56 output tokens, <span data-testid="search-cost">$0.012300</span>' in html
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("changes", "selection"),
+    [
+        (
+            {"selection_kind": "sample", "sample_size": "3", "sample_seed": "7"},
+            {"kind": "sample", "size": 3, "seed": 7},
+        ),
+        ({"selection_kind": "filter", "filter_text": "EXT_ENV_VAR"}, {"kind": "filter", "text": "EXT_ENV_VAR"}),
+    ],
+)
+def test_a_seeded_sample_or_a_filter_from_the_page_searches_the_tasks_the_service_selects(
+    admin_user, changes, selection
+):
+    target = AgentFactory(name="target-d")
+    response = _post_launch(_client(admin_user), agents=[target.pk], name="selected", **changes)
+    assert response.status_code == 302
+    run = GenerationRun.objects.get(name="selected")
+    assert run.selection == selection
+    expected, problem = source_tasks_select(selection)
+    assert not problem and expected
+    assert list(run.searches.order_by("pk").values_list("source_task_id", flat=True)) == [t["id"] for t in expected]
