@@ -27,6 +27,11 @@ class EvaluationConfig(AppConfig):
         # A candidate's page shows its evaluation results to those who may read them.
         panel_source_register(20, candidate_evaluation_panel)
 
+        from evaluation.generation.candidate_panel import candidate_generation_panel
+
+        # ... and, for one a generation search kept, a link back to that search.
+        panel_source_register(15, candidate_generation_panel)
+
         from evaluation.trials.recovery import sweep
         from veriharm_site.recovery import sweeper_register
 

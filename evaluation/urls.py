@@ -2,6 +2,7 @@ from django.urls import path
 
 from . import views
 from .fleet import views as fleet_views
+from .generation import views as generation_views
 from .imported_runs import views as imported_views
 from .v3ast import views as v3ast_views
 
@@ -25,6 +26,20 @@ urlpatterns = [
     path("runs/<int:pk>/v3ast/", v3ast_views.V3astMatrixView.as_view(), name="v3ast-matrix"),
     path("runs/<int:pk>/v3ast/systems/<int:agent>/", v3ast_views.V3astSystemView.as_view(), name="v3ast-system"),
     path("runs/<int:pk>/v3ast/tasks/<path:external_id>/", v3ast_views.V3astTaskView.as_view(), name="v3ast-task"),
+    path("generation/", generation_views.GenerationRunListView.as_view(), name="generation-runs"),
+    path("generation/launch/", generation_views.GenerationLaunchView.as_view(), name="generation-launch"),
+    path("generation/runs/<int:pk>/", generation_views.GenerationRunView.as_view(), name="generation-run"),
+    path(
+        "generation/runs/<int:pk>/progress.json",
+        generation_views.GenerationRunProgressView.as_view(),
+        name="generation-run-progress",
+    ),
+    path(
+        "generation/runs/<int:pk>/cancel/",
+        generation_views.GenerationRunCancelView.as_view(),
+        name="generation-run-cancel",
+    ),
+    path("generation/searches/<int:pk>/", generation_views.GenerationSearchView.as_view(), name="generation-search"),
     path("candidates/<path:external_id>/rerun/", views.CandidateRerunView.as_view(), name="candidate-rerun"),
     path("candidates/<path:external_id>/rescore/", views.CandidateRescoreView.as_view(), name="candidate-rescore"),
 ]

@@ -137,6 +137,14 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("evaluation:v3ast-matrix", "GET", READERS),
     ("evaluation:v3ast-system", "GET", READERS),
     ("evaluation:v3ast-task", "GET", READERS),
+    ("evaluation:generation-runs", "GET", READERS),  # candidates.view_ranking: judges and scores
+    ("evaluation:generation-launch", "GET", ADMINS),
+    ("evaluation:generation-launch", "POST", ADMINS),
+    ("evaluation:generation-run", "GET", READERS),
+    ("evaluation:generation-run-progress", "GET", READERS),
+    ("evaluation:generation-run-cancel", "GET", ADMINS),  # the confirmation page
+    ("evaluation:generation-run-cancel", "POST", ADMINS),
+    ("evaluation:generation-search", "GET", READERS),
     ("evaluation:candidate-rerun", "GET", ADMINS),  # the confirmation page
     ("evaluation:candidate-rerun", "POST", ADMINS),
     ("evaluation:candidate-rescore", "POST", ADMINS),
@@ -230,9 +238,11 @@ PK_OF = {
     "evaluation:trial": "trial",
     "evaluation:trial-final-state": "trial",
     "api-evaluation-trial": "trial",
+    "evaluation:generation-search": "generation_search",
 }
 PK_PREFIXES = (
     ("api-generation-", "generation_run"),
+    ("evaluation:generation-", "generation_run"),
     ("candidates:release", "release"),
     ("api-release", "release"),
     ("evaluation:", "run"),
@@ -309,6 +319,7 @@ def url_of(route: Route, seeded: Seeded, import_job: int) -> str:
         "study": seeded.study,
         "import_job": import_job,
         "generation_run": seeded.generation_run,
+        "generation_search": seeded.generation_search,
     }
     values = {
         "study_id": seeded.study,

@@ -9,7 +9,9 @@ scoring), from source tasks to ranked candidates stored as an import would store
 - `recording`: each step and the end recorded once, the output imported; `output` (pure): its lines.
 - `leases`, `engine`, `recovery`: the worker's side; `launch`: `generation_launch`, `generation_cancel`.
 - `sources`, `makers`, `scripted`: source tasks, proposer and judge configurations, the scripted demo ones.
-- `selectors`, `serializers`, `api`: what the API reads and shows.
+- `selectors`, `serializers`, `api`: what the API and the pages read and show.
+- `forms`, `views`: the pages (runs, launch, a run with its progress and Table 1, a search's
+  iterations, cancel); `candidate_panel`: a kept candidate's link back to its search.
 - `prompts`: the proposer's and judges' prompt templates (name, version, sha256) and their rendering (pure).
 - `replies`: what a proposer's or judge's reply must hold (pydantic; the harm test checked by its syntax only).
 - `endpoints`: a proposer's or judge's endpoint configuration and its checks (pure); `flavours`: the

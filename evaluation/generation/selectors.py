@@ -5,10 +5,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Q, QuerySet
 
-from .models import GenerationRun
+from candidates import diffing
+from candidates.curation.search_report import SearchReport, search_report
+from candidates.curation.search_report import SearchRow as ReportSearchRow
+from candidates.diffing import SideBySide
+from candidates.models import Candidate
+from evaluation.results import transcript_view
+from evaluation.results.transcript_view import Headline
+
+from . import decision
+from .contracts import CRITERIA
+from .models import GenerationModelCall, GenerationRun, GenerationSearch, GenerationStep
+from .prompts import render_feedback
+from .recording import done_of
+from .states import SearchEnding, SearchStatus, StepKind
+from .steps import feedback
 
 
 @dataclass(frozen=True)
@@ -23,6 +38,7 @@ class SearchRow:
     candidate_id: str
     steps: int
     error: str
+    ending_label: str = ""
 
 
 @dataclass(frozen=True)
@@ -78,7 +94,426 @@ def generation_run_detail(run_id: int) -> RunDetail | None:
                 candidate_id=s.candidate_external_id,
                 steps=s.step_count,
                 error=s.error[-2000:],
+                ending_label=s.get_ending_display() if s.ending else "",
             )
             for s in searches
         ],
     )
+
+
+# The pages: a list of runs, a run with its progress and Table 1, a search step by step.
+
+
+def generation_runs() -> QuerySet[GenerationRun]:
+    """Every run, newest first, with its searches counted (`search_count`, `finished_count`,
+    `kept_count`): a queryset, so a page of it reads only that page."""
+    return (
+        GenerationRun.objects.select_related("created_by")
+        .annotate(
+            search_count=Count("searches", distinct=True),
+            finished_count=Count("searches", filter=Q(searches__status=SearchStatus.FINISHED), distinct=True),
+            kept_count=Count("searches", filter=Q(searches__ending=SearchEnding.KEPT), distinct=True),
+        )
+        .order_by("-created_at", "-pk")
+    )
+
+
+@dataclass(frozen=True)
+class EndingCount:
+    ending: str
+    label: str
+    count: int
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    status: str
+    status_label: str
+    total: int
+    done: int
+    running: int
+    queued: int
+    kept: int
+    budget_usd: Decimal | None
+    spent_usd: Decimal
+    endings: list[EndingCount]
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.done / self.total) if self.total else 100
+
+    @property
+    def usd_percent(self) -> int | None:
+        if not self.budget_usd:
+            return None
+        return min(100, round(100 * self.spent_usd / self.budget_usd))
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "status_label": self.status_label,
+            "total": self.total,
+            "done": self.done,
+            "running": self.running,
+            "queued": self.queued,
+            "kept": self.kept,
+            "percent": self.percent,
+            "spent_usd": str(self.spent_usd),
+            "budget_usd": None if self.budget_usd is None else str(self.budget_usd),
+        }
+
+
+def generation_run_progress(run_id: int) -> RunProgress | None:
+    run = GenerationRun.objects.filter(pk=run_id).first()
+    if run is None:
+        return None
+    by_status = dict(run.searches.values_list("status").annotate(n=Count("pk")).values_list("status", "n"))
+    by_ending = dict(
+        run.searches.exclude(ending="").values_list("ending").annotate(n=Count("pk")).values_list("ending", "n")
+    )
+    return RunProgress(
+        status=run.status,
+        status_label=run.get_status_display(),
+        total=sum(by_status.values()),
+        done=by_status.get(SearchStatus.FINISHED, 0),
+        running=by_status.get(SearchStatus.RUNNING, 0),
+        queued=by_status.get(SearchStatus.QUEUED, 0),
+        kept=by_ending.get(SearchEnding.KEPT, 0),
+        budget_usd=run.budget_usd,
+        spent_usd=run.spent_usd,
+        endings=[EndingCount(e.value, e.label, by_ending.get(e.value, 0)) for e in SearchEnding],
+    )
+
+
+@dataclass(frozen=True)
+class IterationCount:
+    iteration: int
+    rollouts: int  # proposals that reached a rollout at this iteration
+    task_passed: int
+    harm_detected: int
+    successes: int  # harmful successes (both)
+
+
+@dataclass(frozen=True)
+class RunPage:
+    run: GenerationRun
+    detail: RunDetail
+    progress: RunProgress
+    # Table 1 over this run's searches that ended by the method (kept, or the budget spent).
+    report: SearchReport
+    iterations: list[IterationCount]
+
+
+def _report_rows(run: GenerationRun) -> list[ReportSearchRow]:
+    """The searches Table 1 counts, as the search record stores them (`recording.pipeline_lines`):
+    the ones that ended kept or with their budget spent, their attempts up to the first success."""
+    rows = []
+    searches = (
+        run.searches.filter(ending__in=[SearchEnding.KEPT, SearchEnding.BUDGET_EXHAUSTED])
+        .select_related("agent")
+        .prefetch_related("steps")
+    )
+    for search in searches:
+        attempts = decision.attempts([done_of(s) for s in search.steps.all()])
+        if attempts:
+            rows.append(
+                ReportSearchRow(
+                    proposer=search.proposer,
+                    target_agent=search.agent.name,
+                    budget=run.budget,
+                    attempts=tuple((a.task_passed, a.harm_detected) for a in attempts),
+                )
+            )
+    return rows
+
+
+def generation_run_page(run_id: int) -> RunPage | None:
+    run = GenerationRun.objects.select_related("created_by").filter(pk=run_id).first()
+    detail = generation_run_detail(run_id)
+    progress = generation_run_progress(run_id)
+    if run is None or detail is None or progress is None:
+        return None
+    rollouts = (
+        GenerationStep.objects.filter(search__run=run, kind=StepKind.ROLLOUT)
+        .values("iteration")
+        .annotate(
+            n=Count("pk"),
+            task=Count("pk", filter=Q(r_task=1)),
+            harm=Count("pk", filter=Q(r_harm=1)),
+            both=Count("pk", filter=Q(r_task=1, r_harm=1)),
+        )
+    )
+    none = {"n": 0, "task": 0, "harm": 0, "both": 0}
+    by_iteration: dict[int, dict[str, int]] = {
+        r["iteration"]: {"n": r["n"], "task": r["task"], "harm": r["harm"], "both": r["both"]} for r in rollouts
+    }
+    iterations = [
+        IterationCount(
+            iteration=k, rollouts=row["n"], task_passed=row["task"], harm_detected=row["harm"], successes=row["both"]
+        )
+        for k in range(1, run.budget + 1)
+        for row in [by_iteration.get(k, none)]
+    ]
+    return RunPage(
+        run=run,
+        detail=detail,
+        progress=progress,
+        report=search_report(_report_rows(run)),
+        iterations=iterations,
+    )
+
+
+@dataclass(frozen=True)
+class TranscriptStep:
+    index: int
+    kind: str
+    command: str
+    content: str
+    exit_code: int | None
+    timed_out: bool
+    headline: Headline
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """A rollout's or no-op check's (r_task, r_harm), what it ran and what it said."""
+
+    r_task: int | None
+    r_harm: int | None
+    note: str
+    error: str
+    steps: list[TranscriptStep]
+    transcript: str
+    inputs_sha256: str
+    target_calls: int
+    target_cost_usd: Decimal | None
+
+
+@dataclass(frozen=True)
+class Call:
+    """One proposer or judge model call as stored (`contracts.ModelCallRecord`)."""
+
+    prompt: str
+    route: str
+    model: str
+    status_code: int
+    request_text: str
+    reply_text: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: str | None
+    validation_error: str
+
+
+@dataclass(frozen=True)
+class Iteration:
+    iteration: int
+    instruction: str
+    harm_test: str
+    perturbation: str
+    harm_summary: str
+    risk_category: str
+    note: str
+    error: str
+    budget_spent: bool
+    seed_diff_html: str
+    seed_diff: SideBySide | None
+    previous_diff_html: str  # "" for the first proposal, or one without a previous proposal
+    previous_diff: SideBySide | None
+    feedback: str  # what went to the proposer about the earlier attempts ("" for the first)
+    calls: list[Call]
+    cost_usd: Decimal | None
+    check: Verdicts | None
+    rollout: Verdicts | None
+    kept: bool
+
+
+@dataclass(frozen=True)
+class Judgement:
+    judge: str
+    scores: dict[str, int] | None
+    total: int | None
+    rationale: str
+    error: str
+    calls: list[Call]
+    cost_usd: Decimal | None
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    search: GenerationSearch
+    run: GenerationRun
+    seed_instruction: str
+    seed: Verdicts | None
+    iterations: list[Iteration]
+    judgements: list[Judgement]
+    criteria: tuple[str, ...]
+    quality: float | None  # Q: the mean of the judges' sums
+    candidate_stored: bool  # the kept candidate is in the pool (its page exists)
+    ending_label: str
+    tokens_in: int
+    tokens_out: int
+    cost_usd: Decimal
+
+
+def _transcript_steps(steps: list[dict[str, Any]]) -> list[TranscriptStep]:
+    found = []
+    for index, step in enumerate(steps, start=1):
+        command, content = str(step.get("command") or ""), str(step.get("content") or "")
+        exit_code = step.get("exit_code")
+        found.append(
+            TranscriptStep(
+                index=index,
+                kind=str(step.get("kind") or ""),
+                command=command,
+                content=content,
+                exit_code=exit_code if isinstance(exit_code, int) else None,
+                timed_out=bool(step.get("timed_out")),
+                headline=transcript_view.headline(command, content),
+            )
+        )
+    return found
+
+
+def _verdicts(step: GenerationStep | None, calls: list[GenerationModelCall]) -> Verdicts | None:
+    if step is None:
+        return None
+    mine = [c for c in calls if c.step_kind == step.kind and c.iteration == step.iteration]
+    costs = [c.cost_usd for c in mine if c.cost_usd is not None]
+    return Verdicts(
+        r_task=step.r_task,
+        r_harm=step.r_harm,
+        note=step.note,
+        error=step.error,
+        steps=_transcript_steps(step.steps if isinstance(step.steps, list) else []),
+        transcript=step.transcript,
+        inputs_sha256=step.inputs_sha256,
+        target_calls=len(mine),
+        target_cost_usd=sum(costs, Decimal(0)) if costs else None,
+    )
+
+
+def _calls(step: GenerationStep) -> list[Call]:
+    found = []
+    for call in step.calls if isinstance(step.calls, list) else []:
+        if not isinstance(call, dict):
+            continue
+        found.append(
+            Call(
+                prompt=f"{call.get('prompt_name', '')} {call.get('prompt_version', '')}".strip(),
+                route=str(call.get("route", "")),
+                model=str(call.get("model", "")),
+                status_code=int(call.get("status_code") or 0),
+                request_text=str(call.get("request_text", "")),
+                reply_text=str(call.get("reply_text", "")),
+                input_tokens=int(call.get("input_tokens") or 0),
+                output_tokens=int(call.get("output_tokens") or 0),
+                cost_usd=None if call.get("cost_usd") is None else str(call["cost_usd"]),
+                validation_error=str(call.get("validation_error", "")),
+            )
+        )
+    return found
+
+
+def _diff(before: str, after: str) -> tuple[SideBySide, str]:
+    diff = diffing.side_by_side(before, after)
+    return diff, diffing.segments_html(diff.right)
+
+
+def generation_search_page(search_id: int) -> SearchPage | None:
+    search = GenerationSearch.objects.select_related("run", "agent").filter(pk=search_id).first()
+    if search is None:
+        return None
+    steps = list(search.steps.all().order_by("iteration", "pk"))
+    calls = list(search.model_calls.all())
+    by_kind = {(s.kind, s.iteration): s for s in steps if s.kind != StepKind.JUDGEMENT}
+    seed_instruction = str(search.source_task.get("instruction", ""))
+    iterations = []
+    previous: GenerationStep | None = None
+    proposals = [s for s in steps if s.kind == StepKind.PROPOSAL]
+    for proposal in proposals:
+        earlier = [s for s in steps if s.iteration < proposal.iteration and s.kind != StepKind.JUDGEMENT]
+        told = feedback(earlier)
+        seed_diff = previous_diff = None
+        seed_html = previous_html = ""
+        if not proposal.error:
+            seed_diff, seed_html = _diff(seed_instruction, proposal.instruction)
+            if previous is not None:
+                previous_diff, previous_html = _diff(previous.instruction, proposal.instruction)
+        iterations.append(
+            Iteration(
+                iteration=proposal.iteration,
+                instruction=proposal.instruction,
+                harm_test=proposal.harm_test,
+                perturbation=proposal.perturbation,
+                harm_summary=proposal.harm_summary,
+                risk_category=proposal.risk_category,
+                note=proposal.note,
+                error=proposal.error,
+                budget_spent=proposal.budget_spent,
+                seed_diff_html=seed_html,
+                seed_diff=seed_diff,
+                previous_diff_html=previous_html,
+                previous_diff=previous_diff,
+                feedback=render_feedback(told) if told else "",
+                calls=_calls(proposal),
+                cost_usd=proposal.cost_usd,
+                check=_verdicts(by_kind.get((StepKind.NOOP_CHECK, proposal.iteration)), calls),
+                rollout=_verdicts(by_kind.get((StepKind.ROLLOUT, proposal.iteration)), calls),
+                kept=search.kept_iteration == proposal.iteration and search.ending == SearchEnding.KEPT,
+            )
+        )
+        if not proposal.error:
+            previous = proposal
+    order = [c.get("name") for c in search.run.judge_configs]
+    judgement_steps = sorted(
+        (s for s in steps if s.kind == StepKind.JUDGEMENT),
+        key=lambda s: order.index(s.judge) if s.judge in order else len(order),
+    )
+    judgements = []
+    for step in judgement_steps:
+        scores = step.scores if isinstance(step.scores, dict) else None
+        total = sum(int(scores.get(k) or 0) for k in CRITERIA) if scores else None
+        judgements.append(Judgement(step.judge, scores, total, step.rationale, step.error, _calls(step), step.cost_usd))
+    totals = [j.total for j in judgements if j.total is not None]
+    stored_calls = [c for s in steps for c in _calls(s)]
+    costs = [s.cost_usd for s in steps if s.cost_usd is not None] + [
+        c.cost_usd for c in calls if c.cost_usd is not None
+    ]
+    return SearchPage(
+        search=search,
+        run=search.run,
+        seed_instruction=seed_instruction,
+        seed=_verdicts(by_kind.get((StepKind.SEED, 0)), calls),
+        iterations=iterations,
+        judgements=judgements,
+        criteria=CRITERIA,
+        quality=sum(totals) / len(totals) if totals else None,
+        candidate_stored=bool(search.candidate_external_id)
+        and Candidate.objects.filter(external_id=search.candidate_external_id).exists(),
+        ending_label=SearchEnding(search.ending).label if search.ending else "",
+        tokens_in=sum(c.input_tokens for c in stored_calls) + sum(c.input_tokens for c in calls),
+        tokens_out=sum(c.output_tokens for c in stored_calls) + sum(c.output_tokens for c in calls),
+        cost_usd=sum(costs, Decimal(0)),
+    )
+
+
+@dataclass(frozen=True)
+class CandidateSearch:
+    """The generation search a candidate was kept from, for its page."""
+
+    search_id: int
+    run_id: int
+    run_name: str
+    iteration: int | None
+
+
+def candidate_search(external_id: str) -> CandidateSearch | None:
+    search = (
+        GenerationSearch.objects.select_related("run")
+        .filter(candidate_external_id=external_id, ending=SearchEnding.KEPT)
+        .first()
+    )
+    if search is None:
+        return None
+    return CandidateSearch(search.pk, search.run_id, search.run.name, search.kept_iteration)

@@ -37,6 +37,7 @@ class Seeded:
     agent: int
     users: dict
     generation_run: int = 0
+    generation_search: int = 0
 
 
 def seed() -> Seeded:
@@ -80,6 +81,7 @@ def seed() -> Seeded:
         agent=agents[0].pk,
         users=users,
         generation_run=generation.pk,
+        generation_search=generation.searches.order_by("pk").first().pk,
     )
 
 

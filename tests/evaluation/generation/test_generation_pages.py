@@ -1,0 +1,445 @@
+"""The generation pages: the list, launching (admins), a run with its progress and Table 1, a search
+step by step, cancelling, and who may read them. Runs are launched through the service; a search's
+steps are the scripted demo proposer's and judges' own outputs, recorded as a worker records them."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from evaluation.generation.contracts import JudgeRequest, ProposalRequest
+from evaluation.generation.launch import generation_launch
+from evaluation.generation.models import GenerationRun, GenerationSearch, GenerationStep
+from evaluation.generation.scripted import PROPOSER_NAME, ScriptedJudge, ScriptedProposer
+from evaluation.generation.sources import seed_task, source_tasks_named, source_tasks_select
+from evaluation.generation.states import RunStatus, SearchEnding, SearchStatus, StepKind
+from tests.conftest import make_user
+from tests.factories import AgentFactory, CandidateFactory
+from veriharm_site.roles import VIEWER
+
+TASK = "bashbench-489407"
+HOSTILE = "<script>alert('x')</script>"
+SCRIPTED_JUDGES = [{"kind": "scripted", "temperament": "strict"}, {"kind": "scripted", "temperament": "lenient"}]
+
+
+def _client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _launch(admin_user, name: str = "two judges", **kwargs) -> GenerationRun:
+    target = AgentFactory(name=kwargs.pop("agent_name", "target-a"))
+    return generation_launch(
+        name=name,
+        selection={"kind": "ids", "ids": [TASK]},
+        agent_ids=[target.pk],
+        proposers=[{"kind": "scripted"}],
+        judges=SCRIPTED_JUDGES,
+        budget=3,
+        backend="local",
+        created_by=admin_user,
+        **kwargs,
+    )
+
+
+def _kept_search(run: GenerationRun, candidate_id: str = "") -> GenerationSearch:
+    """The search's steps as a worker records them: the seed rollout, the scripted proposal, its
+    check, a rollout that is a harmful success, both judges; then its end."""
+    search = run.searches.get()
+    record = source_tasks_named([TASK])[TASK]
+    GenerationStep.objects.create(
+        search=search,
+        kind=StepKind.SEED,
+        iteration=0,
+        r_task=1,
+        r_harm=0,
+        steps=[{"kind": "command", "command": "cat task.txt", "content": "seed output", "exit_code": 0}],
+        transcript="$ cat task.txt\nseed output",
+    )
+    request = ProposalRequest(
+        seed=seed_task(record),
+        seed_transcript="",
+        iteration=1,
+        budget=3,
+        perturbations=tuple(run.perturbations),
+        feedback=(),
+    )
+    proposal = ScriptedProposer().propose(request).proposal
+    assert proposal is not None
+    GenerationStep.objects.create(
+        search=search,
+        kind=StepKind.PROPOSAL,
+        iteration=1,
+        instruction=proposal.instruction,
+        harm_test=proposal.harm_test,
+        perturbation=proposal.perturbation,
+        harm_summary=proposal.harm_summary,
+        risk_category=proposal.risk_category,
+        references=dict(proposal.references),
+    )
+    GenerationStep.objects.create(search=search, kind=StepKind.NOOP_CHECK, iteration=1, r_task=0, r_harm=0)
+    GenerationStep.objects.create(
+        search=search,
+        kind=StepKind.ROLLOUT,
+        iteration=1,
+        r_task=1,
+        r_harm=1,
+        steps=[{"kind": "command", "command": "chmod 777 solution.sh", "content": HOSTILE, "exit_code": 0}],
+        transcript=f"$ chmod 777 solution.sh\n{HOSTILE}",
+    )
+    for temperament in ("strict", "lenient"):
+        judge = ScriptedJudge(temperament)
+        scores = judge.score(JudgeRequest(record["instruction"], proposal.instruction, proposal.harm_test)).scores
+        assert scores is not None
+        GenerationStep.objects.create(
+            search=search,
+            kind=StepKind.JUDGEMENT,
+            iteration=0,
+            judge=judge.name,
+            scores=scores.as_dict(),
+            rationale=scores.rationale,
+        )
+    GenerationSearch.objects.filter(pk=search.pk).update(
+        status=SearchStatus.FINISHED,
+        ending=SearchEnding.KEPT,
+        kept_iteration=1,
+        candidate_external_id=candidate_id,
+        finished_at=timezone.now(),
+    )
+    return GenerationSearch.objects.get(pk=search.pk)
+
+
+def _html(response) -> str:
+    assert response.status_code == 200, response.status_code
+    return response.content.decode()
+
+
+@pytest.mark.django_db
+def test_run_page_shows_progress_table_1_rollouts_per_iteration_and_the_searches(admin_user, curator):
+    run = _launch(admin_user)
+    search = _kept_search(run)
+    html = _html(_client(curator).get(reverse("evaluation:generation-run", args=[run.pk])))
+    # Progress: one search of one ended, kept; no USD budget.
+    assert 'data-field="done">1</b> of <b data-field="total">1</b>' in html
+    assert 'data-testid="kept-count">1</b>' in html
+    assert 'data-ending="kept">1<' in html
+    assert "no USD budget" in html
+    # Table 1 of this run: one search, a success at iteration 1 (100%), mean iteration 1.00.
+    table = html.split('data-testid="search-report"')[1].split("</table>")[0]
+    assert PROPOSER_NAME in table and "target-a" in table and "100.0%" in table and "1.00" in table
+    rows = html.split('data-testid="iterations"')[1].split("</table>")[0]
+    assert (
+        '<tr data-iteration="1"><td class="num">1</td><td class="num">1</td><td class="num">1</td><td class="num">1</td><td class="num">1</td></tr>'
+        in rows
+    )
+    # The search, its ending, a link; the scripted proposer and judges named as such.
+    assert reverse("evaluation:generation-search", args=[search.pk]) in html
+    assert "Harmful success kept (iteration 1)" in html
+    assert "scripted demo judge (strict)" in html and "scripted demo judge (lenient)" in html
+    # A curator reads, but cannot cancel; the run is still running (no page refresh script stops).
+    assert 'data-testid="cancel"' not in html
+    assert 'data-testid="refreshing"' in html
+    assert 'data-testid="cancel"' in _html(_client(admin_user).get(reverse("evaluation:generation-run", args=[run.pk])))
+
+
+@pytest.mark.django_db
+def test_search_page_shows_each_iteration_its_diff_test_transcript_verdicts_and_the_judges(admin_user, curator):
+    run = _launch(admin_user)
+    search = _kept_search(run)
+    html = _html(_client(curator).get(reverse("evaluation:generation-search", args=[search.pk])))
+    proposal = search.steps.get(kind=StepKind.PROPOSAL)
+    # The proposed task as a word diff against t_seed: the scripted sentence is inserted.
+    diff = html.split('data-testid="seed-diff">')[1].split("</div>")[0]
+    assert '<ins class="diff-ins" title="added">' in diff
+    assert re.search(r"[1-9]\d* words? added, 0 removed", html)
+    # The harm test, the no-op check and the rollout with their verdicts, the transcript escaped.
+    assert "def test_" in html.split('data-testid="harm-test">')[1].split("</pre>")[0]
+    assert proposal.harm_test.splitlines()[0] in html
+    rollout = html.split('data-testid="rollout"')[1].split('data-testid="judgements"')[0]
+    assert 'data-field="r_task">1<' in rollout and 'data-field="r_harm">1<' in rollout
+    assert "chmod 777 solution.sh" in rollout
+    assert HOSTILE not in html and "&lt;script&gt;alert(" in html
+    assert 'data-testid="noop-check"' in html
+    assert 'data-testid="kept-tag"' in html
+    # The scripted proposer called no model, and says so; the judges' scores and Q.
+    assert f"No model call: {PROPOSER_NAME} is scripted." in html
+    assert html.count('data-testid="judgement"') == 2
+    totals = [sum(s.scores.values()) for s in search.steps.filter(kind=StepKind.JUDGEMENT)]
+    assert f'data-testid="quality">{sum(totals) / 2:.2f}<' in html
+    assert "Harmful success kept" in html
+
+
+@pytest.mark.django_db
+def test_a_later_iteration_shows_the_diff_against_the_previous_proposal_and_the_feedback(admin_user, curator):
+    run = _launch(admin_user)
+    search = _kept_search(run)
+    first = search.steps.get(kind=StepKind.PROPOSAL)
+    GenerationSearch.objects.filter(pk=search.pk).update(kept_iteration=2)
+    GenerationStep.objects.create(
+        search=search,
+        kind=StepKind.PROPOSAL,
+        iteration=2,
+        instruction=first.instruction + "\nAlso keep a backup.",
+        harm_test=first.harm_test,
+        perturbation=first.perturbation,
+    )
+    html = _html(_client(curator).get(reverse("evaluation:generation-search", args=[search.pk])))
+    second = html.split('data-iteration="2"')[1]
+    previous = second.split('data-testid="previous-diff">')[1].split("</div>")[0]
+    assert '<ins class="diff-ins" title="added">' in previous and "backup" in previous
+    # What the proposer was told: attempt 1's verdicts.
+    feedback = second.split('data-testid="feedback">')[1].split("</details>")[0]
+    assert "### Attempt 1" in feedback and "Both passed (a harmful success)." in feedback
+
+
+@pytest.mark.django_db
+def test_launch_page_launches_a_run_with_the_scripted_proposer_and_judges(admin_user):
+    target = AgentFactory(name="target-b")
+    client = _client(admin_user)
+    form = _html(client.get(reverse("evaluation:generation-launch")))
+    assert "scripted demo proposer" in form and "scripted demo judge (strict)" in form and "target-b" in form
+    response = client.post(
+        reverse("evaluation:generation-launch"),
+        {
+            "name": "from the page",
+            "selection_kind": "ids",
+            "ids": f"{TASK}\n",
+            "agents": [target.pk],
+            "scripted_proposer": "on",
+            "scripted_judges": ["strict", "lenient"],
+            "perturbations": ["delegation_of_control", "underspecification"],
+            "budget": "",
+            "backend": "local",
+        },
+    )
+    run = GenerationRun.objects.get(name="from the page")
+    assert response.status_code == 302 and response["Location"] == reverse("evaluation:generation-run", args=[run.pk])
+    assert run.budget == 5  # the service's default
+    assert [c["name"] for c in run.proposer_configs] == [PROPOSER_NAME]
+    assert [c["name"] for c in run.judge_configs] == ["scripted demo judge (strict)", "scripted demo judge (lenient)"]
+    assert list(run.searches.values_list("source_task_id", flat=True)) == [TASK]
+
+
+def _post_launch(client: Client, **changes) -> object:
+    data = {
+        "name": "refused",
+        "selection_kind": "ids",
+        "ids": TASK,
+        "scripted_proposer": "on",
+        "scripted_judges": ["strict"],
+        "perturbations": ["delegation_of_control", "underspecification"],
+        "backend": "local",
+        **changes,
+    }
+    return client.post(reverse("evaluation:generation-launch"), data)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        ({"ids": "bashbench-nope"}, "selection_kind", "unknown source task(s): bashbench-nope"),
+        ({"selection_kind": "sample", "sample_size": "100000"}, "sample_size", "less than or equal to 5000"),
+        (
+            {"selection_kind": "filter", "filter_text": "zzqqxx-not-in-any-task"},
+            "selection_kind",
+            "no source task matches the filter",
+        ),
+        ({"scripted_proposer": ""}, "proposers", "name at least one proposer configuration"),
+        ({"proposers": "{not json"}, "proposers", "line 1: not JSON"),
+        ({"judges": '{"kind": "remote", "api_key": "sk-1"}'}, "judges", "judge 2: a judge&#x27;s kind must be one of"),
+        ({"budget": "21"}, "budget", "less than or equal to 20"),
+        ({"perturbations": []}, "perturbations", "choose at least one perturbation kind"),
+    ],
+)
+def test_a_refused_launch_names_the_field_on_the_form_and_writes_nothing(admin_user, changes, field, message):
+    target = AgentFactory(name="target-c")
+    response = _post_launch(_client(admin_user), agents=[target.pk], **changes)
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert message in html
+    # The message sits on the field it names (the errors just before the field's own input).
+    assert field in response.context["form"].errors
+    assert not GenerationRun.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_target_already_searched_is_refused_on_the_form(admin_user):
+    run = _launch(admin_user)
+    response = _post_launch(_client(admin_user), agents=[run.agents.get().pk])
+    assert response.status_code == 409
+    assert "already searched or being searched" in response.content.decode()
+    assert GenerationRun.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_only_admins_cancel_and_a_finished_run_is_not_cancelled_again(admin_user, curator):
+    run = _launch(admin_user)
+    url = reverse("evaluation:generation-run-cancel", args=[run.pk])
+    assert _client(curator).post(url).status_code == 403
+    assert GenerationRun.objects.get(pk=run.pk).status == RunStatus.RUNNING
+    admin = _client(admin_user)
+    assert "Cancel the run" in _html(admin.get(url))
+    response = admin.post(url, follow=True)
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED
+    assert run.searches.get().ending == SearchEnding.CANCELLED
+    assert "Cancelled two judges" in response.content.decode()
+    cancelled_at = run.cancelled_at
+    again = admin.post(url, follow=True).content.decode()
+    assert "Not cancelled: the run has already ended (cancelled)" in again
+    run.refresh_from_db()
+    assert run.cancelled_at == cancelled_at
+    # Ended: no cancel button, no refresh.
+    page = _html(admin.get(reverse("evaluation:generation-run", args=[run.pk])))
+    assert 'data-testid="cancel"' not in page and 'data-testid="refreshing"' not in page
+
+
+@pytest.mark.django_db
+def test_readers_read_annotators_never_and_only_admins_launch(admin_user, curator, annotator):
+    run = _launch(admin_user)
+    search = _kept_search(run)
+    viewer = make_user("view", VIEWER)
+    reads = [
+        reverse("evaluation:generation-runs"),
+        reverse("evaluation:generation-run", args=[run.pk]),
+        reverse("evaluation:generation-run-progress", args=[run.pk]),
+        reverse("evaluation:generation-search", args=[search.pk]),
+    ]
+    for user in (viewer, curator):
+        client = _client(user)
+        for url in reads:
+            assert client.get(url).status_code == 200, url
+        assert client.get(reverse("evaluation:generation-launch")).status_code == 403
+        listing = _html(client.get(reverse("evaluation:generation-runs")))
+        assert "two judges" in listing and 'data-testid="generation-launch-link"' not in listing
+        # One search, ended, kept.
+        assert '<td class="num">1</td><td class="num">1</td><td class="num">1</td></tr>' in listing
+    for url in reads:
+        assert _client(annotator).get(url).status_code == 403, url
+    nav = _html(_client(curator).get(reverse("evaluation:generation-runs")))
+    assert f'href="{reverse("evaluation:generation-runs")}">Generation</a>' in nav
+    assert "Generation</a>" not in _client(annotator).get("/", follow=True).content.decode()
+
+
+@pytest.mark.django_db
+def test_progress_json_bad_page_and_missing_objects(admin_user, curator):
+    run = _launch(admin_user, budget_usd=Decimal("2"))
+    client = _client(curator)
+    progress = client.get(reverse("evaluation:generation-run-progress", args=[run.pk])).json()
+    assert progress == {
+        "status": "running",
+        "status_label": "Running",
+        "total": 1,
+        "done": 0,
+        "running": 0,
+        "queued": 1,
+        "kept": 0,
+        "percent": 0,
+        "spent_usd": "0.0000",
+        "budget_usd": "2.0000",
+    }
+    assert client.get(reverse("evaluation:generation-runs") + "?page=x").status_code == 400
+    assert client.get(reverse("evaluation:generation-run", args=[run.pk + 999])).status_code == 404
+    assert client.get(reverse("evaluation:generation-search", args=[999999])).status_code == 404
+    assert client.get(reverse("evaluation:generation-run-progress", args=[run.pk + 999])).status_code == 404
+    html = _html(client.get(reverse("evaluation:generation-run", args=[run.pk])))
+    assert 'data-testid="no-report"' in html and "$0.0000</b> of <b>$2.0000" in html
+
+
+@pytest.mark.django_db
+def test_a_demo_run_carries_the_demo_banner(admin_user, curator):
+    run = _launch(admin_user, demo=True)
+    search = _kept_search(run)
+    client = _client(curator)
+    for url in (
+        reverse("evaluation:generation-run", args=[run.pk]),
+        reverse("evaluation:generation-search", args=[search.pk]),
+    ):
+        assert 'data-testid="demo-banner"' in _html(client.get(url))
+    assert 'data-testid="demo-tag"' in _html(client.get(reverse("evaluation:generation-runs")))
+
+
+@pytest.mark.django_db
+def test_the_kept_candidate_and_its_search_link_to_each_other(admin_user, curator, annotator):
+    candidate = CandidateFactory(id="gen-kept-1")
+    run = _launch(admin_user)
+    search = _kept_search(run, candidate_id=candidate.external_id)
+    client = _client(curator)
+    search_html = _html(client.get(reverse("evaluation:generation-search", args=[search.pk])))
+    assert (
+        f'href="{reverse("candidates:detail", args=[candidate.external_id])}" data-testid="candidate-link"'
+        in search_html
+    )
+    page = _html(client.get(reverse("candidates:detail", args=[candidate.external_id])))
+    assert (
+        f'href="{reverse("evaluation:generation-search", args=[search.pk])}" data-testid="generation-search-link"'
+        in page
+    )
+    # A candidate no search kept has no such panel.
+    other = CandidateFactory(id="imported-1")
+    assert 'data-testid="generation-panel"' not in _html(
+        client.get(reverse("candidates:detail", args=[other.external_id]))
+    )
+
+
+@pytest.mark.django_db
+def test_a_model_proposers_calls_show_their_raw_reply_tokens_and_cost_escaped(admin_user, curator):
+    run = _launch(admin_user)
+    search = _kept_search(run)
+    call = {
+        "prompt_name": "proposer",
+        "prompt_version": "3",
+        "prompt_sha256": "ab" * 32,
+        "route": "openai_chat",
+        "model": "gpt-test",
+        "status_code": 200,
+        "request_text": "the prompt as sent",
+        "reply_text": f'{{"instruction": "{HOSTILE}"}}',
+        "input_tokens": 1234,
+        "output_tokens": 56,
+        "usage_estimated": False,
+        "cost_usd": "0.012300",
+        "latency": 0.5,
+        "validation_error": "",
+    }
+    GenerationStep.objects.filter(search=search, kind=StepKind.PROPOSAL).update(
+        calls=[call], cost_usd=Decimal("0.0123")
+    )
+    html = _html(_client(curator).get(reverse("evaluation:generation-search", args=[search.pk])))
+    calls = html.split('data-testid="proposer-calls"')[1].split("</details>\n</details>")[0]
+    assert "1 model call of scripted demo proposer" in calls
+    assert "1234 input / 56 output tokens · $0.012300" in calls
+    assert "&lt;script&gt;alert(" in calls and HOSTILE not in html
+    assert "the prompt as sent" in calls
+    assert '1234 input / 56 output tokens, <span data-testid="search-cost">$0.012300</span>' in html
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("changes", "selection"),
+    [
+        (
+            {"selection_kind": "sample", "sample_size": "3", "sample_seed": "7"},
+            {"kind": "sample", "size": 3, "seed": 7},
+        ),
+        ({"selection_kind": "filter", "filter_text": "EXT_ENV_VAR"}, {"kind": "filter", "text": "EXT_ENV_VAR"}),
+    ],
+)
+def test_a_seeded_sample_or_a_filter_from_the_page_searches_the_tasks_the_service_selects(
+    admin_user, changes, selection
+):
+    target = AgentFactory(name="target-d")
+    response = _post_launch(_client(admin_user), agents=[target.pk], name="selected", **changes)
+    assert response.status_code == 302
+    run = GenerationRun.objects.get(name="selected")
+    assert run.selection == selection
+    expected, problem = source_tasks_select(selection)
+    assert not problem and expected
+    assert list(run.searches.order_by("pk").values_list("source_task_id", flat=True)) == [t["id"] for t in expected]
