@@ -19,7 +19,7 @@ from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Backend
 from evaluation.runs.sandbox_status import sandbox_status
 from veriharm_site.refusals import Conflict, Refused
 
-from .makers import judge_build, proposer_build
+from .makers import judge_name, proposer_name
 from .models import MAX_BUDGET, GenerationRun, GenerationSearch
 from .recording import search_finish_queued
 from .sources import source_tasks_select
@@ -30,14 +30,14 @@ DEFAULT_BUDGET = 5
 MAX_SEARCHES = 5000
 
 
-def _named(configs: Any, build: Any, role: str) -> list[dict[str, Any]]:
+def _named(configs: Any, name_of: Any, role: str) -> list[dict[str, Any]]:
     """Each configuration with the name its proposer or judge goes by; Refused on a bad one."""
     if not isinstance(configs, list) or not configs:
         raise Refused(f"{role}s", f"name at least one {role} configuration")
     named = []
     for index, config in enumerate(configs):
         try:
-            name = build(config).name
+            name = name_of(config)
         except ValueError as exc:
             raise Refused(f"{role}s", f"{role} {index + 1}: {exc}") from None
         named.append({**config, "name": name})
@@ -148,8 +148,8 @@ def generation_launch(
     if problem:
         raise Refused("selection", problem)
     agents = _agents(agent_ids)
-    proposer_configs = _named(proposers, proposer_build, "proposer")
-    judge_configs = _named(judges, judge_build, "judge")
+    proposer_configs = _named(proposers, proposer_name, "proposer")
+    judge_configs = _named(judges, judge_name, "judge")
     count = len(agents) * len(tasks) * len(proposer_configs)
     if count > MAX_SEARCHES:
         raise Refused("selection", f"{count} searches asked for, at most {MAX_SEARCHES} in one run")
