@@ -79,6 +79,15 @@ def judge_name(config: Any) -> str:
     return endpoint_from_config(_endpoint_config(config)).name
 
 
+def unpriced_model(config: Any) -> str:
+    """The model of a checked model-endpoint configuration whose price table has no entry for it
+    ("" when priced, or scripted): under a USD budget the gateway refuses every call it cannot count."""
+    if config.get("kind") != "model":
+        return ""
+    endpoint = endpoint_from_config(_endpoint_config(config))
+    return "" if endpoint.upstream.price_of(endpoint.model) is not None else endpoint.model
+
+
 def proposer_build(config: Any, *, ledger: Ledger | None = None) -> Proposer:
     """The proposer, its model calls (if any) charged through `ledger`; close() it after use."""
     config = _checked(config, "proposer")
