@@ -101,6 +101,7 @@ benchmarks: install
 	$(PY) benchmarks/v3ast_pages.py
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) benchmarks/sandbox_overhead.py
 	$(PY) benchmarks/soak.py
+	$(PY) benchmarks/generation_bench.py
 
 clean:
 	rm -rf var .pytest_cache

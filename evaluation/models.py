@@ -667,6 +667,7 @@ class Rescore(models.Model):
 
 # The fleet's and generation's models live with them; imported here so that Django finds them.
 from .fleet.models import WorkerHeartbeat as WorkerHeartbeat  # noqa: E402
+from .generation.models import GenerationBudgetHold as GenerationBudgetHold  # noqa: E402
 from .generation.models import GenerationModelCall as GenerationModelCall  # noqa: E402
 from .generation.models import GenerationRun as GenerationRun  # noqa: E402
 from .generation.models import GenerationSearch as GenerationSearch  # noqa: E402

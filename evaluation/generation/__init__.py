@@ -5,10 +5,13 @@ scoring), from source tasks to ranked candidates stored as an import would store
 - `models`, `states`: runs, searches and their steps, with the one-step-once rules as constraints.
 - `decision` (pure): the next step from the recorded ones; `checks` (pure): a harm test's static check.
 - `steps`: doing a step (rollouts and the no-op check through the trial protocol, proposals, judgements);
-  `model_access`: a model-calling target's gateway.
+  `model_access`: `SearchLedger`, which holds each model call of a search (the target's, the
+  proposer's, the judges') against the run's USD budget before it is sent and charges it when it
+  ends, and a model-calling target's gateway.
 - `recording`: each step and the end recorded once, the output imported; `output` (pure): its lines.
 - `leases`, `engine`, `recovery`: the worker's side; `launch`: `generation_launch`, `generation_cancel`.
-- `sources`, `makers`, `scripted`: source tasks, proposer and judge configurations, the scripted demo ones.
+- `sources`, `makers`, `scripted`: source tasks, proposer and judge configurations (kind "model" or
+  "scripted"), the scripted demo ones.
 - `selectors`, `serializers`, `api`: what the API and the pages read and show.
 - `forms`, `views`: the pages (runs, launch, a run with its progress and Table 1, a search's
   iterations, cancel); `candidate_panel`: a kept candidate's link back to its search.

@@ -137,8 +137,13 @@ class Proposer(Protocol):
 
     def propose(self, request: ProposalRequest) -> ProposalResult: ...
 
+    def close(self) -> None:
+        """Give back what it holds (a model endpoint's gateway)."""
+
 
 class Judge(Protocol):
     name: str  # as stored on the candidate's judgement
 
     def score(self, request: JudgeRequest) -> JudgementResult: ...
+
+    def close(self) -> None: ...

@@ -19,7 +19,7 @@ from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Backend
 from evaluation.runs.sandbox_status import sandbox_status
 from veriharm_site.refusals import Conflict, Refused
 
-from .makers import judge_build, proposer_build
+from .makers import judge_name, proposer_name, unpriced_model
 from .models import MAX_BUDGET, GenerationRun, GenerationSearch
 from .recording import search_finish_queued
 from .sources import source_tasks_select
@@ -30,14 +30,14 @@ DEFAULT_BUDGET = 5
 MAX_SEARCHES = 5000
 
 
-def _named(configs: Any, build: Any, role: str) -> list[dict[str, Any]]:
+def _named(configs: Any, name_of: Any, role: str) -> list[dict[str, Any]]:
     """Each configuration with the name its proposer or judge goes by; Refused on a bad one."""
     if not isinstance(configs, list) or not configs:
         raise Refused(f"{role}s", f"name at least one {role} configuration")
     named = []
     for index, config in enumerate(configs):
         try:
-            name = build(config).name
+            name = name_of(config)
         except ValueError as exc:
             raise Refused(f"{role}s", f"{role} {index + 1}: {exc}") from None
         named.append({**config, "name": name})
@@ -45,6 +45,19 @@ def _named(configs: Any, build: Any, role: str) -> list[dict[str, Any]]:
     if len(set(names)) != len(names):
         raise Refused(f"{role}s", f"two {role}s go by the same name: each must be told apart in the output")
     return named
+
+
+def _refuse_unpriced(configs: list[dict[str, Any]], role: str) -> None:
+    """Under a USD budget every call must be counted: a model without a price would end every search
+    as a proposer's or judge's error at its first call, so the launch says so instead."""
+    for config in configs:
+        model = unpriced_model(config)
+        if model:
+            raise Refused(
+                f"{role}s",
+                f"{role} {config['name']}: its prices have no entry for its model {model!r}, "
+                "and a run with a USD budget must count every call",
+            )
 
 
 def _budget_usd(value: Any) -> Decimal | None:
@@ -148,8 +161,11 @@ def generation_launch(
     if problem:
         raise Refused("selection", problem)
     agents = _agents(agent_ids)
-    proposer_configs = _named(proposers, proposer_build, "proposer")
-    judge_configs = _named(judges, judge_build, "judge")
+    proposer_configs = _named(proposers, proposer_name, "proposer")
+    judge_configs = _named(judges, judge_name, "judge")
+    if usd is not None:
+        _refuse_unpriced(proposer_configs, "proposer")
+        _refuse_unpriced(judge_configs, "judge")
     count = len(agents) * len(tasks) * len(proposer_configs)
     if count > MAX_SEARCHES:
         raise Refused("selection", f"{count} searches asked for, at most {MAX_SEARCHES} in one run")

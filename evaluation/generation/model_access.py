@@ -1,30 +1,34 @@
-"""A model-mode target's gateway in a search's rollout: the trials' gateway, handed a ledger that
-records each call for the search and charges it to the generation run's USD budget (which the
-proposer's and judges' calls draw on too)."""
+"""A search's model calls and the generation run's USD budget: the ledger every gateway of a search
+is handed (a model-mode target's in a rollout, the proposer's, the judges'), and the target's
+gateway for a rollout (the trials' gateway)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Sum
+from django.utils import timezone
 
 from evaluation.gateway import Gateway, TrialGateway, Upstream, serve
 from evaluation.gateway.ledger import BudgetSpent, CallRecord, Reservation
 from evaluation.trials.gateway_ledger import database_slot
 
-from .models import GenerationModelCall, GenerationRun
+from .models import GenerationBudgetHold, GenerationModelCall, GenerationRun
 
 
 class SearchLedger:
-    """The ledger of one rollout of a search. A call is checked against what the run has spent when
-    it is about to be forwarded; calls of other searches in flight at that moment are not held
-    against it, so the run may end a few calls over its budget."""
+    """The ledger of a search's model calls in one step: a model-mode target's in a rollout, or the
+    proposer's or a judge's. Before a call is forwarded, its most possible cost is held against the
+    run's USD budget, atomically with the check that what the run has spent and what calls in flight
+    hold leave room (the run's row locked, across every worker); when it ends, the call is kept, its
+    cost charged to the run and its hold given back, in one step."""
 
     def __init__(self, *, run_id: int, search_id: int, step_kind: str, iteration: int, budget_usd: Decimal | None):
         self.run_id = run_id
@@ -32,6 +36,7 @@ class SearchLedger:
         self.step_kind = step_kind
         self.iteration = iteration
         self._budget_usd = budget_usd
+        # The worker's own thread keeps its connection; the gateway's threads give theirs back.
         self._owner = threading.get_ident()
 
     @property
@@ -40,11 +45,26 @@ class SearchLedger:
 
     def reserve(self, amount_usd: Decimal, hold_seconds: float) -> Reservation:
         assert self._budget_usd is not None
-        with database_slot(self._owner):
-            spent = GenerationRun.objects.values_list("spent_usd", flat=True).get(pk=self.run_id)
-        if spent >= self._budget_usd:
-            raise BudgetSpent(self._budget_usd, spent)
-        return Reservation(id=0, amount_usd=amount_usd)
+        amount = amount_usd.quantize(Decimal("0.00000001"))
+        with database_slot(self._owner), transaction.atomic():
+            spent = GenerationRun.objects.select_for_update().values_list("spent_usd", flat=True).get(pk=self.run_id)
+            now = timezone.now()
+            held = (
+                GenerationBudgetHold.objects.filter(run_id=self.run_id, expires_at__gt=now).aggregate(
+                    s=Sum("amount_usd")
+                )["s"]
+                or 0
+            )
+            committed = spent + Decimal(held)
+            if committed >= self._budget_usd:
+                raise BudgetSpent(self._budget_usd, committed)
+            hold = GenerationBudgetHold.objects.create(
+                run_id=self.run_id,
+                search_id=self.search_id,
+                amount_usd=amount,
+                expires_at=now + timedelta(seconds=hold_seconds),
+            )
+        return Reservation(id=hold.pk, amount_usd=amount)
 
     def settle(self, reservation: Reservation | None, call: CallRecord) -> None:
         with database_slot(self._owner), transaction.atomic():
@@ -68,9 +88,14 @@ class SearchLedger:
             )
             if call.cost_usd:
                 GenerationRun.objects.filter(pk=self.run_id).update(spent_usd=F("spent_usd") + call.cost_usd)
+            if reservation is not None:
+                GenerationBudgetHold.objects.filter(pk=reservation.id).delete()
 
     def release_all(self) -> None:
-        """Nothing is held (see the class)."""
+        """Steps of a search run one after another, so what it still holds is this step's (or a
+        dead worker's, given back as that worker's step is done again)."""
+        with database_slot(self._owner):
+            GenerationBudgetHold.objects.filter(search_id=self.search_id).delete()
 
 
 @contextmanager

@@ -236,6 +236,7 @@ class GenerationStep(models.Model):
 
 __all__ = [
     "BACKENDS",
+    "GenerationBudgetHold",
     "GenerationRun",
     "GenerationSearch",
     "GenerationStep",
@@ -247,8 +248,9 @@ __all__ = [
 
 
 class GenerationModelCall(models.Model):
-    """One model call of a model-mode target agent in a search's seed rollout or rollout, through the
-    model gateway, as a trial's calls are kept (`evaluation.ModelCall`); charged to the run's budget."""
+    """One model call through the model gateway, kept when it ends as a trial's calls are
+    (`evaluation.ModelCall`) and charged to the run's budget: a model-mode target's in a seed
+    rollout or rollout, or the proposer's or a judge's (whose prompt and reply the step keeps)."""
 
     search = models.ForeignKey(GenerationSearch, on_delete=models.CASCADE, related_name="model_calls")
     step_kind = models.CharField(max_length=20, choices=StepKind.choices)
@@ -273,12 +275,29 @@ class GenerationModelCall(models.Model):
         ordering = ["search", "pk"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(step_kind__in=[StepKind.SEED, StepKind.ROLLOUT]), name="generation_call_in_a_rollout"
-            ),
-            models.CheckConstraint(
                 condition=Q(cost_usd__isnull=True) | Q(cost_usd__gte=0), name="generation_call_cost_not_negative"
             ),
         ]
 
     def __str__(self) -> str:
         return f"{self.route} {self.model}"
+
+
+class GenerationBudgetHold(models.Model):
+    """A share of a generation run's USD budget held by one model call in flight (a target's, the
+    proposer's or a judge's), from before the gateway forwards it until it is settled; the budget
+    check counts what the run has spent and the live holds together. A hold whose worker died
+    lapses at `expires_at`."""
+
+    run = models.ForeignKey(GenerationRun, on_delete=models.CASCADE, related_name="budget_holds")
+    search = models.ForeignKey(GenerationSearch, on_delete=models.CASCADE, related_name="budget_holds")
+    amount_usd = models.DecimalField(max_digits=14, decimal_places=8)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        app_label = "evaluation"
+        indexes = [models.Index(fields=["run", "expires_at"], name="generation_hold_expiry_idx")]
+        constraints = [models.CheckConstraint(condition=Q(amount_usd__gte=0), name="generation_hold_not_negative")]
+
+    def __str__(self) -> str:
+        return f"${self.amount_usd} held for search {self.search_id}"

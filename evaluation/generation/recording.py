@@ -15,7 +15,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from candidates.importing import ImportRefused, candidate_import_lines
@@ -71,8 +70,7 @@ def step_record(claim: Claim, expected: decision.Next, fields: dict[str, Any]) -
         GenerationStep.objects.create(
             search=search, kind=expected.kind, iteration=expected.iteration, judge=expected.judge, **fields
         )
-        if fields.get("cost_usd"):
-            GenerationRun.objects.filter(pk=search.run_id).update(spent_usd=F("spent_usd") + fields["cost_usd"])
+        # A proposer's or judge's `cost_usd` was charged to the run by its ledger as each call ended.
         if search.failures:
             search.failures = 0
             search.save(update_fields=["failures"])

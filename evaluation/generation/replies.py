@@ -12,13 +12,13 @@ the worker, beside its keys and database. The test runs only in the sandbox, aft
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from .checks import harm_test_problem
 from .contracts import Proposal, Scores
 
 MAX_RISK_CATEGORY = 100  # its column's length in the stored candidate
@@ -59,30 +59,6 @@ def extract_json_object(text: str) -> dict[str, Any]:
     return value
 
 
-def _collected(node: ast.ClassDef) -> bool:
-    """A Test* class pytest collects: no __init__ of its own, and at least one test_* method."""
-    methods = [item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    if any(item.name == "__init__" for item in methods):
-        return False
-    return any(item.name.startswith("test_") for item in methods)
-
-
-def pytest_module_problem(source: str) -> str | None:
-    """Why `source` is not a pytest module with a test in it (None when it is), from its syntax alone."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as exc:
-        return f"is not valid Python: {exc.msg} (line {exc.lineno})"
-    except ValueError as exc:  # a NUL byte
-        return f"is not valid Python: {exc}"
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_"):
-            return None
-        if isinstance(node, ast.ClassDef) and node.name.startswith("Test") and _collected(node):
-            return None
-    return "has no test pytest would collect: define a top-level test_* function or a Test* class with test_* methods"
-
-
 class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
@@ -105,9 +81,9 @@ class ProposalReply(_Strict):
     @field_validator("harm_test")
     @classmethod
     def _a_pytest_module(cls, value: str) -> str:
-        problem = pytest_module_problem(value)
-        if problem is not None:
-            raise ValueError(f"the harm test {problem}")
+        problem = harm_test_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("perturbation")

@@ -86,6 +86,9 @@ def _bashbench_instruction(task_id: str) -> str:
 class ScriptedProposer:
     name = PROPOSER_NAME
 
+    def close(self) -> None:
+        """Holds nothing."""
+
     def propose(self, request: ProposalRequest) -> ProposalResult:
         entry = catalogue().get(request.seed.external_id)
         if entry is None:
@@ -126,6 +129,9 @@ class ScriptedJudge:
             raise ValueError(f"a scripted judge's temperament is one of {', '.join(JUDGE_TEMPERAMENTS)}")
         self.temperament = temperament
         self.name = f"{JUDGE_PREFIX} ({temperament})"
+
+    def close(self) -> None:
+        """Holds nothing."""
 
     def score(self, request: JudgeRequest) -> JudgementResult:
         digest = hashlib.sha256(

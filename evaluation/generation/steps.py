@@ -23,7 +23,7 @@ from evaluation.trials.sandboxes import sandbox_limits
 from .checks import harm_test_problem
 from .contracts import Feedback, JudgeRequest, ModelCallRecord, ProposalRequest
 from .makers import judge_build, proposer_build
-from .model_access import gateway_for_rollout
+from .model_access import SearchLedger, gateway_for_rollout
 from .models import GenerationSearch, GenerationStep
 from .sources import seed_task
 from .states import StepKind
@@ -185,6 +185,13 @@ def _run_budget_spent(search: GenerationSearch) -> bool:
     return run.budget_usd is not None and run.spent_usd >= run.budget_usd
 
 
+def _ledger(search: GenerationSearch, kind: str, iteration: int) -> SearchLedger:
+    """The proposer's or a judge's calls are kept and charged to the run's USD budget as they end."""
+    return SearchLedger(
+        run_id=search.run_id, search_id=search.pk, step_kind=kind, iteration=iteration, budget_usd=search.run.budget_usd
+    )
+
+
 def propose(search: GenerationSearch, iteration: int, steps: list[GenerationStep]) -> dict[str, Any]:
     if _run_budget_spent(search):
         return {"budget_spent": True, "error": f"not asked: the run's USD budget of ${search.run.budget_usd} is spent"}
@@ -198,7 +205,11 @@ def propose(search: GenerationSearch, iteration: int, steps: list[GenerationStep
         perturbations=tuple(search.run.perturbations),
         feedback=feedback(steps),
     )
-    result = proposer_build(config).propose(request)
+    proposer = proposer_build(config, ledger=_ledger(search, StepKind.PROPOSAL, iteration))
+    try:
+        result = proposer.propose(request)
+    finally:
+        proposer.close()
     calls, cost = _calls(result.calls)
     fields: dict[str, Any] = {"calls": calls, "cost_usd": cost, "budget_spent": result.budget_spent}
     if result.proposal is None:
@@ -226,11 +237,15 @@ def judge(search: GenerationSearch, judge_name: str, kept: GenerationStep) -> di
     if _run_budget_spent(search):
         return {"budget_spent": True, "error": f"not asked: the run's USD budget of ${search.run.budget_usd} is spent"}
     config = next(c for c in search.run.judge_configs if c["name"] == judge_name)
-    result = judge_build(config).score(
-        JudgeRequest(
-            seed_instruction=search.source_task["instruction"], instruction=kept.instruction, harm_test=kept.harm_test
-        )
+    # All a judge may see (paper section 2.2): never the trajectory, the final state or a verdict.
+    request = JudgeRequest(
+        seed_instruction=search.source_task["instruction"], instruction=kept.instruction, harm_test=kept.harm_test
     )
+    scorer = judge_build(config, ledger=_ledger(search, StepKind.JUDGEMENT, 0))
+    try:
+        result = scorer.score(request)
+    finally:
+        scorer.close()
     calls, cost = _calls(result.calls)
     fields: dict[str, Any] = {"calls": calls, "cost_usd": cost, "budget_spent": result.budget_spent}
     if result.scores is None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,8 +44,13 @@ class ScriptedChat:
         echo_in_header: bool = False,
         failure_message: str | None = None,
         event_delay: float = 0.0,
+        responder: Callable[[dict[str, Any]], list[str] | str] | None = None,
     ) -> None:
         self.turns = list(turns)
+        # Answers each request from what it was sent (its body), in place of the turns: a server
+        # that checks its prompt and answers as a model would (a proposer's or judge's JSON).
+        self.responder = responder
+        self.answers: list[list[str] | str] = []
         # Text sent beside tool calls (None: content null, as the bash-tool loop's models do).
         self.thought = thought
         self.api_key = api_key
@@ -80,9 +85,14 @@ class ScriptedChat:
         turns.append(["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"])
         return cls(turns, api_key, thought="Let me run the next command.", **options)
 
-    def text(self, headers: Message) -> str:
+    def step(self) -> list[str] | str:
         turn = len(self.requests) - 1
-        step = self.turns[turn] if turn < len(self.turns) else "done"
+        if self.responder is not None:
+            return self.answers[turn]
+        return self.turns[turn] if turn < len(self.turns) else "done"
+
+    def text(self, headers: Message) -> str:
+        step = self.step()
         text = step if isinstance(step, str) else "; ".join(step)
         if self.echo_credentials:
             text += f" (you sent {headers.get('Authorization', '')} {headers.get('x-api-key', '')})"
@@ -152,7 +162,7 @@ class ScriptedChat:
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         turn = len(self.requests) - 1
-        step = self.turns[turn] if turn < len(self.turns) else "done"
+        step = self.step()
         if isinstance(step, str):
             message: dict[str, Any] = {"role": "assistant", "content": step}
             finish = "stop"
@@ -182,6 +192,20 @@ class ScriptedChat:
                 "total_tokens": sum(self.usage),
             },
         }
+
+
+def prompt_text(body: dict[str, Any]) -> str:
+    """Every message's text a request carried, in order (chat completions and messages send
+    `messages`, responses `input`)."""
+    turns = body.get("messages") or body.get("input") or []
+    texts = []
+    for turn in turns:
+        content = turn.get("content") if isinstance(turn, dict) else None
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.extend(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return "\n".join(texts)
 
 
 def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
@@ -261,6 +285,8 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
             chat.requests.append(body)
             chat.headers.append(self.headers)  # looked up case-insensitively, as HTTP headers are
             chat.paths.append(self.path)
+            if chat.responder is not None:
+                chat.answers.append(chat.responder(body))
             headers = self.headers
             if body.get("stream"):
                 return 200, chat.events(path, body, headers)

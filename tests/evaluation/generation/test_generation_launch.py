@@ -49,6 +49,18 @@ def test_a_launch_makes_one_queued_search_per_agent_task_and_proposer(django_cap
     assert sorted(again.searches.values_list("source_task_id", flat=True)) == sorted(s.source_task_id for s in searches)
 
 
+# A model endpoint's configuration, without prices.
+MODEL = {
+    "kind": "model",
+    "name": "loopback model",
+    "api": "openai",
+    "route": "chat_completions",
+    "base_url": "http://127.0.0.1:9/v1",
+    "api_key_env": "VERIHARM_AGENT_KEY_LAUNCH",
+    "model": "m",
+}
+
+
 @pytest.mark.parametrize(
     ("changes", "field", "message"),
     [
@@ -72,6 +84,9 @@ def test_a_launch_makes_one_queued_search_per_agent_task_and_proposer(django_cap
         ({"judges": [{"kind": "scripted", "api_key": "sk-123"}]}, "judges", "never holds it: remove api_key"),
         ({"judges": [{"kind": "scripted"}, {"kind": "scripted"}]}, "judges", "same name"),
         ({"judges": [{"kind": "scripted", "temperament": "cruel"}]}, "judges", "temperament"),
+        ({"proposers": [{**MODEL, "route": "messages"}]}, "proposers", "route must be one of"),
+        ({"proposers": [{**MODEL, "max_tokens": 0}]}, "proposers", "max_tokens must be a whole number"),
+        ({"judges": [MODEL], "budget_usd": "5"}, "judges", "no entry for its model 'm'"),
     ],
 )
 def test_bad_launches_say_what_is_wrong_and_write_nothing(changes, field, message):

@@ -16,7 +16,7 @@ from candidates.models import Candidate, Search
 from candidates.pipeline import format as fmt
 from candidates.services import candidate_import_lines
 from evaluation.demo.runs import demo_agents_ensure
-from evaluation.generation import makers, recording
+from evaluation.generation import recording
 from evaluation.generation.contracts import ProposalRequest, ProposalResult
 from evaluation.generation.launch import generation_cancel, generation_launch
 from evaluation.generation.models import GenerationRun, GenerationSearch
@@ -30,17 +30,20 @@ from veriharm_site.refusals import Conflict
 
 KEY_ENV = "VERIHARM_AGENT_KEY_GENERATION"
 SCRIPTED_JUDGES = [{"kind": "scripted", "temperament": "strict"}, {"kind": "scripted", "temperament": "lenient"}]
-# Every request the proposer got, as the worker thread (same process) asked it.
-REQUESTS: list[ProposalRequest] = []
 
 
-class RecordingProposer(ScriptedProposer):
-    def propose(self, request: ProposalRequest) -> ProposalResult:
-        REQUESTS.append(request)
-        return super().propose(request)
+@pytest.fixture
+def proposer_requests(monkeypatch) -> list[ProposalRequest]:
+    """Every request the scripted proposer got, as the worker thread (same process) asked it."""
+    requests: list[ProposalRequest] = []
+    original = ScriptedProposer.propose
 
+    def propose(self: ScriptedProposer, request: ProposalRequest) -> ProposalResult:
+        requests.append(request)
+        return original(self, request)
 
-makers.proposer_kind_register("scripted-recorded", lambda config: RecordingProposer())
+    monkeypatch.setattr(ScriptedProposer, "propose", propose)
+    return requests
 
 
 def _agent(name: str) -> int:
@@ -58,14 +61,13 @@ def _kinds(search: GenerationSearch) -> list[tuple[str, int]]:
 
 @pytest.mark.django_db(transaction=True)
 def test_searches_keep_a_first_or_third_iteration_success_and_store_it_as_an_import(
-    sandboxes_ready, celery_worker_thread
+    sandboxes_ready, celery_worker_thread, proposer_requests
 ):
-    REQUESTS.clear()
     run = generation_launch(
         name="reckless, two tasks",
         selection={"kind": "ids", "ids": ["bashbench-489407", "bashbench-261162"]},
         agent_ids=[_agent("demo-reckless")],
-        proposers=[{"kind": "scripted-recorded"}],
+        proposers=[{"kind": "scripted"}],
         judges=SCRIPTED_JUDGES,
         budget=3,
         backend="local",
@@ -97,7 +99,7 @@ def test_searches_keep_a_first_or_third_iteration_success_and_store_it_as_an_imp
     assert (missed.r_task, missed.r_harm) == (1, 0) and "solution.sh" in missed.transcript
     # The third request carried both earlier attempts: the refused one with its note, and
     # iteration 2's proposal, its transcript and (r_task, r_harm).
-    asked = [r for r in REQUESTS if r.seed.external_id == "bashbench-261162"]
+    asked = [r for r in proposer_requests if r.seed.external_id == "bashbench-261162"]
     assert [r.iteration for r in asked] == [1, 2, 3]
     assert [f.iteration for f in asked[2].feedback] == [1, 2]
     refused, second = asked[2].feedback

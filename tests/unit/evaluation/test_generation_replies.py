@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from evaluation.generation.checks import harm_test_problem
 from evaluation.generation.contracts import CRITERIA
 from evaluation.generation.replies import (
     JudgeReply,
@@ -15,7 +16,6 @@ from evaluation.generation.replies import (
     extract_json_object,
     parse_judgement,
     parse_proposal,
-    pytest_module_problem,
 )
 
 KINDS = ("underspecification", "delegation_of_control")
@@ -89,13 +89,13 @@ def test_a_harm_test_that_is_not_a_pytest_module_is_refused_naming_the_field():
     ],
 )
 def test_a_pytest_module_is_recognised_by_its_syntax_alone(source):
-    assert pytest_module_problem(source) is None
+    assert harm_test_problem(source) == ""
 
 
 def test_a_harm_test_is_never_run_while_it_is_checked(tmp_path):
     marker = tmp_path / "ran"
     source = f"open({str(marker)!r}, 'w').write('x')\n\ndef test_a():\n    assert 1\n"
-    assert pytest_module_problem(source) is None
+    assert harm_test_problem(source) == ""
     assert not marker.exists()
 
 

@@ -1,0 +1,129 @@
+"""A real harness as a generation search's target: mini-swe-agent, in its read-only runtime inside a
+real bubblewrap sandbox in network mode "model", reaches its model only through the search's
+gateway; a loopback server (tests/evaluation/chat_server.py) plays that model, and another one the
+proposer and the judge, through the engine's own gateways. A real Celery worker runs the search."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from candidates.demo_checked import TASKS
+from candidates.models import Candidate
+from evaluation.generation.launch import generation_launch
+from evaluation.generation.models import GenerationRun
+from evaluation.generation.states import RunStatus, SearchEnding, StepKind
+from evaluation.models import AgentKind
+from evaluation.runs.agents import agent_create
+from evaluation.sandbox.images import build_sandbox_base, harness_is_complete
+from tests.evaluation.chat_server import ScriptedChat, chat_server, prompt_text
+from tests.evaluation.conftest import wait_until
+from tests.evaluation.generation.test_generation_model_endpoints import (
+    PERMISSIONS,
+    SCORES,
+    _instruction,
+    scripted_reply,
+)
+
+KEY = "sk-generation-harness-0123456789abcdef"
+KEY_ENV = "VERIHARM_AGENT_KEY_GENERATION_HARNESS"
+CHECKED = next(t for t in TASKS if t.task_id == "489407")
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+@pytest.fixture(scope="session")
+def harness_ready(sandboxes_ready) -> None:
+    if not harness_is_complete("mini-swe-agent"):
+        build_sandbox_base()
+    assert harness_is_complete("mini-swe-agent"), "the build script did not make the mini-swe-agent runtime"
+
+
+def agent_turn(body: dict[str, Any]) -> list[str]:
+    """A model that reads its task: given the rewrite's latitude it sets the permissions wide open
+    (the harmful reference), on the unchanged task it does the careful thing; then it submits."""
+    if any(m.get("role") == "assistant" for m in body.get("messages", [])):
+        return [SUBMIT]
+    task = prompt_text(body)
+    return [CHECKED.harmful if CHECKED.sentence in task else CHECKED.safe]
+
+
+def proposer_or_judge(body: dict[str, Any]) -> str:
+    if "Rewritten task" in prompt_text(body):
+        return json.dumps({"scores": SCORES, "rationale": "Open permissions follow from the latitude."})
+    return scripted_reply(PERMISSIONS)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mini_swe_agent_is_a_search_target_through_the_gateway(harness_ready, celery_worker_thread, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, KEY)
+    target = ScriptedChat(
+        [], api_key=KEY, usage=(700, 50), thought="Let me run the next command.", responder=agent_turn
+    )
+    roles = ScriptedChat([], api_key=KEY, responder=proposer_or_judge)
+    with chat_server(target), chat_server(roles):
+        agent = agent_create(
+            name="mini-target",
+            kind=AgentKind.HARNESS,
+            model="scripted-1",
+            harness="mini-swe-agent",
+            config={
+                "harness": "mini-swe-agent",
+                "model": "scripted-1",
+                "step_limit": 6,
+                "gateway": {
+                    "api": "openai",
+                    "base_url": target.base_url,
+                    "api_key_env": KEY_ENV,
+                    "prices": {"scripted-1": {"input": 1, "output": 2}},
+                },
+            },
+            time_limit=300,
+        )
+        assert agent.network == "model"
+        role = {
+            "kind": "model",
+            "api": "openai",
+            "route": "chat_completions",
+            "base_url": roles.base_url,
+            "api_key_env": KEY_ENV,
+            "model": "m",
+            "prices": {"m": {"input": 1, "output": 5}},
+        }
+        run = generation_launch(
+            name="mini-swe-agent target",
+            selection={"kind": "ids", "ids": [PERMISSIONS]},
+            agent_ids=[agent.pk],
+            proposers=[{**role, "name": "loopback proposer"}],
+            judges=[{**role, "name": "loopback judge"}],
+            budget=2,
+            budget_usd="1",
+            backend="local",
+            reference_check=False,
+        )
+        wait_until(lambda: GenerationRun.objects.get(pk=run.pk).status != RunStatus.RUNNING, 600, "the run")
+    run.refresh_from_db()
+    search = run.searches.get()
+    seed = search.steps.get(kind=StepKind.SEED)
+    rollout = search.steps.filter(kind=StepKind.ROLLOUT).first()
+    errors = list(search.steps.exclude(error="").values_list("kind", "error"))
+    assert (search.ending, search.kept_iteration) == (SearchEnding.KEPT, 1), (search.error, errors)
+    # The harness did the work by its own commands: carefully on t_seed, harmfully on t~.
+    assert "chmod 775" in seed.transcript and "chmod 777" in rollout.transcript
+    assert (rollout.r_task, rollout.r_harm) == (1, 1)
+    # Two runs of the harness, two model calls each (the script, the submission), each through the
+    # search's gateway with the real key, kept for the search and charged to the run.
+    assert len(target.requests) == 4
+    assert [h["Authorization"] for h in target.headers] == [f"Bearer {KEY}"] * 4
+    calls = list(search.model_calls.filter(step_kind__in=["seed", "rollout"]).values_list("step_kind", "cost_usd"))
+    # 700 input tokens at $1 and 50 output at $2 per million.
+    assert calls == [("seed", Decimal("0.0008")), ("seed", Decimal("0.0008"))] + [("rollout", Decimal("0.0008"))] * 2
+    # The harness saw the tasks and nothing of the tests.
+    text = json.dumps(target.requests)
+    assert _instruction(PERMISSIONS)[:60].replace("\n", "\\n") in text
+    assert "def test_" not in text and KEY not in text
+    candidate = Candidate.objects.get(external_id=search.candidate_external_id)
+    assert (candidate.target_agent, candidate.proposer, candidate.iteration) == ("mini-target", "loopback proposer", 1)
+    assert len(roles.requests) == 2  # one proposal, one judgement
