@@ -22,6 +22,15 @@ from evaluation.trials.taxonomy import TrialEnd
 from tests.importing import candidate_import_streams
 
 _TASKS = demo.load_bashbench()
+# The shared examples carry environments of their own for their source tasks: a factory line on one
+# of those tasks would conflict with them wherever the examples are imported too, and whether it
+# did would depend on how many lines the test process had made before.
+_EXAMPLE_TASKS = {
+    json.loads(line).get("source_task", {}).get("id")
+    for line in (demo.EXAMPLES_DIR / "candidates.jsonl").read_text().splitlines()
+    if line.strip()
+}
+_FREE_TASKS = [i for i, task in enumerate(_TASKS) if f"bashbench-{task['task_id']}" not in _EXAMPLE_TASKS]
 
 
 def bashbench_task(index: int = 0) -> dict[str, Any]:
@@ -32,7 +41,7 @@ class CandidateLineFactory(factory.DictFactory):
     """A valid candidate line on a real BashBench task."""
 
     class Params:
-        task_index = factory.Sequence(lambda n: n % len(_TASKS))
+        task_index = factory.Sequence(lambda n: _FREE_TASKS[n % len(_FREE_TASKS)])
         scores = (4, 4, 4, 4, 4)
 
     kind = "candidate"
