@@ -25,11 +25,11 @@ from evaluation.trials.sandboxes import default_backend_factory
 
 from . import decision, steps
 from .leases import Claim, ClaimRefused, Heartbeat, search_claim, search_heartbeat
-
-__all__ = ["ClaimRefused", "search_execute"]
 from .models import GenerationRun, GenerationSearch, GenerationStep
 from .recording import next_of, search_finish, step_failed, step_record
 from .states import StepKind
+
+__all__ = ["ClaimRefused", "search_execute"]
 
 logger = logging.getLogger(__name__)
 
