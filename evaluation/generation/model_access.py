@@ -7,18 +7,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Sum
-from django.utils import timezone
+from django.db.models import F
 
 from evaluation.gateway import Gateway, TrialGateway, Upstream, serve
-from evaluation.gateway.ledger import BudgetSpent, CallRecord, Reservation
-from evaluation.trials.gateway_ledger import database_slot
+from evaluation.gateway.ledger import CallRecord, Reservation
+from evaluation.trials.gateway_ledger import budget_hold, database_slot
 
 from .models import GenerationBudgetHold, GenerationModelCall, GenerationRun
 
@@ -48,23 +46,15 @@ class SearchLedger:
         amount = amount_usd.quantize(Decimal("0.00000001"))
         with database_slot(self._owner), transaction.atomic():
             spent = GenerationRun.objects.select_for_update().values_list("spent_usd", flat=True).get(pk=self.run_id)
-            now = timezone.now()
-            held = (
-                GenerationBudgetHold.objects.filter(run_id=self.run_id, expires_at__gt=now).aggregate(
-                    s=Sum("amount_usd")
-                )["s"]
-                or 0
-            )
-            committed = spent + Decimal(held)
-            if committed >= self._budget_usd:
-                raise BudgetSpent(self._budget_usd, committed)
-            hold = GenerationBudgetHold.objects.create(
+            return budget_hold(
+                GenerationBudgetHold,
                 run_id=self.run_id,
-                search_id=self.search_id,
-                amount_usd=amount,
-                expires_at=now + timedelta(seconds=hold_seconds),
+                spent=spent,
+                budget=self._budget_usd,
+                amount=amount,
+                hold_seconds=hold_seconds,
+                holder={"search_id": self.search_id},
             )
-        return Reservation(id=hold.pk, amount_usd=amount)
 
     def settle(self, reservation: Reservation | None, call: CallRecord) -> None:
         with database_slot(self._owner), transaction.atomic():

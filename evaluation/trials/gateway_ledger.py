@@ -17,7 +17,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Sum
+from django.db.models import Model, Sum
 from django.utils import timezone
 
 from evaluation.gateway.ledger import BudgetSpent, CallRecord, Reservation
@@ -48,6 +48,31 @@ def database_slot(owner: int) -> Iterator[None]:
                 connection.close()
 
 
+def budget_hold(
+    hold_model: type[Model],
+    *,
+    run_id: int,
+    spent: Decimal,
+    budget: Decimal,
+    amount: Decimal,
+    hold_seconds: float,
+    holder: dict[str, int],
+) -> Reservation:
+    """Hold `amount` of a run's budget unless what it spent and what live holds keep already reach
+    it (raises BudgetSpent). Called in the transaction that locked the run's row, so that the check
+    and the hold are one step across every worker. Trials' and generation searches' ledgers share it,
+    each with its own hold model (run_id, amount_usd, expires_at and its holder's column)."""
+    now = timezone.now()
+    held = hold_model._default_manager.filter(run_id=run_id, expires_at__gt=now).aggregate(s=Sum("amount_usd"))["s"]
+    committed = spent + Decimal(held or 0)
+    if committed >= budget:
+        raise BudgetSpent(budget, committed)
+    hold = hold_model._default_manager.create(
+        run_id=run_id, amount_usd=amount, expires_at=now + timedelta(seconds=hold_seconds), **holder
+    )
+    return Reservation(id=hold.pk, amount_usd=amount)
+
+
 class RunLedger:
     """The ledger of one trial attempt of a run with (or without) a budget."""
 
@@ -72,24 +97,16 @@ class RunLedger:
         with self._database(), transaction.atomic():
             # One reservation of the run at a time, across every worker: the check and the hold are one step.
             Run.objects.select_for_update().filter(pk=self.run_id).values_list("pk", flat=True).get()
-            now = timezone.now()
             spent = ModelCall.objects.filter(trial__run_id=self.run_id).aggregate(s=Sum("cost_usd"))["s"] or 0
-            held = (
-                ModelBudgetHold.objects.filter(run_id=self.run_id, expires_at__gt=now).aggregate(s=Sum("amount_usd"))[
-                    "s"
-                ]
-                or 0
-            )
-            committed = Decimal(spent) + Decimal(held)
-            if committed >= self._budget_usd:
-                raise BudgetSpent(self._budget_usd, committed)
-            hold = ModelBudgetHold.objects.create(
+            return budget_hold(
+                ModelBudgetHold,
                 run_id=self.run_id,
-                trial_id=self.trial_id,
-                amount_usd=amount,
-                expires_at=now + timedelta(seconds=hold_seconds),
+                spent=Decimal(spent),
+                budget=self._budget_usd,
+                amount=amount,
+                hold_seconds=hold_seconds,
+                holder={"trial_id": self.trial_id},
             )
-        return Reservation(id=hold.pk, amount_usd=amount)
 
     def settle(self, reservation: Reservation | None, call: CallRecord) -> None:
         with self._database(), transaction.atomic():
