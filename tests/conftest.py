@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
+from tests.suite_time import SuiteTime
 from veriharm_site.roles import ADMIN, ANNOTATOR, CURATOR, ensure_roles
 
 REPO = Path(__file__).resolve().parent.parent
@@ -109,6 +110,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_ServicesCheck(), "veriharm-services-check")
+    config.pluginmanager.register(SuiteTime(), "veriharm-suite-time")
 
 
 def _services_check() -> None:
