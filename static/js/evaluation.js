@@ -26,38 +26,17 @@
     if (before) showProgress(box, before);
     var active = function (status) { return status === "queued" || status === "running" || status === "cancelling"; };
     if (!before || !active(before.status)) return;
-    var timer = setInterval(function () {
-      fetch(box.dataset.progressUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" })
-        .then(function (response) { return response.ok ? response.json() : Promise.reject(response.status); })
-        .then(function (data) {
-          showProgress(box, data);
-          if (!active(data.status)) {
-            clearInterval(timer);
-            // The trial table and metrics are rendered by the server: show their final state.
-            window.location.reload();
-          }
-        })
-        .catch(function () { /* a missed poll is retried at the next tick */ });
-    }, 2000);
-  }
-
-  function selectionFields(form) {
-    var radios = form.querySelectorAll('input[name="selection_kind"]');
-    function update() {
-      var chosen = form.querySelector('input[name="selection_kind"]:checked');
-      var kind = chosen ? chosen.value : "ids";
-      form.querySelectorAll("[data-selection]").forEach(function (block) {
-        block.hidden = block.dataset.selection.split(" ").indexOf(kind) === -1;
-      });
-    }
-    radios.forEach(function (radio) { radio.addEventListener("change", update); });
-    update();
+    VeriHarm.poll(box.dataset.progressUrl, 2000, function (data) {
+      showProgress(box, data);
+      // The trial table and metrics are rendered by the server: show their final state.
+      return !active(data.status);
+    });
   }
 
   document.addEventListener("DOMContentLoaded", function () {
     var box = document.getElementById("progress");
     if (box) pollProgress(box);
     var form = document.querySelector('[data-testid="launch-form"]');
-    if (form) selectionFields(form);
+    if (form) VeriHarm.selectionFields(form);
   });
 })();

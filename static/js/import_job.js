@@ -16,16 +16,8 @@
     box.dataset.status = data.status;
   }
 
-  var timer = setInterval(function () {
-    fetch(box.dataset.statusUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" })
-      .then(function (response) { return response.ok ? response.json() : Promise.reject(response.status); })
-      .then(function (data) {
-        show(data);
-        if (!active(data.status)) {
-          clearInterval(timer);
-          window.location.reload();
-        }
-      })
-      .catch(function () { /* a missed poll is retried at the next tick */ });
-  }, 500);
+  VeriHarm.poll(box.dataset.statusUrl, 500, function (data) {
+    show(data);
+    return !active(data.status);
+  });
 })();
