@@ -14,7 +14,7 @@ from veriharm_site.csv_safe import SafeDictWriter
 from .guidelines import MEASURES
 from .judges import NO_KAPPA_INTERVAL, RULE, SUM_SPLIT, JudgeRater
 from .models import Study
-from .selectors.results import ItemRow, StudyResults, study_results
+from .selectors.results import ItemRow, StudyResults, study_judges, study_results
 from .statistics import Coefficient, Prediction
 
 LABEL_COLUMNS = [
@@ -236,7 +236,8 @@ def study_json(study: Study, *, identities: bool = False) -> dict[str, Any]:
             "drawn_from": study.drawn_from,
             "drawn_filter": study.drawn_filter,
         },
-        "results": results_summary(results),
+        # As the results API gives them: the judges beside the annotators, on the judges' scores now.
+        "results": results_summary(results) | judges_summary(study_judges(results.rows)),
         "items": item_records(study, results.rows),
         "labels": label_records(study, results.rows, identities=identities),
     }

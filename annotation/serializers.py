@@ -409,6 +409,6 @@ class ExportedStudySerializer(serializers.Serializer):
 
 class StudyExportSerializer(serializers.Serializer):
     study = ExportedStudySerializer()
-    results = ResultsSummarySerializer()
+    results = StudyResultsSerializer()
     items = serializers.ListField(child=serializers.DictField(), help_text="The columns of items.csv")
     labels = serializers.ListField(child=serializers.DictField(), help_text="The columns of labels.csv")

@@ -129,6 +129,14 @@ def test_the_page_and_the_api_show_the_same_judges(judged_study, curator_client)
     # The Wilson interval of 6 of 6 is not a point at 100%.
     assert one["accuracy_ci_low"] < 1.0 == one["accuracy_ci_high"]
 
+    # The study's JSON export, page and API, carries the same judges in its results.
+    for url in (
+        f"/annotation/studies/{judged_study.pk}/export/study.json",
+        f"/api/annotation/studies/{judged_study.pk}/export/",
+    ):
+        exported = curator_client.get(url).json()["results"]
+        assert exported["judges"] == body["judges"] and exported["judge_valid_rule"] == body["judge_valid_rule"]
+
 
 def test_a_viewer_reads_the_judges_too(judged_study, client: Client):
     client.force_login(make_user("reader", VIEWER))
