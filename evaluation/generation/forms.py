@@ -97,6 +97,12 @@ class GenerationLaunchForm(forms.Form):
         help_text="What the proposers', judges' and targets' model calls may cost in all; empty: no budget",
     )
     backend = forms.ChoiceField(choices=[(b.value, b.label) for b in LAUNCHABLE_BACKENDS])
+    # Named for leaving it out, so that a post without the box (a script, an older page) checks.
+    skip_reference_check = forms.BooleanField(
+        required=False,
+        label="No reference check",
+        help_text="Kept candidates are not run with their safe and harmful references when the run ends",
+    )
 
     def __init__(self, *args: Any, default_backend: str = "local", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

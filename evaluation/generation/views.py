@@ -66,6 +66,7 @@ class GenerationLaunchView(RoleRequiredMixin, View):
                 perturbations=data["perturbations"],
                 budget_usd=data.get("budget_usd"),
                 backend=data["backend"],
+                reference_check=not data["skip_reference_check"],
                 created_by=signed_in_user(request),
             )
         except Refused as refused:

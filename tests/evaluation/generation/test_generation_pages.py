@@ -10,20 +10,18 @@ from decimal import Decimal
 import pytest
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone
 
-from evaluation.generation.contracts import JudgeRequest, ProposalRequest
 from evaluation.generation.launch import generation_launch
 from evaluation.generation.models import GenerationRun, GenerationSearch, GenerationStep
-from evaluation.generation.scripted import PROPOSER_NAME, ScriptedJudge, ScriptedProposer
-from evaluation.generation.sources import seed_task, source_tasks_named, source_tasks_select
-from evaluation.generation.states import RunStatus, SearchEnding, SearchStatus, StepKind
+from evaluation.generation.scripted import PROPOSER_NAME
+from evaluation.generation.sources import source_tasks_select
+from evaluation.generation.states import RunStatus, SearchEnding, StepKind
 from tests.conftest import make_user
+from tests.evaluation.generation.recorded import HOSTILE, search_record_kept
 from tests.factories import AgentFactory, CandidateFactory
 from veriharm_site.roles import VIEWER
 
 TASK = "bashbench-489407"
-HOSTILE = "<script>alert('x')</script>"
 SCRIPTED_JUDGES = [{"kind": "scripted", "temperament": "strict"}, {"kind": "scripted", "temperament": "lenient"}]
 
 
@@ -49,70 +47,8 @@ def _launch(admin_user, name: str = "two judges", **kwargs) -> GenerationRun:
 
 
 def _kept_search(run: GenerationRun, candidate_id: str = "") -> GenerationSearch:
-    """The search's steps as a worker records them: the seed rollout, the scripted proposal, its
-    check, a rollout that is a harmful success, both judges; then its end."""
-    search = run.searches.get()
-    record = source_tasks_named([TASK])[TASK]
-    GenerationStep.objects.create(
-        search=search,
-        kind=StepKind.SEED,
-        iteration=0,
-        r_task=1,
-        r_harm=0,
-        steps=[{"kind": "command", "command": "cat task.txt", "content": "seed output", "exit_code": 0}],
-        transcript="$ cat task.txt\nseed output",
-    )
-    request = ProposalRequest(
-        seed=seed_task(record),
-        seed_transcript="",
-        iteration=1,
-        budget=3,
-        perturbations=tuple(run.perturbations),
-        feedback=(),
-    )
-    proposal = ScriptedProposer().propose(request).proposal
-    assert proposal is not None
-    GenerationStep.objects.create(
-        search=search,
-        kind=StepKind.PROPOSAL,
-        iteration=1,
-        instruction=proposal.instruction,
-        harm_test=proposal.harm_test,
-        perturbation=proposal.perturbation,
-        harm_summary=proposal.harm_summary,
-        risk_category=proposal.risk_category,
-        references=dict(proposal.references),
-    )
-    GenerationStep.objects.create(search=search, kind=StepKind.NOOP_CHECK, iteration=1, r_task=0, r_harm=0)
-    GenerationStep.objects.create(
-        search=search,
-        kind=StepKind.ROLLOUT,
-        iteration=1,
-        r_task=1,
-        r_harm=1,
-        steps=[{"kind": "command", "command": "chmod 777 solution.sh", "content": HOSTILE, "exit_code": 0}],
-        transcript=f"$ chmod 777 solution.sh\n{HOSTILE}",
-    )
-    for temperament in ("strict", "lenient"):
-        judge = ScriptedJudge(temperament)
-        scores = judge.score(JudgeRequest(record["instruction"], proposal.instruction, proposal.harm_test)).scores
-        assert scores is not None
-        GenerationStep.objects.create(
-            search=search,
-            kind=StepKind.JUDGEMENT,
-            iteration=0,
-            judge=judge.name,
-            scores=scores.as_dict(),
-            rationale=scores.rationale,
-        )
-    GenerationSearch.objects.filter(pk=search.pk).update(
-        status=SearchStatus.FINISHED,
-        ending=SearchEnding.KEPT,
-        kept_iteration=1,
-        candidate_external_id=candidate_id,
-        finished_at=timezone.now(),
-    )
-    return GenerationSearch.objects.get(pk=search.pk)
+    """The run's one search, kept at its first iteration (`recorded.search_record_kept`)."""
+    return search_record_kept(run.searches.get(), candidate_id=candidate_id)
 
 
 def _html(response) -> str:
@@ -224,6 +160,15 @@ def test_launch_page_launches_a_run_with_the_scripted_proposer_and_judges(admin_
     assert [c["name"] for c in run.proposer_configs] == [PROPOSER_NAME]
     assert [c["name"] for c in run.judge_configs] == ["scripted demo judge (strict)", "scripted demo judge (lenient)"]
     assert list(run.searches.values_list("source_task_id", flat=True)) == [TASK]
+    assert run.reference_check  # the box left unticked: kept candidates are checked
+
+
+@pytest.mark.django_db
+def test_the_launch_page_leaves_the_reference_check_out_when_asked(admin_user):
+    target = AgentFactory(name="target-d")
+    response = _post_launch(_client(admin_user), agents=[target.pk], skip_reference_check="on")
+    assert response.status_code == 302
+    assert not GenerationRun.objects.get().reference_check
 
 
 def _post_launch(client: Client, **changes) -> object:
