@@ -21,7 +21,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tests.conftest import make_user
-from tests.factories import FinishedTrialFactory
+from tests.factories import AgentFactory, FinishedTrialFactory
 from veriharm_site.roles import ADMIN, ANNOTATOR, CURATOR, VIEWER
 
 pytestmark = pytest.mark.django_db
@@ -115,22 +115,48 @@ def _add_run(number: int, size: int, agents: list, creator) -> None:
     Trial.objects.bulk_create(trials)
 
 
+def _add_generation_run(number: int, size: int, creator) -> None:
+    """A generation run of `size` searches (one task the scripted proposer knows, `size` targets),
+    each kept after `size` iterations without harm."""
+    from evaluation.generation.launch import generation_launch
+    from tests.evaluation.generation.recorded import JUDGE_TEMPERAMENTS, search_record_kept
+
+    run = generation_launch(
+        name=f"scale {number}",
+        selection={"kind": "ids", "ids": ["bashbench-489407"]},
+        agent_ids=[AgentFactory(name=f"target {number}.{i}").pk for i in range(size)],
+        proposers=[{"kind": "scripted"}],
+        judges=[{"kind": "scripted", "temperament": t} for t in JUDGE_TEMPERAMENTS],
+        budget=size + 1,
+        backend="local",
+        created_by=creator,
+    )
+    for search in run.searches.all():
+        search_record_kept(search, misses=size)
+
+
 def _grow(n: int, first: int, voters: list, agents: list, creator) -> None:
-    """n more studies of 2n items and n more runs of n candidates (the newest are the largest)."""
+    """n more studies of 2n items, n more runs of n candidates and n more generation runs of n
+    searches of n + 1 iterations (the newest are the largest)."""
     for number in range(first, first + n):
         _add_study(number, n, voters, creator)
         _add_run(number, n, agents, creator)
+        _add_generation_run(number, n, creator)
 
 
 def _ids(annotator) -> dict[str, Any]:
     from annotation.models import Assignment, Study
+    from evaluation.generation.models import GenerationRun
     from evaluation.models import Run, Trial
 
     run = Run.objects.order_by("-pk").first()
     trial = Trial.objects.filter(run=run).select_related("candidate").order_by("pk").first()
     study = Study.objects.order_by("-pk").first()
     mine = Assignment.objects.filter(study=study, annotator=annotator).select_related("item").first()
+    generation = GenerationRun.objects.order_by("-pk").first()
     return {
+        "generation_run": generation.pk,
+        "generation_search": generation.searches.order_by("pk").first().pk,
         "run": run.pk,
         "trial": trial.pk,
         "agent": trial.agent_id,
@@ -147,7 +173,11 @@ def _url(route: str, ids: dict[str, Any]) -> str | None:
         name = match.group(1)
         if name == "pk":
             name = (
-                "trial"
+                "generation_run"
+                if "generation/runs/<int:pk>" in route
+                else "generation_search"
+                if "generation/searches/<int:pk>" in route
+                else "trial"
                 if "trials/<int:pk>" in route
                 else "study"
                 if "studies/<int:pk>" in route
@@ -200,5 +230,8 @@ def test_no_page_or_list_runs_a_query_per_row():
 
     assert len(small) > 40  # the walk reached the pages, as every role
     assert {role for _, role in small} == {ANNOTATOR, VIEWER, CURATOR, ADMIN}
+    reached = {route for route, _ in small}
+    assert {"evaluation/generation/runs/<int:pk>/", "evaluation/generation/searches/<int:pk>/"} <= reached
+    assert "api/evaluation/generation/runs/<int:pk>/" in reached
     growing = {key: (small[key], large.get(key)) for key in small if large.get(key) != small[key]}
     assert growing == {}
