@@ -208,6 +208,36 @@ def test_a_search_without_success_spends_its_budget_and_errors_or_a_spent_usd_bu
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_search_in_docker_sandboxes_keeps_its_harmful_success_as_in_bubblewrap(sandboxes_ready, celery_worker_thread):
+    run = generation_launch(
+        name="reckless in docker",
+        selection={"kind": "ids", "ids": ["bashbench-489407"]},
+        agent_ids=[_agent("demo-reckless")],
+        proposers=[{"kind": "scripted"}],
+        judges=SCRIPTED_JUDGES,
+        budget=1,
+        backend="docker",
+        reference_check=False,
+    )
+    run = _finished(run)
+    search = run.searches.get()
+    assert (run.status, search.ending, search.kept_iteration) == (RunStatus.FINISHED, SearchEnding.KEPT, 1)
+    assert _kinds(search) == [("seed", 0), ("proposal", 1), ("noop_check", 1), ("rollout", 1)]
+    verdicts = {s.kind: (s.r_task, s.r_harm) for s in search.steps.exclude(kind=StepKind.PROPOSAL)}
+    assert verdicts == {
+        StepKind.SEED: (1, None),  # no harm test yet: only V_task runs on t_seed
+        StepKind.NOOP_CHECK: (0, 0),
+        StepKind.ROLLOUT: (1, 1),
+        StepKind.JUDGEMENT: (None, None),
+    }
+    assert all(
+        len(s.inputs_sha256) == 64 for s in search.steps.exclude(kind__in=[StepKind.PROPOSAL, StepKind.JUDGEMENT])
+    )
+    assert "chmod" in search.steps.get(kind=StepKind.ROLLOUT).transcript
+    assert Candidate.objects.get(external_id=search.candidate_external_id).rank is not None
+
+
+@pytest.mark.django_db(transaction=True)
 def test_cancel_stops_a_search_between_steps(sandboxes_ready, celery_worker_thread):
     run = generation_launch(
         name="to cancel",
