@@ -15,8 +15,9 @@ from candidates.models import Search
 from candidates.pipeline.models import PERTURBATIONS
 from evaluation import queue
 from evaluation.agents.factory import check_network, model_upstream
-from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Backend
+from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Backend, TrialKind
 from evaluation.runs.sandbox_status import sandbox_status
+from evaluation.trials.pinning import agent_pin, agent_pin_sha256
 from veriharm_site.refusals import Conflict, Refused
 
 from .makers import judge_name, proposer_name, unpriced_model
@@ -185,10 +186,14 @@ def generation_launch(
             reference_check=reference_check,
         )
         run.agents.set(agents)
+        # A target runs as a trial's risk agent does: its configuration, no reference scripts.
+        pins = {agent.pk: agent_pin(agent, TrialKind.RISK, {}) for agent in agents}
         searches = GenerationSearch.objects.bulk_create(
             GenerationSearch(
                 run=run,
                 agent=agent,
+                agent_config=pins[agent.pk],
+                agent_config_sha256=agent_pin_sha256(pins[agent.pk]),
                 source_task_id=task["id"],
                 source_task=task,
                 proposer=proposer["name"],

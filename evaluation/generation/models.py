@@ -13,6 +13,7 @@ as this module is imported from there.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -88,6 +89,11 @@ class GenerationSearch(models.Model):
     source_task_id = models.CharField(max_length=200)
     source_task = models.JSONField()
     proposer = models.CharField(max_length=200)
+    # The target agent as this search runs it, pinned at launch as a trial's is
+    # (`trials.pinning.agent_pin`): editing the agent later changes no step of the search. Empty for
+    # searches launched before searches were pinned, which run the agent as it is.
+    agent_config = models.JSONField(default=dict, blank=True)
+    agent_config_sha256 = models.CharField(max_length=64, blank=True)
     status = models.CharField(max_length=20, choices=SearchStatus.choices, default=SearchStatus.QUEUED)
     ending = models.CharField(max_length=20, choices=SearchEnding.choices, blank=True)
     # The iteration whose rollout was the first harmful success, and the candidate stored from it.
@@ -145,6 +151,22 @@ class GenerationSearch(models.Model):
     def __str__(self) -> str:
         return f"{self.source_task_id} / {self.proposer}"
 
+    @property
+    def target(self) -> dict[str, Any]:
+        """The target agent as the search runs it: its pin, or the agent as it is now (unpinned)."""
+        if self.agent_config:
+            return self.agent_config
+        agent = self.agent
+        return {
+            "name": agent.name,
+            "kind": agent.kind,
+            "model": agent.model,
+            "harness": agent.harness,
+            "config": agent.config,
+            "network": agent.network,
+            "time_limit": agent.time_limit,
+        }
+
 
 class GenerationStep(models.Model):
     """One step of a search, recorded once when it is done."""
@@ -170,6 +192,8 @@ class GenerationStep(models.Model):
     r_task = models.PositiveSmallIntegerField(null=True, blank=True)
     r_harm = models.PositiveSmallIntegerField(null=True, blank=True)
     inputs_sha256 = models.CharField(max_length=64, blank=True)
+    # The sandbox system and verifier (and a harness runtime) a rollout or check ran on, as for trials.
+    system_identity = models.TextField(blank=True)
     scores = models.JSONField(null=True, blank=True)
     rationale = models.TextField(blank=True)
     # Model calls of a proposer or judge (`contracts.ModelCallRecord`), none for scripted ones.

@@ -121,7 +121,7 @@ def _lines(search: GenerationSearch, steps: list[GenerationStep], end: decision.
                     "risk_category": proposal.risk_category,
                     "references": proposal.references,
                 },
-                agent=search.agent.name,
+                agent=search.target["name"],
                 proposer=search.proposer,
                 iteration=kept,
                 judgements=[{"judge": j.judge, "scores": j.scores, "rationale": j.rationale} for j in judgements],
@@ -131,7 +131,7 @@ def _lines(search: GenerationSearch, steps: list[GenerationStep], end: decision.
     lines.append(
         output.search_line(
             source_task_id=search.source_task_id,
-            agent=search.agent.name,
+            agent=search.target["name"],
             proposer=search.proposer,
             budget=search.run.budget,
             attempts=attempts,
@@ -148,7 +148,7 @@ def pipeline_lines(search: GenerationSearch) -> list[dict]:
 
 
 def _identifier(search: GenerationSearch) -> str:
-    return output.candidate_id(search.run_id, search.source_task_id, search.agent.name, search.proposer)
+    return output.candidate_id(search.run_id, search.source_task_id, search.target["name"], search.proposer)
 
 
 def _import(lines: list[dict], search_id: int) -> str:

@@ -285,6 +285,7 @@ class Verdicts:
     steps: list[TranscriptStep]
     transcript: str
     inputs_sha256: str
+    system_identity: str
     target_calls: int
     target_cost_usd: Decimal | None
 
@@ -388,6 +389,7 @@ def _verdicts(step: GenerationStep | None, calls: list[GenerationModelCall]) -> 
         steps=_transcript_steps(step.steps if isinstance(step.steps, list) else []),
         transcript=step.transcript,
         inputs_sha256=step.inputs_sha256,
+        system_identity=step.system_identity,
         target_calls=len(mine),
         target_cost_usd=sum(costs, Decimal(0)) if costs else None,
     )

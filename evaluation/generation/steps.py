@@ -16,7 +16,8 @@ from evaluation.agents.base import AgentError, AgentRunner, Step
 from evaluation.agents.factory import build_runner, model_upstream
 from evaluation.agents.reference import NoopAgent
 from evaluation.gateway import BudgetExhausted
-from evaluation.sandbox.base import SandboxBackend
+from evaluation.sandbox.base import Environment, SandboxBackend
+from evaluation.trials.pinning import pinned_runner
 from evaluation.trials.protocol import TrialSpec, trial_run
 from evaluation.trials.sandboxes import sandbox_limits
 
@@ -39,7 +40,7 @@ def _spec(search: GenerationSearch, instruction: str, harm_test: str | None) -> 
         instruction=instruction,
         task_test=source["task_test"],
         harm_test=harm_test,
-        agent_time_limit=float(min(search.agent.time_limit, settings.VERIHARM_AGENT_MAX_TIME_LIMIT)),
+        agent_time_limit=float(min(int(search.target["time_limit"]), settings.VERIHARM_AGENT_MAX_TIME_LIMIT)),
         test_timeout=float(settings.VERIHARM_TEST_TIMEOUT),
         limits=sandbox_limits(),
     )
@@ -56,9 +57,12 @@ def _inputs_sha256(spec: TrialSpec) -> str:
 
 
 def target_runner(search: GenerationSearch) -> AgentRunner:
-    """The target agent as its row configures it (the trials' factory)."""
-    agent = search.agent
-    return build_runner(agent.kind, agent.config, network=agent.network, references={})
+    """The target agent as pinned at launch, checked against its hash as a trial's is; a search
+    launched before pinning runs the agent as its row is now."""
+    if search.agent_config:
+        return pinned_runner(search.agent_config, search.agent_config_sha256)
+    target = search.target
+    return build_runner(target["kind"], target["config"], network=target["network"], references={})
 
 
 def _run(
@@ -68,9 +72,13 @@ def _run(
     cancelled: Callable[[], bool],
 ) -> dict[str, Any]:
     recorded: list[Step] = []
+    identity = " ".join(
+        filter(None, [backend.system_identity(Environment.from_spec(spec.environment)), runner.identity()])
+    )
     outcome = trial_run(backend, spec, runner, record=recorded.append, cancelled=cancelled)
     steps = step_dicts(recorded)
     return {
+        "system_identity": identity,
         "transcript": render(steps),
         "steps": steps,
         "r_task": outcome.r_task,
@@ -94,8 +102,7 @@ def _target_run(
     before or during the rollout gets no verdict from it (what the agent left is not its own result);
     a gateway that failed calls itself is infrastructure, tried again."""
     runner = target_runner(search)
-    agent = search.agent
-    upstream = model_upstream(agent.kind, agent.config)
+    upstream = model_upstream(search.target["kind"], search.target["config"])
     if upstream is None:
         return _run(backend, spec, runner, cancelled)
     spent = {"budget_spent": True, "inputs_sha256": _inputs_sha256(spec), "instruction": spec.instruction}

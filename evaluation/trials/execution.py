@@ -24,8 +24,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from evaluation.agents.base import AgentError, AgentRunner, Step
-from evaluation.agents.factory import NoReferenceScript, build_runner, model_upstream
-from evaluation.agents.harness import harness_pin
+from evaluation.agents.factory import NoReferenceScript, model_upstream
 from evaluation.gateway import BudgetExhausted, Upstream
 from evaluation.models import Trial
 from evaluation.results import selectors
@@ -87,22 +86,8 @@ def _spec(trial: Trial) -> TrialSpec:
 
 
 def _runner(trial: Trial) -> AgentRunner:
-    """The agent exactly as pinned at launch (its configuration, and a reference agent's script)."""
-    pinned = trial.agent_config
-    if pinned.get("config") is None:
-        raise ValueError("this trial has no pinned agent configuration")
-    if pinning.agent_pin_sha256(pinned) != trial.agent_config_sha256:
-        raise pinning.InputsTampered("the pinned agent configuration does not match its sha256")
-    if pinned["kind"] == "harness" and pinned.get("harness_recipe") != harness_pin(pinned["config"]):
-        raise pinning.InputsTampered(
-            f"the trial was launched with harness recipe {pinned.get('harness_recipe')}, "
-            f"this worker has {harness_pin(pinned['config'])}"
-        )
-    # The network mode as pinned: "none" or "model" (False from before the modes existed); a pin
-    # asking for the host's network (True) is refused by build_runner, never run without it.
-    return build_runner(
-        pinned["kind"], pinned["config"], network=pinned.get("network"), references=pinned.get("references") or {}
-    )
+    """The agent exactly as pinned at launch."""
+    return pinning.pinned_runner(trial.agent_config, trial.agent_config_sha256)
 
 
 def _step_sink(claim: leases.Claim) -> Callable[[Step], None]:

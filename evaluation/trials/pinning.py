@@ -18,6 +18,8 @@ from typing import Any
 
 from candidates.models import Candidate
 from candidates.pipeline.format import canonical_json
+from evaluation.agents.base import AgentRunner
+from evaluation.agents.factory import build_runner
 from evaluation.agents.harness import harness_pin
 from evaluation.models import Agent, AgentKind, TrialInputs, TrialKind
 from evaluation.v3ast import twins
@@ -192,6 +194,24 @@ def agent_pin(agent: Agent, kind: str, references: Mapping[str, str]) -> dict[st
 
 def agent_pin_sha256(pinned: Mapping[str, Any]) -> str:
     return sha256_text(canonical_json(dict(pinned)))
+
+
+def pinned_runner(pinned: Mapping[str, Any], sha256: str) -> AgentRunner:
+    """The agent exactly as pinned (its configuration, and a reference agent's script), after the pin
+    is checked against its hash and a harness recipe against this worker's."""
+    if pinned.get("config") is None:
+        raise ValueError("the pinned agent configuration is missing")
+    if agent_pin_sha256(pinned) != sha256:
+        raise InputsTampered("the pinned agent configuration does not match its sha256")
+    if pinned["kind"] == AgentKind.HARNESS and pinned.get("harness_recipe") != harness_pin(pinned["config"]):
+        raise InputsTampered(
+            f"launched with harness recipe {pinned.get('harness_recipe')}, this worker has {harness_pin(pinned['config'])}"
+        )
+    # The network mode as pinned: "none" or "model" (False from before the modes existed); a pin
+    # asking for the host's network (True) is refused by build_runner, never run without it.
+    return build_runner(
+        pinned["kind"], pinned["config"], network=pinned.get("network"), references=pinned.get("references") or {}
+    )
 
 
 def run_inputs_sha256(rows: Iterable[tuple[str, int, str, str, str]]) -> str:

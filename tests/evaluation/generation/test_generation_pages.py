@@ -102,6 +102,10 @@ def test_search_page_shows_each_iteration_its_diff_test_transcript_verdicts_and_
     assert "chmod 777 solution.sh" in rollout
     assert HOSTILE not in html and "&lt;script&gt;alert(" in html
     assert 'data-testid="noop-check"' in html
+    # The target as pinned at launch, by its hash.
+    assert (
+        search.agent_config_sha256 and search.agent_config_sha256[:12] in html.split('data-testid="agent-pin"')[1][:200]
+    )
     assert 'data-testid="kept-tag"' in html
     # The scripted proposer called no model, and says so; the judges' scores and Q.
     assert f"No model call: {PROPOSER_NAME} is scripted." in html

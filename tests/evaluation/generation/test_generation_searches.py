@@ -9,6 +9,7 @@ from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
+from django.db import transaction
 
 from candidates.curation.search_report import search_report
 from candidates.curation.selectors import search_rows
@@ -24,6 +25,7 @@ from evaluation.generation.scripted import PROPOSER_NAME, ScriptedProposer
 from evaluation.generation.states import RunStatus, SearchEnding, StepKind
 from evaluation.generation.steps import PASSES_UNTOUCHED
 from evaluation.models import Agent, AgentKind, Trial
+from evaluation.trials.pinning import agent_pin_sha256
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_until
 from veriharm_site.refusals import Conflict
@@ -80,6 +82,7 @@ def test_searches_keep_a_first_or_third_iteration_success_and_store_it_as_an_imp
     # The permissions task: kept at once, after the seed rollout, one check and one rollout.
     assert (first.ending, first.kept_iteration) == (SearchEnding.KEPT, 1)
     assert _kinds(first) == [("seed", 0), ("proposal", 1), ("noop_check", 1), ("rollout", 1)]
+    assert "verifier sha256:" in first.steps.get(kind=StepKind.ROLLOUT).system_identity
     # The start-up file task: the first harm test passes untouched and is fed back, never run.
     assert (third.ending, third.kept_iteration) == (SearchEnding.KEPT, 3)
     assert _kinds(third) == [
@@ -208,19 +211,25 @@ def test_a_search_without_success_spends_its_budget_and_errors_or_a_spent_usd_bu
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_search_in_docker_sandboxes_keeps_its_harmful_success_as_in_bubblewrap(sandboxes_ready, celery_worker_thread):
-    run = generation_launch(
-        name="reckless in docker",
-        selection={"kind": "ids", "ids": ["bashbench-489407"]},
-        agent_ids=[_agent("demo-reckless")],
-        proposers=[{"kind": "scripted"}],
-        judges=SCRIPTED_JUDGES,
-        budget=1,
-        backend="docker",
-        reference_check=False,
-    )
+def test_a_search_in_docker_sandboxes_runs_its_target_as_pinned_at_launch(sandboxes_ready, celery_worker_thread):
+    reckless, careful = Agent.objects.get(pk=_agent("demo-reckless")), Agent.objects.get(pk=_agent("demo-careful"))
+    with transaction.atomic():  # published on commit: the worker starts after the edit below
+        run = generation_launch(
+            name="reckless in docker",
+            selection={"kind": "ids", "ids": ["bashbench-489407"]},
+            agent_ids=[reckless.pk],
+            proposers=[{"kind": "scripted"}],
+            judges=SCRIPTED_JUDGES,
+            budget=1,
+            backend="docker",
+            reference_check=False,
+        )
+        # The agent edited after the launch: it would now solve safely and the search would end unkept.
+        Agent.objects.filter(pk=reckless.pk).update(config=careful.config)
     run = _finished(run)
     search = run.searches.get()
+    assert search.agent_config["config"] == reckless.config != careful.config
+    assert search.agent_config_sha256 == agent_pin_sha256(search.agent_config)
     assert (run.status, search.ending, search.kept_iteration) == (RunStatus.FINISHED, SearchEnding.KEPT, 1)
     assert _kinds(search) == [("seed", 0), ("proposal", 1), ("noop_check", 1), ("rollout", 1)]
     verdicts = {s.kind: (s.r_task, s.r_harm) for s in search.steps.exclude(kind=StepKind.PROPOSAL)}
@@ -230,10 +239,8 @@ def test_a_search_in_docker_sandboxes_keeps_its_harmful_success_as_in_bubblewrap
         StepKind.ROLLOUT: (1, 1),
         StepKind.JUDGEMENT: (None, None),
     }
-    assert all(
-        len(s.inputs_sha256) == 64 for s in search.steps.exclude(kind__in=[StepKind.PROPOSAL, StepKind.JUDGEMENT])
-    )
-    assert "chmod" in search.steps.get(kind=StepKind.ROLLOUT).transcript
+    ran = search.steps.exclude(kind__in=[StepKind.PROPOSAL, StepKind.JUDGEMENT])
+    assert all(len(s.inputs_sha256) == 64 and s.system_identity.startswith("docker image sha256:") for s in ran)
     assert Candidate.objects.get(external_id=search.candidate_external_id).rank is not None
 
 
