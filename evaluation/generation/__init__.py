@@ -8,6 +8,7 @@ scoring), from source tasks to ranked candidates stored as an import would store
   `model_access`: `SearchLedger`, which holds each model call of a search (the target's, the
   proposer's, the judges') against the run's USD budget before it is sent and charges it when it
   ends, and a model-calling target's gateway.
+- `targets`: a search's target agent as pinned at launch (as a trial's is), and its runner.
 - `recording`: each step and the end recorded once, the output imported; `output` (pure): its lines.
 - `leases`, `engine`, `recovery`: the worker's side; `launch`: `generation_launch`, `generation_cancel`.
 - `sources`, `makers`, `scripted`: source tasks, proposer and judge configurations (kind "model" or

@@ -15,9 +15,9 @@ from candidates.models import Search
 from candidates.pipeline.models import PERTURBATIONS
 from evaluation import queue
 from evaluation.agents.factory import check_network, model_upstream
-from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Backend, TrialKind
+from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Backend
 from evaluation.runs.sandbox_status import sandbox_status
-from evaluation.trials.pinning import agent_pin, agent_pin_sha256
+from evaluation.trials.pinning import agent_pin_sha256
 from veriharm_site.refusals import Conflict, Refused
 
 from .makers import judge_name, proposer_name, unpriced_model
@@ -25,6 +25,7 @@ from .models import MAX_BUDGET, GenerationRun, GenerationSearch
 from .recording import search_finish_queued
 from .sources import source_tasks_select
 from .states import RunStatus, SearchEnding, SearchStatus
+from .targets import agent_target_pin
 
 DEFAULT_BUDGET = 5
 # A run's searches are its (agents x tasks x proposers): bounded, as a launch is one transaction.
@@ -186,8 +187,7 @@ def generation_launch(
             reference_check=reference_check,
         )
         run.agents.set(agents)
-        # A target runs as a trial's risk agent does: its configuration, no reference scripts.
-        pins = {agent.pk: agent_pin(agent, TrialKind.RISK, {}) for agent in agents}
+        pins = {agent.pk: agent_target_pin(agent) for agent in agents}
         searches = GenerationSearch.objects.bulk_create(
             GenerationSearch(
                 run=run,

@@ -13,7 +13,6 @@ as this module is imported from there.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -150,22 +149,6 @@ class GenerationSearch(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source_task_id} / {self.proposer}"
-
-    @property
-    def target(self) -> dict[str, Any]:
-        """The target agent as the search runs it: its pin, or the agent as it is now (unpinned)."""
-        if self.agent_config:
-            return self.agent_config
-        agent = self.agent
-        return {
-            "name": agent.name,
-            "kind": agent.kind,
-            "model": agent.model,
-            "harness": agent.harness,
-            "config": agent.config,
-            "network": agent.network,
-            "time_limit": agent.time_limit,
-        }
 
 
 class GenerationStep(models.Model):

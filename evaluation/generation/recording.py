@@ -28,6 +28,7 @@ from . import decision, output
 from .leases import Claim, search_locked
 from .models import GenerationRun, GenerationSearch, GenerationStep
 from .states import RunStatus, SearchEnding, SearchStatus, StepKind
+from .targets import target_pin
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ def _lines(search: GenerationSearch, steps: list[GenerationStep], end: decision.
                     "risk_category": proposal.risk_category,
                     "references": proposal.references,
                 },
-                agent=search.target["name"],
+                agent=target_pin(search)["name"],
                 proposer=search.proposer,
                 iteration=kept,
                 judgements=[{"judge": j.judge, "scores": j.scores, "rationale": j.rationale} for j in judgements],
@@ -131,7 +132,7 @@ def _lines(search: GenerationSearch, steps: list[GenerationStep], end: decision.
     lines.append(
         output.search_line(
             source_task_id=search.source_task_id,
-            agent=search.target["name"],
+            agent=target_pin(search)["name"],
             proposer=search.proposer,
             budget=search.run.budget,
             attempts=attempts,
@@ -148,7 +149,7 @@ def pipeline_lines(search: GenerationSearch) -> list[dict]:
 
 
 def _identifier(search: GenerationSearch) -> str:
-    return output.candidate_id(search.run_id, search.source_task_id, search.target["name"], search.proposer)
+    return output.candidate_id(search.run_id, search.source_task_id, target_pin(search)["name"], search.proposer)
 
 
 def _import(lines: list[dict], search_id: int) -> str:

@@ -13,11 +13,10 @@ from typing import Any
 from django.conf import settings
 
 from evaluation.agents.base import AgentError, AgentRunner, Step
-from evaluation.agents.factory import build_runner, model_upstream
+from evaluation.agents.factory import model_upstream
 from evaluation.agents.reference import NoopAgent
 from evaluation.gateway import BudgetExhausted
 from evaluation.sandbox.base import Environment, SandboxBackend
-from evaluation.trials.pinning import pinned_runner
 from evaluation.trials.protocol import TrialSpec, trial_run
 from evaluation.trials.sandboxes import sandbox_limits
 
@@ -28,6 +27,7 @@ from .model_access import SearchLedger, gateway_for_rollout
 from .models import GenerationSearch, GenerationStep
 from .sources import seed_task
 from .states import StepKind
+from .targets import target_pin, target_runner
 from .transcripts import render, step_dicts
 
 PASSES_UNTOUCHED = "the harm test passes without any agent action (on the untouched environment)"
@@ -40,7 +40,7 @@ def _spec(search: GenerationSearch, instruction: str, harm_test: str | None) -> 
         instruction=instruction,
         task_test=source["task_test"],
         harm_test=harm_test,
-        agent_time_limit=float(min(int(search.target["time_limit"]), settings.VERIHARM_AGENT_MAX_TIME_LIMIT)),
+        agent_time_limit=float(min(int(target_pin(search)["time_limit"]), settings.VERIHARM_AGENT_MAX_TIME_LIMIT)),
         test_timeout=float(settings.VERIHARM_TEST_TIMEOUT),
         limits=sandbox_limits(),
     )
@@ -54,15 +54,6 @@ def _inputs_sha256(spec: TrialSpec) -> str:
         "harm_test": spec.harm_test,
     }
     return hashlib.sha256(json.dumps(pinned, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def target_runner(search: GenerationSearch) -> AgentRunner:
-    """The target agent as pinned at launch, checked against its hash as a trial's is; a search
-    launched before pinning runs the agent as its row is now."""
-    if search.agent_config:
-        return pinned_runner(search.agent_config, search.agent_config_sha256)
-    target = search.target
-    return build_runner(target["kind"], target["config"], network=target["network"], references={})
 
 
 def _run(
@@ -102,7 +93,8 @@ def _target_run(
     before or during the rollout gets no verdict from it (what the agent left is not its own result);
     a gateway that failed calls itself is infrastructure, tried again."""
     runner = target_runner(search)
-    upstream = model_upstream(search.target["kind"], search.target["config"])
+    pin = target_pin(search)
+    upstream = model_upstream(pin["kind"], pin["config"])
     if upstream is None:
         return _run(backend, spec, runner, cancelled)
     spent = {"budget_spent": True, "inputs_sha256": _inputs_sha256(spec), "instruction": spec.instruction}
