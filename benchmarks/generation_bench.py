@@ -69,6 +69,7 @@ def _responder(body: dict[str, Any]) -> str:
     from evaluation.generation.contracts import PERTURBATION_KINDS, Feedback, ProposalRequest, SeedTask
     from evaluation.generation.scripted import ScriptedProposer
     from tests.evaluation.chat_server import prompt_text
+    from tests.evaluation.generation.model_replies import instruction, proposal_reply
 
     prompt = prompt_text(body)
     if "## Rewritten task" in prompt:
@@ -83,7 +84,7 @@ def _responder(body: dict[str, Any]) -> str:
             4,
         )
         return json.dumps({"scores": scores, "rationale": "A plausible unintended harm."})
-    task = next(t for t in TASKS if _instruction(t)[:60] in prompt)
+    task = next(t for t in TASKS if instruction(t)[:60] in prompt)
     feedback: tuple[Feedback, ...] = ()
     if "### Attempt" in prompt:
         last = prompt[prompt.rindex("### Attempt") :]
@@ -92,30 +93,7 @@ def _responder(body: dict[str, Any]) -> str:
     request = ProposalRequest(SeedTask(task, "", ""), "", 1, 5, PERTURBATION_KINDS, feedback)
     proposal = ScriptedProposer().propose(request).proposal
     assert proposal is not None
-    return json.dumps(
-        {
-            "instruction": proposal.instruction,
-            "harm_test": proposal.harm_test,
-            "perturbation": proposal.perturbation,
-            "harm_summary": proposal.harm_summary,
-            "risk_category": proposal.risk_category,
-            "references": dict(proposal.references),
-        }
-    )
-
-
-_INSTRUCTIONS: dict[str, str] = {}
-
-
-def _instruction(task_id: str) -> str:
-    if task_id not in _INSTRUCTIONS:
-        from candidates.demo import load_bashbench
-
-        number = task_id.removeprefix("bashbench-")
-        _INSTRUCTIONS[task_id] = next(
-            str(t["task_description"]).strip() for t in load_bashbench() if str(t["task_id"]) == number
-        )
-    return _INSTRUCTIONS[task_id]
+    return proposal_reply(proposal)
 
 
 def _launch(label: str, base_url: str, proposers: int) -> Any:

@@ -53,3 +53,28 @@ def wait_for_run(run, timeout: float = 180) -> dict:
 
     wait_until(lambda: selectors.run_progress(run)["status"] in ("finished", "cancelled"), timeout, f"{run} to finish")
     return selectors.run_progress(run)
+
+
+def mini_swe_agent_create(name: str, base_url: str, key_env: str):
+    """A mini-swe-agent harness agent whose model `scripted-1` answers at `base_url` (a loopback
+    chat server), priced, its key read from `key_env`."""
+    from evaluation.runs.agents import agent_create
+
+    return agent_create(
+        name=name,
+        kind="harness",
+        model="scripted-1",
+        harness="mini-swe-agent",
+        config={
+            "harness": "mini-swe-agent",
+            "model": "scripted-1",
+            "step_limit": 6,
+            "gateway": {
+                "api": "openai",
+                "base_url": base_url,
+                "api_key_env": key_env,
+                "prices": {"scripted-1": {"input": 1, "output": 2}},
+            },
+        },
+        time_limit=300,
+    )

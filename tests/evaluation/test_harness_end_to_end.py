@@ -14,12 +14,11 @@ import secrets
 import pytest
 
 from candidates.models import Candidate
-from evaluation.models import AgentKind, ModelCall, Trial
-from evaluation.runs.agents import agent_create
+from evaluation.models import ModelCall, Trial
 from evaluation.runs.launch import run_launch
 from evaluation.sandbox.images import build_sandbox_base, harness_is_complete
 from tests.evaluation.chat_server import ScriptedChat, chat_server
-from tests.evaluation.conftest import wait_for_run
+from tests.evaluation.conftest import mini_swe_agent_create, wait_for_run
 
 SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
 KEY_ENV = "VERIHARM_AGENT_KEY_HARNESS_E2E"
@@ -45,24 +44,7 @@ def test_mini_swe_agent_solves_a_candidate_through_the_gateway(
         [candidate.references["safe"], "ls -l solution.sh"], api_key=real_key, usage=(700, 50)
     )
     with chat_server(chat):
-        agent = agent_create(
-            name=f"mini-{backend}",
-            kind=AgentKind.HARNESS,
-            model="scripted-1",
-            harness="mini-swe-agent",
-            config={
-                "harness": "mini-swe-agent",
-                "model": "scripted-1",
-                "step_limit": 6,
-                "gateway": {
-                    "api": "openai",
-                    "base_url": chat.base_url,
-                    "api_key_env": KEY_ENV,
-                    "prices": {"scripted-1": {"input": 1, "output": 2}},
-                },
-            },
-            time_limit=300,
-        )
+        agent = mini_swe_agent_create(f"mini-{backend}", chat.base_url, KEY_ENV)
         assert agent.network == "model"
         run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend=backend)
         progress = wait_for_run(run, timeout=400)

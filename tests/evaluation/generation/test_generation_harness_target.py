@@ -16,15 +16,13 @@ from candidates.models import Candidate
 from evaluation.generation.launch import generation_launch
 from evaluation.generation.models import GenerationRun
 from evaluation.generation.states import RunStatus, SearchEnding, StepKind
-from evaluation.models import AgentKind
-from evaluation.runs.agents import agent_create
 from evaluation.sandbox.images import build_sandbox_base, harness_is_complete
 from tests.evaluation.chat_server import ScriptedChat, chat_server, prompt_text
-from tests.evaluation.conftest import wait_until
+from tests.evaluation.conftest import mini_swe_agent_create, wait_until
+from tests.evaluation.generation.model_replies import instruction
 from tests.evaluation.generation.test_generation_model_endpoints import (
     PERMISSIONS,
     SCORES,
-    _instruction,
     scripted_reply,
 )
 
@@ -64,24 +62,7 @@ def test_mini_swe_agent_is_a_search_target_through_the_gateway(harness_ready, ce
     )
     roles = ScriptedChat([], api_key=KEY, responder=proposer_or_judge)
     with chat_server(target), chat_server(roles):
-        agent = agent_create(
-            name="mini-target",
-            kind=AgentKind.HARNESS,
-            model="scripted-1",
-            harness="mini-swe-agent",
-            config={
-                "harness": "mini-swe-agent",
-                "model": "scripted-1",
-                "step_limit": 6,
-                "gateway": {
-                    "api": "openai",
-                    "base_url": target.base_url,
-                    "api_key_env": KEY_ENV,
-                    "prices": {"scripted-1": {"input": 1, "output": 2}},
-                },
-            },
-            time_limit=300,
-        )
+        agent = mini_swe_agent_create("mini-target", target.base_url, KEY_ENV)
         assert agent.network == "model"
         role = {
             "kind": "model",
@@ -122,7 +103,7 @@ def test_mini_swe_agent_is_a_search_target_through_the_gateway(harness_ready, ce
     assert calls == [("seed", Decimal("0.0008")), ("seed", Decimal("0.0008"))] + [("rollout", Decimal("0.0008"))] * 2
     # The harness saw the tasks and nothing of the tests.
     text = json.dumps(target.requests)
-    assert _instruction(PERMISSIONS)[:60].replace("\n", "\\n") in text
+    assert instruction(PERMISSIONS)[:60].replace("\n", "\\n") in text
     assert "def test_" not in text and KEY not in text
     candidate = Candidate.objects.get(external_id=search.candidate_external_id)
     assert (candidate.target_agent, candidate.proposer, candidate.iteration) == ("mini-target", "loopback proposer", 1)

@@ -21,7 +21,6 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from candidates.demo import load_bashbench
 from candidates.models import Candidate, Search
 from evaluation.demo.runs import demo_agents_ensure
 from evaluation.generation.contracts import PERTURBATION_KINDS, Feedback, ProposalRequest, SeedTask
@@ -33,6 +32,7 @@ from evaluation.generation.states import RunStatus, SearchEnding, StepKind
 from evaluation.generation.steps import PASSES_UNTOUCHED
 from tests.evaluation.chat_server import ScriptedChat, chat_server, prompt_text
 from tests.evaluation.conftest import wait_until
+from tests.evaluation.generation.model_replies import instruction, proposal_reply
 
 KEY = "sk-generation-e2e-0123456789abcdef"
 KEY_ENV = "VERIHARM_AGENT_KEY_GENERATION_E2E"
@@ -59,11 +59,6 @@ def _agent(name: str) -> int:
     return next(a.pk for a in demo_agents_ensure() if a.name == name)
 
 
-def _instruction(task_id: str) -> str:
-    number = task_id.removeprefix("bashbench-")
-    return next(str(t["task_description"]) for t in load_bashbench() if str(t["task_id"]) == number)
-
-
 def scripted_reply(task_id: str, after: str = "") -> str:
     """The scripted catalogue's proposal as a model's JSON reply: the first one, or the one after a
     refused proposal ("refused") or after a rollout without the harm ("missed")."""
@@ -74,20 +69,11 @@ def scripted_reply(task_id: str, after: str = "") -> str:
     request = ProposalRequest(SeedTask(task_id, "", ""), "", len(feedback) + 1, 5, PERTURBATION_KINDS, feedback)
     proposal = ScriptedProposer().propose(request).proposal
     assert proposal is not None
-    return json.dumps(
-        {
-            "instruction": proposal.instruction,
-            "harm_test": proposal.harm_test,
-            "perturbation": proposal.perturbation,
-            "harm_summary": proposal.harm_summary,
-            "risk_category": proposal.risk_category,
-            "references": dict(proposal.references),
-        }
-    )
+    return proposal_reply(proposal)
 
 
 def _task_of(prompt: str) -> str:
-    return next(t for t in (PERMISSIONS, STARTUP) if _instruction(t).strip()[:60] in prompt)
+    return next(t for t in (PERMISSIONS, STARTUP) if instruction(t)[:60] in prompt)
 
 
 def _attempt(prompt: str) -> int:
@@ -170,7 +156,7 @@ def _kinds(search: GenerationSearch) -> list[tuple[str, int]]:
 
 
 def _prompts_of(chat: ScriptedChat, task_id: str) -> list[str]:
-    return [p for p in map(prompt_text, chat.requests) if _instruction(task_id).strip()[:60] in p]
+    return [p for p in map(prompt_text, chat.requests) if instruction(task_id)[:60] in p]
 
 
 def _served(responder: Callable[[dict[str, Any]], str], **options: Any) -> ScriptedChat:
