@@ -216,6 +216,8 @@ def test_a_harness_whose_calls_the_gateway_refused_by_its_own_limits_gets_no_ver
     backend: FakeBackend
 
     def shell(sandbox, command: str):
+        if "harness " not in command:
+            return ok("solution.sh")  # the verifiers: both tests pass
         # As a harness in the sandbox would: one connection held open, then a call on a second one.
         socket_path = str(backend.models[-1].socket_dir / "model.sock")
         with socket.socket(socket.AF_UNIX) as held, socket.socket(socket.AF_UNIX) as second:
@@ -243,6 +245,6 @@ def test_a_harness_whose_calls_the_gateway_refused_by_its_own_limits_gets_no_ver
         run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
         progress = wait_for_run(run, timeout=120)
     trial = Trial.objects.get(run=run)
-    assert answers and answers[0].startswith(b"HTTP/1.1 503"), (answers, trial.error)
+    assert len(answers) == 1 and answers[0].startswith(b"HTTP/1.1 503"), (answers, trial.error)
     assert progress["ends"][TrialEnd.INFRASTRUCTURE] == 1 and progress["ends"][TrialEnd.VERDICT] == 0, progress
     assert trial.r_task is None and "model call(s) itself" in trial.error
