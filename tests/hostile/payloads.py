@@ -30,6 +30,7 @@ class HostileRequest:
     must_refuse: bool = False  # a request nobody may ever get accepted
     template: str = ""
     valid: bool = False  # the operation's valid body, unspoiled
+    probe: bool = False  # the unspoiled body (valid, or the schema's example): may the role use the operation?
 
 
 def api_schema() -> dict[str, Any]:
@@ -182,10 +183,17 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=True)  # a lone surrogate travels as the escape \ud800
 
 
-def hostile_requests(schema: dict[str, Any], seeded: Seeded, *, thorough: bool = True) -> Iterator[HostileRequest]:
+def hostile_requests(
+    schema: dict[str, Any], seeded: Seeded, *, thorough: bool = True, forbidden: set[tuple[str, str]] | None = None
+) -> Iterator[HostileRequest]:
     """Every operation with: NUL, a lone surrogate and a huge number in each path and query parameter;
     `?k=abc`-style wrong types; and for JSON bodies NUL, lone surrogates, huge integers, oversized text
-    and wrong types in every field, wrong types for the whole body, and deep and malformed JSON."""
+    and wrong types in every field, wrong types for the whole body, and deep and malformed JSON.
+
+    Each operation's unspoiled body comes first (`probe`); the caller adds (method, template) to
+    `forbidden` when the role was refused it, and that operation's fields are then not walked one by
+    one for this role (the request is read lazily, so the set is consulted after the probe's answer)."""
+    forbidden = set() if forbidden is None else forbidden
     bodies = valid_bodies(seeded)
     for template, item in schema["paths"].items():
         for method, op in item.items():
@@ -212,7 +220,11 @@ def hostile_requests(schema: dict[str, Any], seeded: Seeded, *, thorough: bool =
             body_schema = content.get("application/json", {}).get("schema")
             base = bodies.get((method, template)) or (example(schema, body_schema) if body_schema else {})
             if (method, template) in bodies:
-                yield HostileRequest(method, path, "valid body", body=_json(base), template=template, valid=True)
+                yield HostileRequest(
+                    method, path, "valid body", body=_json(base), template=template, valid=True, probe=True
+                )
+            elif thorough and body_schema:
+                yield HostileRequest(method, path, "example body", body=_json(base), template=template, probe=True)
             takes_body = body_schema is not None  # operations without a body never read one
             yield HostileRequest(method, path, "deep JSON", body="[" * DEEP + "]" * DEEP, must_refuse=takes_body)
             yield HostileRequest(
@@ -224,7 +236,7 @@ def hostile_requests(schema: dict[str, Any], seeded: Seeded, *, thorough: bool =
             for wrong in WRONG_TYPES if body_schema else []:
                 if wrong != {}:
                     yield HostileRequest(method, path, f"body {wrong!r}", body=_json(wrong), must_refuse=True)
-            if not thorough or not body_schema:
+            if not thorough or not body_schema or (method, template) in forbidden:
                 continue
             for where, value in list(_paths(base))[1:]:
                 name = ".".join(map(str, where))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from django.db import connection
 
@@ -85,9 +86,18 @@ def seed() -> Seeded:
     )
 
 
-def table_counts() -> dict[str, int]:
-    """Rows in every table of the database, in one query."""
+@cache
+def _counting_query() -> tuple[list[str], str]:
+    # The tables are those of the migrations, the same for every test of the session: looked up once
+    # (the walks count rows after thousands of requests).
     with connection.cursor() as cursor:
         tables = [t for t in connection.introspection.table_names(cursor) if not t.startswith("django_migrations")]
-        cursor.execute("SELECT " + ", ".join(f"(SELECT count(*) FROM {connection.ops.quote_name(t)})" for t in tables))
+    return tables, "SELECT " + ", ".join(f"(SELECT count(*) FROM {connection.ops.quote_name(t)})" for t in tables)
+
+
+def table_counts() -> dict[str, int]:
+    """Rows in every table of the database, in one query."""
+    tables, query = _counting_query()
+    with connection.cursor() as cursor:
+        cursor.execute(query)
         return dict(zip(tables, cursor.fetchone()))
