@@ -110,6 +110,11 @@ class RunLedger:
 
     def settle(self, reservation: Reservation | None, call: CallRecord) -> None:
         with self._database(), transaction.atomic():
+            if self._budget_usd is not None:
+                # Under the run's lock too: a reservation reads what was spent and what is held in two
+                # statements, and a call settled between them would be counted in neither (its hold
+                # gone, its record not yet seen), letting one more call through.
+                Run.objects.select_for_update().filter(pk=self.run_id).values_list("pk", flat=True).get()
             model_call_record(
                 trial_id=self.trial_id,
                 attempt=self.attempt,

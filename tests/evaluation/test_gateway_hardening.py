@@ -21,7 +21,9 @@ import pytest
 from django.db import connection
 
 from evaluation.gateway import Gateway, serve
+from evaluation.gateway.ledger import CallRecord
 from evaluation.models import ModelBudgetHold, ModelCall
+from evaluation.trials.gateway_ledger import RunLedger
 from evaluation.trials.model_access import gateway_for_trial
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_until
@@ -75,10 +77,51 @@ def test_forty_parallel_calls_against_a_one_call_budget_forward_at_most_one_call
         assert all(a.json()["error"]["type"] == "budget_exhausted" for a in refused), [a.text for a in refused]
         assert gw.budget_refusals == len(refused)
     # The documented bound: the budget plus at most one call.
-    assert 1 <= len(chat.requests) <= 2 and len(refused) >= 38
+    recorded = list(ModelCall.objects.values_list("status_code", "retries", "cost_usd", "latency"))
+    assert 1 <= len(chat.requests) <= 2 and len(refused) >= 38, (
+        chat.arrivals,
+        recorded,
+        [a.status_code for a in answers],
+    )
     spent = sum(c.cost_usd for c in ModelCall.objects.filter(trial__run=trial.run))
     assert spent <= ONE_CALL + ONE_CALL
     assert not ModelBudgetHold.objects.exists()  # every hold was settled or given back
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_call_is_settled_between_two_reservations_of_its_run_never_during_one(examples_imported):
+    trial = make_trial("gw-settle", budget="1")
+    ledger = RunLedger(run_id=trial.run_id, trial_id=trial.pk, attempt=1, budget_usd=Decimal("1"))
+    reservation = ledger.reserve(Decimal("0.9"), 60)
+    call = CallRecord(
+        route="chat_completions",
+        model="m",
+        streamed=False,
+        status_code=200,
+        input_tokens=100,
+        output_tokens=20,
+        usage_reported=True,
+        usage_estimated=False,
+        gateway_failure=False,
+        latency=0.1,
+        retries=0,
+        cost_usd=ONE_CALL,
+    )
+    settled = threading.Event()
+    dsn = f"dbname={connection.settings_dict['NAME']} user=postgres host=127.0.0.1"
+    with psycopg.connect(dsn) as other:
+        # Another worker's reservation, between its read of what was spent and its read of the holds.
+        other.execute("SELECT 1 FROM evaluation_run WHERE id = %s FOR UPDATE", [trial.run_id])
+        worker = threading.Thread(target=lambda: (ledger.settle(reservation, call), settled.set()))
+        worker.start()
+        # The settlement waits: had it gone through, that reservation would count the call nowhere.
+        assert not settled.wait(1.0)
+        assert ModelBudgetHold.objects.filter(pk=reservation.id).exists() and not ModelCall.objects.exists()
+        other.commit()
+        assert settled.wait(10)
+        worker.join(10)
+    assert not ModelBudgetHold.objects.exists()
+    assert list(ModelCall.objects.values_list("cost_usd", flat=True)) == [ONE_CALL]
 
 
 @pytest.mark.django_db(transaction=True)
