@@ -8,8 +8,10 @@ cores the figure shows the coordination works (it does not grow with hosts: they
 Mid-run host-b is lost (every process SIGKILLed, its link cut) and comes back later. At the end,
 with host-a and host-b stopped, host-c re-scores final states host-a wrote (the store is shared).
 
-Its size: VERIHARM_MANY_HOSTS_REPETITIONS (default 80) repetitions of the three reference agents
-on one candidate in the main run (240 trials), 8 in each measuring run."""
+Its size: VERIHARM_MANY_HOSTS_REPETITIONS (default 40) repetitions of the three reference agents
+on one candidate in the main run (120 trials), 8 in each measuring run. Most of the main run is the
+wait for the lease and the sweep after the loss (up to 180 s with the shipped settings), which more
+trials do not shorten: they only take the two cores from the rest of the suite meanwhile."""
 
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ from veriharm_site.broker_messages import waiting_tasks
 CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
 # Its trials run on host-a alone, and are re-scored at the end by host-c alone.
 RESCORED = "bb-187101/gpt-5.4-mini/claude-opus-4-7"
-REPETITIONS = int(os.environ.get("VERIHARM_MANY_HOSTS_REPETITIONS", "80"))
+REPETITIONS = int(os.environ.get("VERIHARM_MANY_HOSTS_REPETITIONS", "40"))
 MEASURE_REPETITIONS = 8
 LEASE = settings.VERIHARM_TRIAL_LEASE_SECONDS  # the shipped 120 s
 SWEEP = 60.0  # the shipped sweep interval, which the workers' settings keep
