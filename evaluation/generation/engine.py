@@ -20,6 +20,7 @@ from django.conf import settings
 
 from evaluation.agents.base import AgentError
 from evaluation.sandbox.base import SandboxBackend, SandboxError
+from evaluation.trials.pinning import InputsTampered
 from evaluation.trials.protocol import TrialCancelled
 from evaluation.trials.sandboxes import default_backend_factory
 
@@ -110,6 +111,10 @@ def search_execute(
                 fields = _do(search, todo, recorded, backend, cancelled)
             except TrialCancelled:
                 continue  # the record now decides: cancelled, or the lease was lost
+            except InputsTampered as exc:
+                # The target's pin no longer matches its hash, as a trial's would be refused: every
+                # attempt would meet the same pin.
+                retry = step_failed(claim, f"{todo.kind} {todo.iteration}: cannot start: {exc}", retryable=False)
             except (SandboxError, AgentError) as exc:
                 retry = step_failed(claim, f"{todo.kind} {todo.iteration or todo.judge}: {type(exc).__name__}: {exc}")
             except Exception:

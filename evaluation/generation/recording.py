@@ -78,9 +78,10 @@ def step_record(claim: Claim, expected: decision.Next, fields: dict[str, Any]) -
         return True
 
 
-def step_failed(claim: Claim, error: str) -> bool:
+def step_failed(claim: Claim, error: str, *, retryable: bool = True) -> bool:
     """An attempt at the current step failed on infrastructure: True to try again; after
-    VERIHARM_TRIAL_MAX_ATTEMPTS failures the search ends as an infrastructure failure (False)."""
+    VERIHARM_TRIAL_MAX_ATTEMPTS failures, or at once when trying again would fail the same way
+    (`retryable` False), the search ends as an infrastructure failure (False)."""
     with transaction.atomic():
         search = search_locked(claim)
         if search is None:
@@ -88,7 +89,7 @@ def step_failed(claim: Claim, error: str) -> bool:
         search.failures += 1
         search.error = (search.error + "\n" if search.error else "") + error[-2000:]
         search.save(update_fields=["failures", "error"])
-        if search.failures < settings.VERIHARM_TRIAL_MAX_ATTEMPTS:
+        if retryable and search.failures < settings.VERIHARM_TRIAL_MAX_ATTEMPTS:
             return True
     search_finish(claim, decision.Next(decision.FINISH, ending=SearchEnding.INFRASTRUCTURE))
     return False

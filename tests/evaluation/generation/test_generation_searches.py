@@ -245,6 +245,32 @@ def test_a_search_in_docker_sandboxes_runs_its_target_as_pinned_at_launch(sandbo
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_search_whose_pinned_target_was_altered_ends_at_once_without_running_it(
+    sandboxes_ready, celery_worker_thread
+):
+    with transaction.atomic():  # published on commit: the worker starts after the edit below
+        run = generation_launch(
+            name="altered pin",
+            selection={"kind": "ids", "ids": ["bashbench-489407"]},
+            agent_ids=[_agent("demo-reckless")],
+            proposers=[{"kind": "scripted"}],
+            judges=SCRIPTED_JUDGES,
+            budget=3,
+            backend="local",
+            reference_check=False,
+        )
+        search = run.searches.get()
+        altered = {**search.agent_config, "time_limit": 1}
+        GenerationSearch.objects.filter(pk=search.pk).update(agent_config=altered)
+    run = _finished(run)
+    search = run.searches.get()
+    # Refused as a trial with altered inputs is: once, saying why, and nothing ran in a sandbox.
+    assert (search.ending, search.failures) == (SearchEnding.INFRASTRUCTURE, 1)
+    assert "cannot start: the pinned agent configuration does not match its sha256" in search.error
+    assert "Traceback" not in search.error and not search.steps.exists()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_cancel_stops_a_search_between_steps(sandboxes_ready, celery_worker_thread):
     run = generation_launch(
         name="to cancel",
