@@ -6,6 +6,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,8 @@ def made_before_accounts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = var_dir / "db.sqlite3"
     migrated = _manage("migrate", "--noinput", "-v0", var_dir=var_dir)
     assert migrated.returncode == 0, migrated.stderr
-    with sqlite3.connect(db) as conn:
+    # closing(): a connection's own `with` commits but leaves it open.
+    with closing(sqlite3.connect(db)) as conn, conn:
         conn.execute("PRAGMA journal_mode=DELETE")
         conn.execute("DELETE FROM django_migrations WHERE app = 'accounts'")
     refused = _manage("migrate", "--noinput", "-v0", var_dir=var_dir)
@@ -52,7 +54,7 @@ def _copy(template: Path, to: Path) -> Path:
 
 
 def _history(db: Path) -> list[tuple[str, str]]:
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:
         return conn.execute("SELECT app, name FROM django_migrations ORDER BY id").fetchall()
 
 
