@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from candidates import import_jobs
 from evaluation.models import Trial
+from evaluation.queue import trials_publish
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
 from evaluation.tasks import trial_execute
@@ -69,6 +70,15 @@ def test_a_retry_stays_on_the_queue_it_came_from(broker) -> None:
     assert queued(broker, "sandbox-docker") == {TRIAL_TASK: {7}}
     assert queued(broker, "sandbox-local") == {}
     assert queued(broker, "default") == {}
+
+
+def test_a_taken_over_trial_is_taken_before_the_backlog_of_its_queue(broker) -> None:
+    trials_publish([(pk, "local") for pk in range(1, 6)])
+    trials_publish([(99, "local")], takeover=True)
+    with broker.connection_for_read() as conn:
+        # What a worker's next fetch from the queue gets.
+        taken = [conn.default_channel.basic_get(queue="sandbox-local", no_ack=True) for _ in range(2)]
+    assert [message.decode()[0] for message in taken] == [[99], [1]]
 
 
 @pytest.mark.django_db(transaction=True)

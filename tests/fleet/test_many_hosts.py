@@ -172,8 +172,8 @@ def test_a_run_over_three_hosts_survives_losing_one(
                     republished.setdefault(pk, now)
             return set(taken) == held
 
-        # The sweep publishes the trial again within lease + sweep interval, ahead of the run's backlog
-        # (evaluation.queue.TAKEOVER): the next host to finish a trial claims it.
+        # The sweep publishes the trial again within lease + sweep interval, ahead of any backlog
+        # (evaluation.queue.TAKEOVER, tests/evaluation/test_queue_routing.py): the next free host claims it.
         wait_until(taken_over, 1200, "the lost host's trials to be taken over", interval=0.5)
         figures["longest republish after the host loss (s)"] = max(republished.values())
         figures["longest takeover (claim) after the host loss (s)"] = max(taken.values())
