@@ -54,7 +54,8 @@ def test_a_pooled_sandbox_is_handed_out_once_and_carries_nothing_over(pooled: Sa
     first = pooled.create(ENVIRONMENT)
     assert where(first) in ready  # taken from the pool...
     assert where(first) not in {where(s) for s in pooled.pooled()}  # ...and out of it for good
-    assert first.exec("echo left > /tmp/left; echo left > /etc/left; echo left > left; pwd", 30).stdout == "/app\n"
+    result = first.exec("echo left > /tmp/left; echo left > /etc/left; echo left > left; pwd", 30)
+    assert result.stdout == "/app\n", result
     first.destroy()
     assert not on_host(first)
 
