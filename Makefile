@@ -14,7 +14,7 @@ COVERAGE_ARGS ?= --cov --cov-report=term-missing:skip-covered
 # The suite in this many pytest-xdist processes (docs/development.md, "Test suite time": much of it waits on
 # workers, sandboxes and Chromium). Each process has its own test database and broker keys; no test needs to
 # share a process with another. TEST_PROCESSES=0 runs everything in the one pytest process.
-TEST_PROCESSES ?= 3
+TEST_PROCESSES ?= 2
 XDIST_ARGS := $(if $(filter 0,$(TEST_PROCESSES)),,-n $(TEST_PROCESSES))
 # One lock for every Python the project runs on: the venv's (3.12+) and the images' (3.12, 3.13).
 LOCK_ARGS := --universal --python-version 3.12 --generate-hashes --quiet --custom-compile-command "make lock"
