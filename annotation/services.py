@@ -7,7 +7,7 @@ waits for an item lock takes them in primary-key order, so concurrent annotators
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -67,8 +67,8 @@ def _locked(rows: Manager | QuerySet, *, skip_locked: bool = False) -> QuerySet:
 class AnnotationError(Refused):
     """A refused request; the message says what is wrong and nothing was changed."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__("", message)
+    def __init__(self, message: str = "", *, problems: Iterable[tuple[str, str]] = ()) -> None:
+        super().__init__("", message, problems=problems)
 
 
 class NotAMember(AnnotationError):
@@ -87,15 +87,15 @@ class NotYourItem(AnnotationError):
     status_code = 404
 
 
-@dataclass
 class StudyRefused(AnnotationError):
-    errors: dict[str, str] = field(default_factory=dict)
+    """A study's settings refused, each problem under the name of its field."""
 
-    def __str__(self) -> str:
-        return "; ".join(f"{name}: {message}" for name, message in self.errors.items())
-
-    def error_pairs(self) -> list[tuple[str, str]]:
-        return list(self.errors.items())
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        self.errors = dict(errors)
+        super().__init__(
+            "; ".join(f"{name}: {message}" for name, message in self.errors.items()),
+            problems=self.errors.items(),
+        )
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 
 from veriharm_site.refusals import Refused
 
@@ -10,12 +10,14 @@ from veriharm_site.refusals import Refused
 LAUNCH_FIELDS = ("selection", "agents", "protocol", "repetitions", "backend", "name", "test_timeout", "budget_usd")
 
 
-@dataclass
+def _field_of(error: str) -> str:
+    first = error.split(" ", 1)[0]
+    return first if first in LAUNCH_FIELDS else ""
+
+
 class LaunchRefused(Refused):
-    errors: list[str] = field(default_factory=list)
+    """Nothing was launched; `errors` holds every problem, each a sentence led by its field's name."""
 
-    def __str__(self) -> str:
-        return "; ".join(self.errors)
-
-    def error_pairs(self) -> list[tuple[str, str]]:
-        return [(e.split(" ", 1)[0] if e.split(" ", 1)[0] in LAUNCH_FIELDS else "", e) for e in self.errors]
+    def __init__(self, errors: Iterable[str]) -> None:
+        self.errors = list(errors)
+        super().__init__(problems=[(_field_of(error), error) for error in self.errors])

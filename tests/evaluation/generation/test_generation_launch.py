@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import transaction
+from django.utils import timezone
 
+from evaluation.generation import recording
 from evaluation.generation.launch import generation_cancel, generation_launch
 from evaluation.generation.models import GenerationRun, GenerationSearch
 from evaluation.generation.states import RunStatus, SearchEnding, SearchStatus
+from evaluation.models import Run as EvaluationRun
 from tests.factories import AgentFactory
 from veriharm_site.refusals import Refused
 
@@ -153,6 +157,25 @@ def test_cancel_ends_queued_searches_at_once_and_a_second_cancel_is_refused():
     with pytest.raises(Refused) as missing:
         generation_cancel(10**9)
     assert missing.value.status_code == 404
+
+
+def test_a_refused_reference_check_is_noted_on_the_run_which_still_ends():
+    """A run whose kept candidate cannot be found launches no reference check: the run ends, saying
+    why, instead of its end rolling back and being tried again."""
+    run = _launch()
+    run.searches.update(
+        status=SearchStatus.FINISHED,
+        ending=SearchEnding.KEPT,
+        kept_iteration=1,
+        candidate_external_id="gen-gone",
+        finished_at=timezone.now(),
+    )
+    with transaction.atomic():
+        recording.run_settle(run.pk)
+    run.refresh_from_db()
+    assert run.status == RunStatus.FINISHED and run.reference_run is None
+    assert run.note == "the reference check was not launched: no candidate with id gen-gone"
+    assert not EvaluationRun.objects.exists()
 
 
 def test_the_command_launches_and_names_what_is_wrong(capsys):
