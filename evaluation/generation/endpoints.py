@@ -75,7 +75,7 @@ def endpoint_from_config(config: Mapping[str, Any]) -> Endpoint:
     upstream = upstream_from_config({key: config[key] for key in UPSTREAM_KEYS if key in config})
     routes = ROUTES[upstream.api]
     route = config.get("route")
-    if route not in routes:
+    if not isinstance(route, str) or route not in routes:
         raise ValueError(f"route must be one of {', '.join(routes)} for api {upstream.api!r}, got {route!r}")
     temperature = config.get("temperature")
     if temperature is not None and (

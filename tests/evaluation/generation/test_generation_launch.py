@@ -235,6 +235,8 @@ def test_the_api_launches_reads_and_cancels_a_run_for_admins_only(admin_client_,
         ({"judges": [{"kind": "scripted", "api_token": "x"}]}, "judges"),
         ({"agents": ["x"]}, "agents"),
         ({"proposers": "scripted"}, "proposers"),
+        ({"proposers": [{**MODEL, "route": ["chat_completions"]}]}, "proposers"),
+        ({"judges": [{**MODEL, "route": {"chat_completions": 1}}]}, "judges"),
     ],
 )
 def test_the_api_refuses_bad_launches_naming_the_field(admin_client_, change, field):

@@ -203,6 +203,14 @@ def _post_launch(client: Client, **changes) -> object:
         ({"scripted_proposer": ""}, "proposers", "name at least one proposer configuration"),
         ({"proposers": "{not json"}, "proposers", "line 1: not JSON"),
         ({"judges": '{"kind": "remote", "api_key": "sk-1"}'}, "judges", "judge 2: a judge&#x27;s kind must be one of"),
+        (
+            {
+                "proposers": '{"kind": "model", "name": "m", "api": "openai", "route": ["responses"], "model": "m", '
+                '"base_url": "http://127.0.0.1:9/v1", "api_key_env": "VERIHARM_AGENT_KEY_PAGE"}'
+            },
+            "proposers",
+            "route must be one of",
+        ),
         ({"budget": "21"}, "budget", "less than or equal to 20"),
         ({"perturbations": []}, "perturbations", "choose at least one perturbation kind"),
     ],
