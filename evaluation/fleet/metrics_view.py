@@ -39,7 +39,12 @@ def _address_allowed(address: str) -> bool:
 def _token_given(request: Request) -> bool:
     token = settings.VERIHARM_METRICS_TOKEN
     scheme, _, given = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-    return bool(token) and scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), token)
+    if not token or scheme.lower() != "bearer":
+        return False
+    # Compared as bytes: compare_digest refuses str with characters beyond ASCII. WSGI hands a header
+    # over decoded as latin-1, so encoding it back gives the bytes the client sent.
+    sent = given.strip().encode("latin-1", errors="replace")
+    return hmac.compare_digest(sent, token.encode("utf-8"))
 
 
 class MetricsAccess(BasePermission):

@@ -55,6 +55,9 @@ def test_metrics_are_off_until_configured_and_then_need_the_token(settings, admi
     assert anonymous.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 403
     assert anonymous.get("/metrics", HTTP_AUTHORIZATION=f"Basic {TOKEN}").status_code == 403
     assert anonymous.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 200
+    # A token beyond ASCII is a wrong token, whatever its characters.
+    for spoiled in (f"{TOKEN}\u00e9", "\u20ac" * 8, "\udcff"):
+        assert anonymous.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {spoiled}").status_code == 403
     settings.VERIHARM_METRICS_TOKEN = ""
     settings.VERIHARM_METRICS_ALLOWED_ADDRESSES = ["10.0.0.0/8", "not an address"]
     assert anonymous.get("/metrics").status_code == 403  # the test client is 127.0.0.1
