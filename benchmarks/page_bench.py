@@ -59,7 +59,7 @@ VARIANTS = {
     "candidates/": RANKING_SORTS,
     "api/candidates/": RANKING_SORTS,
     "candidates/review/": ("k=1000",),
-    "candidates/review/<int:rank>/": ("k=1000",),
+    "candidates/review/<number:rank>/": ("k=1000",),
     "api/review/queue/": ("k=1000",),
 }
 
@@ -350,9 +350,9 @@ def _fill(route: str, ids: dict[str, str]) -> str | None:
                 key = "release"
             elif "import/jobs" in route:
                 key = "job"
-            elif "trials/<int:pk>" in route:
+            elif "trials/<number:pk>" in route:
                 key = "trial"
-            elif "studies/<int:pk>" in route:
+            elif "studies/<number:pk>" in route:
                 key = "study"
             else:
                 key = "run"

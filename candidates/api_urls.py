@@ -6,7 +6,7 @@ from .curation import urls as curation_urls
 urlpatterns = [
     path("candidates/", api.CandidateListApi.as_view(), name="api-candidates"),
     path("candidates/import/", api.ImportApi.as_view(), name="api-candidates-import"),
-    path("candidates/import/jobs/<int:pk>/", api.ImportJobApi.as_view(), name="api-candidates-import-job"),
+    path("candidates/import/jobs/<number:pk>/", api.ImportJobApi.as_view(), name="api-candidates-import-job"),
     path("candidates/export/", api.ExportApi.as_view(), name="api-candidates-export"),
     path("pipeline-format/schema/", api.PipelineFormatSchemaApi.as_view(), name="api-pipeline-format-schema"),
     *curation_urls.api_urlpatterns,

@@ -8,7 +8,7 @@ app_name = "candidates"
 urlpatterns = [
     path("", views.RankingView.as_view(), name="ranking"),
     path("import/", views.ImportView.as_view(), name="import"),
-    path("import/jobs/<int:pk>/", views.ImportJobView.as_view(), name="import-job"),
+    path("import/jobs/<number:pk>/", views.ImportJobView.as_view(), name="import-job"),
     path("export.jsonl", views.ExportView.as_view(), name="export"),
     path("highlight.css", views.highlight_css, name="highlight-css"),
     *curation_urls.urlpatterns,

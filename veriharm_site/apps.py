@@ -11,7 +11,12 @@ class VeriharmSiteConfig(AppConfig):
     verbose_name = "VeriHarm Review"
 
     def ready(self) -> None:
+        from django.urls import register_converter
+
+        from .converters import NumberConverter
         from .roles import ensure_roles
+
+        register_converter(NumberConverter, "number")
 
         # Runs after every app's migrations; each run grants whatever permissions exist by then.
         post_migrate.connect(lambda **kwargs: ensure_roles(), dispatch_uid="veriharm_ensure_roles", weak=False)

@@ -192,6 +192,8 @@ SPECTACULAR_SETTINGS = {
     ],
     # Uploads are binary parts of a multipart body, not URI strings.
     "COMPONENT_SPLIT_REQUEST": True,
+    # Every numeric path parameter (veriharm_site/converters.py): a whole number of at most 18 digits.
+    "PATH_CONVERTER_OVERRIDES": {"number": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}},
     # Curator decisions and evaluation reference checks both have a "verdict", and trials, studies and
     # re-scores a "status": name them apart.
     "ENUM_NAME_OVERRIDES": {
