@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from veriharm_site.api_errors import refusal
+from veriharm_site.api_paging import CheckedPageNumberPagination, paged
 from veriharm_site.permissions import api_permission, signed_in_user
 from veriharm_site.queries import query_of
 
@@ -194,9 +195,13 @@ def _detail(study: Study, request: Request) -> dict:
 
 
 class StudiesApi(_ReadOrManage):
+    """Studies, newest first, a page at a time (GET); a new study (POST)."""
+
+    pagination_class = CheckedPageNumberPagination
+
     @extend_schema(responses=StudySerializer(many=True))
     def get(self, request: Request) -> Response:
-        return Response(StudySerializer(tables.study_summaries(), many=True).data)
+        return paged(request, self, tables.study_summaries(), lambda page: StudySerializer(page, many=True).data)
 
     @extend_schema(request=StudyCreateSerializer, responses={201: StudyDetailSerializer})
     def post(self, request: Request) -> Response:

@@ -6,15 +6,21 @@ urlpatterns = [
     # Annotators (blind).
     path("annotation/my/studies/", api.MyStudiesApi.as_view(), name="api-annotation-my-studies"),
     path("annotation/my/studies/<number:study_id>/next/", api.NextItemApi.as_view(), name="api-annotation-next"),
-    path("annotation/my/studies/<number:study_id>/progress/", api.MyProgressApi.as_view(), name="api-annotation-progress"),
+    path(
+        "annotation/my/studies/<number:study_id>/progress/", api.MyProgressApi.as_view(), name="api-annotation-progress"
+    ),
     path("annotation/my/studies/<number:study_id>/labels/", api.MyLabelsApi.as_view(), name="api-annotation-my-labels"),
-    path("annotation/my/studies/<number:study_id>/items/<str:token>/", api.ItemApi.as_view(), name="api-annotation-item"),
+    path(
+        "annotation/my/studies/<number:study_id>/items/<str:token>/", api.ItemApi.as_view(), name="api-annotation-item"
+    ),
     path(
         "annotation/my/studies/<number:study_id>/items/<str:token>/skip/",
         api.SkipApi.as_view(),
         name="api-annotation-skip",
     ),
-    path("annotation/my/studies/<number:study_id>/skipped/", api.MySkippedApi.as_view(), name="api-annotation-my-skipped"),
+    path(
+        "annotation/my/studies/<number:study_id>/skipped/", api.MySkippedApi.as_view(), name="api-annotation-my-skipped"
+    ),
     path(
         "annotation/my/studies/<number:study_id>/items/<str:token>/return/",
         api.ReturnApi.as_view(),

@@ -25,7 +25,9 @@ urlpatterns = [
     ),
     path("evaluation/trials/<number:pk>/", api.TrialDetailApi.as_view(), name="api-evaluation-trial"),
     path("evaluation/generation/runs/", generation_api.GenerationLaunchApi.as_view(), name="api-generation-runs"),
-    path("evaluation/generation/runs/<number:pk>/", generation_api.GenerationRunApi.as_view(), name="api-generation-run"),
+    path(
+        "evaluation/generation/runs/<number:pk>/", generation_api.GenerationRunApi.as_view(), name="api-generation-run"
+    ),
     path(
         "evaluation/generation/runs/<number:pk>/cancel/",
         generation_api.GenerationCancelApi.as_view(),

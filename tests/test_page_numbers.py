@@ -129,3 +129,21 @@ def test_the_api_lists_walk_their_pages(paged_run, admin_client_):
     assert len(second["results"]) == ROWS - 50 and second["next"] is None
     assert admin_client_.get(url, {"page": "last"}).json()["results"] == second["results"]
     assert admin_client_.get(url, {"page": "3"}).status_code == 404  # past the end: clients follow `next`
+
+
+def test_the_release_and_study_lists_are_paged_as_every_api_list(admin_user, admin_client_):
+    from annotation.models import Study
+    from candidates.models import Release
+    from tests.factories import StudyFactory
+
+    Release.objects.bulk_create(Release(name="bench", version=f"1.{n}", created_by=admin_user) for n in range(51))
+    Study.objects.bulk_create(StudyFactory.build(created_by=admin_user) for _ in range(51))
+    for url in ("/api/releases/", "/api/annotation/studies/"):
+        first = admin_client_.get(url).json()
+        assert (first["count"], len(first["results"]), first["previous"]) == (51, 50, None), url
+        second = admin_client_.get(first["next"]).json()
+        assert len(second["results"]) == 1 and second["next"] is None, url
+        ids = [row["id"] for row in first["results"] + second["results"]]
+        assert len(set(ids)) == 51, url  # every row once, in a stable order
+        refused = admin_client_.get(url, {"page": "abc"})
+        assert refused.status_code == 400 and refused.json()["errors"][0]["field"] == "page", url

@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from veriharm_site.api_errors import API_ERRORS, refusal
+from veriharm_site.api_paging import CheckedPageNumberPagination, paged
 from veriharm_site.permissions import api_permission, signed_in_user
 from veriharm_site.queries import query_of
 
@@ -229,9 +230,13 @@ class ReviewDecisionsBulkApi(APIView):
 
 
 class ReleaseListApi(_ReadOrCurate):
+    """Releases by name, newest first, a page at a time (GET); a new draft (POST)."""
+
+    pagination_class = CheckedPageNumberPagination
+
     @extend_schema(responses=ReleaseSerializer(many=True))
     def get(self, request: Request) -> Response:
-        return Response(ReleaseSerializer(releases.release_list(), many=True).data)
+        return paged(request, self, releases.release_list(), lambda page: ReleaseSerializer(page, many=True).data)
 
     @extend_schema(request=ReleaseCreateSerializer, responses={201: ReleaseSerializer})
     def post(self, request: Request) -> Response:

@@ -201,7 +201,12 @@ def approved_snapshot(*, lock: bool = False) -> list[Snapshot]:
 
 
 def release_list() -> QuerySet[Release]:
-    return Release.objects.select_related("created_by", "frozen_by").annotate(item_count=Count("items"))
+    # Ordered here: a query grouped for the count leaves Meta.ordering out, and pages need an order.
+    return (
+        Release.objects.select_related("created_by", "frozen_by")
+        .annotate(item_count=Count("items"))
+        .order_by(*Release._meta.ordering)
+    )
 
 
 def release_get(release_id: int) -> Release:

@@ -67,7 +67,7 @@ def test_a_viewer_reads_the_results_api(labelled_study, viewer):
     api = APIClient()
     api.force_authenticate(viewer)
     pk = labelled_study.pk
-    assert [s["id"] for s in api.get("/api/annotation/studies/").json()] == [pk]
+    assert [s["id"] for s in api.get("/api/annotation/studies/").json()["results"]] == [pk]
     detail = api.get(f"/api/annotation/studies/{pk}/").json()
     assert {m["username"] for m in detail["members"]} == {""}
     assert len(api.get(f"/api/annotation/studies/{pk}/items/").json()) == 4
