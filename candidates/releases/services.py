@@ -201,11 +201,11 @@ def approved_snapshot(*, lock: bool = False) -> list[Snapshot]:
 
 
 def release_list() -> QuerySet[Release]:
-    # Ordered here: a query grouped for the count leaves Meta.ordering out, and pages need an order.
+    # Meta.ordering, said again: a query grouped for the count leaves it out, and pages need an order.
     return (
         Release.objects.select_related("created_by", "frozen_by")
         .annotate(item_count=Count("items"))
-        .order_by(*Release._meta.ordering)
+        .order_by("name", "-created_at", "-id")
     )
 
 
