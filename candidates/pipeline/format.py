@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +74,8 @@ __all__ = [
 ]
 
 MAX_ERRORS = 200
+# Problems named for one line; past it, one more error counts the rest.
+MAX_ERRORS_PER_LINE = 10
 # Only these escapes spell text that cannot be stored (\u0000, a lone surrogate); a line without
 # any is not walked. A false alarm (an escaped backslash before "u0000") only costs the walk.
 _BAD_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
@@ -123,10 +125,14 @@ class ParseResult:
 
 
 class _Invalid(Exception):
-    def __init__(self, field: str, message: str) -> None:
+    """A line refused: its first problem as `field` and `message`, and every problem found (the
+    model's validation reports them all at once) in `problems`."""
+
+    def __init__(self, field: str, message: str, *, more: Sequence[tuple[str, str]] = ()) -> None:
         super().__init__(message)
         self.field = field
         self.message = message
+        self.problems = [(field, message), *more]
 
 
 def canonical_json(data: Any) -> str:
@@ -181,6 +187,17 @@ _SIMPLE_MESSAGES = {
     "too_short": "must be a non-empty list",
     "none_required": "must be null",
 }
+
+
+def _line_refused(exc: ValidationError) -> _Invalid:
+    """Every problem pydantic found in a line, each worded as the contract's, at most
+    MAX_ERRORS_PER_LINE of them (and a last one counting the rest)."""
+    found = [_error(error) for error in exc.errors(include_url=False)]
+    problems = [(problem.field, problem.message) for problem in found[:MAX_ERRORS_PER_LINE]]
+    if len(found) > MAX_ERRORS_PER_LINE:
+        problems.append(("", f"and {len(found) - MAX_ERRORS_PER_LINE} more problems on this line"))
+    first, *more = problems
+    return _Invalid(*first, more=more)
 
 
 def _error(error: Any) -> _Invalid:
@@ -278,7 +295,7 @@ def _normalised(model: type[CandidateLine | SearchLine], obj: dict[str, Any]) ->
     try:
         data = model.model_validate(obj).record()
     except ValidationError as exc:
-        raise _error(exc.errors(include_url=False)[0]) from None
+        raise _line_refused(exc) from None
     _check_text_lengths(data, validation_context()["max_text"])
     return data
 
@@ -347,7 +364,7 @@ def parse_line(raw: str | bytes, location: Location, context: dict[str, Any] | N
     try:
         data = model.model_validate(obj).record()
     except ValidationError as exc:
-        raise _error(exc.errors(include_url=False)[0]) from None
+        raise _line_refused(exc) from None
     if len(text) > context["max_text"]:  # only then can one of its texts be too long
         _check_text_lengths(data, context["max_text"])
     return Record(kind=kind, data=data, location=location, content_hash=content_hash(data))
@@ -377,7 +394,8 @@ def parse_stream(
         try:
             record = parse_line(text, location, context)
         except _Invalid as exc:
-            yield FormatError(location, exc.field, exc.message)
+            for field_path, message in exc.problems:
+                yield FormatError(location, field_path, message)
             continue
         data = record.data
         if record.kind == "candidate":
