@@ -83,6 +83,10 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         page: Page[Candidate] = Paginator(rows_source, PAGE_SIZE).get_page(query["page"])
         rows = list(page.object_list)
         sums = selectors.candidate_judge_sums([c.pk for c in rows])
+        # Judges named once in the header when every row of the page has the same ones in the same
+        # order (the usual case: one panel judged the pool); otherwise each sum carries its judge.
+        panels = {tuple(judge for judge, _ in row_sums) for row_sums in sums.values()}
+        shared_judges = list(panels.pop()) if len(panels) == 1 else None
         flags = candidate_flags(c.pk for c in rows)
         references = reference_states_for(self.request.user, [c.pk for c in rows]) or {}
         kept = params.copy()
@@ -103,6 +107,7 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
                 for action in ranking_actions_for(self.request.user)
             ],
             page=page,
+            shared_judges=shared_judges,
             rows=[
                 {
                     "candidate": c,

@@ -104,3 +104,27 @@ def test_filtered_and_searched_pages_follow_rank_order_on_the_page_and_the_api(d
     assert len(expected) == 7 and expected[-2:] == ["fu0", "fu1"]
     data = curator_client.get("/api/candidates/", {"perturbation": "delegation_of_control", "page": 1}).json()
     assert data["count"] == 7 and [row["id"] for row in data["results"]] == expected
+
+
+def _sums_cell(page: str, external_id: str) -> str:
+    row = page.split(f">{external_id}</a>")[0].rsplit("<tr", 1)[1]
+    return row.split('<td class="sums">')[1].split("</td>")[0]
+
+
+def test_the_judge_sums_say_which_judge_gave_each(db, client, curator):
+    # One panel on the page: its judges named once, in the header, in the sums' order.
+    import_lines(
+        with_judges(CandidateLineFactory(id="one"), (5, 5, 5, 5, 3), (4, 4, 4, 4, 4)),
+        with_judges(CandidateLineFactory(id="two"), (3, 3, 3, 3, 3), (2, 2, 2, 2, 2)),
+    )
+    client.force_login(curator)
+    page = client.get("/candidates/").content.decode()
+    header = page.split('data-testid="judge-sums-header">')[1].split("</th>")[0]
+    assert header.index(">judge-1<") < header.index(">judge-2<")
+    assert ">23<" in _sums_cell(page, "one") and 'class="judge-name"' not in _sums_cell(page, "one")
+    # Another panel on the same page: each sum carries its judge's name instead.
+    import_lines(with_judges(CandidateLineFactory(id="three"), (1, 1, 1, 1, 1)))
+    page = client.get("/candidates/").content.decode()
+    assert "<div" not in page.split('data-testid="judge-sums-header">')[1].split("</th>")[0]
+    assert ">judge-1</span> <span" in _sums_cell(page, "three") and ">5<" in _sums_cell(page, "three")
+    assert _sums_cell(page, "one").count('class="judge-name"') == 2
