@@ -174,13 +174,13 @@ def _url(route: str, ids: dict[str, Any]) -> str | None:
         if name == "pk":
             name = (
                 "generation_run"
-                if "generation/runs/<int:pk>" in route
+                if "generation/runs/<number:pk>" in route
                 else "generation_search"
-                if "generation/searches/<int:pk>" in route
+                if "generation/searches/<number:pk>" in route
                 else "trial"
-                if "trials/<int:pk>" in route
+                if "trials/<number:pk>" in route
                 else "study"
-                if "studies/<int:pk>" in route
+                if "studies/<number:pk>" in route
                 else None
                 if re.search(r"releases|import/jobs", route)
                 else "run"
@@ -231,7 +231,7 @@ def test_no_page_or_list_runs_a_query_per_row():
     assert len(small) > 40  # the walk reached the pages, as every role
     assert {role for _, role in small} == {ANNOTATOR, VIEWER, CURATOR, ADMIN}
     reached = {route for route, _ in small}
-    assert {"evaluation/generation/runs/<int:pk>/", "evaluation/generation/searches/<int:pk>/"} <= reached
-    assert "api/evaluation/generation/runs/<int:pk>/" in reached
+    assert {"evaluation/generation/runs/<number:pk>/", "evaluation/generation/searches/<number:pk>/"} <= reached
+    assert "api/evaluation/generation/runs/<number:pk>/" in reached
     growing = {key: (small[key], large.get(key)) for key in small if large.get(key) != small[key]}
     assert growing == {}

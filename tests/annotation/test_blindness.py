@@ -144,7 +144,7 @@ def url_patterns(resolver: URLResolver, prefix: str = "") -> Iterator[tuple[str,
 
 def every_url(study_id: int, token: str, external_id: str) -> list[str]:
     """Every route of the site with its parameters filled in, except the Django admin."""
-    values = {"int": str(study_id), "str": token, "path": external_id, "slug": token}
+    values = {"number": str(study_id), "str": token, "path": external_id, "slug": token}
     urls = []
     for route, _ in url_patterns(get_resolver()):
         if route.startswith("admin/") or route.startswith("^") or "(?P" in route:
