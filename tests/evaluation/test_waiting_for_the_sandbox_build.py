@@ -6,10 +6,12 @@ from __future__ import annotations
 import fcntl
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import IO
 
 import pytest
+from django.utils import timezone
 
 from evaluation.demo.runs import demo_agents_ensure
 from evaluation.generation import engine
@@ -24,6 +26,7 @@ from evaluation.sandbox import images
 from evaluation.sandbox.base import ExecResult
 from evaluation.trials import execution
 from evaluation.trials.leases import AttemptResult
+from evaluation.trials.recovery import trials_needing_a_message
 from evaluation.trials.taxonomy import TrialEnd
 from tests.evaluation.conftest import mini_swe_agent_create, wait_until
 from tests.evaluation.fake_sandbox import FakeBackend, ok
@@ -102,8 +105,14 @@ def test_a_trial_claimed_while_the_system_is_built_spends_no_attempt_and_runs_on
     build.start()
     # More deliveries than the attempts a trial has: none of them is spent.
     for _ in range(4):
+        # Waiting for an hour already, as far as the recovery sweep can tell...
+        Trial.objects.filter(pk=trial.pk).update(queued_at=timezone.now() - timedelta(hours=1))
+        assert trials_needing_a_message(set()) == ([], [trial.pk])
         assert execution.trial_execute(trial.pk, backend_factory=backend) == AttemptResult.WAITING
         _untouched(trial)
+        # ...but queued anew by each look: a trial whose task keeps coming back is not lost (the sweep
+        # cannot see the task's delayed retry, and would publish it again at every sweep).
+        assert trials_needing_a_message(set()) == ([], [])
     assert not made  # no sandbox was asked for
     sandbox_built()
     build.stop("ready")
