@@ -257,9 +257,9 @@ def trial_execute(
     """Run a trial to its end unless it is finished, cancelled or held by a live worker.
 
     Returns how its last attempt ended (an AttemptResult other than REQUEUED; WAITING: the sandbox
-    system is being built, call again later) or why it did not run (a ClaimRefused). Safe to call any number of times. Raises
-    AttemptInterrupted when an attempt loses the database; `abandoned` is then its token, given
-    back by the retry (`leases.trial_claim`).
+    system is being built, call again later) or why it did not run (a ClaimRefused). Safe to call
+    any number of times. Raises AttemptInterrupted when an attempt loses the database; `abandoned`
+    is then its token, given back by the retry (`leases.trial_claim`).
     """
     factory = backend_factory or default_backend_factory
     while True:
