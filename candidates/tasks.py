@@ -6,6 +6,8 @@ from celery import Task, shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from veriharm_site.backoff import infrastructure_retry_delay
+
 from . import import_jobs, queue
 
 
@@ -25,4 +27,4 @@ def import_job_execute(self: Task, job_id: int) -> str:
         if self.request.retries + 1 >= settings.VERIHARM_IMPORT_MAX_ATTEMPTS:
             import_jobs.import_job_fail(job_id, f"{type(exc).__name__}: {exc}")
             return "failed"
-        raise self.retry(exc=exc, countdown=2) from exc
+        raise self.retry(exc=exc, countdown=infrastructure_retry_delay(self.request.retries + 1)) from exc

@@ -14,7 +14,8 @@ from evaluation import queue
 from evaluation.generation import engine as generation_engine
 from evaluation.sandbox.base import SandboxError
 from evaluation.trials import execution, final_states, rescoring
-from evaluation.trials.leases import ClaimRefused
+from evaluation.trials.leases import AttemptResult, ClaimRefused
+from veriharm_site.backoff import infrastructure_retry_delay, system_build_poll_delay
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +42,9 @@ def trial_execute(self: Task, trial_id: int, abandoned: str = "") -> str:
         raise self.retry(exc=exc, countdown=min(2**self.request.retries, 60)) from exc
     if result == ClaimRefused.BUSY:
         raise self.retry(countdown=settings.VERIHARM_TRIAL_LEASE_SECONDS)
+    if result == AttemptResult.WAITING:
+        # The sandbox system is being built: look again soon, with no attempt spent and no worker held.
+        raise self.retry(countdown=system_build_poll_delay(self.request.retries + 1))
     _prune_final_states()
     return result
 
@@ -65,7 +69,7 @@ def rescore_execute(self: Task, rescore_id: int) -> str:
     except (OperationalError, InterfaceError, SandboxError) as exc:
         if self.request.retries >= RESCORE_RETRIES:
             return rescoring.rescore_fail(rescore_id, f"gave up after {self.request.retries + 1} attempts: {exc}")
-        raise self.retry(exc=exc, countdown=min(2**self.request.retries, 30)) from exc
+        raise self.retry(exc=exc, countdown=infrastructure_retry_delay(self.request.retries + 1)) from exc
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None, name=queue.GENERATION_SEARCH_EXECUTE)
@@ -80,4 +84,6 @@ def generation_search_execute(self: Task, search_id: int) -> str:
         raise self.retry(exc=exc, countdown=min(2**self.request.retries, 60)) from exc
     if result == generation_engine.ClaimRefused.BUSY:
         raise self.retry(countdown=settings.VERIHARM_TRIAL_LEASE_SECONDS)
+    if result == generation_engine.WAITING:
+        raise self.retry(countdown=system_build_poll_delay(self.request.retries + 1))
     return result

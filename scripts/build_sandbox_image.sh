@@ -27,7 +27,9 @@
 #    Nothing is installed at trial time. Needs pip (the project's .venv) and PyPI.
 # 5. When a Docker engine answers, the tree imported as the image
 #    ${VERIHARM_SANDBOX_IMAGE:-veriharm-sandbox:bookworm} for the docker backend
-#    (the docker backend copies the verifier runtime into a volume itself).
+#    (the docker backend copies the verifier runtime into a volume itself), unless
+#    VERIHARM_SANDBOX_SKIP_IMAGE=1 (a tree for the local backend alone, e.g. a test's
+#    own tree beside the machine's image, which it must not replace).
 #
 # Idempotent: each step is skipped when its result already exists. The tree is
 # built in a temporary sibling directory and renamed into place only after
@@ -301,6 +303,10 @@ build_harness() {
 }
 
 import_image() {
+    if [[ "${VERIHARM_SANDBOX_SKIP_IMAGE:-}" == 1 ]]; then
+        log "VERIHARM_SANDBOX_SKIP_IMAGE=1: no Docker image made from $ROOT"
+        return 0
+    fi
     if ! command -v docker >/dev/null || ! docker info >/dev/null 2>&1; then
         log "no Docker engine answers; skipping image import (run scripts/start_docker.sh first if needed)"
         return 0

@@ -112,7 +112,14 @@ echo "$worker" > "$VAR/worker.pid"
 setsid bash -c '
   set -u
   state="$1"; log="$2"; py="$3"; root="$4"; verifier="$5"
-  built() { [ -f "$root/.veriharm-complete" ] && [ -f "$verifier/.veriharm-verifier-id" ]; }
+  # Everything the build makes for the local backend: the tree, the verifier and each harness runtime
+  # (a start after an interrupted build finishes it). Trials and the demo wait for what they use only.
+  built() {
+    [ -f "$root/.veriharm-complete" ] && [ -f "$verifier/.veriharm-verifier-id" ] || return 1
+    for recipe in scripts/harnesses/*/; do
+      [ -f "${VERIHARM_HARNESS_ROOT:-$root-harness}/$(basename "$recipe")/.veriharm-harness-id" ] || return 1
+    done
+  }
   : > "$log"
   # Launches the demo runs once the sandbox system is ready, however it gets there; its few lines
   # (what it waits for, what it launched) go to the terminal too.
@@ -130,8 +137,9 @@ setsid bash -c '
     elif [ -z "$tried" ]; then
       tried=1
       echo building > "$state"
-      # The harness runtimes and the Docker image come last: the local backend needs only the tree
-      # and the verifier runtime, which the launch page checks itself.
+      # The harness runtimes and the Docker image come last: a trial needs the tree, the verifier
+      # runtime and the runtimes its agent runs (evaluation/sandbox/images.py system_missing), and
+      # one taken while they are still being built waits for them without spending an attempt.
       if scripts/build_sandbox_image.sh >> "$log" 2>&1; then echo ready > "$state"; else echo failed > "$state"; fi
       continue
     fi

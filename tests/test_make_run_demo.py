@@ -2,8 +2,11 @@
 demo runs, and after a few minutes every demo page has something to show.
 
 Runs scripts/run_local.sh exactly as `make run` does, on a fresh embedded database and broker in a
-temporary var directory and a free loopback port; it reuses the sandbox tree already built under
-.cache (as `make test` builds it first). Several minutes: the demo's 176 trials run in its worker.
+temporary var directory and a free loopback port. The first test starts with no sandbox system at all
+(an empty directory as VERIHARM_SANDBOX_ROOT), so the script's background build makes it while the
+demo waits, as on a fresh machine (2-3 minutes, once for this file; no Docker image is made from it,
+the machine's own is left alone); the second links the tree `make test` built. Several minutes: the
+demo's 176 trials run in its worker.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from annotation.demo_votes import DISPUTED, LABELLED_STUDY
 from candidates.demo_checked import TASKS, candidate_id
 from evaluation.demo.generation import GENERATION_RUN
 from evaluation.demo.runs import AGENTS_RUN, REFERENCE_RUN
+from evaluation.sandbox import images
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.demo
@@ -92,7 +96,12 @@ def _run_local(tmp_path: Path, **extra_env: str) -> Iterator[tuple[str, Path, su
 
 @pytest.fixture
 def make_run(tmp_path: Path):
-    with _run_local(tmp_path) as (base, var, _):
+    """`make run` on a machine where the sandbox system was never built: the tree, the verifier and the
+    harness runtimes are made in this test's directory by the script's background build."""
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    root = {"VERIHARM_SANDBOX_ROOT": str(sandbox / "sandbox-root"), "VERIHARM_SANDBOX_SKIP_IMAGE": "1"}
+    with _run_local(tmp_path, **root) as (base, var, _):
         yield base, var
 
 
@@ -156,7 +165,11 @@ def test_make_run_fills_every_demo_page(make_run):
             var / "sandbox-build.log"
         ).read_text(errors="replace")
         time.sleep(10)
-    assert (var / "sandbox-build.log").exists()
+    build = (var / "sandbox-build.log").read_text(errors="replace")
+    # Nothing was built before: the demo waited while the script's build made the system here.
+    assert "The demo runs wait for the sandbox system (building)." in build, build
+    assert "root tree ready: " in build and "harness runtime ready: " in build, build
+    assert "no Docker image made from" in build, build
     agents_run, reference_run = runs[AGENTS_RUN], runs[REFERENCE_RUN]
     # The generation run, launched first, has finished by now (it is waited for only in case it has not).
     found = re.search(re.escape(GENERATION_RUN) + r" \(generation run (\d+)\)", (var / "sandbox-build.log").read_text())
@@ -165,9 +178,13 @@ def test_make_run_fills_every_demo_page(make_run):
     while (generation := _get(api, generation_url).json())["status"] == "running":
         assert time.monotonic() < deadline, generation
         time.sleep(5)
-    # Every trial ended with a verdict: the sandbox was there before anything was launched.
+    # Every trial ended with a verdict and no search as an infrastructure failure: each waited for
+    # the part of the sandbox system it runs on, not one of them found it missing.
     for run in (agents_run, reference_run):
         assert run["progress"]["unresolved"] == 0, run
+    endings = [s["ending"] for s in generation["searches"]]
+    assert "infrastructure" not in endings, generation["searches"]
+    assert sum(bool(s["candidate_id"]) for s in generation["searches"]) == 2, generation["searches"]
 
     admin = _logged_in(base, "admin")
     launch = _get(admin, "/evaluation/launch/").text
@@ -264,6 +281,7 @@ def test_make_run_without_bubblewrap_says_so_then_launches_the_demo_once_it_is_t
     tree `make test` built, linked where this start looks for it), the demo runs start without a restart, once.
     Then Ctrl-C twice, as a terminal sends it to the script's process group, stops the busy worker."""
     bin_dir = tmp_path / "bin"
+    built_root = images.sandbox_root()
     sandbox = tmp_path / "sandbox"
     sandbox.mkdir()
     with _run_local(
@@ -285,9 +303,10 @@ def test_make_run_without_bubblewrap_says_so_then_launches_the_demo_once_it_is_t
         time.sleep(6)  # longer than a look of the waiting launcher: still nothing launched
         assert _get(api, "/api/evaluation/runs/").json()["results"] == []
 
-        # The sandbox system is built, and bubblewrap and debootstrap are installed.
+        # The sandbox system is built (the one this test session's sandbox tests use), and bubblewrap and
+        # debootstrap are installed.
         for suffix in ("", "-verifier", "-harness"):
-            (sandbox / f"sandbox-root{suffix}").symlink_to(REPO / ".cache" / f"sandbox-root{suffix}")
+            (sandbox / f"sandbox-root{suffix}").symlink_to(f"{built_root}{suffix}")
         for program in ("bwrap", "debootstrap"):
             (bin_dir / program).symlink_to(shutil.which(program))
         deadline = time.monotonic() + LAUNCH_SECONDS

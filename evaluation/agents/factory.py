@@ -107,3 +107,22 @@ def build_runner(kind: str, config: dict[str, Any], *, network: Any, references:
     if kind == "harness":
         return HarnessAgent(config)
     return OpenAICompatibleAgent(EndpointConfig.from_config(config))
+
+
+def agent_runtimes(kind: str, config: Any) -> tuple[str, ...]:
+    """The harness runtimes the agent runs in its sandbox (what of the sandbox system it needs beyond
+    the tree and the verifier): its harness's, or none. A configuration that is not valid names none:
+    it is refused for what it is wrong about, not waited for."""
+    if kind != "harness" or not isinstance(config, dict):
+        return ()
+    try:
+        return (validate_harness_config(config).name,)
+    except ValueError:
+        return ()
+
+
+def pin_runtimes(pin: Any) -> tuple[str, ...]:
+    """`agent_runtimes` of an agent as pinned at launch (a trial's or a search's agent_config)."""
+    if not isinstance(pin, dict):
+        return ()
+    return agent_runtimes(str(pin.get("kind", "")), pin.get("config"))

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from django.db import transaction
@@ -16,6 +17,7 @@ from candidates import demo_checked
 from candidates.models import Candidate
 from evaluation.runs.agents import agent_create, reference_agents_ensure
 from evaluation.runs.launch import run_launch, run_mark_demo
+from evaluation.runs.sandbox_status import runtimes_of
 from veriharm_site.demo_users import demo_refusal
 
 from ..models import Agent, DemoRun, Protocol, Run
@@ -34,6 +36,13 @@ def demo_runs_pending() -> bool:
     if demo_refusal() is not None or Run.objects.filter(name__in=(REFERENCE_RUN, AGENTS_RUN)).exists():
         return False
     return Candidate.objects.filter(external_id=demo_checked.candidate_id(demo_checked.TASKS[0])).exists()
+
+
+def demo_runtimes() -> tuple[str, ...]:
+    """The harness runtimes the demo's agents run (the scripted command agents, the reference agents
+    and the scripted proposer's targets: none), so the demo waits for the base system alone."""
+    specs = [SimpleNamespace(kind=s["kind"], config=s["config"]) for s in agent_specs(demo_reference_lines())]
+    return runtimes_of(specs)
 
 
 def demo_agents_ensure() -> list[Agent]:

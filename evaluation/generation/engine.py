@@ -4,8 +4,12 @@ until the search ends (Algorithm 1, Stage 1 then Stage 2, one tuple).
 The worker holds the search through a lease with a heartbeat. A worker that dies mid-step leaves
 the step unrecorded; the next delivery of the task (the recovery sweep publishes it once the lease
 has expired) takes the search over and does that step again, and only that step. Failures of the
-sandbox or the agent harness are retried in place, up to VERIHARM_TRIAL_MAX_ATTEMPTS attempts at a
-step, then the search ends as an infrastructure failure.
+sandbox or the agent harness are retried in place, each after a longer wait (`veriharm_site.backoff`),
+up to VERIHARM_TRIAL_MAX_ATTEMPTS failures of the search, then it ends as an infrastructure failure.
+
+A search that finds the sandbox system its target agent needs (`runs.sandbox_status`, for the
+target's harness runtimes) still being built, when taken or when a step meets a SandboxError, counts
+no failure: it gives its claim back (`leases.search_release`) and its task looks again later (WAITING).
 """
 
 from __future__ import annotations
@@ -19,22 +23,27 @@ from typing import Any
 from django.conf import settings
 
 from evaluation.agents.base import AgentError
+from evaluation.agents.factory import pin_runtimes
+from evaluation.runs.sandbox_status import sandbox_status
 from evaluation.sandbox.base import SandboxBackend, SandboxError
 from evaluation.trials.pinning import InputsTampered
 from evaluation.trials.protocol import TrialCancelled
 from evaluation.trials.sandboxes import default_backend_factory
+from veriharm_site.backoff import infrastructure_retry_delay
 
 from . import decision, steps
-from .leases import Claim, ClaimRefused, Heartbeat, search_claim, search_heartbeat
+from .leases import Claim, ClaimRefused, Heartbeat, search_claim, search_heartbeat, search_release
 from .models import GenerationRun, GenerationSearch, GenerationStep
 from .recording import next_of, search_finish, step_failed, step_record
 from .states import StepKind
+from .targets import target_pin
 
-__all__ = ["ClaimRefused", "search_execute"]
+__all__ = ["WAITING", "ClaimRefused", "search_execute"]
 
 logger = logging.getLogger(__name__)
 
-RETRY_BACKOFF = 2.0
+# What `search_execute` returns when the sandbox system is being built: the task comes back later.
+WAITING = "waiting"
 
 
 def _do(
@@ -82,6 +91,13 @@ def search_execute(
         return claim.value
     factory = backend_factory or default_backend_factory
     run_id, backend_name = GenerationSearch.objects.filter(pk=search_id).values_list("run_id", "run__backend").get()
+    runtimes = pin_runtimes(target_pin(GenerationSearch.objects.select_related("agent").get(pk=search_id)))
+
+    def being_built() -> bool:
+        return sandbox_status(runtimes).waits
+
+    if being_built():
+        return WAITING if search_release(claim) else "lost"
     cleaned = not claim.took_over
 
     def backend() -> SandboxBackend:
@@ -115,7 +131,12 @@ def search_execute(
                 # The target's pin no longer matches its hash, as a trial's would be refused: every
                 # attempt would meet the same pin.
                 retry = step_failed(claim, f"{todo.kind} {todo.iteration}: cannot start: {exc}", retryable=False)
-            except (SandboxError, AgentError) as exc:
+            except SandboxError as exc:
+                if being_built():
+                    # A build started (or ran into its last part) since the look above: no failure.
+                    return WAITING if search_release(claim) else "lost"
+                retry = step_failed(claim, f"{todo.kind} {todo.iteration or todo.judge}: {type(exc).__name__}: {exc}")
+            except AgentError as exc:
                 retry = step_failed(claim, f"{todo.kind} {todo.iteration or todo.judge}: {type(exc).__name__}: {exc}")
             except Exception:
                 # Unexpected: the proposer's or judge's own failures come back as results, so this is
@@ -129,4 +150,5 @@ def search_execute(
                 continue
             if not retry:
                 return "finished"
-            time.sleep(RETRY_BACKOFF)
+            failures = GenerationSearch.objects.filter(pk=search_id).values_list("failures", flat=True).get()
+            time.sleep(infrastructure_retry_delay(failures))

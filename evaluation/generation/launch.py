@@ -16,7 +16,7 @@ from candidates.pipeline.models import PERTURBATIONS
 from evaluation import queue
 from evaluation.agents.factory import check_network, model_upstream
 from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Backend
-from evaluation.runs.sandbox_status import sandbox_status
+from evaluation.runs.sandbox_status import runtimes_of, sandbox_status
 from evaluation.trials.pinning import agent_pin_sha256
 from veriharm_site.refusals import Conflict, Refused
 
@@ -153,16 +153,17 @@ def generation_launch(
     backend = backend or settings.VERIHARM_SANDBOX_BACKEND
     if backend not in LAUNCHABLE_BACKENDS:
         raise Refused("backend", f"backend must be one of {', '.join(LAUNCHABLE_BACKENDS)}")
-    if settings.VERIHARM_LAUNCH_WAITS_FOR_SANDBOX and backend == Backend.LOCAL:
-        status = sandbox_status()
-        if not status.ready:
-            raise Refused("backend", status.refusal(backend), status_code=409)
     if not isinstance(selection, dict):
         raise Refused("selection", "the selection must be an object with a kind")
     tasks, problem = source_tasks_select(selection)
     if problem:
         raise Refused("selection", problem)
     agents = _agents(agent_ids)
+    if settings.VERIHARM_LAUNCH_WAITS_FOR_SANDBOX and backend == Backend.LOCAL:
+        # The system the target agents' sandboxes need: the base, and the harness runtimes they run.
+        status = sandbox_status(runtimes_of(agents))
+        if not status.ready:
+            raise Refused("backend", status.refusal(backend), status_code=409)
     proposer_configs = _named(proposers, proposer_name, "proposer")
     judge_configs = _named(judges, judge_name, "judge")
     if usd is not None:

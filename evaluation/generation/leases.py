@@ -74,6 +74,18 @@ def search_heartbeat(claim: Claim) -> bool:
     )
 
 
+def search_release(claim: Claim) -> bool:
+    """Give the claim back unused (the sandbox system is being built): the search is queued again,
+    its failures untouched, for its task to come back later. False when this worker no longer held it.
+    Queued anew, as a trial is (`trials.leases.trial_wait`: the sweep cannot see a delayed retry)."""
+    return (
+        GenerationSearch.objects.filter(
+            pk=claim.search_id, lease_token=claim.token, status=SearchStatus.RUNNING
+        ).update(status=SearchStatus.QUEUED, lease_token="", heartbeat_at=None, queued_at=timezone.now())
+        == 1
+    )
+
+
 def search_locked(claim: Claim) -> GenerationSearch | None:
     """The search, locked for the caller's transaction, while this claim still holds it."""
     search = (

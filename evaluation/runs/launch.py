@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from candidates.models import Candidate
 from evaluation import queue
-from evaluation.runs.sandbox_status import sandbox_status
+from evaluation.runs.sandbox_status import runtimes_of, sandbox_status
 from evaluation.runs.selection import Pinned, SelectionError, pinned_for_selection, release_candidates
 from evaluation.trials import pinning
 from evaluation.trials.taxonomy import TrialEnd
@@ -198,10 +198,11 @@ def _check_common(
         errors.append(f"backend must be one of {', '.join(LAUNCHABLE_BACKENDS)}, got {backend!r}")
     else:
         # Before the sandbox system is built every trial would only fail its attempts. The status is
-        # that of the local tree; a docker backend's image lives on the workers' Docker hosts, which
-        # a container deployment prepares before starting them (docs/deployment.md).
+        # that of the local tree and the harness runtimes these agents run; a docker backend's image
+        # lives on the workers' Docker hosts, which a container deployment prepares before starting
+        # them (docs/deployment.md).
         waits = settings.VERIHARM_LAUNCH_WAITS_FOR_SANDBOX and backend == Backend.LOCAL
-        status = sandbox_status() if waits else None
+        status = sandbox_status(runtimes_of(agents)) if waits else None
         if status is not None and not status.ready:
             errors.append(status.refusal(backend))
     try:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
-from evaluation.runs.sandbox_status import sandbox_status
+from evaluation.runs.sandbox_status import runtimes_of, sandbox_status
 from evaluation.trials.taxonomy import NO_VERDICT_ENDS
 from veriharm_site.refusals import Conflict, Refused
 
@@ -59,7 +59,7 @@ def _check_runnable(run: Run) -> None:
         message = "the run is cancelled: its trials are not run again (a re-run starts a new run)"
         raise Conflict(message)
     waits = settings.VERIHARM_LAUNCH_WAITS_FOR_SANDBOX and run.backend == Backend.LOCAL
-    status = sandbox_status() if waits else None
+    status = sandbox_status(runtimes_of(run.agents.all())) if waits else None
     if status is not None and not status.ready:
         message = status.refusal(run.backend)
         raise Conflict(message, field="backend")

@@ -4,18 +4,28 @@ failed to build.
 `make run` builds it in the background on first start (scripts/run_local.sh runs
 scripts/build_sandbox_image.sh and records "building", then "ready" or "failed", in the state file
 beside its log; "waiting" while bubblewrap or debootstrap is missing, until they are installed). Whatever started a build, the build script holds its lock file while it works, so
-a held lock means "building". The launch page shows the state, and `services.run_launch` refuses
-while the system is not ready: a trial launched before would only fail its attempts.
+a held lock means "building".
+
+Ready is `evaluation.sandbox.images.system_missing` of the harness runtimes asked about (none: the
+tree and the verifier runtime every sandbox needs), the same rule the backends check. The launch
+page shows the state of that base system; a launch (`run_launch`, `generation_launch`, a retry) is
+refused while the system its agents need is not ready, and `demo_evaluate --wait` waits for the
+scripted demo agents' (no harness). A trial or search a worker takes while that system is being
+built (or waits for system packages, which `make run` builds on as soon as they are there) is put
+back in the queue without spending an attempt (`waits`); one that finds it failed or missing runs
+its attempt, which fails on the backend's own check of the same rule.
 """
 
 from __future__ import annotations
 
-import fcntl
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
+from evaluation.agents.factory import agent_runtimes
 from evaluation.sandbox import images
 
 READY, BUILDING, WAITING, FAILED, MISSING = "ready", "building", "waiting", "failed", "missing"
@@ -31,6 +41,11 @@ class SandboxStatus:
     @property
     def ready(self) -> bool:
         return self.state == READY
+
+    @property
+    def waits(self) -> bool:
+        """Not ready, but a build is running or starts by itself: work that needs it waits for it."""
+        return self.state in (BUILDING, WAITING)
 
     @property
     def explanation(self) -> str:
@@ -69,28 +84,6 @@ def build_state_file() -> Path:
     return Path(settings.VERIHARM_SANDBOX_BUILD_STATE)
 
 
-def _is_built() -> bool:
-    root = images.sandbox_root()
-    return (
-        (root / images.COMPLETE_MARKER).is_file()
-        and (root / images.TREE_IDENTITY).is_file()
-        and images.verifier_is_complete()
-    )
-
-
-def _build_running() -> bool:
-    lock = images.sandbox_root().parent / ".sandbox-root.lock"
-    if not lock.is_file():
-        return False
-    with open(lock, "rb") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return False
-
-
 def _log_tail() -> str:
     try:
         lines = build_log().read_text(encoding="utf-8", errors="replace").splitlines()
@@ -99,12 +92,16 @@ def _log_tail() -> str:
     return "\n".join(lines[-LOG_TAIL_LINES:])
 
 
-def sandbox_status() -> SandboxStatus:
-    # The tree and the verifier runtime are all a trial needs (each is moved into place only when
-    # complete); the build may go on with the harness runtimes and the Docker image meanwhile.
-    if _is_built():
+def runtimes_of(agents: Iterable[Any]) -> tuple[str, ...]:
+    """The harness runtimes the agents (rows with a kind and a config) run in their sandboxes."""
+    return tuple(sorted({name for agent in agents for name in agent_runtimes(agent.kind, agent.config)}))
+
+
+def sandbox_status(runtimes: Iterable[str] = ()) -> SandboxStatus:
+    """The state of the sandbox system a sandbox running the harness runtimes `runtimes` needs."""
+    if images.system_ready(runtimes):
         return SandboxStatus(READY)
-    if _build_running():
+    if images.build_running():
         return SandboxStatus(BUILDING, _log_tail())
     try:
         recorded = build_state_file().read_text(encoding="utf-8").strip()

@@ -10,9 +10,11 @@ identities; the functions here locate them and call the scripts when asked to.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 
 from .base import BOOTSTRAP_SOURCE, VERIFIER_BOOTSTRAP, VERIFIER_MOUNT, SandboxError
@@ -113,20 +115,71 @@ def default_image() -> str:
     return os.environ.get("VERIHARM_SANDBOX_IMAGE") or DEFAULT_IMAGE
 
 
-def root_is_complete(root: Path | None = None) -> bool:
-    """The sandbox base is usable: the tree, its identity and the verifier runtime made from it.
+def system_missing(runtimes: Iterable[str] = (), root: Path | None = None) -> list[str]:
+    """What a sandbox running the harness runtimes `runtimes` lacks of the sandbox system, each part
+    named with its path; empty when it is ready. The one definition of "ready": the launch page and
+    refusal, `demo_evaluate --wait`, a trial's and a generation search's precondition
+    (`evaluation.runs.sandbox_status`) and the backends' own checks all ask it.
 
-    (A tree built before identities and the verifier existed counts as incomplete, so
-    callers run the build script, which adds what is missing without rebuilding.)
+    Every sandbox needs the tree (complete, with its identity) and the verifier runtime made by the
+    current recipe; only an agent that runs a harness needs that harness's runtime, so a trial of a
+    scripted agent, or of one harness, never waits for the build of another. (A tree built before
+    identities and the verifier existed counts as incomplete: the build script adds what is missing
+    without rebuilding.)
     """
     root = root or sandbox_root()
-    return (
+    missing = []
+    if not (
         (root / COMPLETE_MARKER).is_file()
         and (root / TREE_IDENTITY).is_file()
         and (root / "usr" / "bin" / "python3").exists()
-        and verifier_is_complete()
-        and all(harness_is_complete(name) for name in HARNESS_RUNTIMES)
+    ):
+        missing.append(f"sandbox root tree {root} is missing or incomplete")
+    if not verifier_is_complete():
+        missing.append(f"verifier runtime {verifier_root()} is missing, incomplete or outdated")
+    missing.extend(
+        f"harness runtime {harness_root() / name} is missing or incomplete"
+        for name in sorted(set(runtimes))
+        if not harness_is_complete(name)
     )
+    return missing
+
+
+def system_ready(runtimes: Iterable[str] = (), root: Path | None = None) -> bool:
+    return not system_missing(runtimes, root)
+
+
+def require_system(runtimes: Iterable[str] = (), root: Path | None = None) -> Path:
+    """The root tree, once the system a sandbox running `runtimes` needs is ready; else SandboxError
+    naming each missing part."""
+    root = root or sandbox_root()
+    missing = system_missing(runtimes, root)
+    if missing:
+        raise SandboxError(f"{'; '.join(missing)}; build it with scripts/build_sandbox_image.sh")
+    return root
+
+
+def root_is_complete(root: Path | None = None) -> bool:
+    """Everything the build script makes is there: the system with every harness runtime (what a
+    build, or a test suite building it once, waits for; a trial needs less: `system_ready`)."""
+    return system_ready(HARNESS_RUNTIMES, root)
+
+
+BUILD_LOCK = ".sandbox-root.lock"
+
+
+def build_running(root: Path | None = None) -> bool:
+    """A build of the system holds its lock file (beside the tree, whatever started the build)."""
+    lock = (root or sandbox_root()).parent / BUILD_LOCK
+    if not lock.is_file():
+        return False
+    with open(lock, "rb") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
 
 
 def _run_script(script: Path, timeout: float) -> None:
@@ -157,9 +210,5 @@ def start_docker_engine(timeout: float = 120.0) -> None:
 
 
 def require_root_tree(root: Path | None = None) -> Path:
-    root = root or sandbox_root()
-    if not root_is_complete(root):
-        raise SandboxError(
-            f"sandbox root tree {root} is missing or incomplete; build it with scripts/build_sandbox_image.sh"
-        )
-    return root
+    """The tree and the verifier runtime every sandbox needs (a harness's runtime is its agent's to require)."""
+    return require_system((), root)

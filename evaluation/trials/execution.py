@@ -1,13 +1,19 @@
 """Executing one trial in a worker: claim it, run the protocol with a heartbeat, record the outcome.
 
 Failures before a verdict (SandboxError, AgentError, anything unexpected) are
-retried in place up to VERIHARM_TRIAL_MAX_ATTEMPTS attempts in all, then the
+retried in place up to VERIHARM_TRIAL_MAX_ATTEMPTS attempts in all, each after a
+longer wait (`veriharm_site.backoff`: exponential, capped, with jitter), then the
 trial is recorded unresolved, as an agent error or an infrastructure failure
 (`evaluation.trials.taxonomy`); a verifier whose start-of-run audit failed (VerifierAuditFailed)
 is an infrastructure failure at once, as another attempt would find the same system. The trial runs its pinned inputs and agent only, after
 checking their hashes, and its final state is kept for re-scoring. A worker that dies mid-trial leaves a running
 trial whose heartbeat stops; the next delivery of its task takes it over once
 the lease has expired.
+
+A trial taken while the sandbox system it needs (`runs.sandbox_status`, for its agent's harness
+runtimes) is still being built spends no attempt: the claim is given back (`leases.trial_wait`)
+and the task looks again later (WAITING). Only a system that failed to build or is missing lets
+the attempt run into the backend's own check, an infrastructure failure once the retries are spent.
 """
 
 from __future__ import annotations
@@ -24,10 +30,11 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from evaluation.agents.base import AgentError, AgentRunner, Step
-from evaluation.agents.factory import NoReferenceScript, model_upstream
+from evaluation.agents.factory import NoReferenceScript, model_upstream, pin_runtimes
 from evaluation.gateway import BudgetExhausted, Upstream
 from evaluation.models import Trial
 from evaluation.results import selectors
+from evaluation.runs.sandbox_status import sandbox_status
 from evaluation.sandbox.base import Environment, SandboxBackend, SandboxError, VerifierAuditFailed
 from evaluation.trials import final_states, leases, pinning
 from evaluation.trials.heartbeat import LeaseHeartbeat
@@ -35,11 +42,9 @@ from evaluation.trials.model_access import gateway_for_trial
 from evaluation.trials.protocol import TrialCancelled, TrialOutcome, TrialSpec, trial_run
 from evaluation.trials.sandboxes import default_backend_factory, sandbox_limits
 from evaluation.trials.taxonomy import TrialEnd
+from veriharm_site.backoff import infrastructure_retry_delay
 
 logger = logging.getLogger(__name__)
-
-# Seconds between two in-place attempts after an infrastructure failure.
-RETRY_BACKOFF = 2.0
 
 
 class AttemptInterrupted(Exception):
@@ -111,6 +116,8 @@ def _attempt(claim: leases.Claim, backend_factory: Callable[[str], SandboxBacken
     except (NoReferenceScript, ValueError) as exc:
         # The agent's configuration: trying again would fail the same way.
         return leases.trial_fail(claim, f"cannot start the agent: {exc}", retryable=False, end=TrialEnd.AGENT_ERROR)
+    if _system_being_built(trial):
+        return leases.trial_wait(claim)
     if upstream is not None and selectors.run_budget_spent(trial.run):
         # Not the agent's doing, nor the infrastructure's: the run may spend nothing more.
         return leases.trial_fail(
@@ -170,6 +177,9 @@ def _attempt(claim: leases.Claim, backend_factory: Callable[[str], SandboxBacken
                 # The verifier is not running on the system recorded: another attempt would find the same.
                 return leases.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=False)
             except SandboxError as exc:
+                if _system_being_built(trial):
+                    # A build started (or ran into its last part) since the look above.
+                    return leases.trial_wait(claim)
                 return leases.trial_fail(claim, f"{type(exc).__name__}: {exc}", retryable=True)
             except Exception:
                 # Unexpected: still infrastructure from the agent's point of view, so bounded retries.
@@ -193,6 +203,12 @@ def _attempt(claim: leases.Claim, backend_factory: Callable[[str], SandboxBacken
     finally:
         if archive is not None:
             archive.unlink(missing_ok=True)
+
+
+def _system_being_built(trial: Trial) -> bool:
+    """The sandbox system this trial's agent needs is not ready but is being built (or will be, as
+    soon as its system packages are there): waiting for it is no failure."""
+    return sandbox_status(pin_runtimes(trial.agent_config)).waits
 
 
 def _gateway_failed(claim: leases.Claim, failed: int) -> leases.AttemptResult:
@@ -240,10 +256,10 @@ def trial_execute(
 ) -> leases.AttemptResult | leases.ClaimRefused:
     """Run a trial to its end unless it is finished, cancelled or held by a live worker.
 
-    Returns how its last attempt ended (an AttemptResult other than REQUEUED) or why it did not
-    run (a ClaimRefused). Safe to call any number of times. Raises
-    AttemptInterrupted when an attempt loses the database; `abandoned` is then its token, given
-    back by the retry (`leases.trial_claim`).
+    Returns how its last attempt ended (an AttemptResult other than REQUEUED; WAITING: the sandbox
+    system is being built, call again later) or why it did not run (a ClaimRefused). Safe to call
+    any number of times. Raises AttemptInterrupted when an attempt loses the database; `abandoned`
+    is then its token, given back by the retry (`leases.trial_claim`).
     """
     factory = backend_factory or default_backend_factory
     while True:
@@ -257,4 +273,4 @@ def trial_execute(
             raise AttemptInterrupted(trial_id, claim.token) from exc
         if result != leases.AttemptResult.REQUEUED:
             return result
-        time.sleep(RETRY_BACKOFF)
+        time.sleep(infrastructure_retry_delay(claim.attempt))

@@ -64,6 +64,7 @@ class AttemptResult(StrEnum):
 
     DONE = "done"  # recorded with a verdict
     REQUEUED = "requeued"  # failed, queued for another attempt
+    WAITING = "waiting"  # the sandbox system is being built: queued again, the attempt not spent
     UNRESOLVED = "unresolved"  # failed for good
     CANCELLED = "cancelled"
     LOST = "lost"  # this worker no longer held the trial
@@ -304,6 +305,30 @@ def trial_fail(claim: Claim, error: str, *, retryable: bool, end: str = TrialEnd
             ]
         )
         return AttemptResult.UNRESOLVED
+
+
+def trial_wait(claim: Claim) -> AttemptResult:
+    """The sandbox system this trial needs is still being built: give the claim back as if it had
+    never been made (queued, the attempt not counted, no error), for the task to come back later.
+    Returns WAITING, or LOST when this worker no longer held the trial.
+
+    The trial counts as queued now: the task's delayed retry is held by its worker, where the
+    recovery sweep cannot see it, so a trial waiting longer than VERIHARM_RECOVERY_QUEUED_SECONDS
+    would otherwise be published again at every sweep. While its task keeps coming back the trial
+    never looks lost; once no task does (its worker died), the sweep publishes it as any other."""
+    with transaction.atomic():
+        trial = _held(claim).select_for_update().first()
+        if trial is None:
+            return AttemptResult.LOST
+        trial.status = TrialStatus.QUEUED
+        trial.attempts = max(trial.attempts - 1, 0)
+        trial.lease_token = ""
+        trial.heartbeat_at = None
+        trial.queued_at = timezone.now()
+        if trial.attempts == 0:
+            trial.started_at = None  # nothing has run yet
+        trial.save(update_fields=["status", "attempts", "lease_token", "heartbeat_at", "started_at", "queued_at"])
+        return AttemptResult.WAITING
 
 
 def trial_cancelled(claim: Claim) -> bool:

@@ -237,7 +237,6 @@ def _pytest_passes(sandbox, command: str) -> ExecResult:
 
 def test_infrastructure_failures_are_retried_then_unresolved_and_kept_out_of_metrics(run, settings, monkeypatch):
     settings.VERIHARM_TRIAL_MAX_ATTEMPTS = 3
-    monkeypatch.setattr(execution, "RETRY_BACKOFF", 0.0)
     calls = []
 
     def broken(name: str):

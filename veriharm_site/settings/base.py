@@ -313,6 +313,11 @@ VERIHARM_SANDBOX_POOL_ENVIRONMENTS = env.int("VERIHARM_SANDBOX_POOL_ENVIRONMENTS
 VERIHARM_TEST_TIMEOUT = env.int("VERIHARM_TEST_TIMEOUT", default=120)
 # Infrastructure failures (not agent outcomes) are retried this many times in all, then unresolved.
 VERIHARM_TRIAL_MAX_ATTEMPTS = env.int("VERIHARM_TRIAL_MAX_ATTEMPTS", default=3)
+# Between two tries of work that failed on infrastructure (a trial's attempts, a generation search's
+# steps, an import job): exponential from BACKOFF_SECONDS, tripling, up to BACKOFF_MAX_SECONDS, each
+# with jitter (half to all of the step; veriharm_site/backoff.py). With 3 attempts: 5-10 s, then 15-30 s.
+VERIHARM_RETRY_BACKOFF_SECONDS = env.float("VERIHARM_RETRY_BACKOFF_SECONDS", default=10.0)
+VERIHARM_RETRY_BACKOFF_MAX_SECONDS = env.float("VERIHARM_RETRY_BACKOFF_MAX_SECONDS", default=120.0)
 # A running trial whose heartbeat is older than the lease is taken over by the next delivery of
 # its task (its worker died). The heartbeat must beat well within the lease.
 VERIHARM_TRIAL_LEASE_SECONDS = env.int("VERIHARM_TRIAL_LEASE_SECONDS", default=120)

@@ -34,3 +34,6 @@ ALLOWED_HOSTS = ["*"]
 # Retries of the model gateway back off in tens of milliseconds here, so the retry tests take no time.
 VERIHARM_GATEWAY_BACKOFF_SECONDS = 0.02
 VERIHARM_GATEWAY_BACKOFF_MAX_SECONDS = 0.2
+# Infrastructure retries back off in tenths of a second here: tests of bounded retries take no time.
+VERIHARM_RETRY_BACKOFF_SECONDS = 0.1
+VERIHARM_RETRY_BACKOFF_MAX_SECONDS = 0.5

@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from annotation.demo_votes import LABELLED_STUDY
 from annotation.models import Study
 from evaluation.demo.generation import demo_generation_launch
-from evaluation.demo.runs import demo_runs_launch
+from evaluation.demo.runs import demo_runs_launch, demo_runtimes
 from evaluation.runs.refusals import LaunchRefused
 from evaluation.runs.sandbox_status import sandbox_status
 from veriharm_site.demo_users import demo_refusal
@@ -38,8 +38,11 @@ class Command(BaseCommand):
         parser.add_argument("--poll", type=float, default=5.0, help="with --wait: seconds between two looks")
 
     def _wait_for_sandbox(self, poll: float) -> None:
+        # The system the demo's agents need, as their trials will ask for it: not the harness
+        # runtimes the build makes after it (the scripted agents run none).
+        runtimes = demo_runtimes()
         seen = None
-        while not (status := sandbox_status()).ready:
+        while not (status := sandbox_status(runtimes)).ready:
             if status.state != seen:
                 seen = status.state
                 self.stdout.write(f"The demo runs wait for the sandbox system ({status.state}).")
