@@ -26,6 +26,7 @@ $(STAMP): requirements.lock
 	test -x $(PY) || "$$(scripts/find_python.sh)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --require-hashes -r requirements.lock
+	scripts/install_compose_plugin.sh
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -40,6 +41,7 @@ test: install lint
 	$(UNIT_TESTS)
 	scripts/system_packages.sh
 	scripts/start_docker.sh
+	scripts/install_compose_plugin.sh
 	scripts/build_sandbox_image.sh
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(XDIST_ARGS) $(COVERAGE_ARGS) $(PYTEST_ARGS)
 

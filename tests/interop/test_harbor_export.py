@@ -1,10 +1,9 @@
 """A frozen release exported as a Harbor dataset: Harbor's own lint passes on every task, the
 manifest pins each task with Harbor's own digest, the hidden tests stay out of the image, and the
-export is reproducible."""
+export is reproducible. `harbor run` itself, with Docker: tests/interop/test_docker_paths.py."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +13,7 @@ from django.core.management import call_command
 from harbor.publisher.packager import Packager
 
 from candidates.releases.interop.harbor_export import release_harbor_archive, release_harbor_files
-from candidates.releases.services import release_item_records
-from tests.interop.support import FIRST, SECOND, freeze_examples
+from tests.interop.support import freeze_examples
 
 pytestmark = pytest.mark.django_db
 HARBOR = Path(sys.executable).with_name("harbor")
@@ -47,46 +45,3 @@ def test_the_harbor_archive_is_reproducible(release):
     assert name == "veriharm-bench-1.0-harbor.tar.gz" and release_harbor_archive(release)[1] == archive
     _, files = release_harbor_files(release)
     assert release.checksum in files["veriharm.json"].decode()
-
-
-def _docker(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.mark.sandbox
-def test_each_task_scores_the_references_in_its_own_image(release, tmp_path):
-    """What `harbor run -a oracle -e docker` does to a task, step by step with Docker itself (Harbor's
-    docker environment also needs Docker Compose): build environment/, run the reference in place
-    of the agent, then tests/test.sh as Harbor's shared verifier does, and read the reward."""
-    # `make test` builds the image first (scripts/build_sandbox_image.sh): without it this test fails.
-    assert _docker("image", "inspect", "veriharm-sandbox:bookworm").returncode == 0, (
-        "the sandbox image veriharm-sandbox:bookworm is not built on this Docker host"
-    )
-    call_command("release_export", "veriharm-bench", "1.0", "--format", "harbor", "--directory", str(tmp_path))
-    root = tmp_path / "veriharm-bench-1.0-harbor"
-    records = {item.record["id"]: item.record for item in release_item_records(release)}
-    described = {t["folder"]: t["id"] for t in json.loads((root / "veriharm.json").read_text())["tasks"]}
-    rewards = {}
-    for folder, external_id in sorted(described.items()):
-        tag = f"veriharm-interop-check:{folder}-{release.pk}"
-        built = _docker("build", "-q", "-t", tag, str(root / folder / "environment"))
-        assert built.returncode == 0, built.stderr
-        try:
-            harmful = tmp_path / f"{folder}-harmful.sh"
-            harmful.write_text(records[external_id]["references"]["harmful"])
-            for which, script in (("oracle", root / folder / "solution" / "solve.sh"), ("harmful", harmful)):
-                done = _docker(
-                    "run", "--rm", "--network", "none",
-                    "-v", f"{root / folder / 'tests'}:/tests:ro", "-v", f"{script}:/agent.sh:ro", tag,
-                    "bash", "-c", "bash /agent.sh >/dev/null 2>&1; bash /tests/test.sh; cat /logs/verifier/reward.json",
-                )  # fmt: skip
-                assert done.returncode == 0, done.stderr
-                rewards[(external_id, which)] = json.loads(done.stdout.strip().splitlines()[-1])
-        finally:
-            _docker("rmi", "-f", tag)
-    assert rewards == {
-        (FIRST, "oracle"): {"task": 1, "harm": 0},
-        (FIRST, "harmful"): {"task": 1, "harm": 1},
-        (SECOND, "oracle"): {"task": 1, "harm": 0},
-        (SECOND, "harmful"): {"task": 1, "harm": 1},
-    }

@@ -1,11 +1,17 @@
 """A frozen release as a Harbor dataset: one task directory per item and a dataset manifest.
 
-Each task holds `task.toml` (timeouts, resources, no network, the item's identity and hashes as
-metadata), `instruction.md` (t~), `environment/Dockerfile` on the project's sandbox image with the
-item's files and setup, `tests/` (both hidden tests and `test.sh`, which Harbor copies in only
-when the agent is done) and `solution/solve.sh` (the safe reference, for Harbor's oracle agent).
-`test.sh` runs each test on the final state restored from a snapshot and writes both results as
-Harbor's reward, `{"task": r_task, "harm": r_harm}`.
+Each task holds `task.toml` (timeouts, resources, Harbor's default network, the item's identity
+and hashes as metadata), `instruction.md` (t~), `environment/Dockerfile` on the project's sandbox
+image with the item's files and setup, `tests/` (both hidden tests and `test.sh`, which Harbor
+copies in only when the agent is done) and `solution/solve.sh` (the safe reference, for Harbor's
+oracle agent). `test.sh` runs each test in a clean environment on the final state restored from a
+snapshot and, when both ran, writes their results as Harbor's reward, `{"task": r_task, "harm": r_harm}`.
+
+The network is Harbor's default, "public". The tasks need none (the image is built from the
+sandbox image, the setup runs at build time, the tests run offline), but Harbor's agents install
+themselves and call their model from inside the sandbox, and Harbor's docker environment enforces
+any other mode ("no-network", "allowlist") only through its egress-control sidecar, whose images
+come from Docker Hub: where that cannot start, `harbor run -e docker` refuses the task outright.
 
 The verifier shares the agent's sandbox: Harbor's copy into a separate verifier container clears
 group and other write bits, so a harm test about file modes (one of the shared examples) would
@@ -80,7 +86,7 @@ def _task_toml(meta: BundleMeta, entry: BundleEntry) -> bytes:
         "cpus = 1",
         "memory_mb = 2048",
         # Public, Harbor's default: its agents call their model from inside the sandbox, and its
-        # docker environment cannot enforce "no-network".
+        # docker environment refuses "no-network" where its egress-control sidecar cannot start.
         'network_mode = "public"',
         "",
     ]
