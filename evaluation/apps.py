@@ -49,3 +49,8 @@ class EvaluationConfig(AppConfig):
 
         # Every worker writes its own heartbeat, for the workers page and /metrics.
         app.steps["worker"].add(FleetHeartbeat)
+
+        from evaluation.trials.sandboxes import worker_stop_drains_pools
+
+        # ... and, stopping normally, destroys the sandboxes its warm pools keep ready.
+        worker_stop_drains_pools()

@@ -654,6 +654,12 @@ class SandboxBackend(ABC):
     def cleanup_orphans(self) -> int:
         """Remove what this backend left behind in dead processes; returns how many sandboxes."""
 
+    def drain_pools(self) -> None:
+        """Destroy every sandbox this backend keeps ready (its warm pools stop refilling), and
+        wait for removals under way: what a process calls before it stops normally. A backend
+        without pools has nothing to do."""
+        return None
+
     def restore_archive(self, environment: Environment, limits: Limits, path: pathlib.Path) -> Sandbox:
         """A fresh sandbox of ``environment`` (same mounts and workdir) whose writable
         state is the content of an archive ``Snapshot.export`` wrote; the environment's

@@ -13,7 +13,9 @@ recently asked for is emptied first). A key whose build failed is not built agai
 trial asks for it again: a broken environment must not keep an idle worker rebuilding it. Members are ordinary sandboxes of their backend, so
 the backend's own bookkeeping covers them: while this process lives they count as its live
 sandboxes (the orphan sweep leaves them alone), once it dies they are orphans like any
-other and the sweep removes them. On a normal exit ``drain`` destroys them.
+other and the sweep removes them. A process that stops normally calls ``drain``: a Celery worker
+from its shutdown signals (``evaluation.trials.sandboxes``), since a prefork pool child leaves
+through ``os._exit``, which skips ``atexit``; any other interpreter at exit, below.
 
 A pool belongs to the process that made it: after a fork (a Celery prefork child) the
 child starts empty and leaves the parent's members to the parent.
@@ -135,8 +137,10 @@ class WarmPool(Generic[K, T]):  # noqa: UP046 - PEP 695 syntax when this class n
         with self._lock:
             return [m for ms in self._ready.values() for m in ms]
 
-    def drain(self) -> None:
-        """Destroy every ready member and stop refilling. Idempotent."""
+    def drain(self, timeout: float = 60.0) -> None:
+        """Destroy every ready member and stop refilling; a member still being built is destroyed
+        when its build ends, which this waits for (at most ``timeout`` seconds): the process may
+        exit right after, and a half-built sandbox would be left behind. Idempotent."""
         with self._lock:
             self._closed = True
             mine = self._pid == os.getpid()
@@ -145,6 +149,12 @@ class WarmPool(Generic[K, T]):  # noqa: UP046 - PEP 695 syntax when this class n
             self._lock.notify_all()
         for member in members:
             self._discard(member)
+        if mine:
+            with self._lock:
+                # The refill thread discards what it builds once the pool is closed, and counts it
+                # as building until then.
+                if not self._lock.wait_for(lambda: not any(self._building.values()), timeout):
+                    logger.warning("warm pool %s: a sandbox still being built is left to the orphan sweep", self.name)
 
     # -- internals ---------------------------------------------------------------
     def _forget_after_fork(self) -> None:
@@ -216,5 +226,7 @@ class WarmPool(Generic[K, T]):  # noqa: UP046 - PEP 695 syntax when this class n
 
 @atexit.register
 def _drain_all() -> None:
+    # A plain interpreter's normal exit (a management command, a benchmark). A Celery worker drains
+    # its backends from its own shutdown signals instead (see the module's docstring).
     for pool in list(_POOLS):
         pool.drain()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from .base import SandboxBackend
+
+logger = logging.getLogger(__name__)
 
 
 def _local(**options: Any) -> SandboxBackend:
@@ -59,3 +62,13 @@ def shared_backends() -> list[SandboxBackend]:
     """The backends ``shared_backend`` made in this process."""
     with _SHARED_LOCK:
         return [backend for (pid, _, _), backend in _SHARED.items() if pid == os.getpid()]
+
+
+def shared_backends_drain() -> None:
+    """Destroy the sandboxes the warm pools of this process's backends keep ready: a process that
+    stops normally leaves none of its own behind (those of a killed one are the orphan sweep's)."""
+    for backend in shared_backends():
+        try:
+            backend.drain_pools()
+        except Exception:  # the next orphan sweep on this host removes what could not go now
+            logger.warning("could not drain the %s backend's warm pools", backend.name, exc_info=True)

@@ -2,19 +2,23 @@
 
 The workers keep the shipped broker options (a visibility timeout of two hours): the trial comes
 back through the recovery sweep, within lease + sweep interval, not through a redelivery. A
-trial whose message is lost after launch still runs.
+trial whose message is lost after launch still runs. A worker stopped normally (SIGTERM) leaves
+none of its sandboxes behind, its warm pools' included.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import docker
 import pytest
 from django.conf import settings
 from django.db import connection
@@ -23,7 +27,9 @@ from candidates.models import Candidate
 from evaluation.models import Agent, AgentKind, Trial, TrialStatus
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
-from evaluation.sandbox.bubblewrap.orphans import default_state_dir
+from evaluation.sandbox.base import SANDBOX_LABEL
+from evaluation.sandbox.bubblewrap.orphans import cleanup_orphans, default_state_dir
+from evaluation.sandbox.docker.orphans import cleanup_orphans as docker_cleanup_orphans
 from evaluation.tasks import trial_execute
 from tests.evaluation.conftest import wait_until
 
@@ -34,10 +40,11 @@ QUEUED_SECONDS = 3
 CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
 
 
-def start_worker(name: str, log: Path) -> subprocess.Popen:
+def start_worker(name: str, log: Path, **extra_env: str) -> subprocess.Popen:
     db = settings.DATABASES["default"]
     env = {
         **os.environ,
+        **extra_env,
         "DJANGO_SETTINGS_MODULE": "tests.evaluation.worker_settings",
         # The worker must use the test database this test wrote to.
         "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{connection.settings_dict['NAME']}",
@@ -88,9 +95,9 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
-def sandboxes_owned_by(pids: set[int]) -> list[Path]:
+def sandboxes_owned_by(pids: set[int], state_dir: Path | None = None) -> list[Path]:
     owned = []
-    for directory in default_state_dir().glob("*"):
+    for directory in (state_dir or default_state_dir()).glob("*"):
         try:
             meta = json.loads((directory / "meta.json").read_text())
         except (OSError, ValueError):
@@ -202,4 +209,80 @@ def test_a_trial_whose_message_was_lost_still_runs(sandboxes_ready, examples_imp
         assert b"queued trial(s) with no message" in (tmp_path / "worker.log").read_bytes()
     finally:
         stop(worker)
+        print((tmp_path / "worker.log").read_text(errors="replace")[-3000:])
+
+
+def containers_owned_by(pids: set[int]) -> list[str]:
+    client = docker.from_env()
+    try:
+        return [
+            c.name
+            for c in client.containers.list(all=True, filters={"label": f"{SANDBOX_LABEL}=1"})
+            if int(c.labels.get("veriharm.owner_pid", "0")) in pids
+        ]
+    finally:
+        client.close()
+
+
+def mount_points() -> set[str]:
+    return {line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()}
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_stopped_normally_leaves_none_of_its_sandboxes(sandboxes_ready, examples_imported, tmp_path):
+    """SIGTERM, as a service manager stops a worker: Celery's warm shutdown, exit 0. Its pool process
+    leaves through os._exit, so what its warm pools hold must go on the worker's own shutdown."""
+    from veriharm_site.celery import app
+
+    app.control.purge()
+    agent = reference_agents_ensure()[0]  # reference-safe
+    runs = [
+        run_launch(selection={"kind": "ids", "ids": [CANDIDATE]}, agent_ids=[agent.pk], backend=backend)
+        for backend in ("local", "docker")
+    ]
+    # Its own temporary directory, so no other worker on this machine sweeps what it leaves; the
+    # sandbox users must reach it.
+    scratch = Path(tempfile.mkdtemp(prefix="veriharm-stop-"))
+    scratch.chmod(0o755)
+    state_dir = scratch / "veriharm-sandboxes"
+    worker = start_worker("stopped", tmp_path / "worker.log", TMPDIR=str(scratch))
+    pids: set[int] = set()
+    try:
+        wait_until(lambda: Trial.objects.filter(run__in=runs, status=TrialStatus.DONE).count() == 2, 180, "both trials")
+        # The pools refill after each trial: an agent sandbox and two test-phase shells per backend.
+        wait_until(
+            lambda: (
+                len(sandboxes_owned_by(descendants(worker.pid), state_dir)) >= 3
+                and len(containers_owned_by(descendants(worker.pid))) >= 3
+            ),
+            120,
+            "the warm pools",
+        )
+        pids = descendants(worker.pid) | {worker.pid}
+        pooled = sandboxes_owned_by(pids, state_dir)
+        records = [json.loads((d / "meta.json").read_text()) for d in pooled]
+        cgroups = [Path(c) for r in records for c in (r.get("cgroups") or {}).values()]
+        mounts = {m for m in mount_points() if any(m.startswith(f"{d}/") for d in pooled)}
+        assert mounts  # each pooled sandbox's writable tmpfs
+
+        os.kill(worker.pid, signal.SIGTERM)
+        assert worker.wait(timeout=120) == 0
+
+        # Nothing of its own is left: no sandbox directory, tmpfs mount, cgroup or container.
+        left = (
+            [d for d in pooled if d.exists()] + sandboxes_owned_by(pids, state_dir),
+            mounts & mount_points(),
+            [c for c in cgroups if c.exists()],
+            containers_owned_by(pids),
+        )
+        assert left == ([], set(), [], [])
+    finally:
+        stop(worker)
+        # What a failed run left: its owner is gone, so the orphan sweeps remove it.
+        cleanup_orphans(state_dir)
+        client = docker.from_env()
+        docker_cleanup_orphans(client, scratch / "veriharm-docker-snapshots")
+        client.close()
+        shutil.rmtree(scratch, ignore_errors=True)
         print((tmp_path / "worker.log").read_text(errors="replace")[-3000:])

@@ -3,7 +3,11 @@ main namespace, its own host name (a UTS namespace) and its own scratch director
 
 PostgreSQL and Redis listen on the main namespace's loopback only; a forwarder (socat) listens on
 the main end of each link and passes connections on, so a host reaches them over its link and
-never over 127.0.0.1. Cutting the link (taking its main end down) cuts the host off whole."""
+never over 127.0.0.1. Cutting the link (taking its main end down) cuts the host off whole.
+
+Namespaces, links and addresses belong to the whole machine, which other test runs share (another
+checkout's suite, CI jobs side by side): each run takes a free slot of its own (`free_slot`), and
+names and addresses everything after it, so that two runs never take or destroy each other's hosts."""
 
 from __future__ import annotations
 
@@ -16,35 +20,55 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SUBNET = "10.231"  # 10.231.<n>.0/30 per host: .1 the main end, .2 the host's
+SUBNET = "10.231"  # 10.231.<4 x slot + n>.0/30 for host n of a slot: .1 the main end, .2 the host's
+SLOTS = 64  # host numbers 1 to 3 of each slot keep the third byte within 4 to 255
 
 
 def sh(*args: str) -> None:
     subprocess.run(args, check=True, capture_output=True)
 
 
+def free_slot() -> int:
+    """A slot no namespace or address on this machine uses yet, searched from one that depends on
+    this process, so that runs starting together look at different slots first."""
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    addresses = subprocess.run(["ip", "-o", "-4", "addr"], capture_output=True, text=True, check=True).stdout
+    for step in range(SLOTS):
+        slot = (os.getpid() + step) % SLOTS
+        if f"vhf{slot}-" not in namespaces and not any(f" {SUBNET}.{4 * slot + n}." in addresses for n in range(1, 4)):
+            return slot
+    raise RuntimeError(f"all {SLOTS} many-host slots are taken: `ip netns list` shows what holds them")
+
+
 @dataclass
 class Host:
     name: str
-    number: int
+    number: int  # 1 to 3
+    slot: int
     scratch: Path
     queues: str
     ports: dict[int, int] = field(default_factory=dict)
     forwarders: list[subprocess.Popen] = field(default_factory=list)
     worker: subprocess.Popen | None = None
     starts: int = 0
+    # Set once this run made the namespace: never signal or delete one another run made.
+    created: bool = False
 
     @property
     def netns(self) -> str:
-        return f"vhf-{self.name}"
+        return f"vhf{self.slot}-{self.name}"
 
     @property
     def main_end(self) -> str:
-        return f"vhf{self.number}m"
+        return f"vhf{self.slot}-{self.number}m"
+
+    @property
+    def _network(self) -> str:
+        return f"{SUBNET}.{4 * self.slot + self.number}"
 
     @property
     def gateway(self) -> str:
-        return f"{SUBNET}.{self.number}.1"
+        return f"{self._network}.1"
 
     @property
     def node(self) -> str:
@@ -61,10 +85,11 @@ class Host:
         for directory in (self.scratch, self.tmp):
             directory.chmod(0o755)
         sh("ip", "netns", "add", self.netns)
+        self.created = True
         sh("ip", "link", "add", self.main_end, "type", "veth", "peer", "name", "eth0", "netns", self.netns)
         sh("ip", "addr", "add", f"{self.gateway}/30", "dev", self.main_end)
         sh("ip", "link", "set", self.main_end, "up")
-        sh("ip", "-n", self.netns, "addr", "add", f"{SUBNET}.{self.number}.2/30", "dev", "eth0")
+        sh("ip", "-n", self.netns, "addr", "add", f"{self._network}.2/30", "dev", "eth0")
         sh("ip", "-n", self.netns, "link", "set", "eth0", "up")
         sh("ip", "-n", self.netns, "link", "set", "lo", "up")
         self.ports = ports
@@ -122,16 +147,28 @@ class Host:
         )
 
     def pids(self) -> list[int]:
+        if not self.created:
+            return []
         listed = subprocess.run(["ip", "netns", "pids", self.netns], capture_output=True, text=True, check=False)
         return [int(p) for p in listed.stdout.split()]
 
-    def lose(self) -> None:
-        """The host is gone at once: every process in it SIGKILLed, its link cut."""
+    def signal_all(self, signum: int) -> None:
         for pid in self.pids():
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, signum)
             except ProcessLookupError:
                 pass
+
+    def freeze(self) -> None:
+        """Every process in the host stops where it is (SIGSTOP): what it wrote stays as it is."""
+        self.signal_all(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        self.signal_all(signal.SIGCONT)
+
+    def lose(self) -> None:
+        """The host is gone at once: every process in it SIGKILLed, its link cut."""
+        self.signal_all(signal.SIGKILL)
         self.cut()
         if self.worker is not None:
             self.worker.wait(timeout=30)
@@ -140,7 +177,8 @@ class Host:
         if self.worker is not None and self.worker.poll() is None:
             os.killpg(self.worker.pid, signal.SIGTERM)
             try:
-                self.worker.wait(timeout=60)
+                # Its warm shutdown destroys the sandboxes its pools hold, a build under way included.
+                self.worker.wait(timeout=120)
             except subprocess.TimeoutExpired:
                 self.lose()
 
@@ -150,12 +188,10 @@ class Host:
 
     def destroy(self) -> None:
         self.stop_worker()
-        for pid in self.pids():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self._unforward()
-        subprocess.run(["ip", "link", "del", self.main_end], capture_output=True, check=False)
-        subprocess.run(["ip", "netns", "del", self.netns], capture_output=True, check=False)
+        if self.created:
+            self.signal_all(signal.SIGKILL)
+            subprocess.run(["ip", "link", "del", self.main_end], capture_output=True, check=False)
+            subprocess.run(["ip", "netns", "del", self.netns], capture_output=True, check=False)
+            self.created = False
         shutil.rmtree(self.scratch, ignore_errors=True)

@@ -35,7 +35,7 @@ from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
 from tests.conftest import FIGURES
 from tests.evaluation.conftest import wait_until
-from tests.fleet.namespaces import Host
+from tests.fleet.namespaces import Host, free_slot
 from veriharm_site.broker_messages import waiting_tasks
 
 CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"
@@ -113,8 +113,9 @@ def test_a_run_over_three_hosts_survives_losing_one(
     app.control.purge()
     agents = [a.pk for a in reference_agents_ensure()]
     # Scratch under /tmp itself: pytest's tmp_path is private to root, and sandboxes are not root.
+    slot = free_slot()
     hosts = {
-        key: Host(f"host-{key}", n, Path(tempfile.mkdtemp(prefix=f"veriharm-fleet-{key}-")), queues)
+        key: Host(f"host-{key}", n, slot, Path(tempfile.mkdtemp(prefix=f"veriharm-fleet-{key}-")), queues)
         for key, n, queues in (("a", 1, ALL_QUEUES), ("b", 2, ALL_QUEUES), ("c", 3, "sandbox-local,default"))
     }  # host-c has no Docker queue
     figures: dict[str, float | int] = {}
@@ -123,7 +124,9 @@ def test_a_run_over_three_hosts_survives_losing_one(
             host.create({5432: int(connection.settings_dict["PORT"] or 5432), 6379: 6379})
         for count, key in enumerate("abc", start=1):
             hosts[key].start_worker(_host_env(hosts[key]), tmp_path)
-            wait_until(lambda k=key: any(w.host == hosts[k].name for w in fleet().live), 120, f"{key}'s heartbeat")
+            # A worker's start (Django, Celery, the pool's fork) takes minutes on a loaded machine, as
+            # host-b's restart below.
+            wait_until(lambda k=key: any(w.host == hosts[k].name for w in fleet().live), 300, f"{key}'s heartbeat")
             if key == "c":
                 break
             if key == "a":
@@ -139,23 +142,33 @@ def test_a_run_over_three_hosts_survives_losing_one(
         run = _launch(REPETITIONS, agents, "three hosts")
         total = 3 * REPETITIONS
         b = hosts["b"]
-        # Lose host-b in the middle of a trial: it holds one and has its sandbox up.
-        wait_until(
-            lambda: (
-                Trial.objects.filter(run=run, status=TrialStatus.DONE).count() >= total // 4
-                and Trial.objects.filter(run=run, status=TrialStatus.RUNNING, worker=b.node).exists()
-                and bool(b.sandbox_dirs())
-            ),
-            600,
-            "host-b mid-trial, a quarter of the run done",
-            interval=0.05,
-        )
-        held = set(
-            Trial.objects.filter(run=run, status=TrialStatus.RUNNING, worker=b.node).values_list("pk", flat=True)
-        )
-        left_behind = b.sandbox_dirs()
+        # Lose host-b in the middle of a trial: it holds one and has its sandbox up. It is frozen
+        # (SIGSTOP) before it is seen to hold one, then killed: a trial takes seconds, and on a
+        # loaded machine it could otherwise end between that look and the loss, leaving nothing to
+        # take over.
+        holding = Trial.objects.filter(run=run, status=TrialStatus.RUNNING, worker=b.node)
+        deadline = time.monotonic() + 600
+        while True:
+            wait_until(
+                lambda: (
+                    Trial.objects.filter(run=run, status=TrialStatus.DONE).count() >= total // 4
+                    and holding.exists()
+                    and bool(b.sandbox_dirs())
+                ),
+                max(deadline - time.monotonic(), 1),
+                "host-b mid-trial, a quarter of the run done",
+                interval=0.05,
+            )
+            b.freeze()
+            if holding.exists():
+                break
+            b.thaw()
         b.lose()
         lost_at = time.monotonic()
+        # Read once it is gone: nothing of host-b changes them any more.
+        held = set(holding.values_list("pk", flat=True))
+        left_behind = b.sandbox_dirs()
+        assert held and left_behind
         republished: dict[int, float] = {}
         taken: dict[int, float] = {}
 
@@ -214,7 +227,14 @@ def test_a_run_over_three_hosts_survives_losing_one(
         # A final state host-a wrote, re-scored by host-c with the other hosts gone: the store is shared.
         hosts["a"].stop_worker()
         hosts["b"].stop_worker()
-        wait_until(lambda: {w.host for w in fleet().live} == {"host-c"}, 120, "host-c alone")
+        try:
+            # Either stopped worker says so as it stops, or goes silent a minute after it is killed;
+            # host-c beats every 15 s, slower on a loaded machine.
+            wait_until(lambda: {w.host for w in fleet().live} == {"host-c"}, 300, "host-c alone")
+        except AssertionError as timed_out:
+            workers = fleet()
+            rows = [(w.name, w.state, round(w.heartbeat_age)) for w in workers.live + workers.silent + workers.stopped]
+            raise AssertionError(f"{timed_out}; the workers page: {rows}") from None
         written = Trial.objects.filter(run=written_on_a)
         assert written.count() == written.filter(status=TrialStatus.DONE, kind=TrialKind.RISK).count() == 3
         before = {t.pk: (t.r_task, t.r_harm) for t in written}

@@ -1,7 +1,7 @@
 """The test suite: real PostgreSQL and real Redis at their usual local addresses."""
 
 from .base import *  # noqa: F401,F403
-from .base import env
+from .base import VAR_DIR, env
 
 SECRET_KEY = "test-key-not-secret"
 DEBUG = False
@@ -24,6 +24,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 2 * 60 * 60}
 # every checkout testing on this machine.
 if _xdist_process := env.str("PYTEST_XDIST_WORKER", default=""):
     CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"] = f"veriharm-tests-{_xdist_process}:"
+# Kept final states, for the same reason: their names hold run and trial ids, which repeat across
+# the processes' databases, and a process removes archives its own database does not name (a
+# re-score, a prune of unreferenced archives). Each process keeps its own directory, apart from
+# `make run`'s var/final-states too; the workers a test starts as subprocesses inherit
+# PYTEST_XDIST_WORKER, so they store where their process reads.
+VERIHARM_FINAL_STATE_DIR = env.path(
+    "VERIHARM_FINAL_STATE_DIR", default=str(VAR_DIR / "test-final-states" / (_xdist_process or "main"))
+)
 # Workers started inside the test process (celery.contrib.testing) sweep only where a test asks:
 # a sweep publishing trials of another test's run would blur what that test measures.
 VERIHARM_RECOVERY_SWEEP_SECONDS = env.float("VERIHARM_RECOVERY_SWEEP_SECONDS", default=0.0)

@@ -128,9 +128,10 @@ class Remover:
 
     Removing a container takes the engine tens of milliseconds that a verdict does not wait for.
     The sandbox is marked destroyed at once (nothing runs in it any more); its container stays
-    among this process's live ones until it is gone, and an executor's threads are joined at
-    interpreter exit, so a normal exit leaves nothing behind; after a crash the orphan sweep
-    removes what was still pending."""
+    among this process's live ones until it is gone. ``DockerBackend.drain_pools``, which a worker
+    calls as it stops normally, waits for the removals under way, so a normal stop leaves nothing
+    behind (a prefork pool child leaves through ``os._exit``: nothing joins its threads at exit);
+    after a crash the orphan sweep removes what was still pending."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -60,3 +60,22 @@ def test_a_healthy_environment_fills_and_a_broken_one_beside_it_does_not_stop_it
     finally:
         pool.drain()
     assert sorted(builds.destroyed) == sorted(m for m in ("healthy#1", "healthy#2", "healthy#3") if m != member)
+
+
+def test_drain_destroys_a_member_still_being_built() -> None:
+    """A worker drains its pools and exits at once: a sandbox whose build was under way must be gone
+    by the time drain returns, not left to the orphan sweep."""
+    building, release = threading.Event(), threading.Event()
+    destroyed: list[str] = []
+
+    def make(key: str) -> str:
+        building.set()
+        release.wait(10)
+        return f"{key}#1"
+
+    pool: WarmPool[str, str] = WarmPool("test", make, destroyed.append, size=1)
+    pool.warm("slow")
+    assert building.wait(10)
+    threading.Timer(0.2, release.set).start()
+    pool.drain()
+    assert destroyed == ["slow#1"] and pool.ready("slow") == 0
