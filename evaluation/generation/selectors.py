@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
-from candidates import diffing
+from candidates import diff_cache, diffing
 from candidates.curation.search_report import SearchReport, search_report
 from candidates.curation.search_report import SearchRow as ReportSearchRow
 from candidates.diffing import SideBySide
@@ -308,8 +308,10 @@ class Call:
 
 @dataclass(frozen=True)
 class Iteration:
+    """The selected iteration in full: its proposal, both diffs, the feedback, the check and the rollout."""
+
     iteration: int
-    instruction: str
+    instruction_chars: int
     harm_test: str
     perturbation: str
     harm_summary: str
@@ -319,6 +321,7 @@ class Iteration:
     budget_spent: bool
     seed_diff_html: str
     seed_diff: SideBySide | None
+    previous_iteration: int | None  # the proposal the previous diff compares against
     previous_diff_html: str  # "" for the first proposal, or one without a previous proposal
     previous_diff: SideBySide | None
     feedback: str  # what went to the proposer about the earlier attempts ("" for the first)
@@ -327,6 +330,21 @@ class Iteration:
     check: Verdicts | None
     rollout: Verdicts | None
     kept: bool
+
+
+@dataclass(frozen=True)
+class IterationLine:
+    """One iteration in the search's list: what a reader picks the iteration to read by."""
+
+    iteration: int
+    perturbation: str
+    instruction_chars: int
+    outcome: str  # the error, the note, or "" when it went on to a check and a rollout
+    budget_spent: bool
+    check: tuple[int | None, int | None] | None  # the no-op check's (r_task, r_harm)
+    rollout: tuple[int | None, int | None] | None
+    kept: bool
+    selected: bool
 
 
 @dataclass(frozen=True)
@@ -346,7 +364,10 @@ class SearchPage:
     run: GenerationRun
     seed_instruction: str
     seed: Verdicts | None
-    iterations: list[Iteration]
+    # Every iteration as one line, and the selected one in full: a page reads one iteration's
+    # texts, transcripts and diffs however many iterations the search has.
+    iterations: list[IterationLine]
+    selected: Iteration | None
     judgements: list[Judgement]
     criteria: tuple[str, ...]
     quality: float | None  # Q: the mean of the judges' sums
@@ -418,23 +439,82 @@ def _calls(step: GenerationStep) -> list[Call]:
 
 
 def _diff(before: str, after: str) -> tuple[SideBySide, str]:
-    diff = diffing.side_by_side(before, after)
+    """The proposed task against an earlier text, computed once per pair of texts (the cache) at
+    a bounded cost (`diffing.bounded_side_by_side`)."""
+    diff = diff_cache.side_by_side_cached(before, after)
     return diff, diffing.segments_html(diff.right)
 
 
-def generation_search_page(search_id: int) -> SearchPage | None:
+class NoSuchIteration(LookupError):
+    pass
+
+
+def _default_iteration(search: GenerationSearch, proposals: list[GenerationStep]) -> int | None:
+    """The kept iteration, or else the latest proposal: what a reader of the search comes for."""
+    if search.ending == SearchEnding.KEPT and search.kept_iteration is not None:
+        return search.kept_iteration
+    return proposals[-1].iteration if proposals else None
+
+
+def _verdict_pair(step: GenerationStep | None) -> tuple[int | None, int | None] | None:
+    return None if step is None else (step.r_task, step.r_harm)
+
+
+# The JSON columns a step's page shows only for the steps it shows in full (a rollout's transcript
+# steps run to megabytes over a long search).
+_SHOWN_ONLY = ("steps",)
+
+
+def generation_search_page(search_id: int, iteration: int | None = None) -> SearchPage | None:
+    """The search with every iteration as a line and one in full: `iteration`, or by default the
+    kept one or the latest. Raises NoSuchIteration when the search has no proposal at `iteration`."""
     search = GenerationSearch.objects.select_related("run", "agent").filter(pk=search_id).first()
     if search is None:
         return None
-    steps = list(search.steps.all().order_by("iteration", "pk"))
+    steps = list(search.steps.defer(*_SHOWN_ONLY).order_by("iteration", "pk"))
     calls = list(search.model_calls.all())
     by_kind = {(s.kind, s.iteration): s for s in steps if s.kind != StepKind.JUDGEMENT}
     seed_instruction = str(search.source_task.get("instruction", ""))
-    iterations = []
-    previous: GenerationStep | None = None
     proposals = [s for s in steps if s.kind == StepKind.PROPOSAL]
+    chosen = iteration if iteration is not None else _default_iteration(search, proposals)
+    if chosen is not None and (StepKind.PROPOSAL, chosen) not in by_kind:
+        if iteration is not None:
+            raise NoSuchIteration(iteration)
+        chosen = None
+    kept_iteration = search.kept_iteration if search.ending == SearchEnding.KEPT else None
+    shown = [
+        step
+        for step in (
+            by_kind.get((StepKind.SEED, 0)),
+            by_kind.get((StepKind.NOOP_CHECK, chosen or 0)),
+            by_kind.get((StepKind.ROLLOUT, chosen or 0)),
+        )
+        if step is not None
+    ]
+    transcripts = dict(GenerationStep.objects.filter(pk__in=[s.pk for s in shown]).values_list("pk", "steps"))
+    for step in shown:
+        step.steps = transcripts.get(step.pk, [])
+    lines = []
     for proposal in proposals:
-        earlier = [s for s in steps if s.iteration < proposal.iteration and s.kind != StepKind.JUDGEMENT]
+        check = by_kind.get((StepKind.NOOP_CHECK, proposal.iteration))
+        lines.append(
+            IterationLine(
+                iteration=proposal.iteration,
+                perturbation=proposal.perturbation,
+                instruction_chars=len(proposal.instruction),
+                outcome=proposal.error or proposal.note or (check.note if check else ""),
+                budget_spent=proposal.budget_spent,
+                check=_verdict_pair(check),
+                rollout=_verdict_pair(by_kind.get((StepKind.ROLLOUT, proposal.iteration))),
+                kept=proposal.iteration == kept_iteration,
+                selected=proposal.iteration == chosen,
+            )
+        )
+    selected = None
+    if chosen is not None:
+        proposal = by_kind[(StepKind.PROPOSAL, chosen)]
+        earlier = [s for s in steps if s.iteration < chosen and s.kind != StepKind.JUDGEMENT]
+        previous = next((p for p in reversed(proposals) if p.iteration < chosen and not p.error), None)
         told = feedback(earlier)
         seed_diff = previous_diff = None
         seed_html = previous_html = ""
@@ -442,31 +522,28 @@ def generation_search_page(search_id: int) -> SearchPage | None:
             seed_diff, seed_html = _diff(seed_instruction, proposal.instruction)
             if previous is not None:
                 previous_diff, previous_html = _diff(previous.instruction, proposal.instruction)
-        iterations.append(
-            Iteration(
-                iteration=proposal.iteration,
-                instruction=proposal.instruction,
-                harm_test=proposal.harm_test,
-                perturbation=proposal.perturbation,
-                harm_summary=proposal.harm_summary,
-                risk_category=proposal.risk_category,
-                note=proposal.note,
-                error=proposal.error,
-                budget_spent=proposal.budget_spent,
-                seed_diff_html=seed_html,
-                seed_diff=seed_diff,
-                previous_diff_html=previous_html,
-                previous_diff=previous_diff,
-                feedback=render_feedback(told) if told else "",
-                calls=_calls(proposal),
-                cost_usd=proposal.cost_usd,
-                check=_verdicts(by_kind.get((StepKind.NOOP_CHECK, proposal.iteration)), calls),
-                rollout=_verdicts(by_kind.get((StepKind.ROLLOUT, proposal.iteration)), calls),
-                kept=search.kept_iteration == proposal.iteration and search.ending == SearchEnding.KEPT,
-            )
+        selected = Iteration(
+            iteration=chosen,
+            instruction_chars=len(proposal.instruction),
+            harm_test=proposal.harm_test,
+            perturbation=proposal.perturbation,
+            harm_summary=proposal.harm_summary,
+            risk_category=proposal.risk_category,
+            note=proposal.note,
+            error=proposal.error,
+            budget_spent=proposal.budget_spent,
+            seed_diff_html=seed_html,
+            seed_diff=seed_diff,
+            previous_iteration=previous.iteration if previous is not None else None,
+            previous_diff_html=previous_html,
+            previous_diff=previous_diff,
+            feedback=render_feedback(told) if told else "",
+            calls=_calls(proposal),
+            cost_usd=proposal.cost_usd,
+            check=_verdicts(by_kind.get((StepKind.NOOP_CHECK, chosen)), calls),
+            rollout=_verdicts(by_kind.get((StepKind.ROLLOUT, chosen)), calls),
+            kept=chosen == kept_iteration,
         )
-        if not proposal.error:
-            previous = proposal
     order = [c.get("name") for c in search.run.judge_configs]
     judgement_steps = sorted(
         (s for s in steps if s.kind == StepKind.JUDGEMENT),
@@ -487,7 +564,8 @@ def generation_search_page(search_id: int) -> SearchPage | None:
         run=search.run,
         seed_instruction=seed_instruction,
         seed=_verdicts(by_kind.get((StepKind.SEED, 0)), calls),
-        iterations=iterations,
+        iterations=lines,
+        selected=selected,
         judgements=judgements,
         criteria=CRITERIA,
         quality=sum(totals) / len(totals) if totals else None,
@@ -497,6 +575,15 @@ def generation_search_page(search_id: int) -> SearchPage | None:
         tokens_in=sum(c.input_tokens for c in stored_calls) + sum(c.input_tokens for c in calls),
         tokens_out=sum(c.output_tokens for c in stored_calls) + sum(c.output_tokens for c in calls),
         cost_usd=sum(costs, Decimal(0)),
+    )
+
+
+def proposal_text(search_id: int, iteration: int) -> str | None:
+    """The proposed task t~ of one iteration as recorded, in full (None: no such proposal)."""
+    return (
+        GenerationStep.objects.filter(search_id=search_id, kind=StepKind.PROPOSAL, iteration=iteration)
+        .values_list("instruction", flat=True)
+        .first()
     )
 
 

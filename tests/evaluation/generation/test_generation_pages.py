@@ -4,13 +4,16 @@ steps are the scripted demo proposer's and judges' own outputs, recorded as a wo
 
 from __future__ import annotations
 
+import random
 import re
 from decimal import Decimal
 
 import pytest
+from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
+from candidates import diffing
 from evaluation.generation.launch import generation_launch
 from evaluation.generation.models import GenerationRun, GenerationSearch, GenerationStep
 from evaluation.generation.scripted import PROPOSER_NAME
@@ -39,7 +42,7 @@ def _launch(admin_user, name: str = "two judges", **kwargs) -> GenerationRun:
         agent_ids=[target.pk],
         proposers=[{"kind": "scripted"}],
         judges=SCRIPTED_JUDGES,
-        budget=3,
+        budget=kwargs.pop("budget", 3),
         backend="local",
         created_by=admin_user,
         **kwargs,
@@ -130,7 +133,7 @@ def test_a_later_iteration_shows_the_diff_against_the_previous_proposal_and_the_
         perturbation=first.perturbation,
     )
     html = _html(_client(curator).get(reverse("evaluation:generation-search", args=[search.pk])))
-    second = html.split('data-iteration="2"')[1]
+    second = html.split('data-testid="iteration" data-iteration="2"')[1]
     previous = second.split('data-testid="previous-diff">')[1].split("</div>")[0]
     assert '<ins class="diff-ins" title="added">' in previous and "backup" in previous
     # What the proposer was told: attempt 1's verdicts.
@@ -392,3 +395,114 @@ def test_a_seeded_sample_or_a_filter_from_the_page_searches_the_tasks_the_servic
     expected, problem = source_tasks_select(selection)
     assert not problem and expected
     assert list(run.searches.order_by("pk").values_list("source_task_id", flat=True)) == [t["id"] for t in expected]
+
+
+def _long_task(rng: random.Random, chars: int) -> str:
+    """A task of about `chars` characters in lines of a few words, as a proposer's long rewrite."""
+    words = ["backup", "logs", "archive", "rotate", "chmod", "config", "service", "restart", "deploy", "cache"]
+    lines, size = [], 0
+    while size < chars:
+        line = " ".join(rng.choice(words) + str(rng.randrange(1000)) for _ in range(8))
+        lines.append(line)
+        size += len(line) + 1
+    return "\n".join(lines)
+
+
+def _long_search(admin_user, iterations: int, chars: int) -> GenerationSearch:
+    """A search of `iterations` proposals of about `chars` characters each (every one rewriting a
+    third of the previous one's lines), each checked and rolled out without harm."""
+    run = _launch(admin_user, budget=iterations)
+    search = run.searches.get()
+    rng = random.Random(7)
+    task = _long_task(rng, chars)
+    steps = [GenerationStep(search=search, kind=StepKind.SEED, iteration=0, r_task=1, r_harm=0)]
+    for iteration in range(1, iterations + 1):
+        lines = task.splitlines()
+        for i in rng.sample(range(len(lines)), len(lines) // 3):
+            lines[i] = _long_task(rng, 40)
+        task = "\n".join(lines)
+        steps += [
+            GenerationStep(
+                search=search,
+                kind=StepKind.PROPOSAL,
+                iteration=iteration,
+                instruction=task,
+                harm_test=f"def test_harm_{iteration}():\n    assert True\n",
+                perturbation="underspecification",
+            ),
+            GenerationStep(search=search, kind=StepKind.NOOP_CHECK, iteration=iteration, r_task=0, r_harm=0),
+            GenerationStep(
+                search=search, kind=StepKind.ROLLOUT, iteration=iteration, r_task=1, r_harm=0, transcript="$ ls\n"
+            ),
+        ]
+    GenerationStep.objects.bulk_create(steps)
+    return search
+
+
+class _CountingDiffs:
+    """Counts the diffs computed (each one builds its own diff_match_patch)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        counter = self
+        original = diffing.diff_match_patch
+
+        class Counted(original):  # type: ignore[misc, valid-type]
+            def __init__(self) -> None:
+                super().__init__()
+                counter.count += 1
+
+        monkeypatch.setattr(diffing, "diff_match_patch", Counted)
+
+
+@pytest.mark.django_db
+def test_a_long_search_is_read_one_iteration_at_a_time_each_diff_computed_once(admin_user, monkeypatch):
+    """20 iterations of 80,000-character proposals, read by a viewer: the page lists every iteration and
+    shows one in full (the latest), computing its two diffs once; a second view computes none."""
+    cache.clear()
+    search = _long_search(admin_user, iterations=20, chars=80_000)
+    diffs = _CountingDiffs(monkeypatch)
+    client = _client(make_user("reader", VIEWER))
+    url = reverse("evaluation:generation-search", args=[search.pk])
+    html = _html(client.get(url))
+    assert diffs.count == 2  # the latest proposal against t_seed and against iteration 19
+    assert html.count('data-testid="iteration-line"') == 20
+    assert html.count('data-testid="iteration" ') == 1 and 'data-testid="iteration" data-iteration="20"' in html
+    # Long texts are compared line by line, and say so.
+    assert 'data-mode="lines" data-testid="seed-diff"' in html and "compared line by line" in html
+    assert 'data-mode="lines" data-testid="previous-diff"' in html
+    # One iteration's texts, not twenty's: the two diffs of an 80 kB task and the page around them.
+    assert len(html) < 450_000, len(html)
+    _html(client.get(url))
+    assert diffs.count == 2  # read back, not computed again
+    # Another iteration, picked from the list: its diffs only.
+    other = _html(client.get(f"{url}?iteration=3"))
+    assert diffs.count == 4
+    assert 'data-testid="iteration" data-iteration="3"' in other and other.count('data-testid="iteration" ') == 1
+    assert 'href="?iteration=20#iteration-20"' in other
+
+
+@pytest.mark.django_db
+def test_a_proposal_too_long_to_diff_links_to_its_text_and_bad_iterations_are_refused(admin_user, curator, monkeypatch):
+    cache.clear()
+    search = _long_search(admin_user, iterations=2, chars=diffing.MAX_DIFF_CHARS + 1_000)
+    diffs = _CountingDiffs(monkeypatch)
+    client = _client(curator)
+    url = reverse("evaluation:generation-search", args=[search.pk])
+    html = _html(client.get(url))
+    assert diffs.count == 0
+    seed = html.split('data-testid="seed-diff">')[1].split("</div>")[0]
+    text_url = reverse("evaluation:generation-proposal-text", args=[search.pk, 2])
+    assert "Too large to diff here" in seed and f'href="{text_url}"' in seed
+    previous = html.split('data-testid="previous-diff">')[1].split("</div>")[0]
+    assert f'href="{reverse("evaluation:generation-proposal-text", args=[search.pk, 1])}"' in previous
+    text = client.get(text_url)
+    assert text.status_code == 200 and text["Content-Type"] == "text/plain; charset=utf-8"
+    assert text.content.decode() == search.steps.get(kind=StepKind.PROPOSAL, iteration=2).instruction
+    # An iteration the search has no proposal at, or no number at all.
+    assert client.get(reverse("evaluation:generation-proposal-text", args=[search.pk, 3])).status_code == 404
+    missing = client.get(f"{url}?iteration=3")
+    assert missing.status_code == 404
+    refused = client.get(f"{url}?iteration=abc")
+    assert refused.status_code == 400 and "iteration" in refused.content.decode()
+    assert client.get(f"{url}?iteration=21").status_code == 400
