@@ -13,4 +13,3 @@ class SearchPageQuery(serializers.Serializer):
     """A search's page: which iteration it shows in full (absent: the kept one, or the latest)."""
 
     iteration = WholeNumberField(low=1, high=MAX_BUDGET, help_text="The iteration shown in full, from 1")
-

@@ -10,18 +10,16 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from candidates import diff_cache, diffing
-from candidates.curation.search_report import SearchReport, search_report
-from candidates.curation.search_report import SearchRow as ReportSearchRow
+from candidates.curation.search_report import SearchGroup, SearchReport, search_report
 from candidates.diffing import SideBySide
 from candidates.models import Candidate
 from evaluation.results import transcript_view
 from evaluation.results.transcript_view import Headline
+from veriharm_site.paging import KeysFirst
 
-from . import decision
 from .contracts import CRITERIA
 from .models import GenerationModelCall, GenerationRun, GenerationSearch, GenerationStep
 from .prompts import render_feedback
-from .recording import done_of
 from .states import SearchEnding, SearchStatus, StepKind
 from .steps import feedback
 
@@ -160,6 +158,7 @@ class RunProgress:
             "percent": self.percent,
             "spent_usd": str(self.spent_usd),
             "budget_usd": None if self.budget_usd is None else str(self.budget_usd),
+            "endings": {e.ending: e.count for e in self.endings},
         }
 
 
@@ -197,41 +196,43 @@ class IterationCount:
 @dataclass(frozen=True)
 class RunPage:
     run: GenerationRun
-    detail: RunDetail
+    proposers: list[str]
+    judges: list[str]
     progress: RunProgress
     # Table 1 over this run's searches that ended by the method (kept, or the budget spent).
     report: SearchReport
     iterations: list[IterationCount]
 
 
-def _report_rows(run: GenerationRun) -> list[ReportSearchRow]:
+def _report_groups(run: GenerationRun) -> list[SearchGroup]:
     """The searches Table 1 counts, as the search record stores them (`recording.pipeline_lines`):
-    the ones that ended kept or with their budget spent, their attempts up to the first success."""
-    rows = []
-    searches = (
+    the ones that ended kept or with their budget spent. A kept search's first harmful success is
+    its kept iteration (the search keeps the first one), so the database groups them: a few rows
+    for thousands of searches, not every step."""
+    groups = (
         run.searches.filter(ending__in=[SearchEnding.KEPT, SearchEnding.BUDGET_EXHAUSTED])
-        .select_related("agent")
-        .prefetch_related("steps")
+        .values("proposer", "agent__name", "ending", "kept_iteration")
+        .annotate(n=Count("pk"))
+        .order_by()
     )
-    for search in searches:
-        attempts = decision.attempts([done_of(s) for s in search.steps.all()])
-        if attempts:
-            rows.append(
-                ReportSearchRow(
-                    proposer=search.proposer,
-                    target_agent=search.agent.name,
-                    budget=run.budget,
-                    attempts=tuple((a.task_passed, a.harm_detected) for a in attempts),
-                )
-            )
-    return rows
+    return [
+        SearchGroup(
+            proposer=g["proposer"],
+            target_agent=g["agent__name"],
+            budget=run.budget,
+            first_success=g["kept_iteration"] if g["ending"] == SearchEnding.KEPT else None,
+            searches=g["n"],
+        )
+        for g in groups
+    ]
 
 
 def generation_run_page(run_id: int) -> RunPage | None:
+    """The run's figures: progress, Table 1, rollouts per iteration. Its searches are read a page
+    at a time (`generation_run_searches`)."""
     run = GenerationRun.objects.select_related("created_by").filter(pk=run_id).first()
-    detail = generation_run_detail(run_id)
     progress = generation_run_progress(run_id)
-    if run is None or detail is None or progress is None:
+    if run is None or progress is None:
         return None
     rollouts = (
         GenerationStep.objects.filter(search__run=run, kind=StepKind.ROLLOUT)
@@ -242,6 +243,7 @@ def generation_run_page(run_id: int) -> RunPage | None:
             harm=Count("pk", filter=Q(r_harm=1)),
             both=Count("pk", filter=Q(r_task=1, r_harm=1)),
         )
+        .order_by()
     )
     none = {"n": 0, "task": 0, "harm": 0, "both": 0}
     by_iteration: dict[int, dict[str, int]] = {
@@ -256,11 +258,23 @@ def generation_run_page(run_id: int) -> RunPage | None:
     ]
     return RunPage(
         run=run,
-        detail=detail,
+        proposers=[c["name"] for c in run.proposer_configs],
+        judges=[c["name"] for c in run.judge_configs],
         progress=progress,
-        report=search_report(_report_rows(run)),
+        report=search_report(_report_groups(run)),
         iterations=iterations,
     )
+
+
+def _with_step_counts(page: QuerySet[GenerationSearch]) -> QuerySet[GenerationSearch]:
+    return page.annotate(step_count=Count("steps"))
+
+
+def generation_run_searches(run_id: int) -> KeysFirst[GenerationSearch]:
+    """The run's searches in the order they were launched, to page through: steps are counted for
+    the page's searches only."""
+    searches = GenerationSearch.objects.filter(run_id=run_id).select_related("agent").order_by("pk")
+    return KeysFirst(searches.defer("source_task", "agent_config", "agent__config"), rows=_with_step_counts)
 
 
 @dataclass(frozen=True)

@@ -85,13 +85,17 @@ def _page_or_404(pk: int) -> selectors.RunPage:
     return page
 
 
-class GenerationRunView(RoleRequiredMixin, TemplateView):
+class GenerationRunView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     permission_required = READ
     template_name = "evaluation/generation/run.html"
+    query_serializer = PageNumberQuery
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        page = _page_or_404(kwargs["pk"])
-        return super().get_context_data(page=page, run=page.run, progress=page.progress, **kwargs)
+        run_page = _page_or_404(kwargs["pk"])
+        searches = Paginator(selectors.generation_run_searches(run_page.run.pk), PAGE_SIZE).get_page(self.query["page"])
+        return super().get_context_data(
+            run_page=run_page, page=searches, run=run_page.run, progress=run_page.progress, **kwargs
+        )
 
 
 class GenerationRunProgressView(RoleRequiredMixin, View):

@@ -10,8 +10,11 @@ from decimal import Decimal
 
 import pytest
 from django.core.cache import cache
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from candidates import diffing
 from evaluation.generation.launch import generation_launch
@@ -296,6 +299,7 @@ def test_progress_json_bad_page_and_missing_objects(admin_user, curator):
         "percent": 0,
         "spent_usd": "0.0000",
         "budget_usd": "2.0000",
+        "endings": {ending: 0 for ending in SearchEnding.values},
     }
     assert client.get(reverse("evaluation:generation-runs") + "?page=x").status_code == 400
     assert client.get(reverse("evaluation:generation-run", args=[run.pk + 999])).status_code == 404
@@ -506,3 +510,68 @@ def test_a_proposal_too_long_to_diff_links_to_its_text_and_bad_iterations_are_re
     refused = client.get(f"{url}?iteration=abc")
     assert refused.status_code == 400 and "iteration" in refused.content.decode()
     assert client.get(f"{url}?iteration=21").status_code == 400
+
+
+def _many_searches(admin_user, kept_first: int, kept_second: int, exhausted: int, queued: int) -> GenerationRun:
+    """A run with that many searches kept at iteration 1, at iteration 2, out of iterations and queued,
+    written as rows (a run of thousands is launched the same way)."""
+    run = _launch(admin_user, name="many searches")
+    first = run.searches.get()
+    now = timezone.now()
+    ended = {"status": "finished", "finished_at": now}
+    shapes = (
+        [{"ending": SearchEnding.KEPT, "kept_iteration": 1, **ended}] * kept_first
+        + [{"ending": SearchEnding.KEPT, "kept_iteration": 2, **ended}] * kept_second
+        + [{"ending": SearchEnding.BUDGET_EXHAUSTED, **ended}] * exhausted
+        + [{}] * (queued - 1)
+    )
+    GenerationSearch.objects.bulk_create(
+        GenerationSearch(
+            run=run,
+            agent=first.agent,
+            source_task_id=f"task-{n:05d}",
+            source_task=first.source_task,
+            proposer=first.proposer,
+            **shape,
+        )
+        for n, shape in enumerate(shapes)
+    )
+    return run
+
+
+@pytest.mark.django_db
+def test_a_run_of_many_searches_pages_them_and_counts_table_1_in_the_database(admin_user):
+    run = _many_searches(admin_user, kept_first=40, kept_second=20, exhausted=30, queued=30)
+    client = _client(make_user("reader", VIEWER))
+    url = reverse("evaluation:generation-run", args=[run.pk])
+    with CaptureQueriesContext(connection) as queries:
+        html = _html(client.get(url))
+    assert html.count("<tr data-search=") == 50
+    assert "120 searches, 1–50 shown" in html and "Page 1 of 3" in html and 'href="?page=2" rel="next"' in html
+    # Table 1 over the 90 that ended by the method: 60 successes, 40 at iteration 1 and 20 at 2.
+    table = html.split('data-testid="search-report"')[1].split("</table>")[0]
+    assert "66.7%" in table and "1.33" in table and "44.4%" in table
+    assert 'data-ending="kept">60<' in html and 'data-ending="budget_exhausted">30<' in html
+    # The searches' page, not every search: as many queries with three times as many.
+    GenerationSearch.objects.bulk_create(
+        GenerationSearch(
+            run=run, agent=run.agents.get(), source_task_id=f"more-{n}", source_task={}, proposer=PROPOSER_NAME
+        )
+        for n in range(240)
+    )
+    with CaptureQueriesContext(connection) as more:
+        larger = _html(client.get(url))
+    assert len(more) == len(queries) and larger.count("<tr data-search=") == 50
+    last = _html(client.get(url + "?page=8"))
+    assert "Page 8 of 8" in last and last.count("<tr data-search=") == 10
+    assert client.get(url + "?page=0").status_code == 400
+
+
+@pytest.mark.django_db
+def test_the_progress_json_carries_every_ending_so_the_page_updates_them_in_place(admin_user, curator):
+    run = _many_searches(admin_user, kept_first=2, kept_second=1, exhausted=1, queued=2)
+    progress = _client(curator).get(reverse("evaluation:generation-run-progress", args=[run.pk])).json()
+    assert progress["done"] == 4 and progress["total"] == 6
+    assert progress["endings"]["kept"] == 3 and progress["endings"]["budget_exhausted"] == 1
+    html = _html(_client(curator).get(reverse("evaluation:generation-run", args=[run.pk])))
+    assert 'data-testid="ended-since" hidden' in html
