@@ -162,14 +162,14 @@ class RunProgress:
         }
 
 
-def generation_run_progress(run_id: int) -> RunProgress | None:
-    run = GenerationRun.objects.filter(pk=run_id).first()
-    if run is None:
-        return None
-    by_status = dict(run.searches.values_list("status").annotate(n=Count("pk")).values_list("status", "n"))
-    by_ending = dict(
-        run.searches.exclude(ending="").values_list("ending").annotate(n=Count("pk")).values_list("ending", "n")
-    )
+def _progress_of(run: GenerationRun, counts: list[dict[str, Any]]) -> RunProgress:
+    """The progress from the run's searches counted by status and ending (and perhaps more)."""
+    by_status: dict[str, int] = {}
+    by_ending: dict[str, int] = {}
+    for row in counts:
+        by_status[row["status"]] = by_status.get(row["status"], 0) + row["n"]
+        if row["ending"]:
+            by_ending[row["ending"]] = by_ending.get(row["ending"], 0) + row["n"]
     return RunProgress(
         status=run.status,
         status_label=run.get_status_display(),
@@ -182,6 +182,13 @@ def generation_run_progress(run_id: int) -> RunProgress | None:
         spent_usd=run.spent_usd,
         endings=[EndingCount(e.value, e.label, by_ending.get(e.value, 0)) for e in SearchEnding],
     )
+
+
+def generation_run_progress(run_id: int) -> RunProgress | None:
+    run = GenerationRun.objects.filter(pk=run_id).first()
+    if run is None:
+        return None
+    return _progress_of(run, list(run.searches.values("status", "ending").annotate(n=Count("pk")).order_by()))
 
 
 @dataclass(frozen=True)
@@ -204,17 +211,11 @@ class RunPage:
     iterations: list[IterationCount]
 
 
-def _report_groups(run: GenerationRun) -> list[SearchGroup]:
+def _report_groups(run: GenerationRun, counts: list[dict[str, Any]]) -> list[SearchGroup]:
     """The searches Table 1 counts, as the search record stores them (`recording.pipeline_lines`):
     the ones that ended kept or with their budget spent. A kept search's first harmful success is
     its kept iteration (the search keeps the first one), so the database groups them: a few rows
     for thousands of searches, not every step."""
-    groups = (
-        run.searches.filter(ending__in=[SearchEnding.KEPT, SearchEnding.BUDGET_EXHAUSTED])
-        .values("proposer", "agent__name", "ending", "kept_iteration")
-        .annotate(n=Count("pk"))
-        .order_by()
-    )
     return [
         SearchGroup(
             proposer=g["proposer"],
@@ -223,7 +224,8 @@ def _report_groups(run: GenerationRun) -> list[SearchGroup]:
             first_success=g["kept_iteration"] if g["ending"] == SearchEnding.KEPT else None,
             searches=g["n"],
         )
-        for g in groups
+        for g in counts
+        if g["ending"] in (SearchEnding.KEPT, SearchEnding.BUDGET_EXHAUSTED)
     ]
 
 
@@ -231,9 +233,14 @@ def generation_run_page(run_id: int) -> RunPage | None:
     """The run's figures: progress, Table 1, rollouts per iteration. Its searches are read a page
     at a time (`generation_run_searches`)."""
     run = GenerationRun.objects.select_related("created_by").filter(pk=run_id).first()
-    progress = generation_run_progress(run_id)
-    if run is None or progress is None:
+    if run is None:
         return None
+    # The searches counted once, by what both the progress and Table 1 read.
+    counts = list(
+        run.searches.values("status", "ending", "kept_iteration", "proposer", "agent__name")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
     rollouts = (
         GenerationStep.objects.filter(search__run=run, kind=StepKind.ROLLOUT)
         .values("iteration")
@@ -260,8 +267,8 @@ def generation_run_page(run_id: int) -> RunPage | None:
         run=run,
         proposers=[c["name"] for c in run.proposer_configs],
         judges=[c["name"] for c in run.judge_configs],
-        progress=progress,
-        report=search_report(_report_groups(run)),
+        progress=_progress_of(run, counts),
+        report=search_report(_report_groups(run, counts)),
         iterations=iterations,
     )
 
