@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -162,7 +163,7 @@ class RunProgress:
         }
 
 
-def _progress_of(run: GenerationRun, counts: list[dict[str, Any]]) -> RunProgress:
+def _progress_of(run: GenerationRun, counts: Sequence[Mapping[str, Any]]) -> RunProgress:
     """The progress from the run's searches counted by status and ending (and perhaps more)."""
     by_status: dict[str, int] = {}
     by_ending: dict[str, int] = {}
@@ -211,7 +212,7 @@ class RunPage:
     iterations: list[IterationCount]
 
 
-def _report_groups(run: GenerationRun, counts: list[dict[str, Any]]) -> list[SearchGroup]:
+def _report_groups(run: GenerationRun, counts: Sequence[Mapping[str, Any]]) -> list[SearchGroup]:
     """The searches Table 1 counts, as the search record stores them (`recording.pipeline_lines`):
     the ones that ended kept or with their budget spent. A kept search's first harmful success is
     its kept iteration (the search keeps the first one), so the database groups them: a few rows
