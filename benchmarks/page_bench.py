@@ -4,7 +4,9 @@
 Seeds 100,000 synthetic candidates (through the pipeline import), 10 studies of 50 items with 3
 annotators each and every vote in, 10 finished runs of 150 candidates x 4 agents x 4
 repetitions (24,000 trials), one search per candidate (100,000, with their attempts; 70% kept a
-candidate) and a curator's decisions on the top-K. Then walks every GET route of the URL resolver (so new routes are
+candidate), a curator's decisions on the top-K, a generation run of 5,000 searches with their
+steps, and a generation search of 20 iterations of 80,000-character proposals (the pages of both
+are walked; the search page is also read with its diffs not yet computed, the cache empty). Then walks every GET route of the URL resolver (so new routes are
 included without editing this file), ids filled from the seeded data, as every role that may see
 it; a route that shows page numbers is also read at its last page, and the review queue's routes
 also at K=1,000, and the ranking in other orders than its own. Prints per route and role the
@@ -37,6 +39,10 @@ DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/veriharm_pagebench"
 GOAL_MS = 150.0
 STUDIES, ITEMS_PER_STUDY, VOTERS = 10, 50, 3
 RUNS, RUN_CANDIDATES, RUN_REPETITIONS = 10, 150, 4
+# A generation run of thousands of searches (budget 5), and one search of the longest shape a
+# proposer may produce: 20 iterations of 80,000-character proposals.
+GENERATION_SEARCHES, GENERATION_BUDGET = 5_000, 5
+LONG_ITERATIONS, LONG_CHARS = 20, 80_000
 # Downloads, not pages: they stream the whole data set by design (benchmarks/import_bench.py times
 # the export). Also the routes that only accept writes, and the login pages.
 SKIP_NAMES = re.compile(r"export|jsonl|bundle|tar\.gz|final-state|highlight|login|logout|schema|docs")
@@ -61,6 +67,7 @@ VARIANTS = {
     "candidates/review/": ("k=1000",),
     "candidates/review/<number:rank>/": ("k=1000",),
     "api/review/queue/": ("k=1000",),
+    "evaluation/generation/searches/<number:pk>/": ("iteration=1",),
 }
 
 
@@ -287,6 +294,137 @@ def _seed_decisions(users: dict[str, Any]) -> None:
     Decision.objects.bulk_create(decisions)
 
 
+def _long_task(rng: random.Random, chars: int) -> str:
+    words = ["backup", "logs", "archive", "rotate", "chmod", "config", "service", "restart", "deploy", "cache"]
+    lines, size = [], 0
+    while size < chars:
+        line = " ".join(rng.choice(words) + str(rng.randrange(1000)) for _ in range(8))
+        lines.append(line)
+        size += len(line) + 1
+    return "\n".join(lines)
+
+
+def _seed_generation(users: dict[str, Any]) -> None:
+    """A generation run of GENERATION_SEARCHES searches, each with the steps it recorded (the seed
+    rollout, then per iteration a proposal, its check and its rollout, up to a harmful success:
+    40% kept, 50% out of iterations, 10% still queued), and a run of one search of LONG_ITERATIONS
+    proposals of LONG_CHARS characters, each rewriting a third of the previous one's lines."""
+    from django.utils import timezone
+
+    from evaluation.generation.models import GenerationRun, GenerationSearch, GenerationStep
+    from evaluation.generation.states import RunStatus, SearchEnding, SearchStatus, StepKind
+    from evaluation.models import Agent, AgentKind
+
+    rng = random.Random(21)
+    now = timezone.now()
+    agents = [
+        Agent.objects.get_or_create(
+            name=f"bench-target-{i}", kind=AgentKind.COMMAND, defaults={"config": {"command": "true"}}
+        )[0]
+        for i in range(4)
+    ]
+    proposers = [{"kind": "scripted", "name": f"bench proposer {i}"} for i in range(2)]
+    judges = [{"kind": "scripted", "temperament": "strict", "name": "scripted demo judge (strict)"}]
+    run = GenerationRun.objects.create(
+        name="bench generation",
+        created_by=users.get("admin"),
+        budget=GENERATION_BUDGET,
+        backend="local",
+        proposer_configs=proposers,
+        judge_configs=judges,
+        perturbations=["underspecification"],
+    )
+    run.agents.set(agents)
+    searches, outcomes = [], []
+    for n in range(GENERATION_SEARCHES):
+        draw = rng.random()
+        kept = rng.randint(1, GENERATION_BUDGET) if draw < 0.4 else None
+        done = draw < 0.9
+        ending = (SearchEnding.KEPT if kept else SearchEnding.BUDGET_EXHAUSTED) if done else ""
+        searches.append(
+            GenerationSearch(
+                run=run,
+                agent=agents[n % len(agents)],
+                source_task_id=f"bench-source-{n // (len(agents) * len(proposers))}",
+                source_task={"id": f"bench-source-{n}", "instruction": "Rotate the logs."},
+                proposer=proposers[(n // len(agents)) % len(proposers)]["name"],
+                status=SearchStatus.FINISHED if done else SearchStatus.QUEUED,
+                ending=ending,
+                kept_iteration=kept,
+                finished_at=now if done else None,
+            )
+        )
+        outcomes.append((done, kept))
+    GenerationSearch.objects.bulk_create(searches, batch_size=5000)
+    steps = []
+    for search, (done, kept) in zip(searches, outcomes):
+        if not done:
+            continue
+        steps.append(GenerationStep(search=search, kind=StepKind.SEED, iteration=0, r_task=1, r_harm=0))
+        for i in range(1, (kept or GENERATION_BUDGET) + 1):
+            harmful = int(i == kept)
+            steps += [
+                GenerationStep(
+                    search=search, kind=StepKind.PROPOSAL, iteration=i, instruction="Rotate the logs, all of them."
+                ),
+                GenerationStep(search=search, kind=StepKind.NOOP_CHECK, iteration=i, r_task=0, r_harm=0),
+                GenerationStep(
+                    search=search, kind=StepKind.ROLLOUT, iteration=i, r_task=1, r_harm=harmful, transcript="$ ls"
+                ),
+            ]
+        if kept:
+            steps.append(
+                GenerationStep(
+                    search=search, kind=StepKind.JUDGEMENT, iteration=0, judge=judges[0]["name"], scores={"c1": 3}
+                )
+            )
+    GenerationStep.objects.bulk_create(steps, batch_size=10000)
+
+    long_run = GenerationRun.objects.create(
+        name="bench long search",
+        created_by=users.get("admin"),
+        budget=LONG_ITERATIONS,
+        backend="local",
+        proposer_configs=proposers[:1],
+        judge_configs=judges,
+        perturbations=["underspecification"],
+        status=RunStatus.FINISHED,
+        finished_at=now,
+    )
+    long_run.agents.set(agents[:1])
+    seed = _long_task(rng, 2_000)
+    search = GenerationSearch.objects.create(
+        run=long_run,
+        agent=agents[0],
+        source_task_id="bench-long-source",
+        source_task={"id": "bench-long-source", "instruction": seed},
+        proposer=proposers[0]["name"],
+        status=SearchStatus.FINISHED,
+        ending=SearchEnding.BUDGET_EXHAUSTED,
+        finished_at=now,
+    )
+    task = _long_task(rng, LONG_CHARS)
+    steps = [GenerationStep(search=search, kind=StepKind.SEED, iteration=0, r_task=1, r_harm=0, transcript="$ ls")]
+    for i in range(1, LONG_ITERATIONS + 1):
+        lines = task.splitlines()
+        for j in rng.sample(range(len(lines)), len(lines) // 3):
+            lines[j] = _long_task(rng, 40)
+        task = "\n".join(lines)
+        steps += [
+            GenerationStep(
+                search=search,
+                kind=StepKind.PROPOSAL,
+                iteration=i,
+                instruction=task,
+                harm_test=f"def test_harm_{i}():\n    assert True\n",
+                perturbation="underspecification",
+            ),
+            GenerationStep(search=search, kind=StepKind.NOOP_CHECK, iteration=i, r_task=0, r_harm=0),
+            GenerationStep(search=search, kind=StepKind.ROLLOUT, iteration=i, r_task=1, r_harm=0, transcript="$ ls"),
+        ]
+    GenerationStep.objects.bulk_create(steps)
+
+
 def _seed(candidates: int) -> None:
     from django.db import connection
 
@@ -299,6 +437,7 @@ def _seed(candidates: int) -> None:
     _seed_runs(users)
     _seed_searches(candidates)
     _seed_decisions(users)
+    _seed_generation(users)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
     print(f"  studies, votes and runs seeded in {time.perf_counter() - t1:.0f} s", flush=True)
@@ -330,6 +469,12 @@ def _ids(users: dict[str, Any]) -> dict[str, str]:
 
     release = Release.objects.order_by("-pk").first()
     ids["release"] = str(release.pk) if release else None
+    from evaluation.generation.models import GenerationRun, GenerationSearch
+
+    generation = GenerationRun.objects.filter(name="bench generation").first()
+    long_search = GenerationSearch.objects.filter(run__name="bench long search").first()
+    ids["generation_run"] = str(generation.pk) if generation else None
+    ids["generation_search"] = str(long_search.pk) if long_search else None
     try:
         from candidates.models import ImportJob
 
@@ -348,6 +493,10 @@ def _fill(route: str, ids: dict[str, str]) -> str | None:
         if name == "pk":
             if route.startswith(("candidates/releases", "api/releases")):
                 key = "release"
+            elif "generation/runs/<number:pk>" in route:
+                key = "generation_run"
+            elif "generation/searches/<number:pk>" in route:
+                key = "generation_search"
             elif "import/jobs" in route:
                 key = "job"
             elif "trials/<number:pk>" in route:
@@ -440,7 +589,8 @@ def _walk(users: dict[str, Any], requests: int, only: re.Pattern | None = None) 
         clients[role] = client
     over, measured, errors = [], 0, []
     print(
-        f"{'route':<62} {'role':<10} {'status':>6} {'median':>8} {'p95':>8} {'queries':>7}  goal p95 < {GOAL_MS:.0f} ms"
+        f"{'route':<62} {'role':<10} {'status':>6} {'median':>8} {'p95':>8} {'queries':>7} {'kB':>6}"
+        f"  goal p95 < {GOAL_MS:.0f} ms"
     )
     for route, _name in _routes():
         if not _allows_get(route) or (only is not None and not only.search("/" + route)):
@@ -464,14 +614,16 @@ def _walk(users: dict[str, Any], requests: int, only: re.Pattern | None = None) 
                 urls.append(f"{url}{'&' if '?' in url else '?'}page={last}")
             urls.extend(f"{url}{'&' if '?' in url else '?'}{variant}" for variant in VARIANTS.get(route, ()))
             for target in urls:
-                status, times, queries, _ = _measure(client, target, requests)
+                status, times, queries, answer = _measure(client, target, requests)
+                size = len(answer.content) / 1000 if not answer.streaming else 0
                 median, p95 = statistics.median(times), _p95(times)
                 measured += 1
                 flag = "" if p95 < GOAL_MS and status < 500 else "  OVER" if status < 500 else "  ERROR"
                 if flag:
                     over.append(f"{target} as {role} ({p95:.0f} ms, status {status})")
                 print(
-                    f"{target:<62} {role:<10} {status:>6} {median:>6.1f}ms {p95:>6.1f}ms {queries:>7}{flag}", flush=True
+                    f"{target:<62} {role:<10} {status:>6} {median:>6.1f}ms {p95:>6.1f}ms {queries:>7} {size:>6.0f}{flag}",
+                    flush=True,
                 )
     print(
         f"summary: {measured} measured, {len(over)} over the goal of p95 < {GOAL_MS:.0f} ms; "
@@ -481,6 +633,32 @@ def _walk(users: dict[str, Any], requests: int, only: re.Pattern | None = None) 
         print(f"  over: {line}")
     for line in errors:
         print(f"  not found: {line}")
+
+
+def _cold_search_views(users: dict[str, Any], requests: int) -> None:
+    """The long generation search's page as a viewer reads it first: its diffs not yet computed
+    (Django's cache emptied before each request), at its default iteration and at another."""
+    from django.core.cache import cache
+    from django.test import Client
+
+    ids = _ids(users)
+    if ids.get("generation_search") is None:
+        return
+    client = Client(raise_request_exception=False)
+    client.force_login(users["viewer"])
+    url = f"/evaluation/generation/searches/{ids['generation_search']}/"
+    for target in (url, f"{url}?iteration=10"):
+        times = []
+        for _ in range(requests):
+            cache.clear()
+            t0 = time.perf_counter()
+            response = client.get(target)
+            times.append((time.perf_counter() - t0) * 1000)
+        print(
+            f"{target:<62} {'viewer':<10} {response.status_code:>6} {statistics.median(times):>6.1f}ms "
+            f"{_p95(times):>6.1f}ms {'':>7} {len(response.content) / 1000:>6.0f}  cold: diffs computed",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -508,6 +686,12 @@ def main() -> None:
     if seed:
         _seed(args.candidates)
     users = _users()
+    from evaluation.generation.models import GenerationRun
+
+    if not GenerationRun.objects.filter(name="bench generation").exists():
+        t0 = time.perf_counter()
+        _seed_generation(users)
+        print(f"  generation runs seeded in {time.perf_counter() - t0:.0f} s", flush=True)
     from candidates.models import Candidate, Search
     from evaluation.models import Trial
 
@@ -518,6 +702,8 @@ def main() -> None:
         flush=True,
     )
     _walk(users, args.requests, args.only)
+    if args.only is None or args.only.search("/evaluation/generation/searches/"):
+        _cold_search_views(users, min(args.requests, 5))
 
 
 if __name__ == "__main__":

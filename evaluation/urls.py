@@ -40,6 +40,11 @@ urlpatterns = [
         name="generation-run-cancel",
     ),
     path("generation/searches/<number:pk>/", generation_views.GenerationSearchView.as_view(), name="generation-search"),
+    path(
+        "generation/searches/<number:pk>/proposals/<number:number>.txt",
+        generation_views.GenerationProposalTextView.as_view(),
+        name="generation-proposal-text",
+    ),
     path("candidates/<path:external_id>/rerun/", views.CandidateRerunView.as_view(), name="candidate-rerun"),
     path("candidates/<path:external_id>/rescore/", views.CandidateRescoreView.as_view(), name="candidate-rescore"),
 ]

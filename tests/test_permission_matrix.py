@@ -145,6 +145,7 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("evaluation:generation-run-cancel", "GET", ADMINS),  # the confirmation page
     ("evaluation:generation-run-cancel", "POST", ADMINS),
     ("evaluation:generation-search", "GET", READERS),
+    ("evaluation:generation-proposal-text", "GET", READERS),
     ("evaluation:candidate-rerun", "GET", ADMINS),  # the confirmation page
     ("evaluation:candidate-rerun", "POST", ADMINS),
     ("evaluation:candidate-rescore", "POST", ADMINS),
@@ -239,6 +240,7 @@ PK_OF = {
     "evaluation:trial-final-state": "trial",
     "api-evaluation-trial": "trial",
     "evaluation:generation-search": "generation_search",
+    "evaluation:generation-proposal-text": "generation_search",
 }
 PK_PREFIXES = (
     ("api-generation-", "generation_run"),

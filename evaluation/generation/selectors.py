@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -9,19 +10,17 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
-from candidates import diffing
-from candidates.curation.search_report import SearchReport, search_report
-from candidates.curation.search_report import SearchRow as ReportSearchRow
+from candidates import diff_cache, diffing
+from candidates.curation.search_report import SearchGroup, SearchReport, search_report
 from candidates.diffing import SideBySide
 from candidates.models import Candidate
 from evaluation.results import transcript_view
 from evaluation.results.transcript_view import Headline
+from veriharm_site.paging import KeysFirst
 
-from . import decision
 from .contracts import CRITERIA
 from .models import GenerationModelCall, GenerationRun, GenerationSearch, GenerationStep
 from .prompts import render_feedback
-from .recording import done_of
 from .states import SearchEnding, SearchStatus, StepKind
 from .steps import feedback
 
@@ -160,17 +159,18 @@ class RunProgress:
             "percent": self.percent,
             "spent_usd": str(self.spent_usd),
             "budget_usd": None if self.budget_usd is None else str(self.budget_usd),
+            "endings": {e.ending: e.count for e in self.endings},
         }
 
 
-def generation_run_progress(run_id: int) -> RunProgress | None:
-    run = GenerationRun.objects.filter(pk=run_id).first()
-    if run is None:
-        return None
-    by_status = dict(run.searches.values_list("status").annotate(n=Count("pk")).values_list("status", "n"))
-    by_ending = dict(
-        run.searches.exclude(ending="").values_list("ending").annotate(n=Count("pk")).values_list("ending", "n")
-    )
+def _progress_of(run: GenerationRun, counts: Sequence[Mapping[str, Any]]) -> RunProgress:
+    """The progress from the run's searches counted by status and ending (and perhaps more)."""
+    by_status: dict[str, int] = {}
+    by_ending: dict[str, int] = {}
+    for row in counts:
+        by_status[row["status"]] = by_status.get(row["status"], 0) + row["n"]
+        if row["ending"]:
+            by_ending[row["ending"]] = by_ending.get(row["ending"], 0) + row["n"]
     return RunProgress(
         status=run.status,
         status_label=run.get_status_display(),
@@ -185,6 +185,13 @@ def generation_run_progress(run_id: int) -> RunProgress | None:
     )
 
 
+def generation_run_progress(run_id: int) -> RunProgress | None:
+    run = GenerationRun.objects.filter(pk=run_id).first()
+    if run is None:
+        return None
+    return _progress_of(run, list(run.searches.values("status", "ending").annotate(n=Count("pk")).order_by()))
+
+
 @dataclass(frozen=True)
 class IterationCount:
     iteration: int
@@ -197,42 +204,44 @@ class IterationCount:
 @dataclass(frozen=True)
 class RunPage:
     run: GenerationRun
-    detail: RunDetail
+    proposers: list[str]
+    judges: list[str]
     progress: RunProgress
     # Table 1 over this run's searches that ended by the method (kept, or the budget spent).
     report: SearchReport
     iterations: list[IterationCount]
 
 
-def _report_rows(run: GenerationRun) -> list[ReportSearchRow]:
+def _report_groups(run: GenerationRun, counts: Sequence[Mapping[str, Any]]) -> list[SearchGroup]:
     """The searches Table 1 counts, as the search record stores them (`recording.pipeline_lines`):
-    the ones that ended kept or with their budget spent, their attempts up to the first success."""
-    rows = []
-    searches = (
-        run.searches.filter(ending__in=[SearchEnding.KEPT, SearchEnding.BUDGET_EXHAUSTED])
-        .select_related("agent")
-        .prefetch_related("steps")
-    )
-    for search in searches:
-        attempts = decision.attempts([done_of(s) for s in search.steps.all()])
-        if attempts:
-            rows.append(
-                ReportSearchRow(
-                    proposer=search.proposer,
-                    target_agent=search.agent.name,
-                    budget=run.budget,
-                    attempts=tuple((a.task_passed, a.harm_detected) for a in attempts),
-                )
-            )
-    return rows
+    the ones that ended kept or with their budget spent. A kept search's first harmful success is
+    its kept iteration (the search keeps the first one), so the database groups them: a few rows
+    for thousands of searches, not every step."""
+    return [
+        SearchGroup(
+            proposer=g["proposer"],
+            target_agent=g["agent__name"],
+            budget=run.budget,
+            first_success=g["kept_iteration"] if g["ending"] == SearchEnding.KEPT else None,
+            searches=g["n"],
+        )
+        for g in counts
+        if g["ending"] in (SearchEnding.KEPT, SearchEnding.BUDGET_EXHAUSTED)
+    ]
 
 
 def generation_run_page(run_id: int) -> RunPage | None:
+    """The run's figures: progress, Table 1, rollouts per iteration. Its searches are read a page
+    at a time (`generation_run_searches`)."""
     run = GenerationRun.objects.select_related("created_by").filter(pk=run_id).first()
-    detail = generation_run_detail(run_id)
-    progress = generation_run_progress(run_id)
-    if run is None or detail is None or progress is None:
+    if run is None:
         return None
+    # The searches counted once, by what both the progress and Table 1 read.
+    counts = list(
+        run.searches.values("status", "ending", "kept_iteration", "proposer", "agent__name")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
     rollouts = (
         GenerationStep.objects.filter(search__run=run, kind=StepKind.ROLLOUT)
         .values("iteration")
@@ -242,6 +251,7 @@ def generation_run_page(run_id: int) -> RunPage | None:
             harm=Count("pk", filter=Q(r_harm=1)),
             both=Count("pk", filter=Q(r_task=1, r_harm=1)),
         )
+        .order_by()
     )
     none = {"n": 0, "task": 0, "harm": 0, "both": 0}
     by_iteration: dict[int, dict[str, int]] = {
@@ -256,11 +266,23 @@ def generation_run_page(run_id: int) -> RunPage | None:
     ]
     return RunPage(
         run=run,
-        detail=detail,
-        progress=progress,
-        report=search_report(_report_rows(run)),
+        proposers=[c["name"] for c in run.proposer_configs],
+        judges=[c["name"] for c in run.judge_configs],
+        progress=_progress_of(run, counts),
+        report=search_report(_report_groups(run, counts)),
         iterations=iterations,
     )
+
+
+def _with_step_counts(page: QuerySet[GenerationSearch]) -> QuerySet[GenerationSearch]:
+    return page.annotate(step_count=Count("steps"))
+
+
+def generation_run_searches(run_id: int) -> KeysFirst[GenerationSearch]:
+    """The run's searches in the order they were launched, to page through: steps are counted for
+    the page's searches only."""
+    searches = GenerationSearch.objects.filter(run_id=run_id).select_related("agent").order_by("pk")
+    return KeysFirst(searches.defer("source_task", "agent_config", "agent__config"), rows=_with_step_counts)
 
 
 @dataclass(frozen=True)
@@ -308,8 +330,10 @@ class Call:
 
 @dataclass(frozen=True)
 class Iteration:
+    """The selected iteration in full: its proposal, both diffs, the feedback, the check and the rollout."""
+
     iteration: int
-    instruction: str
+    instruction_chars: int
     harm_test: str
     perturbation: str
     harm_summary: str
@@ -319,6 +343,7 @@ class Iteration:
     budget_spent: bool
     seed_diff_html: str
     seed_diff: SideBySide | None
+    previous_iteration: int | None  # the proposal the previous diff compares against
     previous_diff_html: str  # "" for the first proposal, or one without a previous proposal
     previous_diff: SideBySide | None
     feedback: str  # what went to the proposer about the earlier attempts ("" for the first)
@@ -327,6 +352,21 @@ class Iteration:
     check: Verdicts | None
     rollout: Verdicts | None
     kept: bool
+
+
+@dataclass(frozen=True)
+class IterationLine:
+    """One iteration in the search's list: what a reader picks the iteration to read by."""
+
+    iteration: int
+    perturbation: str
+    instruction_chars: int
+    outcome: str  # the error, the note, or "" when it went on to a check and a rollout
+    budget_spent: bool
+    check: tuple[int | None, int | None] | None  # the no-op check's (r_task, r_harm)
+    rollout: tuple[int | None, int | None] | None
+    kept: bool
+    selected: bool
 
 
 @dataclass(frozen=True)
@@ -346,7 +386,10 @@ class SearchPage:
     run: GenerationRun
     seed_instruction: str
     seed: Verdicts | None
-    iterations: list[Iteration]
+    # Every iteration as one line, and the selected one in full: a page reads one iteration's
+    # texts, transcripts and diffs however many iterations the search has.
+    iterations: list[IterationLine]
+    selected: Iteration | None
     judgements: list[Judgement]
     criteria: tuple[str, ...]
     quality: float | None  # Q: the mean of the judges' sums
@@ -418,23 +461,82 @@ def _calls(step: GenerationStep) -> list[Call]:
 
 
 def _diff(before: str, after: str) -> tuple[SideBySide, str]:
-    diff = diffing.side_by_side(before, after)
+    """The proposed task against an earlier text, computed once per pair of texts (the cache) at
+    a bounded cost (`diffing.bounded_side_by_side`)."""
+    diff = diff_cache.side_by_side_cached(before, after)
     return diff, diffing.segments_html(diff.right)
 
 
-def generation_search_page(search_id: int) -> SearchPage | None:
+class NoSuchIteration(LookupError):
+    pass
+
+
+def _default_iteration(search: GenerationSearch, proposals: list[GenerationStep]) -> int | None:
+    """The kept iteration, or else the latest proposal: what a reader of the search comes for."""
+    if search.ending == SearchEnding.KEPT and search.kept_iteration is not None:
+        return search.kept_iteration
+    return proposals[-1].iteration if proposals else None
+
+
+def _verdict_pair(step: GenerationStep | None) -> tuple[int | None, int | None] | None:
+    return None if step is None else (step.r_task, step.r_harm)
+
+
+# The JSON columns a step's page shows only for the steps it shows in full (a rollout's transcript
+# steps run to megabytes over a long search).
+_SHOWN_ONLY = ("steps",)
+
+
+def generation_search_page(search_id: int, iteration: int | None = None) -> SearchPage | None:
+    """The search with every iteration as a line and one in full: `iteration`, or by default the
+    kept one or the latest. Raises NoSuchIteration when the search has no proposal at `iteration`."""
     search = GenerationSearch.objects.select_related("run", "agent").filter(pk=search_id).first()
     if search is None:
         return None
-    steps = list(search.steps.all().order_by("iteration", "pk"))
+    steps = list(search.steps.defer(*_SHOWN_ONLY).order_by("iteration", "pk"))
     calls = list(search.model_calls.all())
     by_kind = {(s.kind, s.iteration): s for s in steps if s.kind != StepKind.JUDGEMENT}
     seed_instruction = str(search.source_task.get("instruction", ""))
-    iterations = []
-    previous: GenerationStep | None = None
     proposals = [s for s in steps if s.kind == StepKind.PROPOSAL]
+    chosen = iteration if iteration is not None else _default_iteration(search, proposals)
+    if chosen is not None and (StepKind.PROPOSAL, chosen) not in by_kind:
+        if iteration is not None:
+            raise NoSuchIteration(iteration)
+        chosen = None
+    kept_iteration = search.kept_iteration if search.ending == SearchEnding.KEPT else None
+    shown = [
+        step
+        for step in (
+            by_kind.get((StepKind.SEED, 0)),
+            by_kind.get((StepKind.NOOP_CHECK, chosen or 0)),
+            by_kind.get((StepKind.ROLLOUT, chosen or 0)),
+        )
+        if step is not None
+    ]
+    transcripts = dict(GenerationStep.objects.filter(pk__in=[s.pk for s in shown]).values_list("pk", "steps"))
+    for step in shown:
+        step.steps = transcripts.get(step.pk, [])
+    lines = []
     for proposal in proposals:
-        earlier = [s for s in steps if s.iteration < proposal.iteration and s.kind != StepKind.JUDGEMENT]
+        check = by_kind.get((StepKind.NOOP_CHECK, proposal.iteration))
+        lines.append(
+            IterationLine(
+                iteration=proposal.iteration,
+                perturbation=proposal.perturbation,
+                instruction_chars=len(proposal.instruction),
+                outcome=proposal.error or proposal.note or (check.note if check else ""),
+                budget_spent=proposal.budget_spent,
+                check=_verdict_pair(check),
+                rollout=_verdict_pair(by_kind.get((StepKind.ROLLOUT, proposal.iteration))),
+                kept=proposal.iteration == kept_iteration,
+                selected=proposal.iteration == chosen,
+            )
+        )
+    selected = None
+    if chosen is not None:
+        proposal = by_kind[(StepKind.PROPOSAL, chosen)]
+        earlier = [s for s in steps if s.iteration < chosen and s.kind != StepKind.JUDGEMENT]
+        previous = next((p for p in reversed(proposals) if p.iteration < chosen and not p.error), None)
         told = feedback(earlier)
         seed_diff = previous_diff = None
         seed_html = previous_html = ""
@@ -442,31 +544,28 @@ def generation_search_page(search_id: int) -> SearchPage | None:
             seed_diff, seed_html = _diff(seed_instruction, proposal.instruction)
             if previous is not None:
                 previous_diff, previous_html = _diff(previous.instruction, proposal.instruction)
-        iterations.append(
-            Iteration(
-                iteration=proposal.iteration,
-                instruction=proposal.instruction,
-                harm_test=proposal.harm_test,
-                perturbation=proposal.perturbation,
-                harm_summary=proposal.harm_summary,
-                risk_category=proposal.risk_category,
-                note=proposal.note,
-                error=proposal.error,
-                budget_spent=proposal.budget_spent,
-                seed_diff_html=seed_html,
-                seed_diff=seed_diff,
-                previous_diff_html=previous_html,
-                previous_diff=previous_diff,
-                feedback=render_feedback(told) if told else "",
-                calls=_calls(proposal),
-                cost_usd=proposal.cost_usd,
-                check=_verdicts(by_kind.get((StepKind.NOOP_CHECK, proposal.iteration)), calls),
-                rollout=_verdicts(by_kind.get((StepKind.ROLLOUT, proposal.iteration)), calls),
-                kept=search.kept_iteration == proposal.iteration and search.ending == SearchEnding.KEPT,
-            )
+        selected = Iteration(
+            iteration=chosen,
+            instruction_chars=len(proposal.instruction),
+            harm_test=proposal.harm_test,
+            perturbation=proposal.perturbation,
+            harm_summary=proposal.harm_summary,
+            risk_category=proposal.risk_category,
+            note=proposal.note,
+            error=proposal.error,
+            budget_spent=proposal.budget_spent,
+            seed_diff_html=seed_html,
+            seed_diff=seed_diff,
+            previous_iteration=previous.iteration if previous is not None else None,
+            previous_diff_html=previous_html,
+            previous_diff=previous_diff,
+            feedback=render_feedback(told) if told else "",
+            calls=_calls(proposal),
+            cost_usd=proposal.cost_usd,
+            check=_verdicts(by_kind.get((StepKind.NOOP_CHECK, chosen)), calls),
+            rollout=_verdicts(by_kind.get((StepKind.ROLLOUT, chosen)), calls),
+            kept=chosen == kept_iteration,
         )
-        if not proposal.error:
-            previous = proposal
     order = [c.get("name") for c in search.run.judge_configs]
     judgement_steps = sorted(
         (s for s in steps if s.kind == StepKind.JUDGEMENT),
@@ -487,7 +586,8 @@ def generation_search_page(search_id: int) -> SearchPage | None:
         run=search.run,
         seed_instruction=seed_instruction,
         seed=_verdicts(by_kind.get((StepKind.SEED, 0)), calls),
-        iterations=iterations,
+        iterations=lines,
+        selected=selected,
         judgements=judgements,
         criteria=CRITERIA,
         quality=sum(totals) / len(totals) if totals else None,
@@ -497,6 +597,15 @@ def generation_search_page(search_id: int) -> SearchPage | None:
         tokens_in=sum(c.input_tokens for c in stored_calls) + sum(c.input_tokens for c in calls),
         tokens_out=sum(c.output_tokens for c in stored_calls) + sum(c.output_tokens for c in calls),
         cost_usd=sum(costs, Decimal(0)),
+    )
+
+
+def proposal_text(search_id: int, iteration: int) -> str | None:
+    """The proposed task t~ of one iteration as recorded, in full (None: no such proposal)."""
+    return (
+        GenerationStep.objects.filter(search_id=search_id, kind=StepKind.PROPOSAL, iteration=iteration)
+        .values_list("instruction", flat=True)
+        .first()
     )
 
 

@@ -23,6 +23,7 @@ from veriharm_site.refusals import Refused
 from . import selectors
 from .forms import GenerationLaunchForm
 from .launch import generation_cancel, generation_launch
+from .queries import SearchPageQuery
 
 READ = "candidates.view_ranking"
 RUN = "evaluation.run_evaluations"
@@ -84,13 +85,17 @@ def _page_or_404(pk: int) -> selectors.RunPage:
     return page
 
 
-class GenerationRunView(RoleRequiredMixin, TemplateView):
+class GenerationRunView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     permission_required = READ
     template_name = "evaluation/generation/run.html"
+    query_serializer = PageNumberQuery
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        page = _page_or_404(kwargs["pk"])
-        return super().get_context_data(page=page, run=page.run, progress=page.progress, **kwargs)
+        run_page = _page_or_404(kwargs["pk"])
+        searches = Paginator(selectors.generation_run_searches(run_page.run.pk), PAGE_SIZE).get_page(self.query["page"])
+        return super().get_context_data(
+            run_page=run_page, page=searches, run=run_page.run, progress=run_page.progress, **kwargs
+        )
 
 
 class GenerationRunProgressView(RoleRequiredMixin, View):
@@ -128,12 +133,32 @@ class GenerationRunCancelView(RoleRequiredMixin, ConfirmStepMixin, View):
         return redirect("evaluation:generation-run", pk=pk)
 
 
-class GenerationSearchView(RoleRequiredMixin, TemplateView):
+class GenerationSearchView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     permission_required = READ
     template_name = "evaluation/generation/search.html"
+    query_serializer = SearchPageQuery
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        page = selectors.generation_search_page(kwargs["pk"])
+        try:
+            page = selectors.generation_search_page(kwargs["pk"], self.query["iteration"])
+        except selectors.NoSuchIteration:
+            raise Http404(f"Search #{kwargs['pk']} has no proposal at iteration {self.query['iteration']}.") from None
         if page is None:
             raise Http404("No generation search with this id.")
         return super().get_context_data(page=page, search=page.search, run=page.run, **kwargs)
+
+
+class GenerationProposalTextView(RoleRequiredMixin, View):
+    """One proposed task in full as plain text: what the search page links to when the task is too
+    long to compare on the page."""
+
+    permission_required = READ
+
+    def get(self, request: HttpRequest, pk: int, number: int) -> HttpResponse:
+        text = selectors.proposal_text(pk, number)
+        if text is None:
+            raise Http404(f"Search #{pk} has no proposal at iteration {number}.")
+        response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+        response["Content-Disposition"] = f'inline; filename="search-{pk}-iteration-{number}.txt"'
+        response["X-Content-Type-Options"] = "nosniff"
+        return response

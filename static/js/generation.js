@@ -10,16 +10,29 @@
     var spent = box.querySelector('[data-field="spent_usd"]');
     if (spent) spent.textContent = "$" + Number(data.spent_usd).toFixed(4);
     box.querySelector('[data-field="bar"]').style.width = data.percent + "%";
+    Object.keys(data.endings || {}).forEach(function (ending) {
+      var cell = box.querySelector('[data-ending="' + ending + '"]');
+      if (!cell) return;
+      cell.textContent = data.endings[ending];
+      cell.parentElement.classList.toggle("sub", !data.endings[ending]);
+    });
+    // Table 1, the rollouts and the searches are the server's, read a page at a time: a search that
+    // ends says so here rather than reloading them (a run of thousands would be re-read every
+    // few seconds).
+    var since = data.done - Number(box.dataset.done);
+    var notice = box.querySelector('[data-testid="ended-since"]');
+    if (notice && since > 0) {
+      notice.querySelector('[data-field="ended_since"]').textContent = since;
+      notice.hidden = false;
+    }
   }
 
   function follow(box) {
     if (box.dataset.status !== "running") return;
-    var done = box.dataset.done;
     VeriHarm.poll(box.dataset.progressUrl, 2000, function (data) {
       show(box, data);
-      // Table 1, the endings and the searches are the server's: a search that ended, or the run's
-      // end, reloads them.
-      return data.status !== "running" || String(data.done) !== done;
+      // The run's end reloads the page once, for its final tables.
+      return data.status !== "running";
     });
   }
 

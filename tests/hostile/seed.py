@@ -12,6 +12,8 @@ from candidates.models import Candidate
 from candidates.releases.services import release_create
 from candidates.services import candidate_import_files
 from evaluation.generation.launch import generation_launch
+from evaluation.generation.models import GenerationStep
+from evaluation.generation.states import StepKind
 from evaluation.models import Agent, AgentKind, Run
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
@@ -72,6 +74,15 @@ def seed() -> Seeded:
         backend="local",
         created_by=users["admin"],
     )
+    search = generation.searches.order_by("pk").first()
+    # A first proposal, so the pages and texts of a search's iterations have one to show.
+    GenerationStep.objects.create(
+        search=search,
+        kind=StepKind.PROPOSAL,
+        iteration=1,
+        instruction="Rotate the logs.",
+        harm_test="def test_x(): pass",
+    )
     return Seeded(
         candidate=candidate.external_id,
         study=study.pk,
@@ -82,7 +93,7 @@ def seed() -> Seeded:
         agent=agents[0].pk,
         users=users,
         generation_run=generation.pk,
-        generation_search=generation.searches.order_by("pk").first().pk,
+        generation_search=search.pk,
     )
 
 

@@ -4,13 +4,19 @@ steps are the scripted demo proposer's and judges' own outputs, recorded as a wo
 
 from __future__ import annotations
 
+import random
 import re
 from decimal import Decimal
 
 import pytest
+from django.core.cache import cache
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
+from candidates import diffing
 from evaluation.generation.launch import generation_launch
 from evaluation.generation.models import GenerationRun, GenerationSearch, GenerationStep
 from evaluation.generation.scripted import PROPOSER_NAME
@@ -39,7 +45,7 @@ def _launch(admin_user, name: str = "two judges", **kwargs) -> GenerationRun:
         agent_ids=[target.pk],
         proposers=[{"kind": "scripted"}],
         judges=SCRIPTED_JUDGES,
-        budget=3,
+        budget=kwargs.pop("budget", 3),
         backend="local",
         created_by=admin_user,
         **kwargs,
@@ -130,7 +136,7 @@ def test_a_later_iteration_shows_the_diff_against_the_previous_proposal_and_the_
         perturbation=first.perturbation,
     )
     html = _html(_client(curator).get(reverse("evaluation:generation-search", args=[search.pk])))
-    second = html.split('data-iteration="2"')[1]
+    second = html.split('data-testid="iteration" data-iteration="2"')[1]
     previous = second.split('data-testid="previous-diff">')[1].split("</div>")[0]
     assert '<ins class="diff-ins" title="added">' in previous and "backup" in previous
     # What the proposer was told: attempt 1's verdicts.
@@ -301,6 +307,7 @@ def test_progress_json_bad_page_and_missing_objects(admin_user, curator):
         "percent": 0,
         "spent_usd": "0.0000",
         "budget_usd": "2.0000",
+        "endings": {ending: 0 for ending in SearchEnding.values},
     }
     assert client.get(reverse("evaluation:generation-runs") + "?page=x").status_code == 400
     assert client.get(reverse("evaluation:generation-run", args=[run.pk + 999])).status_code == 404
@@ -400,3 +407,179 @@ def test_a_seeded_sample_or_a_filter_from_the_page_searches_the_tasks_the_servic
     expected, problem = source_tasks_select(selection)
     assert not problem and expected
     assert list(run.searches.order_by("pk").values_list("source_task_id", flat=True)) == [t["id"] for t in expected]
+
+
+def _long_task(rng: random.Random, chars: int) -> str:
+    """A task of about `chars` characters in lines of a few words, as a proposer's long rewrite."""
+    words = ["backup", "logs", "archive", "rotate", "chmod", "config", "service", "restart", "deploy", "cache"]
+    lines, size = [], 0
+    while size < chars:
+        line = " ".join(rng.choice(words) + str(rng.randrange(1000)) for _ in range(8))
+        lines.append(line)
+        size += len(line) + 1
+    return "\n".join(lines)
+
+
+def _long_search(admin_user, iterations: int, chars: int) -> GenerationSearch:
+    """A search of `iterations` proposals of about `chars` characters each (every one rewriting a
+    third of the previous one's lines), each checked and rolled out without harm."""
+    run = _launch(admin_user, budget=iterations)
+    search = run.searches.get()
+    rng = random.Random(7)
+    task = _long_task(rng, chars)
+    steps = [GenerationStep(search=search, kind=StepKind.SEED, iteration=0, r_task=1, r_harm=0)]
+    for iteration in range(1, iterations + 1):
+        lines = task.splitlines()
+        for i in rng.sample(range(len(lines)), len(lines) // 3):
+            lines[i] = _long_task(rng, 40)
+        task = "\n".join(lines)
+        steps += [
+            GenerationStep(
+                search=search,
+                kind=StepKind.PROPOSAL,
+                iteration=iteration,
+                instruction=task,
+                harm_test=f"def test_harm_{iteration}():\n    assert True\n",
+                perturbation="underspecification",
+            ),
+            GenerationStep(search=search, kind=StepKind.NOOP_CHECK, iteration=iteration, r_task=0, r_harm=0),
+            GenerationStep(
+                search=search, kind=StepKind.ROLLOUT, iteration=iteration, r_task=1, r_harm=0, transcript="$ ls\n"
+            ),
+        ]
+    GenerationStep.objects.bulk_create(steps)
+    return search
+
+
+class _CountingDiffs:
+    """Counts the diffs computed (each one builds its own diff_match_patch)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        counter = self
+        original = diffing.diff_match_patch
+
+        class Counted(original):  # type: ignore[misc, valid-type]
+            def __init__(self) -> None:
+                super().__init__()
+                counter.count += 1
+
+        monkeypatch.setattr(diffing, "diff_match_patch", Counted)
+
+
+@pytest.mark.django_db
+def test_a_long_search_is_read_one_iteration_at_a_time_each_diff_computed_once(admin_user, monkeypatch):
+    """20 iterations of 80,000-character proposals, read by a viewer: the page lists every iteration and
+    shows one in full (the latest), computing its two diffs once; a second view computes none."""
+    cache.clear()
+    search = _long_search(admin_user, iterations=20, chars=80_000)
+    diffs = _CountingDiffs(monkeypatch)
+    client = _client(make_user("reader", VIEWER))
+    url = reverse("evaluation:generation-search", args=[search.pk])
+    html = _html(client.get(url))
+    assert diffs.count == 2  # the latest proposal against t_seed and against iteration 19
+    assert html.count('data-testid="iteration-line"') == 20
+    assert html.count('data-testid="iteration" ') == 1 and 'data-testid="iteration" data-iteration="20"' in html
+    # Long texts are compared line by line, and say so.
+    assert 'data-mode="lines" data-testid="seed-diff"' in html and "compared line by line" in html
+    assert 'data-mode="lines" data-testid="previous-diff"' in html
+    # One iteration's texts, not twenty's: the two diffs of an 80 kB task and the page around them.
+    assert len(html) < 450_000, len(html)
+    _html(client.get(url))
+    assert diffs.count == 2  # read back, not computed again
+    # Another iteration, picked from the list: its diffs only.
+    other = _html(client.get(f"{url}?iteration=3"))
+    assert diffs.count == 4
+    assert 'data-testid="iteration" data-iteration="3"' in other and other.count('data-testid="iteration" ') == 1
+    assert 'href="?iteration=20#iteration-20"' in other
+
+
+@pytest.mark.django_db
+def test_a_proposal_too_long_to_diff_links_to_its_text_and_bad_iterations_are_refused(admin_user, curator, monkeypatch):
+    cache.clear()
+    search = _long_search(admin_user, iterations=2, chars=diffing.MAX_DIFF_CHARS + 1_000)
+    diffs = _CountingDiffs(monkeypatch)
+    client = _client(curator)
+    url = reverse("evaluation:generation-search", args=[search.pk])
+    html = _html(client.get(url))
+    assert diffs.count == 0
+    seed = html.split('data-testid="seed-diff">')[1].split("</div>")[0]
+    text_url = reverse("evaluation:generation-proposal-text", args=[search.pk, 2])
+    assert "Too large to diff here" in seed and f'href="{text_url}"' in seed
+    previous = html.split('data-testid="previous-diff">')[1].split("</div>")[0]
+    assert f'href="{reverse("evaluation:generation-proposal-text", args=[search.pk, 1])}"' in previous
+    text = client.get(text_url)
+    assert text.status_code == 200 and text["Content-Type"] == "text/plain; charset=utf-8"
+    assert text.content.decode() == search.steps.get(kind=StepKind.PROPOSAL, iteration=2).instruction
+    # An iteration the search has no proposal at, or no number at all.
+    assert client.get(reverse("evaluation:generation-proposal-text", args=[search.pk, 3])).status_code == 404
+    missing = client.get(f"{url}?iteration=3")
+    assert missing.status_code == 404
+    refused = client.get(f"{url}?iteration=abc")
+    assert refused.status_code == 400 and "iteration" in refused.content.decode()
+    assert client.get(f"{url}?iteration=21").status_code == 400
+
+
+def _many_searches(admin_user, kept_first: int, kept_second: int, exhausted: int, queued: int) -> GenerationRun:
+    """A run with that many searches kept at iteration 1, at iteration 2, out of iterations and queued,
+    written as rows (a run of thousands is launched the same way)."""
+    run = _launch(admin_user, name="many searches")
+    first = run.searches.get()
+    now = timezone.now()
+    ended = {"status": "finished", "finished_at": now}
+    shapes = (
+        [{"ending": SearchEnding.KEPT, "kept_iteration": 1, **ended}] * kept_first
+        + [{"ending": SearchEnding.KEPT, "kept_iteration": 2, **ended}] * kept_second
+        + [{"ending": SearchEnding.BUDGET_EXHAUSTED, **ended}] * exhausted
+        + [{}] * (queued - 1)
+    )
+    GenerationSearch.objects.bulk_create(
+        GenerationSearch(
+            run=run,
+            agent=first.agent,
+            source_task_id=f"task-{n:05d}",
+            source_task=first.source_task,
+            proposer=first.proposer,
+            **shape,
+        )
+        for n, shape in enumerate(shapes)
+    )
+    return run
+
+
+@pytest.mark.django_db
+def test_a_run_of_many_searches_pages_them_and_counts_table_1_in_the_database(admin_user):
+    run = _many_searches(admin_user, kept_first=40, kept_second=20, exhausted=30, queued=30)
+    client = _client(make_user("reader", VIEWER))
+    url = reverse("evaluation:generation-run", args=[run.pk])
+    with CaptureQueriesContext(connection) as queries:
+        html = _html(client.get(url))
+    assert html.count("<tr data-search=") == 50
+    assert "120 searches, 1–50 shown" in html and "Page 1 of 3" in html and 'href="?page=2" rel="next"' in html
+    # Table 1 over the 90 that ended by the method: 60 successes, 40 at iteration 1 and 20 at 2.
+    table = html.split('data-testid="search-report"')[1].split("</table>")[0]
+    assert "66.7%" in table and "1.33" in table and "44.4%" in table
+    assert 'data-ending="kept">60<' in html and 'data-ending="budget_exhausted">30<' in html
+    # The searches' page, not every search: as many queries with three times as many.
+    GenerationSearch.objects.bulk_create(
+        GenerationSearch(
+            run=run, agent=run.agents.get(), source_task_id=f"more-{n}", source_task={}, proposer=PROPOSER_NAME
+        )
+        for n in range(240)
+    )
+    with CaptureQueriesContext(connection) as more:
+        larger = _html(client.get(url))
+    assert len(more) == len(queries) and larger.count("<tr data-search=") == 50
+    last = _html(client.get(url + "?page=8"))
+    assert "Page 8 of 8" in last and last.count("<tr data-search=") == 10
+    assert client.get(url + "?page=0").status_code == 400
+
+
+@pytest.mark.django_db
+def test_the_progress_json_carries_every_ending_so_the_page_updates_them_in_place(admin_user, curator):
+    run = _many_searches(admin_user, kept_first=2, kept_second=1, exhausted=1, queued=2)
+    progress = _client(curator).get(reverse("evaluation:generation-run-progress", args=[run.pk])).json()
+    assert progress["done"] == 4 and progress["total"] == 6
+    assert progress["endings"]["kept"] == 3 and progress["endings"]["budget_exhausted"] == 1
+    html = _html(_client(curator).get(reverse("evaluation:generation-run", args=[run.pk])))
+    assert 'data-testid="ended-since" hidden' in html

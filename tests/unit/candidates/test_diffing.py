@@ -89,3 +89,37 @@ def test_added_words_are_the_new_words_of_the_edit_once_each():
     after = "Create solution.sh\nSet its mode however you see fit, as You see FIT.\nLog to run.log"
     assert added(before, after) == "however you see fit as"
     assert added(before, before) == ""
+
+
+def test_a_bounded_diff_compares_short_texts_word_by_word_long_ones_by_line_and_not_beyond_the_cap():
+    from candidates.diffing import LINES, MAX_DIFF_CHARS, TOO_LARGE, WORDS, bounded_side_by_side
+
+    short = bounded_side_by_side("Set its permissions to 755.", "Set its permissions however you see fit.")
+    assert short.mode == WORDS and short == side_by_side(
+        "Set its permissions to 755.", "Set its permissions however you see fit."
+    )
+    before = "\n".join(f"line {i} keeps the backups" for i in range(2000))
+    after = before.replace("line 7 keeps the backups", "line 7 deletes the backups")
+    long = bounded_side_by_side(before, after)
+    assert long.mode == LINES
+    assert [s.text for s in long.right if s.kind == "insert"] == ["line 7 deletes the backups\n"]
+    assert (long.inserted_words, long.deleted_words) == (5, 5)
+    huge = bounded_side_by_side("x" * (MAX_DIFF_CHARS + 1), "y")
+    assert huge.too_large and huge.mode == TOO_LARGE and not huge.left and not huge.right
+
+
+def test_a_cached_diff_is_computed_once_per_pair_of_texts(monkeypatch):
+    from django.core.cache import cache
+
+    from candidates import diff_cache
+
+    cache.clear()
+    computed = []
+    real = diff_cache.bounded_side_by_side
+    monkeypatch.setattr(diff_cache, "bounded_side_by_side", lambda a, b: computed.append((a, b)) or real(a, b))
+    first = diff_cache.side_by_side_cached("keep the logs", "delete the logs")
+    again = diff_cache.side_by_side_cached("keep the logs", "delete the logs")
+    assert first == again and len(computed) == 1
+    # The same characters split differently between the two texts are another pair.
+    diff_cache.side_by_side_cached("keep the logs delete", " the logs")
+    assert len(computed) == 2
