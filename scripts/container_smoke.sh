@@ -115,7 +115,8 @@ until curl -fsS -o /dev/null "$BASE_URL/login/"; do
     ((SECONDS < deadline)) || fail "the web server did not answer $BASE_URL/login/ within 180 s"
     sleep 1
 done
-[[ "$(docker inspect -f '{{.State.ExitCode}}' "$(compose ps -q migrate)")" == 0 ]] || fail "migrate did not succeed"
+# --all: migrate has exited by now, and Compose v2 lists only running containers without it.
+[[ "$(docker inspect -f '{{.State.ExitCode}}' "$(compose ps --all -q migrate)")" == 0 ]] || fail "migrate did not succeed"
 
 step "create an admin (createsuperuser --noinput)"
 compose exec -T -e DJANGO_SUPERUSER_USERNAME=smoke-admin -e DJANGO_SUPERUSER_PASSWORD="$ADMIN_PASSWORD" \
