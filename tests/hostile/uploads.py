@@ -16,8 +16,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from candidates.models import Release
 from candidates.pipeline import format as fmt
-from candidates.releases.bundle import BundleEntry, BundleMeta, bundle_archive
+from candidates.releases.bundle import BundleEntry, BundleMeta, bundle_archive, release_entries, release_meta
+from candidates.releases.interop.common import item_identity
+from candidates.releases.interop.harbor_export import release_harbor_tasks
 from candidates.releases.services import checksum, lines_in_id_order
 from tests.conftest import EXAMPLES
 
@@ -318,15 +321,32 @@ class HostileUpload:
     what: str
 
 
-def hostile_uploads(release_id: int) -> Iterator[HostileUpload]:
-    """Every spoiled file for its import endpoint (run imports into `release_id`)."""
+@dataclass(frozen=True)
+class Bases:
+    """Valid uploads for one frozen release: its samples for an Inspect log, a Harbor job's files."""
+
+    release_id: int
+    checksum: str
+    samples: list[dict]
+    job: dict[str, bytes]
+
+
+def release_bases(release: Release) -> Bases:
+    meta = release_meta(release)
+    samples = [inspect_sample(item_identity(meta, e), sample_id=e.id) for e in release_entries(release)]
+    job = harbor_files({name: digest for name, (_, digest, _) in release_harbor_tasks(release).items()})
+    return Bases(release.pk, release.checksum, samples, job)
+
+
+def hostile_uploads(bases: Bases) -> Iterator[HostileUpload]:
+    """Every spoiled file for its import endpoint, built from valid uploads of `bases`' release."""
     for spoil in INSPECT_SPOILS:
         yield HostileUpload(
             "/api/evaluation/runs/import/",
             "log",
             "log.eval",
-            lambda spoil=spoil: inspect_spoiled(spoil),
-            {"release": release_id, "harness": "inspect"},
+            lambda spoil=spoil: inspect_spoiled(spoil, bases.samples, bases.checksum),
+            {"release": bases.release_id, "harness": "inspect"},
             spoil.names,
             f"inspect {spoil.what}",
         )
@@ -335,8 +355,8 @@ def hostile_uploads(release_id: int) -> Iterator[HostileUpload]:
             "/api/evaluation/runs/import/",
             "log",
             "job.tar.gz",
-            lambda spoil=spoil: harbor_spoiled(spoil),
-            {"release": release_id, "harness": "harbor"},
+            lambda spoil=spoil: harbor_spoiled(spoil, bases.job),
+            {"release": bases.release_id, "harness": "harbor"},
             spoil.names,
             f"harbor {spoil.what}",
         )

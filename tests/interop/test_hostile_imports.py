@@ -14,9 +14,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from candidates.releases.bundle import MAX_MEMBERS as BUNDLE_MAX_MEMBERS
-from candidates.releases.bundle import BundleRefused, bundle_read, release_entries, release_meta
-from candidates.releases.interop.common import item_identity
-from candidates.releases.interop.harbor_export import release_harbor_tasks
+from candidates.releases.bundle import BundleRefused, bundle_read
 from evaluation.imported_runs.readers import read_upload
 from evaluation.imported_runs.records import LogRefused
 from evaluation.models import Run
@@ -32,15 +30,6 @@ def release(examples_imported, curator):
     return freeze_examples(curator)
 
 
-def _release_samples(release) -> list[dict]:
-    meta = release_meta(release)
-    return [uploads.inspect_sample(item_identity(meta, e), sample_id=e.id) for e in release_entries(release)]
-
-
-def _release_job(release) -> dict[str, bytes]:
-    return uploads.harbor_files({name: digest for name, (_, digest, _) in release_harbor_tasks(release).items()})
-
-
 def _post(client, release, harness: str, name: str, data: bytes):
     log = SimpleUploadedFile(name, data)
     return client.post(IMPORT, {"release": release.pk, "harness": harness, "log": log}, format="multipart")
@@ -50,8 +39,8 @@ def _post(client, release, harness: str, name: str, data: bytes):
 def test_every_spoiled_field_of_an_inspect_log_or_harbor_job_is_a_400_naming_it_and_changes_nothing(
     release, admin_client_
 ):
-    samples = _release_samples(release)
-    job = _release_job(release)
+    bases = uploads.release_bases(release)
+    samples, job = bases.samples, bases.job
     before = table_counts()
     problems = []
     for harness, name, spoils, build, record in [
