@@ -5,6 +5,7 @@ the limits of `bounds` on its members' number, each member's size and the whole 
 from __future__ import annotations
 
 import io
+import struct
 import tarfile
 import zipfile
 from pathlib import Path
@@ -51,9 +52,29 @@ def unpacked_job(name: str, data: bytes, into: Path) -> Path:
     return roots[0]
 
 
+END = struct.Struct("<4s4H2LH")  # the end of central directory record
+END64 = struct.Struct("<4sQ2H2L4Q")  # its zip64 form, for archives of 65,535 members or more
+
+
+def _declared_members(data: bytes) -> int | None:
+    """The member count the archive's last record declares, read before its directory is: zipfile
+    builds an object per member, and a directory of millions fits in an upload."""
+    end = data.rfind(b"PK\x05\x06", max(0, len(data) - 65_557))
+    if end < 0 or end + END.size > len(data):
+        return None
+    count = END.unpack_from(data, end)[4]
+    if count != 0xFFFF:
+        return count
+    start = data.rfind(b"PK\x06\x06", 0, end)
+    return END64.unpack_from(data, start)[6] if 0 <= start <= len(data) - END64.size else None
+
+
 def checked_zip(name: str, data: bytes) -> zipfile.ZipFile:
     """The zip in `data`, its members within the limits. Python's zipfile never unpacks a member past
     the size its directory declares (checked here), so reading one is bounded by that size."""
+    declared = _declared_members(data)
+    if declared is not None and declared > MAX_MEMBERS:
+        raise LogRefused([f"{name}: holds more than the limit of {MAX_MEMBERS} files"])
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         members = archive.infolist()

@@ -9,12 +9,16 @@ from __future__ import annotations
 import io
 import tarfile
 import tracemalloc
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from candidates.releases.bundle import MAX_MEMBERS as BUNDLE_MAX_MEMBERS
 from candidates.releases.bundle import BundleRefused, bundle_read
+from evaluation.imported_runs.bounds import MAX_MEMBERS
 from evaluation.imported_runs.readers import read_upload
 from evaluation.imported_runs.records import LogRefused
 from evaluation.models import Run
@@ -106,14 +110,23 @@ def test_a_small_eval_that_would_unpack_a_huge_message_is_refused_naming_the_lim
     sample["messages"][3]["content"] = "x" * (40 * 2**20)
     data = uploads.inspect_eval([sample])
     assert len(data) < 200_000
+    with pytest.raises(LogRefused, match=r"unpacks to more than the limit of 32 MiB per file"):
+        with _peak_below(8 * 2**20, "refusing the log"):
+            read_upload("inspect", "log.eval", data)
+
+
+@contextmanager
+def _peak_below(limit: int, what: str) -> Iterator[None]:
+    """The memory Python allocates inside the block, at its peak, stays below `limit` bytes."""
+    import inspect_ai.log  # noqa: F401  (imported once per process: not what the block allocates)
+
     tracemalloc.start()
     try:
-        with pytest.raises(LogRefused, match=r"unpacks to more than the limit of 32 MiB per file"):
-            read_upload("inspect", "log.eval", data)
-        _, peak = tracemalloc.get_traced_memory()
+        yield
     finally:
+        _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-    assert peak < 8 * 2**20, f"reading the refused log took {peak / 2**20:.1f} MiB"
+        assert peak < limit, f"{what} took {peak / 2**20:.1f} MiB"
 
 
 def test_archives_past_their_member_limits_are_refused_naming_the_limit():
@@ -121,6 +134,16 @@ def test_archives_past_their_member_limits_are_refused_naming_the_limit():
     files["0001__trial1/verifier/task_test.py.log"] = b"x" * (33 * 2**20)
     with pytest.raises(LogRefused, match=r"task_test.py.log unpacks to more than the limit of 32 MiB per file"):
         read_upload("harbor", "job.tar.gz", uploads.harbor_archive(files))
+
+    # Counted from the zip's last record, before its directory is read into an object per member.
+    many = io.BytesIO()
+    with zipfile.ZipFile(many, "w") as archive:
+        for number in range(MAX_MEMBERS + 1):
+            archive.writestr(f"samples/{number}.json", b"")
+    data = many.getvalue()
+    with pytest.raises(LogRefused, match=f"log.eval: holds more than the limit of {MAX_MEMBERS} files"):
+        with _peak_below(2**20, "refusing an archive of too many files"):
+            read_upload("inspect", "log.eval", data)
 
     packed = io.BytesIO()
     with tarfile.open(fileobj=packed, mode="w:gz") as tar:
