@@ -151,3 +151,12 @@ def test_archives_past_their_member_limits_are_refused_naming_the_limit():
             tar.addfile(tarfile.TarInfo(f"release-1.0/f{number}"), io.BytesIO(b""))
     with pytest.raises(BundleRefused, match=f"more than the limit of {BUNDLE_MAX_MEMBERS} files"):
         bundle_read(io.BytesIO(packed.getvalue()))
+
+
+def test_a_harbor_job_that_ran_a_task_more_times_than_a_run_holds_is_refused_naming_it():
+    files = uploads.harbor_files()
+    trial = {path.split("/", 1)[1]: content for path, content in files.items() if path.startswith("0001__trial1/")}
+    for number in range(2, 102):
+        files.update({f"0001__trial{number}/{path}": content for path, content in trial.items()})
+    with pytest.raises(LogRefused, match=r"task veriharm/hostile-1.0-0001 ran more than 100 times in this job"):
+        read_upload("harbor", "job.tar.gz", uploads.harbor_archive(files))
