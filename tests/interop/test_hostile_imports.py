@@ -7,6 +7,7 @@ refused naming the limit, without being unpacked."""
 from __future__ import annotations
 
 import io
+import json
 import tarfile
 import tracemalloc
 import zipfile
@@ -160,3 +161,23 @@ def test_a_harbor_job_that_ran_a_task_more_times_than_a_run_holds_is_refused_nam
         files.update({f"0001__trial{number}/{path}": content for path, content in trial.items()})
     with pytest.raises(LogRefused, match=r"task veriharm/hostile-1.0-0001 ran more than 100 times in this job"):
         read_upload("harbor", "job.tar.gz", uploads.harbor_archive(files))
+
+
+def test_a_json_log_with_a_spoiled_field_is_refused_naming_the_sample_and_field():
+    from inspect_ai.log import read_eval_log
+
+    header = read_eval_log(io.BytesIO(uploads.inspect_eval([uploads.inspect_sample()])), header_only=True)
+    log = header.model_dump(mode="json", exclude_none=True)
+    for spoil in [s for s in uploads.INSPECT_SPOILS if s.names in ("task_exit_code", "total_cost", "epoch")]:
+        sample = uploads.inspect_sample()
+        target = sample
+        for key in spoil.path[:-1]:
+            target = target[key]
+        target[spoil.path[-1]] = spoil.value
+        data = json.dumps({**log, "samples": [uploads.inspect_sample(sample_id="first"), sample]}).encode()
+        with pytest.raises(LogRefused) as refused:
+            read_upload("inspect", "log.json", data)
+        assert refused.value.messages[0].startswith(f"log.json: sample {uploads.SAMPLE_ID} (epoch "), (
+            refused.value.messages
+        )
+        assert spoil.names in refused.value.messages[0]
