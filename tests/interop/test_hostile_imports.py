@@ -6,6 +6,7 @@ refused naming the limit, without being unpacked."""
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import tarfile
@@ -65,6 +66,18 @@ def test_every_spoiled_field_of_an_inspect_log_or_harbor_job_is_a_400_naming_it_
             if answer.status_code != 400 or not named or (harness == "inspect" and name not in said):
                 problems.append(f"{harness} {spoil.what} -> {answer.status_code}: {said[:300]}")
     assert problems == [], "\n".join(problems)
+    # The page refuses them as the API does, naming the field.
+    half = next(s for s in uploads.HARBOR_SPOILS if s.value == 0.5)
+    page = admin_client_.post(
+        "/evaluation/import/",
+        {
+            "release": release.pk,
+            "harness": "harbor",
+            "log": SimpleUploadedFile("job.tar.gz", uploads.harbor_spoiled(half, job)),
+        },
+    )
+    said = html.unescape(page.content.decode())
+    assert page.status_code == 400 and "trial 0001__trial1, verifier/veriharm.json: task_exit_code" in said
     assert table_counts() == before
 
     # The same files unspoiled are imported: each refusal above was its spoiled field's.
