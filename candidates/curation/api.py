@@ -367,7 +367,11 @@ class BundleImportApi(APIView):
     def post(self, request: Request) -> Response:
         payload = BundleImportRequestSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        summary = release_bundle_import(payload.validated_data["bundle"], user=signed_in_user(request))
+        summary = release_bundle_import(
+            payload.validated_data["bundle"],
+            user=signed_in_user(request),
+            acknowledge_human_verdict=payload.validated_data["acknowledge_human_verdict"],
+        )
         code = status.HTTP_201_CREATED if summary.release_created else status.HTTP_200_OK
         body = ReleaseSerializer(summary.release).data | {
             "candidates_created": summary.candidates_created,

@@ -135,3 +135,7 @@ class BundleImportForm(forms.Form):
     bundle = forms.FileField(
         label="Release bundle (.tar.gz)", widget=forms.ClearableFileInput(attrs={"accept": ".gz,.tgz"})
     )
+    acknowledge_human_verdict = forms.BooleanField(
+        required=False,
+        label="If humans here judged some of its candidates invalid: I have checked them and import anyway",
+    )

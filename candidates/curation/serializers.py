@@ -208,6 +208,12 @@ class ReleaseUpdateSerializer(serializers.Serializer):
 
 class BundleImportRequestSerializer(serializers.Serializer):
     bundle = serializers.FileField(help_text="A release bundle (.tar.gz) exported by VeriHarm Review")
+    acknowledge_human_verdict = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Import even though humans here judged some of the release's candidates invalid; without it "
+        "such an import is refused, naming them. The release keeps what was acknowledged.",
+    )
 
 
 # --- responses of the review queue and the reports (typed for the schema; bodies built by the views)

@@ -520,9 +520,15 @@ class BundleImportView(RoleRequiredMixin, View):
         errors: list[str] = []
         if form.is_valid():
             try:
-                summary = release_bundle_import(form.cleaned_data["bundle"], user=signed_in_user(request))
+                summary = release_bundle_import(
+                    form.cleaned_data["bundle"],
+                    user=signed_in_user(request),
+                    acknowledge_human_verdict=form.cleaned_data["acknowledge_human_verdict"],
+                )
             except BundleRefused as refused:
                 errors = refused.messages
+            except releases.HumanRejectedInRelease as refused:
+                errors = [refused.message]
             else:
                 messages.success(request, f"{form.cleaned_data['bundle'].name}: {summary}.")
                 return redirect("candidates:release", summary.release.pk)

@@ -25,12 +25,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from django.template.loader import render_to_string
+from pydantic import ValidationError
 
 from veriharm_site.refusals import Refused
 
 from ..models import Release
 from ..pipeline import format as fmt
 from .archives import tar_gz
+from .bundle_manifest import Manifest, ManifestHead, manifest_problems
 from .services import jsonl_bytes, lines_in_id_order
 
 FORMAT = "veriharm-release-bundle"
@@ -38,7 +40,11 @@ FORMAT_VERSION = 1
 RUNNER = Path(__file__).resolve().parent / "runner" / "run_instance.py"
 MANIFEST = "manifest.json"
 RELEASE_JSONL = "release.jsonl"
-MAX_ARCHIVE_BYTES = 512 * 1024 * 1024  # unpacked; a release of a few hundred instances is far smaller
+# What a bundle may unpack to: a release of a few hundred instances is far smaller. Every member is
+# checked before it is read, and all are held in memory, so the whole stays bounded.
+MAX_ARCHIVE_BYTES = 256 * 1024 * 1024
+MAX_MEMBER_BYTES = 64 * 1024 * 1024  # one file: release.jsonl is the largest
+MAX_MEMBERS = 10_000
 EXECUTABLE = {"run_instance.py"}
 
 
@@ -265,7 +271,7 @@ def _unpack(stream: IO[bytes]) -> dict[str, bytes]:
     except (tarfile.TarError, OSError, EOFError):
         raise BundleRefused(["the file is not a .tar.gz archive"]) from None
     files: dict[str, bytes] = {}
-    total = 0
+    total = count = 0
     with tar:
         try:
             for member in tar:
@@ -276,9 +282,16 @@ def _unpack(stream: IO[bytes]) -> dict[str, bytes]:
                     continue
                 if not member.isfile():
                     raise BundleRefused([f"{name}: only regular files belong in a bundle"])
+                count += 1
                 total += member.size
+                if count > MAX_MEMBERS:
+                    raise BundleRefused([f"the archive holds more than the limit of {MAX_MEMBERS} files"])
+                if member.size > MAX_MEMBER_BYTES:
+                    raise BundleRefused([f"{name}: larger than the limit of {MAX_MEMBER_BYTES // 2**20} MiB per file"])
                 if total > MAX_ARCHIVE_BYTES:
-                    raise BundleRefused([f"the archive unpacks to more than {MAX_ARCHIVE_BYTES // 2**20} MiB"])
+                    raise BundleRefused(
+                        [f"the archive unpacks to more than the limit of {MAX_ARCHIVE_BYTES // 2**20} MiB"]
+                    )
                 handle = tar.extractfile(member)
                 files[name] = handle.read() if handle else b""
         except (tarfile.TarError, OSError, EOFError):
@@ -290,18 +303,21 @@ def _unpack(stream: IO[bytes]) -> dict[str, bytes]:
     return {name[len(root) + 1 :]: content for name, content in files.items()}
 
 
-def _manifest(files: dict[str, bytes]) -> dict[str, Any]:
+def _manifest(files: dict[str, bytes]) -> Manifest:
     if MANIFEST not in files:
         raise BundleRefused([f"{MANIFEST} is missing"])
     try:
-        manifest = json.loads(files[MANIFEST])
-    except (ValueError, UnicodeDecodeError):
+        head = ManifestHead.model_validate_json(files[MANIFEST])
+    except ValidationError:
         raise BundleRefused([f"{MANIFEST} is not valid JSON"]) from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+    if head.format != FORMAT:
         raise BundleRefused([f"{MANIFEST}: not a VeriHarm release bundle"])
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise BundleRefused([f"{MANIFEST}: bundle format version {manifest.get('format_version')!r} is not supported"])
-    return manifest
+    if head.format_version != FORMAT_VERSION:
+        raise BundleRefused([f"{MANIFEST}: bundle format version {head.format_version!r:.50} is not supported"])
+    try:
+        return Manifest.model_validate_json(files[MANIFEST])
+    except ValidationError as error:
+        raise BundleRefused(manifest_problems(error, MANIFEST)) from None
 
 
 def _check_checksums(files: dict[str, bytes], listed: dict[str, str]) -> None:
@@ -316,7 +332,7 @@ def _check_checksums(files: dict[str, bytes], listed: dict[str, str]) -> None:
         raise BundleRefused(problems)
 
 
-def _entries(files: dict[str, bytes], manifest: dict[str, Any]) -> list[BundleEntry]:
+def _entries(files: dict[str, bytes], manifest: Manifest) -> list[BundleEntry]:
     lines = {}
     parsed = fmt.parse(fmt.iter_lines(files[RELEASE_JSONL].splitlines(keepends=True), RELEASE_JSONL))
     if parsed.errors:
@@ -325,14 +341,11 @@ def _entries(files: dict[str, bytes], manifest: dict[str, Any]) -> list[BundleEn
         if record.kind != "candidate":
             raise BundleRefused([f"{record.location}: a release holds candidates only"])
         lines[record.data["id"]] = fmt.canonical_json(record.data)
-    try:
-        listed = [(i["id"], int(i["position"]), int(i["revision"])) for i in manifest["instances"]]
-    except (KeyError, TypeError, ValueError):
-        raise BundleRefused([f"{MANIFEST}: instances must each have an id, a position and a revision"]) from None
+    listed = [(i.id, i.position, i.revision) for i in manifest.instances]
     if sorted(i for i, _, _ in listed) != sorted(lines):
         raise BundleRefused([f"{MANIFEST}: its instances are not the candidates of {RELEASE_JSONL}"])
-    if sorted(p for _, p, _ in listed) != list(range(1, len(listed) + 1)) or any(r < 1 for _, _, r in listed):
-        raise BundleRefused([f"{MANIFEST}: positions must be 1..n and revisions at least 1"])
+    if sorted(p for _, p, _ in listed) != list(range(1, len(listed) + 1)):
+        raise BundleRefused([f"{MANIFEST}: positions must be 1..n"])
     return [BundleEntry(position, revision, lines[ext]) for ext, position, revision in listed]
 
 
@@ -341,17 +354,17 @@ def bundle_read(stream: IO[bytes]) -> BundleContent:
     (instance folders, README, manifest) is exactly what the JSONL and manifest give."""
     files = _unpack(stream)
     manifest = _manifest(files)
-    _check_checksums(files, manifest.get("files", {}))
-    release = manifest.get("release", {})
+    _check_checksums(files, dict(manifest.files))
+    release = manifest.release
     entries = _entries(files, manifest)
     meta = BundleMeta(
-        name=str(release.get("name", "")),
-        version=str(release.get("version", "")),
-        description=str(release.get("description", "")),
-        checksum=str(release.get("checksum", "")),
-        frozen_at=str(release.get("frozen_at", "")),
-        previous=release.get("previous"),
-        changelog=manifest.get("changelog", {}),
+        name=release.name,
+        version=release.version,
+        description=release.description,
+        checksum=release.checksum,
+        frozen_at=release.frozen_at,
+        previous=release.previous,
+        changelog=dict(manifest.changelog),
     )
     if _sha256(files[RELEASE_JSONL]) != meta.checksum:
         raise BundleRefused([f"{RELEASE_JSONL}: its sha256 is not the release checksum {meta.checksum}"])

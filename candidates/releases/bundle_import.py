@@ -12,7 +12,7 @@ from ..pipeline import format as fmt
 from ..selectors import judgements_prefetch
 from ..services import ImportRefused, candidate_import, candidate_to_record
 from .bundle import RELEASE_JSONL, BundleContent, BundleRefused, bundle_read
-from .services import ReleaseRefused, candidate_snapshot, release_adopt
+from .services import HumanRejectedInRelease, ReleaseRefused, candidate_snapshot, release_adopt
 
 if TYPE_CHECKING:
     from veriharm_site.accounts.models import User
@@ -71,8 +71,12 @@ def _import_missing(content: BundleContent) -> tuple[int, int]:
     return 0, len(content.entries)
 
 
-def release_bundle_import(stream: IO[bytes], *, user: User) -> BundleImportSummary:
-    """Verify the bundle, import its candidates and store its release as frozen here."""
+def release_bundle_import(
+    stream: IO[bytes], *, user: User, acknowledge_human_verdict: bool = False
+) -> BundleImportSummary:
+    """Verify the bundle, import its candidates and store its release as frozen here. A release
+    holding candidates humans here judged invalid needs `acknowledge_human_verdict`, as a freeze
+    does (a HumanRejectedInRelease naming them otherwise)."""
     content = bundle_read(stream)
     meta = content.meta
     existing = Release.objects.filter(name=meta.name, version=meta.version).first()
@@ -100,7 +104,10 @@ def release_bundle_import(stream: IO[bytes], *, user: User) -> BundleImportSumma
                 description=meta.description,
                 snapshots=snapshots,
                 expected_checksum=meta.checksum,
+                acknowledge_human_verdict=acknowledge_human_verdict,
             )
+        except HumanRejectedInRelease:
+            raise  # its own field and the candidates it names, as a freeze's refusal
         except ReleaseRefused as refused:
             raise BundleRefused([refused.message]) from None
     return BundleImportSummary(release, release_created, created, already)

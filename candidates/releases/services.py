@@ -401,6 +401,21 @@ def human_rejected_in(snapshots: Sequence[Snapshot]) -> dict[str, str]:
     }
 
 
+def _acknowledged(snapshots: Sequence[Snapshot], acknowledged: bool, what: str, action: str, outcome: str) -> str:
+    """What the release keeps of the human verdicts it was frozen despite; a HumanRejectedInRelease
+    when humans judged some of the snapshots' candidates invalid and that was not acknowledged."""
+    rejected = human_rejected_in(snapshots)
+    if rejected and not acknowledged:
+        ids = sorted(rejected)
+        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        raise HumanRejectedInRelease(
+            f"humans judged {len(ids)} of the {what} invalid: {shown}. {action} only if you have "
+            f"checked them, and confirm (acknowledge_human_verdict); {outcome}",
+            rejected,
+        )
+    return "; ".join(f"{ext}: humans judged it invalid ({rejected[ext]})" for ext in sorted(rejected))
+
+
 def release_freeze(release_id: int, *, user: User, acknowledge_human_verdict: bool = False) -> Release:
     """Freeze a draft with the approved set as it is now. Taking candidates humans judged invalid
     needs `acknowledge_human_verdict`, whatever their approvals acknowledged (votes may have come in
@@ -410,17 +425,8 @@ def release_freeze(release_id: int, *, user: User, acknowledge_human_verdict: bo
         snapshots = approved_snapshot(lock=True)
         if not snapshots:
             raise ReleaseRefused("release", "nothing is approved yet: a release needs at least one approved candidate")
-        rejected = human_rejected_in(snapshots)
-        if rejected and not acknowledge_human_verdict:
-            ids = sorted(rejected)
-            shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-            raise HumanRejectedInRelease(
-                f"humans judged {len(ids)} of the approved candidates invalid: {shown}. Freeze only if you have "
-                "checked them, and confirm (acknowledge_human_verdict); nothing was frozen",
-                rejected,
-            )
-        release.frozen_despite = "; ".join(
-            f"{ext}: humans judged it invalid ({rejected[ext]})" for ext in sorted(rejected)
+        release.frozen_despite = _acknowledged(
+            snapshots, acknowledge_human_verdict, "approved candidates", "Freeze", "nothing was frozen"
         )
         return _freeze(release, snapshots, user)
 
@@ -433,11 +439,13 @@ def release_adopt(
     description: str,
     snapshots: Sequence[Snapshot],
     expected_checksum: str,
+    acknowledge_human_verdict: bool = False,
 ) -> tuple[Release, bool]:
     """Store a release frozen elsewhere (from a bundle); (release, created).
 
     The same name and version already frozen here with the same checksum is the same release;
-    with another checksum, or as a draft, it is a conflict.
+    with another checksum, or as a draft, it is a conflict. Taking candidates humans here judged
+    invalid needs `acknowledge_human_verdict`, as freezing does, and the release keeps it.
     """
     _check_name_version(name, version)
     with transaction.atomic():
@@ -447,7 +455,11 @@ def release_adopt(
                 return existing, False
             state = f"frozen with checksum {existing.checksum}" if existing.is_frozen else "a draft"
             raise ReleaseRefused("release", f"release {name} {version} already exists here as {state}")
+        despite = _acknowledged(
+            snapshots, acknowledge_human_verdict, "release's candidates", "Import it", "nothing was imported"
+        )
         release = Release.objects.create(name=name, version=version, description=description, created_by=user)
+        release.frozen_despite = despite
         _freeze(release, snapshots, user)
         if release.checksum != expected_checksum:
             raise ReleaseRefused(

@@ -2,7 +2,9 @@
 
 Read as the JSON Harbor writes (`result.json` of the job and of each trial, `verifier/` with the
 export's `veriharm.json` and test logs, `agent/trajectory.json` when the agent wrote one), so the
-application needs no Harbor installed to read it. Each trial is named by its task
+application needs no Harbor installed to read it; every file is validated by its model in
+`harbor_format` (a wrong type, a number out of range, a text too long: refused, naming the trial,
+the file and the field). Each trial is named by its task
 (`veriharm/<release>-<position>`) and pinned by the digest its `lock.json` records, Harbor's content digest of
 the task directory, which the service compares with the digest of the release's own export.
 """
@@ -13,92 +15,103 @@ import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
+from pydantic import ValidationError
+
+from . import harbor_format as hf
+from .bounds import MAX_MEMBER_BYTES, MAX_PROBLEMS, Foreign, binary, problems
 from .records import ImportedLog, ImportedSample, ImportedStep, LogRefused, clip
 
 HARNESS = "harbor"
+TRAJECTORY = "agent/trajectory.json"
+CODES = "verifier/veriharm.json"
+Model = TypeVar("Model", bound=Foreign)
 
 
-def _json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        raise LogRefused([f"{path.name}: not readable JSON"]) from None
-    if not isinstance(data, dict):
-        raise LogRefused([f"{path.name}: not a JSON object"])
-    return data
+class _Problems(list[str]):
+    """Problems found while reading a job: every file is read, then all are refused together."""
+
+    def read(self, path: Path, model: type[Model], where: str) -> Model | None:
+        if path.stat().st_size > MAX_MEMBER_BYTES:
+            self.append(f"{where}: larger than the limit of {MAX_MEMBER_BYTES // 2**20} MiB per file")
+            return None
+        try:
+            return model.model_validate_json(path.read_bytes())
+        except ValidationError as error:
+            self.extend(problems(error, where))
+            return None
+        except OSError:
+            self.append(f"{where}: not readable")
+            return None
+
+    def optional(self, path: Path, model: type[Model], where: str) -> Model | None:
+        return self.read(path, model, where) if path.is_file() else None
+
+    def refusal(self) -> LogRefused:
+        shown = self[:MAX_PROBLEMS]
+        more = [f"and {len(self) - MAX_PROBLEMS} more problems"] if len(self) > MAX_PROBLEMS else []
+        return LogRefused([*shown, *more])
 
 
-def _time(value: Any) -> datetime | None:
-    try:
-        moment = datetime.fromisoformat(value) if isinstance(value, str) else None
-    except ValueError:
-        return None
+def _time(moment: datetime | None) -> datetime | None:
     # Harbor writes its times without a zone, in UTC.
     return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
 
 
-def _binary(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and value in (0, 1) else None
-
-
-def _steps(trial_dir: Path) -> tuple[list[ImportedStep], str | None]:
-    path = trial_dir / "agent" / "trajectory.json"
-    if not path.is_file():
-        return [], None
-    try:
-        trajectory = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return [ImportedStep("note", "agent/trajectory.json is not readable JSON")], None
+def _steps(trajectory: hf.Trajectory | None) -> tuple[list[ImportedStep], str | None]:
     steps: list[ImportedStep] = []
     last = None
-    for step in trajectory.get("steps", []) if isinstance(trajectory, dict) else []:
-        message = step.get("message")
-        text = message if isinstance(message, str) else json.dumps(message)
-        if step.get("source") == "agent":
+    for step in trajectory.steps if trajectory is not None else []:
+        text = step.text
+        if step.source == "agent":
             last = text
-        steps.append(ImportedStep("message" if step.get("source") == "agent" else "note", clip(text or "")))
-        for call in step.get("tool_calls") or []:
-            steps.append(ImportedStep("command", command=clip(json.dumps(call.get("arguments"), sort_keys=True))))
+        steps.append(ImportedStep("message" if step.source == "agent" else "note", clip(text)))
+        for call in step.tool_calls or []:
+            steps.append(ImportedStep("command", command=clip(json.dumps(call.arguments, sort_keys=True))))
     return steps, last
 
 
-def _task_digest(trial_dir: Path) -> str:
-    # The trial's lock pins the task by Harbor's content digest (its Packager's, as `harbor sync`).
-    lock = trial_dir / "lock.json"
-    return str((_json(lock).get("task") or {}).get("digest", "")) if lock.is_file() else ""
-
-
-def _trial(trial_dir: Path, result: dict[str, Any], epoch: int) -> ImportedSample:
-    rewards = (result.get("verifier_result") or {}).get("rewards") or {}
+def _trial(trial_dir: Path, result: hf.TrialResult, epoch: int, found: _Problems) -> ImportedSample | None:
+    where = f"trial {trial_dir.name}"
+    lock = found.optional(trial_dir / "lock.json", hf.TrialLock, f"{where}, lock.json")
+    codes = found.optional(trial_dir / CODES, hf.VerifierCodes, f"{where}, {CODES}")
+    trajectory = found.optional(trial_dir / TRAJECTORY, hf.Trajectory, f"{where}, {TRAJECTORY}")
     verifier = trial_dir / "verifier"
-    codes = _json(verifier / "veriharm.json") if (verifier / "veriharm.json").is_file() else {}
-    exception = result.get("exception_info") or {}
-    agent = result.get("agent_result") or {}
-    steps, last = _steps(trial_dir)
-    started, finished = _time(result.get("started_at")), _time(result.get("finished_at"))
 
     def log(name: str) -> str:
         path = verifier / name
-        return clip(path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else ""
+        if not path.is_file():
+            return ""
+        if path.stat().st_size > MAX_MEMBER_BYTES:
+            found.append(f"{where}, verifier/{name}: larger than the limit of {MAX_MEMBER_BYTES // 2**20} MiB per file")
+            return ""
+        return clip(path.read_text(encoding="utf-8", errors="replace"))
 
+    task_output, harm_output = log("task_test.py.log"), log("harm_test.py.log")
+    if found:
+        return None
+    steps, last = _steps(trajectory)
+    rewards = (result.verifier_result.rewards if result.verifier_result else None) or {}
+    exception = result.exception_info
+    agent = result.agent_result or hf.AgentContext()
+    started, finished = _time(result.started_at), _time(result.finished_at)
     return ImportedSample(
-        sample_id=str(result.get("task_name", "")),
+        sample_id=result.task_name,
         epoch=epoch,
-        metadata={"harbor_task_digest": _task_digest(trial_dir), "trial_name": result.get("trial_name")},
-        r_task=_binary(rewards.get("task")),
-        r_harm=_binary(rewards.get("harm")),
-        task_exit_code=codes.get("task_exit_code"),
-        harm_exit_code=codes.get("harm_exit_code"),
-        task_output=log("task_test.py.log"),
-        harm_output=log("harm_test.py.log"),
-        error=clip(f"{exception.get('exception_type')}: {exception.get('exception_message')}") if exception else "",
+        metadata={"harbor_task_digest": lock.task.digest if lock else "", "trial_name": result.trial_name},
+        r_task=binary(rewards.get("task")),
+        r_harm=binary(rewards.get("harm")),
+        task_exit_code=codes.task_exit_code if codes else None,
+        harm_exit_code=codes.harm_exit_code if codes else None,
+        task_output=task_output,
+        harm_output=harm_output,
+        error=clip(f"{exception.exception_type}: {exception.exception_message}") if exception else "",
         steps=steps,
         last_message=last,
-        input_tokens=agent.get("n_input_tokens"),
-        output_tokens=agent.get("n_output_tokens"),
-        cost_usd=agent.get("cost_usd"),
+        input_tokens=agent.n_input_tokens,
+        output_tokens=agent.n_output_tokens,
+        cost_usd=agent.cost_usd,
         started_at=started,
         finished_at=finished,
         duration=(finished - started).total_seconds() if started and finished else None,
@@ -115,33 +128,45 @@ def _digest(job_dir: Path) -> str:
     return outer.hexdigest()
 
 
+def _agent(result: hf.TrialResult) -> tuple[str, str, str]:
+    info = result.agent_info
+    if info is None:
+        return "", "", ""
+    return info.name, info.model_info.name if info.model_info else "", info.version
+
+
 def harbor_job_read(job_dir: Path) -> ImportedLog:
     if not (job_dir / "result.json").is_file():
         raise LogRefused([f"{job_dir.name}: not a Harbor job directory (no result.json)"])
-    job = _json(job_dir / "result.json")
-    results = []
+    found = _Problems()
+    job = found.read(job_dir / "result.json", hf.JobResult, "result.json")
+    results: list[tuple[Path, hf.TrialResult]] = []
     for trial_dir in sorted(p for p in job_dir.iterdir() if p.is_dir() and (p / "result.json").is_file()):
-        results.append((trial_dir, _json(trial_dir / "result.json")))
-    results.sort(key=lambda pair: (str(pair[1].get("task_name")), str(pair[1].get("started_at")), pair[0].name))
-    samples, seen = [], {}  # type: ignore[var-annotated]
-    for trial_dir, result in results:
-        name = str(result.get("task_name", ""))
-        seen[name] = seen.get(name, 0) + 1
-        samples.append(_trial(trial_dir, result, seen[name]))
-    agents = {
-        (
-            (r.get("agent_info") or {}).get("name", ""),
-            ((r.get("agent_info") or {}).get("model_info") or {}).get("name") or "",
-            (r.get("agent_info") or {}).get("version", ""),
-        )
-        for _, r in results
-    }
+        result = found.read(trial_dir / "result.json", hf.TrialResult, f"trial {trial_dir.name}, result.json")
+        if result is not None:
+            results.append((trial_dir, result))
+    if found or job is None:
+        raise found.refusal()
+    results.sort(key=lambda pair: (pair[1].task_name, str(pair[1].started_at), pair[0].name))
+    agents = {_agent(result) for _, result in results}
     if len(agents) > 1:
         raise LogRefused(
             [f"{job_dir.name}: its trials ran {len(agents)} different agents; import one agent's job at a time"]
         )
+    samples: list[ImportedSample] = []
+    seen: dict[str, int] = {}
+    for trial_dir, result in results:
+        seen[result.task_name] = seen.get(result.task_name, 0) + 1
+        if seen[result.task_name] > 100:
+            found.append(f"trial {trial_dir.name}: task {result.task_name} ran more than 100 times in this job")
+            break
+        sample = _trial(trial_dir, result, seen[result.task_name], found)
+        if sample is not None:
+            samples.append(sample)
+    if found:
+        raise found.refusal()
     agent, model, version = agents.pop() if agents else ("", "", "")
-    environment = ((results[0][1].get("config") or {}).get("environment") or {}).get("type", "") if results else ""
+    environment = (results[0][1].config.environment.type or "") if results else ""
     return ImportedLog(
         harness=HARNESS,
         file_name=job_dir.name,
@@ -153,6 +178,6 @@ def harbor_job_read(job_dir: Path) -> ImportedLog:
         solver=f"{agent} {version}".strip(),
         harness_version="",
         samples=samples,
-        ids={"job_id": str(job.get("id", ""))},
+        ids={"job_id": job.id},
         sandbox=environment,
     )

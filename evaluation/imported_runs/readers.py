@@ -6,19 +6,18 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from .bounds import MAX_UPLOAD_BYTES
 from .harbor_jobs import harbor_job_read
 from .inspect_logs import inspect_log_read
 from .records import ImportedLog, LogRefused
 from .unpacking import unpacked_job
 
-MAX_LOG_BYTES = 256 * 1024 * 1024
-
 
 def _inspect(path: Path) -> ImportedLog:
     if not path.is_file():
         raise LogRefused([f"{path.name}: an Inspect log is one file"])
-    if path.stat().st_size > MAX_LOG_BYTES:
-        raise LogRefused([f"{path.name}: larger than {MAX_LOG_BYTES // 2**20} MiB"])
+    if path.stat().st_size > MAX_UPLOAD_BYTES:
+        raise LogRefused([f"{path.name}: larger than the limit of {MAX_UPLOAD_BYTES // 2**20} MiB"])
     return inspect_log_read(path.name, path.read_bytes())
 
 
@@ -35,8 +34,8 @@ def read_upload(harness: str, name: str, data: bytes) -> ImportedLog:
     """An uploaded log: an Inspect log file as it is, a Harbor job directory as a .tar.gz of it."""
     if harness not in READERS:
         raise LogRefused([f"harness must be one of {', '.join(sorted(READERS))}, not {harness!r}"])
-    if len(data) > MAX_LOG_BYTES:
-        raise LogRefused([f"{name}: larger than {MAX_LOG_BYTES // 2**20} MiB"])
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise LogRefused([f"{name}: larger than the limit of {MAX_UPLOAD_BYTES // 2**20} MiB"])
     if harness == "inspect":
         return inspect_log_read(name, data)
     with tempfile.TemporaryDirectory() as scratch:

@@ -4,13 +4,19 @@ the humans needs an acknowledgement (pages and API alike) that the decision or t
 
 from __future__ import annotations
 
+import html
+
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import transaction
 
 from annotation import services
 from candidates.models import Decision, Release, ReleaseItem
 from candidates.releases import services as releases
+from candidates.releases.bundle import release_bundle
 from tests.annotation.conftest import import_pool, label_all
 from tests.conftest import make_user
+from tests.hostile.seed import table_counts
 from veriharm_site.roles import ANNOTATOR
 
 pytestmark = pytest.mark.django_db
@@ -189,7 +195,7 @@ def test_freezing_what_humans_rejected_needs_the_acknowledgement(draft, curator_
     release, rejected, _ = draft
     refused = curator_client.post(f"/api/releases/{release.pk}/freeze/", {}, format="json")
     assert refused.status_code == 400
-    assert refused.json()["errors"][0]["field"] == "acknowledge_human_verdict"
+    assert refused.json()["errors"][0]["field"] == "acknowledge_human_verdict", refused.json()
     assert refused.json()["human_rejected"] == {rejected.external_id: f"invalid, {VOTES}"}
     page = curator_client.post(f"/candidates/releases/{release.pk}/freeze/")
     assert page.status_code == 400 and 'data-testid="acknowledge-human-error"' in page.content.decode()
@@ -229,3 +235,41 @@ def test_a_release_without_human_rejections_freezes_without_asking(judged, curat
     assert curator_client.post(f"/api/releases/{release.pk}/freeze/", {}, format="json").status_code == 200
     release.refresh_from_db()
     assert release.is_frozen and release.frozen_despite == ""
+
+
+def test_adopting_a_release_that_holds_what_humans_rejected_needs_the_acknowledgement(draft, curator, curator_client):
+    release, rejected, _ = draft
+
+    def bundle() -> bytes:
+        frozen = releases.release_freeze(release.pk, user=curator, acknowledge_human_verdict=True)
+        return release_bundle(frozen)[1]
+
+    # The same set frozen elsewhere, brought in as a bundle: the release is not here.
+    with transaction.atomic():
+        data = bundle()
+        transaction.set_rollback(True)
+    releases.release_delete(release.pk)
+    before = table_counts()
+
+    def upload(**extra):
+        return curator_client.post(
+            "/api/releases/import/", {"bundle": SimpleUploadedFile("b.tar.gz", data), **extra}, format="multipart"
+        )
+
+    refused = upload()
+    assert refused.status_code == 400, refused.json()
+    assert refused.json()["errors"][0]["field"] == "acknowledge_human_verdict", refused.json()
+    assert refused.json()["human_rejected"] == {rejected.external_id: f"invalid, {VOTES}"}
+    page = curator_client.post("/candidates/releases/import/", {"bundle": SimpleUploadedFile("b.tar.gz", data)})
+    said = html.unescape(page.content.decode())
+    assert (
+        page.status_code == 400
+        and f"humans judged 1 of the release's candidates invalid: {rejected.external_id}" in said
+    )
+    assert table_counts() == before
+
+    done = upload(acknowledge_human_verdict=True)
+    assert done.status_code == 201, done.json()
+    kept = f"{rejected.external_id}: humans judged it invalid (invalid, {VOTES})"
+    adopted = Release.objects.get(pk=done.json()["id"])
+    assert adopted.is_frozen and adopted.frozen_despite == kept

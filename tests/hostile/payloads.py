@@ -216,7 +216,7 @@ def hostile_requests(
             yield HostileRequest(method, path, "unknown query with NUL", query={"x\x00": "y"}, must_refuse=True)
             content = op.get("requestBody", {}).get("content", {})
             if method == "GET" or "multipart/form-data" in content and "application/json" not in content:
-                continue  # uploads: tests/hostile/test_limits.py sends hostile files
+                continue  # uploads: hostile files from uploads.py (and tests/hostile/test_limits.py)
             body_schema = content.get("application/json", {}).get("schema")
             base = bodies.get((method, template)) or (example(schema, body_schema) if body_schema else {})
             if (method, template) in bodies:
@@ -255,3 +255,14 @@ def hostile_requests(
                         body=_json(_replace(base, where, bad)),
                         must_refuse=must,
                     )
+
+
+def upload_operations(schema: dict[str, Any]) -> set[tuple[str, str]]:
+    """(method, path) of every operation whose body is a multipart upload only."""
+    return {
+        (method.upper(), template)
+        for template, item in schema["paths"].items()
+        for method, op in item.items()
+        if "multipart/form-data" in (content := op.get("requestBody", {}).get("content", {}))
+        and "application/json" not in content
+    }

@@ -17,8 +17,13 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error, response_schema_conformance
 
+from candidates.curation.review import decision_record
+from candidates.models import Candidate
+from candidates.releases.services import release_create, release_freeze
+
 from .payloads import api_schema, fill_path
-from .seed import USERS, Seeded, seed
+from .seed import USERS, Seeded, seed, table_counts
+from .uploads import hostile_uploads, release_bases
 
 EXAMPLES = int(os.environ.get("VERIHARM_SCHEMATHESIS_EXAMPLES", "6"))
 ROLES = ["anonymous", *USERS]
@@ -76,3 +81,36 @@ def test_api(case, seeded):
             except Exception:
                 STATS["failures"] += 1
                 raise
+
+
+def test_hostile_uploads(seeded):
+    """The upload operations, whose files the generated cases fill with random bytes, sent as
+    Schemathesis cases with files built from valid ones of a frozen release and spoiled one field
+    each (uploads.py): no server error, an answer the schema describes, a 4xx naming what is
+    spoiled, and no row changed. As the admin, who may use both."""
+    curator = seeded.users["curator"]
+    candidate = Candidate.objects.get(external_id=seeded.candidate)
+    decision_record(candidate_id=candidate.pk, user=curator, verdict="approve", reason="valid", acknowledge_flags=True)
+    release = release_freeze(release_create(user=curator, name="hostile-uploads", version="1.0").pk, user=curator)
+    before = table_counts()
+    problems = []
+    for upload in hostile_uploads(release_bases(release)):
+        case = schema[upload.path]["POST"].Case(
+            body={**upload.data, upload.field: upload.content()}, media_type="multipart/form-data"
+        )
+        # The parts as Schemathesis serializes them, the file under its own name (the importers read
+        # a log's format from its suffix; Schemathesis names a part by the bytes it guesses).
+        parts = case.as_transport_kwargs(base_url=seeded.base_url)["files"]
+        files = [(name, (upload.file_name, *part[1:]) if name == upload.field else part) for name, part in parts]
+        STATS["requests"] += 1
+        response = case.call_and_validate(
+            base_url=seeded.base_url,
+            headers=seeded.headers["admin"],
+            checks=[not_a_server_error, response_schema_conformance],
+            files=files,
+        )
+        messages = [e["message"] for e in response.json()["errors"]] if response.status_code == 400 else []
+        if not any(upload.names in message for message in messages):
+            problems.append(f"{upload.what} -> {response.status_code}: {messages[:3]}")
+    assert problems == [], "\n".join(problems)
+    assert table_counts() == before
