@@ -20,6 +20,16 @@ class JobResult(Foreign):
     id: Name = ""
 
 
+class HarborInfo(Foreign):
+    version: Name | None = None
+
+
+class JobLock(Foreign):
+    """The job's own `lock.json` (`harbor.models.job.lock.JobLock`): which Harbor ran it."""
+
+    harbor: HarborInfo = HarborInfo()
+
+
 class ModelInfo(Foreign):
     name: Name
 
@@ -85,6 +95,9 @@ class VerifierCodes(Foreign):
 
     task_exit_code: ExitCode | None = None
     harm_exit_code: ExitCode | None = None
+    # Whether each test ran to a verdict; without both, test.sh writes no reward (older exports leave them out).
+    task_ran: bool | None = None
+    harm_ran: bool | None = None
 
 
 class ContentPart(Foreign):

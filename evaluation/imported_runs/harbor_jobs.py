@@ -104,6 +104,8 @@ def _trial(trial_dir: Path, result: hf.TrialResult, epoch: int, found: _Problems
         r_harm=binary(rewards.get("harm")),
         task_exit_code=codes.task_exit_code if codes else None,
         harm_exit_code=codes.harm_exit_code if codes else None,
+        task_ran=codes.task_ran if codes else None,
+        harm_ran=codes.harm_ran if codes else None,
         task_output=task_output,
         harm_output=harm_output,
         error=clip(f"{exception.exception_type}: {exception.exception_message}") if exception else "",
@@ -140,6 +142,7 @@ def harbor_job_read(job_dir: Path) -> ImportedLog:
         raise LogRefused([f"{job_dir.name}: not a Harbor job directory (no result.json)"])
     found = _Problems()
     job = found.read(job_dir / "result.json", hf.JobResult, "result.json")
+    job_lock = found.optional(job_dir / "lock.json", hf.JobLock, "lock.json")
     results: list[tuple[Path, hf.TrialResult]] = []
     for trial_dir in sorted(p for p in job_dir.iterdir() if p.is_dir() and (p / "result.json").is_file()):
         result = found.read(trial_dir / "result.json", hf.TrialResult, f"trial {trial_dir.name}, result.json")
@@ -176,7 +179,7 @@ def harbor_job_read(job_dir: Path) -> ImportedLog:
         release_checksum="",  # pinned per task by Harbor's content digest instead
         model=model or "none",
         solver=f"{agent} {version}".strip(),
-        harness_version="",
+        harness_version=(job_lock.harbor.version or "") if job_lock else "",
         samples=samples,
         ids={"job_id": job.id},
         sandbox=environment,

@@ -7,10 +7,11 @@ bounded by `bounds`: a sample that breaks one is refused, naming it and the fiel
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from .bounds import MAX_ITEMS, Cost, Epoch, ExitCode, Foreign, Name, Reward, Seconds, Text, TokenCount
 
@@ -51,6 +52,9 @@ class ScorerValue(Foreign):
 class ScorerMetadata(Foreign):
     task_exit_code: ExitCode | None = None
     harm_exit_code: ExitCode | None = None
+    # Whether each test ran to a verdict (exports since the clean verifier; older logs leave them out).
+    task_ran: bool | None = None
+    harm_ran: bool | None = None
     task_output: Text = ""
     harm_output: Text = ""
 
@@ -58,6 +62,13 @@ class ScorerMetadata(Foreign):
 class VeriharmScore(Foreign):
     value: ScorerValue
     metadata: ScorerMetadata | None = None
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _unscored(cls, value: Any) -> Any:
+        # Inspect's `Score.unscored()` (value NaN): the export's scorer leaves a sample so when a test
+        # did not run. It holds no verdict of either test.
+        return {} if isinstance(value, float) and math.isnan(value) else value
 
 
 class Scores(Foreign):

@@ -65,6 +65,8 @@ def _sample(sample: fi.Sample) -> ImportedSample:
         r_harm=binary(value.harm),
         task_exit_code=extra.task_exit_code,
         harm_exit_code=extra.harm_exit_code,
+        task_ran=extra.task_ran,
+        harm_ran=extra.harm_ran,
         task_output=clip(extra.task_output),
         harm_output=clip(extra.harm_output),
         error=clip(sample.error.message) if sample.error is not None else "",

@@ -49,6 +49,9 @@ class ImportedSample:
     r_harm: int | None
     task_exit_code: int | None = None
     harm_exit_code: int | None = None
+    # False: the test did not run to a verdict (the export's verifier says so); None: not recorded.
+    task_ran: bool | None = None
+    harm_ran: bool | None = None
     task_output: str = ""
     harm_output: str = ""
     error: str = ""

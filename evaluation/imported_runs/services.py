@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from candidates.models import Release
+from candidates.releases.interop.common import TEST_TIMEOUT_SECONDS
 from candidates.releases.interop.harbor_export import release_harbor_tasks
 from evaluation.runs.selection import release_candidates
 from evaluation.trials import pinning
@@ -19,9 +20,9 @@ from evaluation.trials.taxonomy import TrialEnd
 from evaluation.v3ast import outcomes
 
 from ..models import Agent, AgentKind, Backend, Protocol, Run, TranscriptStep, Trial, TrialKind, TrialStatus
+from .consistency import TIMEOUT_EXIT, contradictions
 from .records import ITEM_HASHES, ImportedLog, ImportedSample, LogRefused
 
-TIMEOUT_EXIT = 124  # what a test cut off by its limit reports (the export's scorer, timeout(1))
 VERDICT_EXITS = (0, 1, 2)
 
 
@@ -62,6 +63,7 @@ def _refusals(
             problems.append(
                 f"{sample.sample_id} (epoch {sample.epoch}): its {', '.join(differing)} differ from the release's item"
             )
+        problems.extend(contradictions(sample))
     epochs = [(s.sample_id, s.epoch) for s in log.samples]
     if len(set(epochs)) != len(epochs):
         problems.append("the log holds the same sample and epoch twice")
@@ -88,6 +90,20 @@ def _agent(log: ImportedLog) -> Agent:
 
 def _end(sample: ImportedSample) -> tuple[str, str, outcomes.Label]:
     """(status, end, label) by the rules of the in-app trials (`evaluation.taxonomy`)."""
+    not_run = [
+        (name, code)
+        for name, code, ran in (
+            ("V_harm", sample.harm_exit_code, sample.harm_ran),
+            ("V_task", sample.task_exit_code, sample.task_ran),
+        )
+        if ran is False
+    ]
+    if not_run:
+        # The export's verifier says a test did not run (no test collected, a start-up error, its time
+        # limit): no verdict, whatever its exit code would mean for a test that ran.
+        end = TrialEnd.TEST_TIME_LIMIT if any(code == TIMEOUT_EXIT for _, code in not_run) else TrialEnd.TEST_ERROR
+        described = ", ".join(f"{name} did not run to a verdict (exit {code})" for name, code in not_run)
+        return TrialStatus.UNRESOLVED, end, outcomes.Label(outcomes.Outcome.UNRESOLVED.value, described)
     if sample.error or sample.r_task is None or sample.r_harm is None:
         why = sample.error or "the log has no score of both tests for this sample"
         return TrialStatus.UNRESOLVED, TrialEnd.AGENT_ERROR, outcomes.label_unresolved(why)
@@ -201,6 +217,8 @@ def run_import(release_id: int, log: ImportedLog, *, user: Any = None, name: str
             backend=Backend.EXTERNAL,
             protocol=Protocol.VERIHARM,
             repetitions=max(s.epoch for s in log.samples),
+            # The export's tests ran with its limit, not this application's default.
+            test_timeout=TEST_TIMEOUT_SECONDS,
             selection={"kind": "imported", "release": release.pk},
             release=release,
             release_checksum=release.checksum,

@@ -48,6 +48,7 @@ def job_directory(dataset: Path, into: Path, rewards: dict[str, tuple[int, int]]
     job = into / "2026-12-02__03-00-00"
     job.mkdir(parents=True)
     (job / "result.json").write_text(json.dumps({"id": "29999a38-7da1-493a-b7d3-69de5d27c022", "n_total_trials": 2}))
+    (job / "lock.json").write_text(json.dumps({"schema_version": 3, "harbor": {"version": "0.25.0"}, "trials": []}))
     for folder, (task, harm) in rewards.items():
         name = f"veriharm/veriharm-bench-{folder}"
         for attempt in range(1, attempts + 1):
@@ -85,6 +86,8 @@ def test_a_harbor_job_of_the_oracle_imports_as_a_run(release, tmp_path, admin_cl
     }
     assert got == {(FIRST, 1): (1, 0), (FIRST, 2): (1, 0), (SECOND, 1): (1, 0), (SECOND, 2): (1, 0)}
     assert run.imported and run.source["harness"] == "harbor" and run.source["solver"] == "oracle 1.0.0"
+    # What produced it: the Harbor of the job's lock.json, the export's own limit on each test.
+    assert (run.source["harness_version"], run.test_timeout) == ("0.25.0", 600)
     assert run.trials.first().task_output == "1 passed\n"
 
     packed = io.BytesIO()
@@ -122,3 +125,32 @@ def test_a_harbor_job_of_another_release_or_unknown_tasks_changes_no_row(release
     with pytest.raises(LogRefused, match="not a Harbor job directory"):
         read_log("harbor", tmp_path)
     assert table_counts() == before
+
+
+def _rewrite(path: Path, **changes) -> None:
+    path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
+
+
+def test_a_reward_its_own_test_contradicts_is_refused_and_a_test_that_did_not_run_is_no_verdict(
+    release, tmp_path, admin_client_
+):
+    dataset = export(release, tmp_path / "export")
+    job = job_directory(dataset, tmp_path / "jobs", {"0001": (1, 0), "0002": (1, 0)})
+    flipped = job / "0002__trial1"
+    # The harm reward flipped by hand, in both places Harbor keeps it; the harm test still exited 1.
+    (flipped / "verifier" / "reward.json").write_text(json.dumps({"task": 1, "harm": 1}))
+    _rewrite(flipped / "result.json", verifier_result={"rewards": {"task": 1, "harm": 1}})
+    before = table_counts()
+    with pytest.raises(LogRefused, match=r"its score says V_harm passed, but the test exited 1"):
+        run_import(release.pk, read_log("harbor", job))
+    assert table_counts() == before
+
+    # The export's test.sh after a test that did not run: no reward, and veriharm.json says why.
+    (flipped / "verifier" / "reward.json").unlink()
+    _rewrite(flipped / "result.json", verifier_result=None)
+    _rewrite(flipped / "verifier" / "veriharm.json", task_exit_code=0, task_ran=True, harm_exit_code=1, harm_ran=False)
+    run = run_import(release.pk, read_log("harbor", job))
+    trial = run.trials.get(candidate__external_id=SECOND)
+    assert (trial.status, trial.end, trial.r_task, trial.r_harm) == ("unresolved", "test_error", None, None)
+    assert "V_harm did not run to a verdict (exit 1)" in trial.outcome_reason
+    assert run.trials.get(candidate__external_id=FIRST).r_task == 1

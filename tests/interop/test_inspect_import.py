@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 from inspect_ai.log import read_eval_log, write_eval_log
+from inspect_ai.scorer import Score
 
 from candidates.curation.revisions import candidate_revise
 from candidates.models import Candidate
@@ -50,7 +51,7 @@ def test_a_log_of_the_safe_and_harmful_references_imports_with_the_same_verdicts
     safe_log = reference_log(release, "safe", logs_dir, epochs=2)
     run = run_import(release.pk, read_log("inspect", safe_log), user=curator)
     assert verdicts(run) == {(FIRST, 1): (1, 0), (FIRST, 2): (1, 0), (SECOND, 1): (1, 0), (SECOND, 2): (1, 0)}
-    assert run.backend == Backend.EXTERNAL and run.imported and run.repetitions == 2
+    assert run.backend == Backend.EXTERNAL and run.imported and run.repetitions == 2 and run.test_timeout == 600
     assert run.release == release and run.release_checksum == release.checksum
     assert run.source["file_sha256"] == hashlib.sha256(safe_log.read_bytes()).hexdigest()
     assert run.source["task"] == "veriharm-bench-1.0" and run.source["task_version"] == "1.0"
@@ -197,3 +198,27 @@ def test_the_page_and_the_api_refuse_a_log_of_another_release_naming_it(release,
     )
     assert not_a_log.status_code == 400 and ".eval or .json" in str(not_a_log.json())
     assert table_counts() == before
+
+
+def test_a_score_its_own_test_contradicts_is_refused_and_an_unscored_sample_is_no_verdict(release, logs_dir, tmp_path):
+    log = reference_log(release, "safe", logs_dir)
+
+    def flip(samples):
+        # The trap of a hand edit: the harm score set to 1 while the harm test's exit code stays 1.
+        samples[0].scores["veriharm_scorer"].value["harm"] = 1
+
+    before = table_counts()
+    with pytest.raises(LogRefused, match=r"\(epoch 1\): its score says V_harm passed, but the test exited 1"):
+        run_import(release.pk, read_log("inspect", _tampered(log, tmp_path, flip)))
+    assert table_counts() == before
+
+    def not_run(samples):
+        # What the export's scorer writes when a test did not run: the sample kept, unscored.
+        metadata = {**samples[0].scores["veriharm_scorer"].metadata, "task_exit_code": 5, "task_ran": False}
+        samples[0].scores["veriharm_scorer"] = Score.unscored(reason="scoring_failed", metadata=metadata)
+
+    run = run_import(release.pk, read_log("inspect", _tampered(log, tmp_path, not_run)))
+    first, second = sorted(run.trials.select_related("candidate"), key=lambda t: t.candidate.external_id != FIRST)
+    assert (first.status, first.end, first.r_task, first.r_harm) == ("unresolved", "test_error", None, None)
+    assert first.outcome_reason == "V_task did not run to a verdict (exit 5)"
+    assert (second.status, second.r_task, second.r_harm) == ("done", 1, 0)

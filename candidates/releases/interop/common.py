@@ -15,6 +15,10 @@ from ..bundle import BundleEntry, BundleMeta, instance_directory
 
 # The sandbox image the application's own trials run on: an item that names no image runs there.
 SANDBOX_IMAGE = "veriharm-sandbox:bookworm"
+# Seconds each test of an exported item may run: Harbor's verifier timeout, the Inspect scorer's
+# TEST_TIMEOUT (shipped/veriharm_inspect.py, which imports nothing of the project, says it again), and
+# the test_timeout of a run imported from either.
+TEST_TIMEOUT_SECONDS = 600
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -31,13 +31,21 @@ from django.template.loader import render_to_string
 from ...models import Release
 from ..bundle import BundleEntry, BundleMeta, release_entries, release_meta
 from ..services import jsonl_bytes, lines_in_id_order
-from .common import SANDBOX_IMAGE, environment_file_path, item_identity, json_bytes, sha256_bytes, tar_gz
+from .common import (
+    SANDBOX_IMAGE,
+    TEST_TIMEOUT_SECONDS,
+    environment_file_path,
+    item_identity,
+    json_bytes,
+    sha256_bytes,
+    tar_gz,
+)
 
 FORMAT = "veriharm-harbor-dataset"
 ORG = "veriharm"
 TEST_SCRIPT = Path(__file__).resolve().parent / "shipped" / "harbor_test.sh"
 AGENT_TIMEOUT = 600.0
-TEST_TIMEOUT = 600.0
+TEST_TIMEOUT = float(TEST_TIMEOUT_SECONDS)
 
 
 def _toml_string(value: str) -> str:
