@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,8 @@ def test_harbor_run_with_docker_scores_the_references_and_imports_back(release, 
             assert codes["task_ran"] is codes["harm_ran"] is True and codes["task_tests"] >= 1, codes
         run = run_import(release.pk, read_log("harbor", jobs[which]))
         assert _verdicts(run) == {item: expected for item in ITEMS}, which
+        # What ran it, as the job says: the Harbor of its lock.json, its docker environment.
+        assert (run.source["harness_version"], run.source["sandbox"]) == (version("harbor"), "docker"), run.source
 
     (broken,) = harbor_trials(jobs["broken"], dataset).values()
     assert broken["verifier_result"] is None
@@ -148,6 +151,9 @@ def test_harbor_run_with_docker_scores_the_references_and_imports_back(release, 
         "harm_ran": False,
         "harm_tests": None,
     }
+    # Imported, the trial whose tests could not run is a test error, no verdict.
+    (trial,) = run_import(release.pk, read_log("harbor", jobs["broken"])).trials.all()
+    assert (trial.end, trial.r_task, trial.r_harm) == ("test_error", None, None), trial.outcome_reason
 
 
 def test_inspect_eval_in_its_docker_sandbox_scores_the_references_and_imports_back(release, tmp_path):
