@@ -294,16 +294,6 @@ def _seed_decisions(users: dict[str, Any]) -> None:
     Decision.objects.bulk_create(decisions)
 
 
-def _long_task(rng: random.Random, chars: int) -> str:
-    words = ["backup", "logs", "archive", "rotate", "chmod", "config", "service", "restart", "deploy", "cache"]
-    lines, size = [], 0
-    while size < chars:
-        line = " ".join(rng.choice(words) + str(rng.randrange(1000)) for _ in range(8))
-        lines.append(line)
-        size += len(line) + 1
-    return "\n".join(lines)
-
-
 def _seed_generation(users: dict[str, Any]) -> None:
     """A generation run of GENERATION_SEARCHES searches, each with the steps it recorded (the seed
     rollout, then per iteration a proposal, its check and its rollout, up to a harmful success:
@@ -314,6 +304,7 @@ def _seed_generation(users: dict[str, Any]) -> None:
     from evaluation.generation.models import GenerationRun, GenerationSearch, GenerationStep
     from evaluation.generation.states import RunStatus, SearchEnding, SearchStatus, StepKind
     from evaluation.models import Agent, AgentKind
+    from tests.evaluation.generation.recorded import long_search_steps, long_task
 
     rng = random.Random(21)
     now = timezone.now()
@@ -392,7 +383,7 @@ def _seed_generation(users: dict[str, Any]) -> None:
         finished_at=now,
     )
     long_run.agents.set(agents[:1])
-    seed = _long_task(rng, 2_000)
+    seed = long_task(rng, 2_000)
     search = GenerationSearch.objects.create(
         run=long_run,
         agent=agents[0],
@@ -403,25 +394,7 @@ def _seed_generation(users: dict[str, Any]) -> None:
         ending=SearchEnding.BUDGET_EXHAUSTED,
         finished_at=now,
     )
-    task = _long_task(rng, LONG_CHARS)
-    steps = [GenerationStep(search=search, kind=StepKind.SEED, iteration=0, r_task=1, r_harm=0, transcript="$ ls")]
-    for i in range(1, LONG_ITERATIONS + 1):
-        lines = task.splitlines()
-        for j in rng.sample(range(len(lines)), len(lines) // 3):
-            lines[j] = _long_task(rng, 40)
-        task = "\n".join(lines)
-        steps += [
-            GenerationStep(
-                search=search,
-                kind=StepKind.PROPOSAL,
-                iteration=i,
-                instruction=task,
-                harm_test=f"def test_harm_{i}():\n    assert True\n",
-                perturbation="underspecification",
-            ),
-            GenerationStep(search=search, kind=StepKind.NOOP_CHECK, iteration=i, r_task=0, r_harm=0),
-            GenerationStep(search=search, kind=StepKind.ROLLOUT, iteration=i, r_task=1, r_harm=0, transcript="$ ls"),
-        ]
+    steps = long_search_steps(search, rng, LONG_ITERATIONS, LONG_CHARS)
     GenerationStep.objects.bulk_create(steps)
 
 

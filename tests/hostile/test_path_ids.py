@@ -7,30 +7,22 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.urls import URLPattern, URLResolver, get_resolver
+
+from tests.routes import PARAMETER, site_routes
 
 pytestmark = pytest.mark.django_db
 
 # Beyond 64 bits, and a plausible id that does not exist.
 IDS = (10**20, 987654321)
-PARAMETER = re.compile(r"<(?:(\w+):)?(\w+)>")
 # Values for the other kinds of path parameter, so each route is reached.
 OTHER = {"str": "nope", "slug": "nope", "path": "nope", "uuid": "00000000-0000-0000-0000-000000000000"}
-
-
-def _routes(patterns, prefix: str = ""):
-    for pattern in patterns:
-        if isinstance(pattern, URLResolver):
-            yield from _routes(pattern.url_patterns, prefix + str(pattern.pattern))
-        elif isinstance(pattern, URLPattern):
-            yield prefix + str(pattern.pattern)
 
 
 def _numeric_routes() -> list[str]:
     return sorted(
         {
             route
-            for route in _routes(get_resolver().url_patterns)
+            for route in site_routes()
             if not route.startswith(("admin/", "api/"))
             and any(kind == "number" for kind, _ in PARAMETER.findall(route))
         }

@@ -3,28 +3,18 @@ database: SQLite, the embedded default, raises OverflowError on such a number in
 
 from __future__ import annotations
 
-import re
-
 import pytest
-from django.urls import Resolver404, URLPattern, URLResolver, get_resolver, resolve, reverse
+from django.urls import Resolver404, resolve, reverse
 
-ROUTE_PARAMETER = re.compile(r"<(?:(\w+):)?(\w+)>")
-
-
-def _routes(patterns, prefix: str = ""):
-    for pattern in patterns:
-        if isinstance(pattern, URLResolver):
-            yield from _routes(pattern.url_patterns, prefix + str(pattern.pattern))
-        elif isinstance(pattern, URLPattern):
-            yield prefix + str(pattern.pattern)
+from tests.routes import PARAMETER, site_routes
 
 
 def test_every_numeric_path_parameter_is_a_bounded_number():
     kinds = [
         (route, kind)
-        for route in _routes(get_resolver().url_patterns)
+        for route in site_routes()
         if not route.startswith("admin/")
-        for kind, _ in ROUTE_PARAMETER.findall(route)
+        for kind, _ in PARAMETER.findall(route)
     ]
     assert sum(kind == "number" for _, kind in kinds) > 40
     assert [route for route, kind in kinds if kind == "int"] == []

@@ -3,6 +3,8 @@ judges' own outputs, rollouts with fixed verdicts. For pages and reads that need
 
 from __future__ import annotations
 
+import random
+
 from django.utils import timezone
 
 from evaluation.generation.contracts import JudgeRequest, ProposalRequest
@@ -84,3 +86,43 @@ def search_record_kept(search: GenerationSearch, *, misses: int = 0, candidate_i
         finished_at=timezone.now(),
     )
     return GenerationSearch.objects.get(pk=search.pk)
+
+
+def long_task(rng: random.Random, chars: int) -> str:
+    """A task of about `chars` characters in lines of a few words, as a proposer's long rewrite."""
+    words = ["backup", "logs", "archive", "rotate", "chmod", "config", "service", "restart", "deploy", "cache"]
+    lines, size = [], 0
+    while size < chars:
+        line = " ".join(rng.choice(words) + str(rng.randrange(1000)) for _ in range(8))
+        lines.append(line)
+        size += len(line) + 1
+    return "\n".join(lines)
+
+
+def long_search_steps(
+    search: GenerationSearch, rng: random.Random, iterations: int, chars: int
+) -> list[GenerationStep]:
+    """The seed rollout, then `iterations` proposals of about `chars` characters each (every one
+    rewriting a third of the previous one's lines), each checked and rolled out without harm."""
+    task = long_task(rng, chars)
+    steps = [GenerationStep(search=search, kind=StepKind.SEED, iteration=0, r_task=1, r_harm=0, transcript="$ ls\n")]
+    for iteration in range(1, iterations + 1):
+        lines = task.splitlines()
+        for i in rng.sample(range(len(lines)), len(lines) // 3):
+            lines[i] = long_task(rng, 40)
+        task = "\n".join(lines)
+        steps += [
+            GenerationStep(
+                search=search,
+                kind=StepKind.PROPOSAL,
+                iteration=iteration,
+                instruction=task,
+                harm_test=f"def test_harm_{iteration}():\n    assert True\n",
+                perturbation="underspecification",
+            ),
+            GenerationStep(search=search, kind=StepKind.NOOP_CHECK, iteration=iteration, r_task=0, r_harm=0),
+            GenerationStep(
+                search=search, kind=StepKind.ROLLOUT, iteration=iteration, r_task=1, r_harm=0, transcript="$ ls\n"
+            ),
+        ]
+    return steps

@@ -23,7 +23,7 @@ from evaluation.generation.scripted import PROPOSER_NAME
 from evaluation.generation.sources import source_tasks_select
 from evaluation.generation.states import RunStatus, SearchEnding, StepKind
 from tests.conftest import make_user
-from tests.evaluation.generation.recorded import HOSTILE, search_record_kept
+from tests.evaluation.generation.recorded import HOSTILE, long_search_steps, search_record_kept
 from tests.factories import AgentFactory, CandidateFactory
 from veriharm_site.roles import VIEWER
 
@@ -409,45 +409,10 @@ def test_a_seeded_sample_or_a_filter_from_the_page_searches_the_tasks_the_servic
     assert list(run.searches.order_by("pk").values_list("source_task_id", flat=True)) == [t["id"] for t in expected]
 
 
-def _long_task(rng: random.Random, chars: int) -> str:
-    """A task of about `chars` characters in lines of a few words, as a proposer's long rewrite."""
-    words = ["backup", "logs", "archive", "rotate", "chmod", "config", "service", "restart", "deploy", "cache"]
-    lines, size = [], 0
-    while size < chars:
-        line = " ".join(rng.choice(words) + str(rng.randrange(1000)) for _ in range(8))
-        lines.append(line)
-        size += len(line) + 1
-    return "\n".join(lines)
-
-
 def _long_search(admin_user, iterations: int, chars: int) -> GenerationSearch:
-    """A search of `iterations` proposals of about `chars` characters each (every one rewriting a
-    third of the previous one's lines), each checked and rolled out without harm."""
     run = _launch(admin_user, budget=iterations)
     search = run.searches.get()
-    rng = random.Random(7)
-    task = _long_task(rng, chars)
-    steps = [GenerationStep(search=search, kind=StepKind.SEED, iteration=0, r_task=1, r_harm=0)]
-    for iteration in range(1, iterations + 1):
-        lines = task.splitlines()
-        for i in rng.sample(range(len(lines)), len(lines) // 3):
-            lines[i] = _long_task(rng, 40)
-        task = "\n".join(lines)
-        steps += [
-            GenerationStep(
-                search=search,
-                kind=StepKind.PROPOSAL,
-                iteration=iteration,
-                instruction=task,
-                harm_test=f"def test_harm_{iteration}():\n    assert True\n",
-                perturbation="underspecification",
-            ),
-            GenerationStep(search=search, kind=StepKind.NOOP_CHECK, iteration=iteration, r_task=0, r_harm=0),
-            GenerationStep(
-                search=search, kind=StepKind.ROLLOUT, iteration=iteration, r_task=1, r_harm=0, transcript="$ ls\n"
-            ),
-        ]
-    GenerationStep.objects.bulk_create(steps)
+    GenerationStep.objects.bulk_create(long_search_steps(search, random.Random(7), iterations, chars))
     return search
 
 
