@@ -65,7 +65,9 @@ def test_a_background_import_shows_its_progress_then_names_the_bad_line(
         app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
     ):
         # The page polls and shows the end by itself, without a reload by the test.
-        expect(page.locator(".error-box")).to_contain_text("Nothing was imported: 1 problem", timeout=60_000)
+        # Every problem of the bad line, each named: its seven missing fields.
+        expect(page.locator(".error-box")).to_contain_text("Nothing was imported: 7 problems", timeout=60_000)
     expect(page.locator(".error-box")).to_contain_text("broken.jsonl, line 31, field id: is required")
+    expect(page.locator(".error-box")).to_contain_text("broken.jsonl, line 31, field judgements: is required")
     expect(page.locator("#import-bar")).to_have_attribute("value", "100")
     assert Candidate.objects.count() == 0
