@@ -103,3 +103,17 @@ def test_a_viewer_changes_nothing_and_gets_no_identities(labelled_study, viewer,
     ]
     assert [r.status_code for r in refused] == [403] * len(refused)
     assert _state() == before
+
+
+def test_the_study_page_lists_its_items_each_linked_to_its_candidate_and_votes(labelled_study, viewer, client: Client):
+    client.force_login(viewer)
+    pk = labelled_study.pk
+    detail = client.get(f"/annotation/studies/{pk}/").content.decode()
+    table = detail.split('data-testid="study-items"')[1].split("</table>")[0]
+    items = list(labelled_study.items.select_related("candidate").order_by("number"))
+    assert len(items) == 4 and table.count("<tr class=") == len(items)
+    for item in items:
+        row = table.split(f'data-item="{item.number}"')[1].split("</tr>")[0]
+        assert f'href="/annotation/studies/{pk}/items/{item.number}/"' in row
+        assert f'href="/candidates/c/{item.candidate.external_id}/"' in row
+        assert "1 / 1" in row  # one label given of the one each item needs
