@@ -79,6 +79,18 @@ def _safe_trial(examples_imported) -> Trial:
     return run.trials.get()
 
 
+def _queued_untouched(trial: Trial) -> bool:
+    trial.refresh_from_db()
+    return (trial.status, trial.attempts, trial.error, trial.end, trial.lease_token, trial.started_at) == (
+        TrialStatus.QUEUED,
+        0,
+        "",
+        "",
+        "",
+        None,
+    )
+
+
 def _untouched(trial: Trial) -> None:
     trial.refresh_from_db()
     assert (trial.status, trial.attempts, trial.error, trial.end, trial.lease_token) == (
@@ -225,8 +237,12 @@ def test_the_worker_comes_back_to_a_waiting_trial_and_runs_it_once_the_build_is_
     build.start()
     trial = _safe_trial(examples_imported)
     # The task is delivered again and again (each time the claim is given back) while the build runs.
-    wait_until(lambda: len(looks) >= 3, 30, "the worker to look at the trial three times")
-    _untouched(trial)
+    # Read between two looks: during one the trial is claimed for a moment (running, its attempt
+    # counted) until the worker gives the claim back. An attempt spent on waiting would stay counted
+    # in the queued trial, and this wait would time out.
+    wait_until(
+        lambda: len(looks) >= 3 and _queued_untouched(trial), 30, "the trial queued again, untouched, after three looks"
+    )
     sandbox_built()
     build.stop("ready")
     wait_until(lambda: Trial.objects.get(pk=trial.pk).status == TrialStatus.DONE, 30, "the trial to run")
