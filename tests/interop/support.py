@@ -98,13 +98,17 @@ def freeze_three(user, name: str = "veriharm-trap", version: str = "1.0") -> Rel
     return release_freeze(release_create(user=user, name=name, version=version).pk, user=user)
 
 
-def write_harbor_export(release: Release, into: Path) -> Path:
-    root, files = release_harbor_files(release)
+def write_files(root: str, files: dict[str, bytes], into: Path) -> Path:
+    """An export's files written under `into`; the export's own directory."""
     for path, content in files.items():
         target = into / root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
     return into / root
+
+
+def write_harbor_export(release: Release, into: Path) -> Path:
+    return write_files(*release_harbor_files(release), into)
 
 
 def hostile_environment(planted: Path) -> dict[str, str]:
@@ -128,12 +132,7 @@ def hostile_environment(planted: Path) -> dict[str, str]:
 
 
 def write_export(release: Release, into: Path) -> Path:
-    root, files = release_inspect_files(release)
-    for path, content in files.items():
-        target = into / root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
-    return into / root
+    return write_files(*release_inspect_files(release), into)
 
 
 # Inspect 0.3.285's docker sandbox refuses a Docker Engine older than 24.0.6, and Debian bookworm's

@@ -19,14 +19,13 @@ from harbor.publisher.packager import Packager
 
 from candidates.curation.revisions import candidate_revise
 from candidates.models import Candidate
-from candidates.releases.interop.harbor_export import release_harbor_files
 from candidates.releases.services import release_create, release_freeze
 from evaluation.imported_runs.readers import read_log
 from evaluation.imported_runs.records import LogRefused
 from evaluation.imported_runs.services import run_import
 from evaluation.models import Run
 from tests.hostile.seed import table_counts
-from tests.interop.support import FIRST, SECOND, freeze_examples
+from tests.interop.support import FIRST, SECOND, freeze_examples, write_harbor_export
 
 pytestmark = pytest.mark.django_db
 
@@ -37,11 +36,7 @@ def release(examples_imported, curator):
 
 
 def export(release, into: Path) -> Path:
-    root, files = release_harbor_files(release)
-    for path, content in files.items():
-        (into / root / path).parent.mkdir(parents=True, exist_ok=True)
-        (into / root / path).write_bytes(content)
-    return into / root
+    return write_harbor_export(release, into)
 
 
 def job_directory(dataset: Path, into: Path, rewards: dict[str, tuple[int, int]], *, attempts: int = 1) -> Path:
