@@ -211,7 +211,9 @@ class StepsBuilder:
             return
         status = " (failed)" if failed else ""
         self.steps.append(
-            Step(kind="note", content=f"{call.tool} tool{status}: {call.arguments}\n{output}".rstrip(), duration=duration)
+            Step(
+                kind="note", content=f"{call.tool} tool{status}: {call.arguments}\n{output}".rstrip(), duration=duration
+            )
         )
 
     def note(self, text: str) -> None:
