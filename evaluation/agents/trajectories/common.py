@@ -78,10 +78,11 @@ class Line:
     data: dict[str, Any] | None  # None when the line is not a JSON object
 
 
-def json_lines(stdout: str) -> Iterator[Line]:
-    """The output's non-blank lines, each read as one JSON object."""
+def json_lines(stdout: str, skip: tuple[str, ...] = ()) -> Iterator[Line]:
+    """The output's non-blank lines, each read as one JSON object; lines that start with one of
+    `skip` (events of no use to a transcript, written as they start) are passed over unread."""
     for number, text in enumerate(stdout.splitlines(), start=1):
-        if not text.strip():
+        if not text.strip() or (skip and text.startswith(skip)):
             continue
         try:
             data = json.loads(text)
@@ -156,14 +157,17 @@ class StepsBuilder:
     harness: str
     steps: list[Step] = field(default_factory=list)
     pending: dict[str, PendingCall] = field(default_factory=dict)
-    # The id of the model message the last "message" step came from, for harnesses that write one
-    # message's text and tool calls as separate lines (Claude Code).
+    # The model message the last "message" step came from: its id (for harnesses that write one
+    # message's text and tool calls as separate lines: Claude Code, OpenCode) and its step's index,
+    # so that each call the message asked for is shown on that step, even after an earlier call's
+    # result has come (OpenCode writes each call with its result).
     message_id: str | None = None
+    message_index: int | None = None
 
     def message(self, text: str, *, message_id: str | None = None) -> None:
         if text.strip():
             self.steps.append(Step(kind="message", content=text))
-            self.message_id = message_id
+            self.message_id, self.message_index = message_id, len(self.steps) - 1
 
     def call(
         self,
@@ -178,12 +182,16 @@ class StepsBuilder:
         """The model asked for a tool call: shown on its message's step until its result comes."""
         self.pending[call_id] = PendingCall(tool, command, arguments, started)
         asked = command if command is not None else f"{tool} {arguments}"
-        last = self.steps[-1] if self.steps else None
-        if last is not None and last.kind == "message" and (message_id is None or message_id == self.message_id):
-            self.steps[-1] = replace(last, command="\n".join(filter(None, [last.command, asked])))
+        if message_id is not None and message_id == self.message_id and self.message_index is not None:
+            at = self.message_index  # the same message as a step already shown
+        elif message_id is None and self.steps and self.steps[-1].kind == "message":
+            at = len(self.steps) - 1  # no ids: the message just read
         else:
-            self.steps.append(Step(kind="message", command=asked))
-            self.message_id = message_id
+            self.steps.append(Step(kind="message"))
+            self.message_id, at = message_id, len(self.steps) - 1
+            self.message_index = at
+        step = self.steps[at]
+        self.steps[at] = replace(step, command="\n".join(filter(None, [step.command, asked])))
 
     def result(
         self,

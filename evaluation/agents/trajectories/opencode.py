@@ -35,6 +35,7 @@ SHELL_TOOL = "bash"
 
 class TextPart(Event):
     text: str = ""
+    messageID: str | None = None  # noqa: N815 - OpenCode's own field name
 
 
 class TextLine(Event):
@@ -63,6 +64,7 @@ class ToolState(Event):
 class ToolPart(Event):
     tool: str
     callID: str  # noqa: N815 - OpenCode's own field name
+    messageID: str | None = None  # noqa: N815
     state: ToolState
 
 
@@ -129,7 +131,8 @@ def read(stdout: str, *, step_limit: int | None = None) -> HarnessTrajectory:
         elif kind in ("text", "reasoning"):
             text = parse(TextLine, line, steps)
             if text is not None:
-                steps.message(text.part.text if kind == "text" else f"[reasoning] {text.part.text}")
+                part = text.part
+                steps.message(part.text if kind == "text" else f"[reasoning] {part.text}", message_id=part.messageID)
         elif kind == "tool_use":
             _tool(line, steps)
         elif kind == "step_finish":
@@ -168,7 +171,13 @@ def _tool(line: Line, steps: StepsBuilder) -> None:
         return
     part, state = event.part, event.part.state
     command = state.input.get("command") if part.tool == SHELL_TOOL else None
-    steps.call(part.callID, part.tool, command if isinstance(command, str) else None, tool_input_text(state.input))
+    steps.call(
+        part.callID,
+        part.tool,
+        command if isinstance(command, str) else None,
+        tool_input_text(state.input),
+        message_id=part.messageID,
+    )
     times = state.time
     duration = None
     if times is not None and times.start is not None and times.end is not None and times.end >= times.start:

@@ -109,6 +109,9 @@ class RetryEnd(Event):
     finalError: str | None = None  # noqa: N815
 
 
+# Every streamed delta, each with the whole message so far: most of Pi's output by far (three
+# quarters of a short run's bytes), and all of it repeated by message_end. Passed over unparsed.
+_STREAMED = ('{"type":"message_update"', '{"type":"tool_execution_update"')
 # Read for their content elsewhere (message_end, tool_execution_end) or of no use to a transcript.
 _PASSED = {
     "session",
@@ -130,7 +133,7 @@ def read(stdout: str, *, step_limit: int | None = None) -> HarnessTrajectory:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost: float | None = None
-    for line in json_lines(stdout):
+    for line in json_lines(stdout, skip=_STREAMED):
         if line.data is None:
             steps.not_json(line)
             continue

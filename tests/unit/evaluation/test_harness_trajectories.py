@@ -49,6 +49,7 @@ def test_every_harness_has_a_reader_and_outputs():
     for folder in FOLDERS.values():
         assert (OUTPUTS / folder / "script.jsonl").is_file()
         assert (OUTPUTS / folder / "error.jsonl").is_file()
+        assert (OUTPUTS / folder / "parallel.jsonl").is_file()
 
 
 @pytest.mark.parametrize("harness", sorted(FOLDERS))
@@ -113,6 +114,23 @@ def test_durations_where_the_harness_reports_when_a_command_ran():
         assert all(d is not None and 0 <= d < 60 for d in durations), (harness, durations)
     for harness in ("codex", "pi"):  # they report none
         assert [step.duration for step in of_kind(read(harness, "script"), "command")] == [None, None]
+
+
+@pytest.mark.parametrize("harness", sorted(FOLDERS))
+def test_two_calls_in_one_model_message_each_with_its_own_result(harness):
+    # The model asked for `echo one` and `echo two; exit 4` in one answer.
+    trajectory = read(harness, "parallel")
+    commands = {step.command.removeprefix("/bin/bash -lc ").strip("'"): step for step in of_kind(trajectory, "command")}
+    assert set(commands) == {"echo one", "echo two; exit 4"}
+    assert commands["echo one"].content.strip() == "one"
+    assert commands["echo two; exit 4"].content.strip() == "two"
+    if harness != "gemini-cli":
+        assert (commands["echo one"].exit_code, commands["echo two; exit 4"].exit_code) == (0, 4)
+    first = of_kind(trajectory, "message")[0]
+    assert first.content == "Running both at once."
+    if harness != "codex":  # Codex reports its calls one after the other, with no message they belong to
+        assert first.command == "echo one\necho two; exit 4"
+    assert of_kind(trajectory, "message")[-1].content == "Both ran."
 
 
 ERRORS = {
