@@ -220,6 +220,15 @@ def test_a_call_whose_result_never_came_is_shown_without_an_exit_status():
     assert "no result" in last.content
 
 
+def test_a_long_output_keeps_its_end_as_the_app_s_own_loop_does():
+    long = "x" * 20_000 + "THE END"
+    text = output("codex", "script").replace('"aggregated_output":"hello\\n"', f'"aggregated_output":"{long}"')
+    step = of_kind(read_output("codex", text), "command")[1]
+    assert step.content.startswith("[... 12007 characters cut ...]")
+    assert step.content.endswith("THE END")
+    assert step.exit_code == 3
+
+
 @pytest.mark.parametrize("harness", sorted(FOLDERS))
 def test_a_garbled_line_becomes_a_note_and_the_rest_still_reads(harness):
     lines = output(harness, "script").splitlines()
