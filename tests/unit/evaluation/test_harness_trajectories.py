@@ -171,9 +171,11 @@ def test_claude_code_reports_a_failed_run_under_subtype_success():
     assert dropped.ended_in_error is not None and "ECONNRESET" in dropped.ended_in_error
 
 
-def test_opencode_refused_call_ends_in_error_at_once():
-    trajectory = read("opencode", "error400")
-    assert trajectory.ended_in_error == "APIError (HTTP 400): scripted bad request"
+def test_a_refused_model_call_ends_in_error():
+    assert read("opencode", "error400").ended_in_error == "APIError (HTTP 400): scripted bad request"
+    gemini = read("gemini-cli", "error400")
+    assert gemini.ended_in_error is not None and "scripted bad request" in gemini.ended_in_error
+    assert gemini.agent_error(144) == gemini.ended_in_error  # Gemini CLI exits with the HTTP status mod 256
 
 
 @pytest.mark.parametrize(
