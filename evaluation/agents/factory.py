@@ -126,3 +126,14 @@ def pin_runtimes(pin: Any) -> tuple[str, ...]:
     if not isinstance(pin, dict):
         return ()
     return agent_runtimes(str(pin.get("kind", "")), pin.get("config"))
+
+
+def permission_mode(kind: str, config: Any) -> str:
+    """The harness's own permission mode (what it may do without asking), or "" for an agent that
+    runs no harness or whose configuration is not valid."""
+    if kind != "harness" or not isinstance(config, dict):
+        return ""
+    try:
+        return validate_harness_config(config).permission_mode
+    except ValueError:
+        return ""

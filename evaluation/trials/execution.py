@@ -170,8 +170,17 @@ def _attempt(claim: leases.Claim, backend_factory: Callable[[str], SandboxBacken
             except AgentError as exc:
                 if gw is not None and gw.gateway_failures:
                     return _gateway_failed(claim, gw.gateway_failures)
+                if gw is not None and gw.budget_refusals:
+                    # A harness that ended in error because the budget was spent: the budget's doing.
+                    return leases.trial_fail(
+                        claim,
+                        f"stopped by budget: the gateway refused {gw.budget_refusals} model call(s) once the run's "
+                        f"budget was spent ({exc})",
+                        retryable=False,
+                        end=TrialEnd.BUDGET,
+                    )
                 return leases.trial_fail(
-                    claim, f"{type(exc).__name__}: {exc}", retryable=True, end=TrialEnd.AGENT_ERROR
+                    claim, f"{type(exc).__name__}: {exc}", retryable=exc.retryable, end=TrialEnd.AGENT_ERROR
                 )
             except VerifierAuditFailed as exc:
                 # The verifier is not running on the system recorded: another attempt would find the same.
