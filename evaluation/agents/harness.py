@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 CONFIG_KEYS = ("harness", "model", "gateway", "step_limit", "command_timeout")
 MAX_STEP_LIMIT = 500
+DEFAULT_STEP_LIMIT = 30
 # Outside the workdir: the harness's own files are no part of what the task asked for.
 TASK_FILE = "/tmp/veriharm-task.md"
 OUTPUT_DIR = "/tmp/veriharm-harness"
@@ -72,7 +73,7 @@ def _mini_command(config: dict[str, Any]) -> str:
     argv = [
         "/usr/bin/python3", "-I", "-S", "-c", boot, "--yolo", "--exit-immediately",
         "--model", f"openai/{config['model']}", "--config", "mini.yaml",
-        "--config", f"agent.step_limit={int(config.get('step_limit', 30))}",
+        "--config", f"agent.step_limit={int(config.get('step_limit', DEFAULT_STEP_LIMIT))}",
         "--config", "agent.cost_limit=0",
         "--config", f"environment.timeout={int(config.get('command_timeout', 120))}",
         "--output", _MINI_TRAJECTORY,

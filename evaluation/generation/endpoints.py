@@ -73,7 +73,9 @@ def endpoint_from_config(config: Mapping[str, Any]) -> Endpoint:
         raise ValueError(f"unknown field(s) {', '.join(map(str, unknown))} (known: {known})")
     name = _text(config, "name", MAX_NAME)
     upstream = upstream_from_config({key: config[key] for key in UPSTREAM_KEYS if key in config})
-    routes = ROUTES[upstream.api]
+    routes = ROUTES.get(upstream.api)
+    if routes is None:  # proposers and judges are asked in chat or messages shapes only
+        raise ValueError(f"api must be one of {', '.join(ROUTES)} for a proposer or judge, got {upstream.api!r}")
     route = config.get("route")
     if not isinstance(route, str) or route not in routes:
         raise ValueError(f"route must be one of {', '.join(routes)} for api {upstream.api!r}, got {route!r}")
