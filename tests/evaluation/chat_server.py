@@ -71,6 +71,8 @@ class ScriptedChat:
         # Seconds between two streamed events.
         self.event_delay = event_delay
         self.requests: list[dict[str, Any]] = []
+        # The bytes of each streamed answer as sent (as far as it got), in order.
+        self.streamed: list[bytes] = []
         self.headers: list[Message] = []
         self.paths: list[str] = []
         # Every request that arrived, refused or answered: (path, status).
@@ -183,18 +185,28 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
         def _events(self, events: list[Event]) -> None:
-            for event in events:
-                if not chat.send_usage and isinstance(event, dict):
-                    event = {k: v for k, v in event.items() if k not in ("usage", "usageMetadata")}
-                    if isinstance(event.get("response"), dict):
-                        event["response"] = {k: v for k, v in event["response"].items() if k != "usage"}
-                    if isinstance(event.get("message"), dict):
-                        event["message"] = {k: v for k, v in event["message"].items() if k != "usage"}
-                time.sleep(chat.event_delay)
-                data = event if isinstance(event, str) else json.dumps(event)
-                name = "" if isinstance(event, str) or "type" not in event else f"event: {event['type']}\n"
-                self.wfile.write(f"{name}data: {data}\n\n".encode())
-                self.wfile.flush()
+            sent = b""
+            try:
+                for event in events:
+                    sent += self._event(event)
+            finally:
+                with chat.lock:
+                    chat.streamed.append(sent)
+
+        def _event(self, event: Event) -> bytes:
+            if not chat.send_usage and isinstance(event, dict):
+                event = {k: v for k, v in event.items() if k not in ("usage", "usageMetadata")}
+                if isinstance(event.get("response"), dict):
+                    event["response"] = {k: v for k, v in event["response"].items() if k != "usage"}
+                if isinstance(event.get("message"), dict):
+                    event["message"] = {k: v for k, v in event["message"].items() if k != "usage"}
+            time.sleep(chat.event_delay)
+            data = event if isinstance(event, str) else json.dumps(event)
+            name = "" if isinstance(event, str) or "type" not in event else f"event: {event['type']}\n"
+            frame = f"{name}data: {data}\n\n".encode()
+            self.wfile.write(frame)
+            self.wfile.flush()
+            return frame
 
         def do_POST(self) -> None:
             body_bytes = self.rfile.read(int(self.headers.get("Content-Length") or 0))
