@@ -28,7 +28,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
-from tests.evaluation.dialects import Event, Turn, dialect_of, events, scripted_turn, shell_tool, whole
+from tests.evaluation.dialects import (
+    Event,
+    Turn,
+    declared_tools,
+    dialect_of,
+    events,
+    scripted_turn,
+    shell_tool,
+    whole,
+)
 
 
 class ScriptedChat:
@@ -49,8 +58,14 @@ class ScriptedChat:
         failure_message: str | None = None,
         event_delay: float = 0.0,
         responder: Callable[[dict[str, Any]], list[str] | str] | None = None,
+        toolless_answer: str | None = None,
     ) -> None:
         self.turns = list(turns)
+        # When set, a request that declares no tools (OpenCode's title call beside its steps) gets
+        # this text and leaves the script's turns to the requests that do.
+        self.toolless_answer = toolless_answer
+        # The script's turn each request was answered from (None: the tool-less answer).
+        self.turn_of: list[int | None] = []
         # Answers each request from what it was sent (its body), in place of the turns: a server
         # that checks its prompt and answers as a model would (a proposer's or judge's JSON).
         self.responder = responder
@@ -92,9 +107,11 @@ class ScriptedChat:
         return cls(turns, api_key, thought="Let me run the next command.", **options)
 
     def step(self) -> list[str] | str:
-        turn = len(self.requests) - 1
         if self.responder is not None:
-            return self.answers[turn]
+            return self.answers[len(self.requests) - 1]
+        turn = self.turn_of[-1]
+        if turn is None:
+            return self.toolless_answer or ""
         return self.turns[turn] if turn < len(self.turns) else "done"
 
     def text(self, headers: Message) -> str:
@@ -244,6 +261,10 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
             chat.requests.append(body)
             chat.headers.append(self.headers)  # looked up case-insensitively, as HTTP headers are
             chat.paths.append(self.path)
+            if chat.toolless_answer is not None and not declared_tools(dialect, body):
+                chat.turn_of.append(None)
+            else:
+                chat.turn_of.append(sum(turn is not None for turn in chat.turn_of))
             if chat.responder is not None:
                 chat.answers.append(chat.responder(body))
             if dialect == "gemini":
