@@ -89,6 +89,8 @@ _GEMINI_SERVED = (
 _QUERIES: dict[tuple[str, str], dict[str, frozenset[str] | None]] = {
     (Api.ANTHROPIC, "messages"): {"beta": frozenset({"true"})},
     (Api.ANTHROPIC, Local.COUNT_TOKENS): {"beta": frozenset({"true"})},
+    # The SDK's model list pages (ignored: the gateway lists its few models at once).
+    (Api.ANTHROPIC, Local.MODELS): {"beta": frozenset({"true"}), "limit": None, "after_id": None, "before_id": None},
     (Api.GEMINI, "generate_content"): {"alt": frozenset({"json"}), "key": None},
     (Api.GEMINI, "stream_generate_content"): {"alt": frozenset({"sse"}), "key": None},
     (Api.GEMINI, Local.COUNT_TOKENS): {"key": None},

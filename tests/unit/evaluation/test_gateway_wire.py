@@ -28,6 +28,7 @@ def sse(*payloads: dict) -> bytes:
         ("anthropic", "POST", "/v1/messages?beta=true", Route("messages", "/messages", query="beta=true")),
         ("anthropic", "POST", "/v1/messages/count_tokens?beta=true", Route("count_tokens", query="beta=true")),
         ("anthropic", "HEAD", "/api/hello", Route("hello")),
+        ("anthropic", "GET", "/v1/models?beta=true&limit=20", Route("models", query="beta=true")),
         (
             "gemini",
             "POST",
