@@ -9,6 +9,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
+import httpx
 import pytest
 
 from evaluation.agents.factory import HARNESS_CALLS_PER_STEP, harness_upstream
@@ -408,3 +409,17 @@ def test_a_harness_agents_failing_call_reaches_the_upstream_once_per_harness_att
         }
     )
     assert (chosen.max_retries, chosen.max_calls) == (2, 9)
+
+
+def test_the_scripted_upstream_answers_a_tool_less_request_apart_from_its_turns():
+    """OpenCode's first call of a run asks for a title, with no tools: it must not take the script's
+    first command."""
+    chat = ScriptedChat([["ls"], "Done."], toolless_answer="A title")
+    tools = STREAMED["chat"][2]["tools"]
+    with chat_server(chat), httpx.Client(base_url=chat.base_url, timeout=10) as http:
+        replies = [
+            http.post("/chat/completions", json={**CHAT, **extra}).json()["choices"][0]["message"]
+            for extra in ({}, {"tools": tools}, {}, {"tools": tools})
+        ]
+    assert [r["content"] for r in replies] == ["A title", None, "A title", "Done."]
+    assert json.loads(replies[1]["tool_calls"][0]["function"]["arguments"])["command"] == "ls"
