@@ -28,7 +28,7 @@ from evaluation.sandbox.images import HARNESS_IDENTITY, require_harness
 from . import trajectories
 from .base import AgentFailed, AgentOutcome, AgentRunner, Step, StepSink, StopCheck, combined_output, output_tail
 from .recipes import RECIPES, HarnessRecipe
-from .recipes.base import HARNESS_TMP, HOME, OUTPUT_DIR, TASK_FILE, step_limit
+from .recipes.base import DEFAULT_STEP_LIMIT, HARNESS_TMP, HOME, OUTPUT_DIR, TASK_FILE, step_limit
 
 if TYPE_CHECKING:
     from evaluation.sandbox.base import Sandbox
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 CONFIG_KEYS = ("harness", "model", "gateway", "step_limit", "command_timeout")
 MAX_STEP_LIMIT = 500
 
-__all__ = ["RECIPES", "HarnessAgent", "HarnessRecipe", "harness_pin", "validate_harness_config"]
+__all__ = ["DEFAULT_STEP_LIMIT", "RECIPES", "HarnessAgent", "HarnessRecipe", "harness_pin", "validate_harness_config"]
 
 
 def _bounded(config: dict[str, Any], key: str, low: int, high: int) -> None:

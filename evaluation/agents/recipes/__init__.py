@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import claude_code, codex, mini_swe_agent, opencode, pi
+from . import claude_code, codex, gemini_cli, mini_swe_agent, opencode, pi
 from .base import HarnessRecipe
 
 RECIPES: dict[str, HarnessRecipe] = {
@@ -13,6 +13,7 @@ RECIPES: dict[str, HarnessRecipe] = {
         codex.RECIPE,
         opencode.RECIPE,
         pi.RECIPE,
+        gemini_cli.RECIPE,
     )
 }
 

@@ -54,8 +54,12 @@ class HarnessRecipe:
         return f"{HARNESS_MOUNT}/{self.name}"
 
 
+# Model calls (turns) a harness may make unless its agent says otherwise.
+DEFAULT_STEP_LIMIT = 30
+
+
 def step_limit(config: Config) -> int:
-    return int(config.get("step_limit", 30))
+    return int(config.get("step_limit", DEFAULT_STEP_LIMIT))
 
 
 def command_timeout(config: Config) -> int:
