@@ -86,7 +86,7 @@ def json_lines(stdout: str, skip: tuple[str, ...] = ()) -> Iterator[Line]:
             continue
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
             data = None
         yield Line(number, text, data if isinstance(data, dict) else None)
 
@@ -104,8 +104,19 @@ def parse[ModelT: Event](model: type[ModelT], line: Line, steps: StepsBuilder) -
         return None
 
 
-def quoted(text: str) -> str:
-    return text if len(text) <= QUOTED_CHARS else text[:QUOTED_CHARS] + "…"
+def quoted(text: str, limit: int = QUOTED_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def exit_status(digits: str) -> int | None:
+    """An exit status written in a tool's text, or None past what a 32-bit column holds."""
+    value = int(digits)
+    return value if -(2**31) <= value < 2**31 else None
+
+
+def clean(text: str) -> str:
+    """Text a step can hold: PostgreSQL text cannot hold NUL (output_tail drops it from outputs)."""
+    return text.replace("\x00", "")
 
 
 def timestamp(value: str | None) -> datetime | None:
@@ -166,7 +177,7 @@ class StepsBuilder:
 
     def message(self, text: str, *, message_id: str | None = None) -> None:
         if text.strip():
-            self.steps.append(Step(kind="message", content=text))
+            self.steps.append(Step(kind="message", content=clean(text)))
             self.message_id, self.message_index = message_id, len(self.steps) - 1
 
     def call(
@@ -180,8 +191,11 @@ class StepsBuilder:
         started: datetime | None = None,
     ) -> None:
         """The model asked for a tool call: shown on its message's step until its result comes."""
+        command = clean(command) if command is not None else None
+        arguments = clean(arguments)
         self.pending[call_id] = PendingCall(tool, command, arguments, started)
-        asked = command if command is not None else f"{tool} {arguments}"
+        # Another tool's input (a whole file for a Write) is named on the message: its note has it.
+        asked = command if command is not None else f"{tool} {quoted(arguments)}"
         if message_id is not None and message_id == self.message_id and self.message_index is not None:
             at = self.message_index  # the same message as a step already shown
         elif message_id is None and self.steps and self.steps[-1].kind == "message":
@@ -218,14 +232,11 @@ class StepsBuilder:
             )
             return
         status = " (failed)" if failed else ""
-        self.steps.append(
-            Step(
-                kind="note", content=f"{call.tool} tool{status}: {call.arguments}\n{output}".rstrip(), duration=duration
-            )
-        )
+        text = f"{call.tool} tool{status}: {quoted(call.arguments, OUTPUT_CHARS)}\n{output}".rstrip()
+        self.steps.append(Step(kind="note", content=text, duration=duration))
 
     def note(self, text: str) -> None:
-        self.steps.append(Step(kind="note", content=text))
+        self.steps.append(Step(kind="note", content=clean(text)))
 
     def unreadable(self, line: Line, why: str) -> None:
         self.note(f"{self.harness} output line {line.number} could not be read: {why}: {quoted(line.text)}")

@@ -269,6 +269,23 @@ def test_a_known_event_with_a_field_of_the_wrong_type_becomes_a_note(harness):
 
 
 @pytest.mark.parametrize("harness", sorted(FOLDERS))
+def test_what_an_agent_may_write_cannot_break_the_reading_or_the_record(harness):
+    # A line nested deeper than Python's stack, and NUL characters in the model's text (PostgreSQL
+    # text cannot hold NUL): the first is a note, the second kept without its NULs.
+    text = output(harness, "script").replace("I will write the file.", "I will write\\u0000 the file.")
+    assert "\\u0000" in text
+    trajectory = read_output(harness, "[" * 100_000 + "\n" + text)
+    assert "could not be read: not a JSON object" in trajectory.steps[0].content
+    assert of_kind(trajectory, "message")[0].content == "I will write the file."
+    assert all("\x00" not in step.content + step.command for step in trajectory.steps)
+
+
+def test_an_exit_status_no_column_can_hold_is_none():
+    text = output("pi", "script").replace("Command exited with code 3", "Command exited with code 99999999999")
+    assert of_kind(read_output("pi", text), "command")[1].exit_code is None
+
+
+@pytest.mark.parametrize("harness", sorted(FOLDERS))
 def test_an_empty_output_reads_as_no_output(harness):
     for stdout in ("", "\n  \n"):
         trajectory = read_output(harness, stdout)
