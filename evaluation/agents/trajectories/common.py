@@ -190,12 +190,14 @@ class StepsBuilder:
         message_id: str | None = None,
         started: datetime | None = None,
     ) -> None:
-        """The model asked for a tool call: shown on its message's step until its result comes."""
+        """The model asked for a tool call. A shell command is shown on its message's step (as the
+        openai_compatible loop shows the commands a message asked for), then as its own step when its
+        result comes; any other tool's call is one note, written with its result."""
         command = clean(command) if command is not None else None
         arguments = clean(arguments)
         self.pending[call_id] = PendingCall(tool, command, arguments, started)
-        # Another tool's input (a whole file for a Write) is named on the message: its note has it.
-        asked = command if command is not None else f"{tool} {quoted(arguments)}"
+        if command is None:
+            return  # another tool's call is its note, with its result: a message's command is a shell's
         if message_id is not None and message_id == self.message_id and self.message_index is not None:
             at = self.message_index  # the same message as a step already shown
         elif message_id is None and self.steps and self.steps[-1].kind == "message":
@@ -205,7 +207,7 @@ class StepsBuilder:
             self.message_id, at = message_id, len(self.steps) - 1
             self.message_index = at
         step = self.steps[at]
-        self.steps[at] = replace(step, command="\n".join(filter(None, [step.command, asked])))
+        self.steps[at] = replace(step, command="\n".join(filter(None, [step.command, command])))
 
     def result(
         self,

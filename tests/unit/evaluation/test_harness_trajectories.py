@@ -133,6 +133,23 @@ def test_two_calls_in_one_model_message_each_with_its_own_result(harness):
     assert of_kind(trajectory, "message")[-1].content == "Both ran."
 
 
+@pytest.mark.parametrize(
+    ("harness", "tool"),
+    [("claude-code", "Write"), ("opencode", "write"), ("pi", "write"), ("gemini-cli", "write_file")],
+)
+def test_another_tool_s_call_is_a_note_with_its_input_and_result(harness, tool):
+    # The model wrote note.txt with the harness's own file tool, then ran `cat note.txt`.
+    trajectory = read(harness, "write_tool")
+    first = trajectory.steps[0]
+    assert (first.kind, first.content, first.command) == ("message", "I will use the write tool.", "")
+    note = trajectory.steps[1]
+    assert note.kind == "note"
+    assert note.content.startswith(f"{tool} tool: {{")
+    assert '"content": "written by the write tool\\n"' in note.content and "/work/note.txt" in note.content
+    [command] = of_kind(trajectory, "command")
+    assert (command.command, command.content.strip()) == ("cat note.txt", "written by the write tool")
+
+
 ERRORS = {
     "claude-code": "API Error: 500 scripted internal error",
     "codex": "experiencing high demand",  # Codex's own words for an upstream 500
