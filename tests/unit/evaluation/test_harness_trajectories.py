@@ -150,6 +150,14 @@ def test_another_tool_s_call_is_a_note_with_its_input_and_result(harness, tool):
     assert (command.command, command.content.strip()) == ("cat note.txt", "written by the write tool")
 
 
+def test_codex_reasoning_summaries_are_shown_before_the_answer_that_asked_for_the_command():
+    messages = of_kind(read("codex", "reasoning"), "message")
+    assert [(step.content, step.command) for step in messages[:2]] == [
+        ("[reasoning] **Planning** step 1: decide the next command.", ""),
+        ("I will write the file.", SHOWN["codex"][0]),
+    ]
+
+
 ERRORS = {
     "claude-code": "API Error: 500 scripted internal error",
     "codex": "experiencing high demand",  # Codex's own words for an upstream 500
