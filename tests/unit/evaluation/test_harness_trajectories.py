@@ -150,11 +150,18 @@ def test_another_tool_s_call_is_a_note_with_its_input_and_result(harness, tool):
     assert (command.command, command.content.strip()) == ("cat note.txt", "written by the write tool")
 
 
-def test_codex_reasoning_summaries_are_shown_before_the_answer_that_asked_for_the_command():
-    messages = of_kind(read("codex", "reasoning"), "message")
+@pytest.mark.parametrize(
+    ("harness", "thought"),
+    [
+        ("codex", "[reasoning] **Planning** step 1: decide the next command."),
+        ("claude-code", "[thinking] Step 1: decide the next command."),
+    ],
+)
+def test_the_model_s_reasoning_is_shown_before_the_answer_that_asked_for_the_command(harness, thought):
+    messages = of_kind(read(harness, "reasoning"), "message")
     assert [(step.content, step.command) for step in messages[:2]] == [
-        ("[reasoning] **Planning** step 1: decide the next command.", ""),
-        ("I will write the file.", SHOWN["codex"][0]),
+        (thought, ""),
+        ("I will write the file.", SHOWN.get(harness, (FIRST, SECOND))[0]),
     ]
 
 
