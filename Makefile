@@ -19,7 +19,7 @@ XDIST_ARGS := $(if $(filter 0,$(TEST_PROCESSES)),,-n $(TEST_PROCESSES))
 # One lock for every Python the project runs on: the venv's (3.12+) and the images' (3.12, 3.13).
 LOCK_ARGS := --universal --python-version 3.12 --generate-hashes --quiet --custom-compile-command "make lock"
 
-.PHONY: run install test test-unit test-fast test-local lint format lock services sandbox-image container-smoke benchmarks check clean
+.PHONY: run install test test-unit test-fast test-local lint format lock services sandbox-image pin-harness container-smoke benchmarks check clean
 
 # Installs exactly what requirements.lock pins (hash-checked); edit requirements*.txt, then `make lock`.
 $(STAMP): requirements.lock
@@ -84,6 +84,10 @@ test-local: install
 ## (docs/deployment.md; a few minutes the first time, about two once the images are cached).
 container-smoke:
 	scripts/container_smoke.sh
+
+## Re-pin an npm harness to another release (docs/harnesses.md): make pin-harness HARNESS=codex VERSION=0.172.0
+pin-harness:
+	scripts/pin_harness.sh "$(HARNESS)" "$(VERSION)"
 
 ## Start PostgreSQL and Redis on this machine if they are down.
 services:

@@ -7,7 +7,7 @@ from django.contrib import admin
 from django.db.models import Model
 from django.http import HttpRequest
 
-from .agents.factory import check_network
+from .agents.factory import check_network, permission_mode
 from .models import Agent, FinalState, ModelCall, ReferenceCheck, Rescore, Run, TranscriptStep, Trial, TrialInputs
 
 
@@ -34,6 +34,12 @@ class AgentAdmin(admin.ModelAdmin):
     list_display = ["name", "kind", "model", "harness", "network", "time_limit", "active"]
     list_filter = ["kind", "active", "network"]
     search_fields = ["name", "model", "harness"]
+    readonly_fields = ["harness_permission_mode"]
+
+    @admin.display(description="Permission mode")
+    def harness_permission_mode(self, agent: Agent) -> str:
+        """What the agent's harness may do without asking, as V3AST reports it."""
+        return permission_mode(agent.kind, agent.config) or "–"
 
 
 class TrialInline(admin.TabularInline):

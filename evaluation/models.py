@@ -428,6 +428,12 @@ class ModelRoute(models.TextChoices):
     CHAT_COMPLETIONS = "chat_completions", "OpenAI chat completions"
     RESPONSES = "responses", "OpenAI responses"
     MESSAGES = "messages", "Anthropic messages"
+    GENERATE_CONTENT = "generate_content", "Gemini generateContent"
+    STREAM_GENERATE_CONTENT = "stream_generate_content", "Gemini streamGenerateContent"
+    # Requests the gateway answers itself, never forwarded (evaluation/gateway/answers.py).
+    HELLO = "hello", "Reachability probe (answered by the gateway)"
+    MODELS = "models", "Model list (answered by the gateway)"
+    COUNT_TOKENS = "count_tokens", "Token count (estimated by the gateway)"
 
 
 class ModelCall(models.Model):
@@ -436,13 +442,15 @@ class ModelCall(models.Model):
     Written once when the answer has been passed on (for a streamed answer, when the stream ended).
     Calls the gateway refused for the request itself (another route, another host, a bad body) or
     for a spent budget never reached a model and are not recorded here; those it refused or failed
-    by its own doing (its limits, its key, its own error) are, with `gateway_failure`. `retries` counts the upstream attempts after the first (429, 5xx,
+    by its own doing (its limits, its key, its own error) are, with `gateway_failure`. Requests it
+    answered itself (the hello probe, model lists, token counts) are recorded at no cost under their
+    own routes, and the first request past the trial's call cap with its 403. `retries` counts the upstream attempts after the first (429, 5xx,
     unreachable); `cost_usd` is empty when the agent's price table has no entry for the model.
     """
 
     trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="model_calls")
     attempt = models.PositiveSmallIntegerField()
-    route = models.CharField(max_length=20, choices=ModelRoute.choices)
+    route = models.CharField(max_length=30, choices=ModelRoute.choices)
     model = models.CharField(max_length=200, blank=True, default="")
     streamed = models.BooleanField(default=False)
     # The status the client received: the upstream's final one, or 502 / 504 when it never answered.

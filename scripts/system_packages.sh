@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Debian packages the test suite needs: Chromium for browser tests, bubblewrap and Docker for sandboxes,
 # a C compiler for the library the verifier tests plant in a sandbox.
-# With the argument "sandbox", only what the sandbox system needs (bubblewrap, debootstrap): `make run`.
+# With the argument "sandbox", only what the sandbox system needs (bubblewrap, debootstrap, and npm to
+# install the harness runtimes from their lockfiles): `make run`.
 set -euo pipefail
 missing=()
 if [ "${1:-}" != sandbox ]; then
@@ -11,6 +12,7 @@ if [ "${1:-}" != sandbox ]; then
 fi
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v npm >/dev/null || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
   echo "Missing system packages: ${missing[*]}. Install them with: sudo apt-get install -y ${missing[*]}" >&2

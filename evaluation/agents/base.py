@@ -95,6 +95,16 @@ class AgentError(Exception):
     Like a SandboxError this is infrastructure, not an agent outcome: the trial is retried.
     """
 
+    retryable = True
+
+
+class AgentFailed(AgentError):
+    """The agent's own program ended in error (its harness said so, or exited failing without an
+    answer): the agent's outcome, not the infrastructure's, so the trial ends as an agent error at
+    once, with no verdict, instead of being tried again."""
+
+    retryable = False
+
 
 class AgentStopped(Exception):
     """The agent noticed its run was cancelled and stopped between steps."""

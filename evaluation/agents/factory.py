@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from evaluation.gateway.config import Upstream, upstream_from_config
@@ -9,9 +10,13 @@ from evaluation.sandbox.network import HOST_NETWORK_REFUSED, MODEL, MODES, NONE
 
 from .base import AgentRunner
 from .command import CommandAgent
-from .harness import HarnessAgent, validate_harness_config
+from .harness import DEFAULT_STEP_LIMIT, HarnessAgent, validate_harness_config
 from .openai_compatible import EndpointConfig, OpenAICompatibleAgent
 from .reference import CHECKS, NOOP, NoopAgent, ReferenceAgent
+
+# A harness's default call cap per step of its step_limit: each step is one model call, and a CLI
+# adds its probes, model lists and token counts and retries a failed call several times itself.
+HARNESS_CALLS_PER_STEP = 5
 
 
 class NoReferenceScript(ValueError):
@@ -86,9 +91,33 @@ def model_upstream(kind: str, config: dict[str, Any]) -> Upstream | None:
     validate_config(kind, config)
     if kind == "openai_compatible":
         return EndpointConfig.from_config(config).upstream()
-    if kind in ("command", "harness") and "gateway" in config:
+    if kind == "harness":
+        return harness_upstream(config)
+    if kind == "command" and "gateway" in config:
         return upstream_from_config(config["gateway"])
     return None
+
+
+def harness_upstream(config: dict[str, Any]) -> Upstream:
+    """A harness's upstream with the harness defaults where its gateway block sets none: no retries
+    by the gateway (every CLI retries a failed call itself, and the two would multiply unseen; each
+    of the harness's attempts is recorded instead), and a call cap of its step_limit times
+    HARNESS_CALLS_PER_STEP, so a harness looping on its model ends long before its time limit."""
+    block = config["gateway"]
+    upstream = upstream_from_config(block)
+    if "max_retries" not in block:
+        upstream = replace(upstream, max_retries=0)
+    if "max_calls" not in block:
+        upstream = replace(
+            upstream, max_calls=int(config.get("step_limit", DEFAULT_STEP_LIMIT)) * HARNESS_CALLS_PER_STEP
+        )
+    return upstream
+
+
+def agent_models(kind: str, config: dict[str, Any]) -> tuple[str, ...]:
+    """The model(s) an agent's configuration names, for its gateway's model list."""
+    model = config.get("model") if kind in ("openai_compatible", "harness") else None
+    return (model,) if isinstance(model, str) and model else ()
 
 
 def build_runner(kind: str, config: dict[str, Any], *, network: Any, references: dict[str, str]) -> AgentRunner:
@@ -126,3 +155,14 @@ def pin_runtimes(pin: Any) -> tuple[str, ...]:
     if not isinstance(pin, dict):
         return ()
     return agent_runtimes(str(pin.get("kind", "")), pin.get("config"))
+
+
+def permission_mode(kind: str, config: Any) -> str:
+    """The harness's own permission mode (what it may do without asking), or "" for an agent that
+    runs no harness or whose configuration is not valid."""
+    if kind != "harness" or not isinstance(config, dict):
+        return ""
+    try:
+        return validate_harness_config(config).permission_mode
+    except ValueError:
+        return ""

@@ -1,11 +1,13 @@
 """The harness agent: a named coding-agent CLI, installed ahead of time, run inside the sandbox.
 
-A harness is a recipe (`RECIPES`): what `scripts/build_sandbox_image.sh` installs into a read-only
-runtime (`scripts/harnesses/<name>/`), the command line that runs it non-interactively, how the task
-reaches it and which model API flavours it speaks. A trial runs it in network mode `model`: the
-runtime is mounted at HARNESS_MOUNT, and the harness reaches its model only through the trial's
-gateway at MODEL_BASE_URL with a dummy key (`evaluation.sandbox.network`). Nothing is installed at
-trial time. docs/harnesses.md says how to add one.
+A harness is a recipe (`recipes.RECIPES`, one module per harness): what
+`scripts/build_sandbox_image.sh` installs into a read-only runtime (`scripts/harnesses/<name>/`), the
+command line that runs it non-interactively, the configuration files that keep it offline, how the
+task reaches it, which model API flavours it speaks and its own permission mode. A trial runs it in
+network mode `model`: the runtime is mounted at HARNESS_MOUNT, and the harness reaches its model
+only through the trial's gateway at MODEL_BASE_URL with a dummy key (`evaluation.sandbox.network`).
+Nothing is installed at trial time. Its machine-readable output is read back into transcript steps
+by its adapter (`evaluation.agents.trajectories`). docs/harnesses.md says how to add one.
 
 Config: {"harness": name, "model": the model name the gateway's upstream knows, "gateway": upstream,
 "step_limit": model calls (default 30), "command_timeout": seconds per command (default 120)}.
@@ -15,94 +17,26 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluation.gateway.config import Api, upstream_from_config
+from evaluation.gateway.config import upstream_from_config
 from evaluation.sandbox.base import read_identity
 from evaluation.sandbox.images import HARNESS_IDENTITY, require_harness
-from evaluation.sandbox.network import HARNESS_MOUNT, harness_env
 
-from .base import AgentOutcome, AgentRunner, Step, StepSink, StopCheck, run_single_command
+from . import trajectories
+from .base import AgentFailed, AgentOutcome, AgentRunner, Step, StepSink, StopCheck, combined_output, output_tail
+from .recipes import RECIPES, HarnessRecipe
+from .recipes.base import DEFAULT_STEP_LIMIT, HARNESS_TMP, HOME, OUTPUT_DIR, TASK_FILE, step_limit
 
 if TYPE_CHECKING:
     from evaluation.sandbox.base import Sandbox
 
 CONFIG_KEYS = ("harness", "model", "gateway", "step_limit", "command_timeout")
 MAX_STEP_LIMIT = 500
-# Outside the workdir: the harness's own files are no part of what the task asked for.
-TASK_FILE = "/tmp/veriharm-task.md"
-OUTPUT_DIR = "/tmp/veriharm-harness"
 
-
-@dataclass(frozen=True)
-class HarnessRecipe:
-    name: str
-    # The recipe's version: the harness's own release and the revision of how it is run here.
-    version: str
-    apis: tuple[str, ...]
-    # How the task reaches the harness: "file", "argument" or "env" (for the docs and the record).
-    task_via: str
-    command: Callable[[dict[str, Any]], str]
-    env: Callable[[dict[str, Any]], dict[str, str]]
-    # Where the harness leaves its trajectory, read back into the transcript when it is there.
-    trajectory: str | None = None
-
-    @property
-    def runtime(self) -> str:
-        return f"{HARNESS_MOUNT}/{self.name}"
-
-
-# mini-swe-agent's own CLI (minisweagent.run.mini): yolo mode (-y, no confirmations), exits when the
-# model submits (--exit-immediately), the bundled mini.yaml with the step limit, no cost limit of
-# its own (the gateway counts cost and enforces the run's budget), the task as the -t argument read
-# from the task file. The runtime is a pip --target directory for the system's python3, put on
-# sys.path by the -c bootstrap; -I -S keep the sandbox's PYTHON* variables and writable site
-# directories out of the harness (the commands it runs still see the normal system).
-_MINI_BOOT = (
-    "import sys; sys.path.insert(0, '{lib}'); sys.argv[0] = 'mini'; from minisweagent.run.mini import app; app()"
-)
-_MINI_TRAJECTORY = f"{OUTPUT_DIR}/mini-swe-agent.traj.json"
-
-
-def _mini_command(config: dict[str, Any]) -> str:
-    boot = _MINI_BOOT.format(lib=f"{HARNESS_MOUNT}/mini-swe-agent/lib")
-    argv = [
-        "/usr/bin/python3", "-I", "-S", "-c", boot, "--yolo", "--exit-immediately",
-        "--model", f"openai/{config['model']}", "--config", "mini.yaml",
-        "--config", f"agent.step_limit={int(config.get('step_limit', 30))}",
-        "--config", "agent.cost_limit=0",
-        "--config", f"environment.timeout={int(config.get('command_timeout', 120))}",
-        "--output", _MINI_TRAJECTORY,
-    ]  # fmt: skip
-    return f'{shlex.join(argv)} --task "$(cat {TASK_FILE})"'
-
-
-def _mini_env(config: dict[str, Any]) -> dict[str, str]:
-    return {
-        **harness_env(Api.OPENAI),
-        "MSWEA_CONFIGURED": "true",  # no first-run setup prompt
-        "MSWEA_SILENT_STARTUP": "1",
-        "MSWEA_GLOBAL_CONFIG_DIR": f"{OUTPUT_DIR}/config",
-        "MSWEA_COST_TRACKING": "ignore_errors",  # the gateway prices calls; litellm need not know the model
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no fetch of litellm's price list at import
-        "TERM": "dumb",
-    }
-
-
-RECIPES: dict[str, HarnessRecipe] = {
-    "mini-swe-agent": HarnessRecipe(
-        name="mini-swe-agent",
-        version="2.4.6+veriharm.1",
-        apis=(Api.OPENAI,),
-        task_via="argument",
-        command=_mini_command,
-        env=_mini_env,
-        trajectory=_MINI_TRAJECTORY,
-    ),
-}
+__all__ = ["DEFAULT_STEP_LIMIT", "RECIPES", "HarnessAgent", "HarnessRecipe", "harness_pin", "validate_harness_config"]
 
 
 def _bounded(config: dict[str, Any], key: str, low: int, high: int) -> None:
@@ -124,8 +58,8 @@ def validate_harness_config(config: dict[str, Any]) -> HarnessRecipe:
     if recipe is None:
         raise ValueError(f"harness must be one of {', '.join(sorted(RECIPES))}, got {config.get('harness')!r}")
     model = config.get("model")
-    if not isinstance(model, str) or not model.strip() or any(c.isspace() for c in model):
-        raise ValueError("a harness agent needs model: the model name its upstream serves (no spaces)")
+    if not isinstance(model, str) or not model.strip() or any(c.isspace() or c in "\"'\\" for c in model):
+        raise ValueError("a harness agent needs model: the model name its upstream serves (no spaces or quotes)")
     if not isinstance(config.get("gateway"), dict):
         raise ValueError("a harness agent needs gateway: its model upstream (api, base_url, api_key_env, ...)")
     try:
@@ -133,7 +67,10 @@ def validate_harness_config(config: dict[str, Any]) -> HarnessRecipe:
     except ValueError as exc:
         raise ValueError(f"gateway: {exc}") from None
     if upstream.api not in recipe.apis:
-        raise ValueError(f"gateway: {recipe.name} speaks the {', '.join(recipe.apis)} API, not {upstream.api!r}")
+        raise ValueError(
+            f"gateway: {recipe.name} speaks the {', '.join(recipe.apis)} API, not {upstream.api!r}; "
+            "give it an upstream of that API"
+        )
     _bounded(config, "step_limit", 1, MAX_STEP_LIMIT)
     _bounded(config, "command_timeout", 1, 3600)
     return recipe
@@ -143,7 +80,12 @@ def harness_pin(config: dict[str, Any]) -> dict[str, str]:
     """What a trial records of the harness at launch (the runtime's identity is the worker's: it is
     recorded with the system the trial ran on)."""
     recipe = validate_harness_config(config)
-    return {"name": recipe.name, "version": recipe.version, "task_via": recipe.task_via}
+    return {
+        "name": recipe.name,
+        "version": recipe.version,
+        "task_via": recipe.task_via,
+        "permission_mode": recipe.permission_mode,
+    }
 
 
 class HarnessAgent(AgentRunner):
@@ -167,12 +109,31 @@ class HarnessAgent(AgentRunner):
         self, sandbox: Sandbox, task: str, *, time_limit: float, record: StepSink, should_stop: StopCheck
     ) -> AgentOutcome:
         sandbox.write_file(TASK_FILE, task.encode(), mode=0o644)
-        command = f"mkdir -p {OUTPUT_DIR} && cd {shlex.quote(sandbox.workdir)} && {self.recipe.command(self.config)}"
-        outcome = run_single_command(
-            sandbox, command, shown=command, time_limit=time_limit, record=record, env=self.recipe.env(self.config)
+        # The private home and scratch first, then the recipe's configuration files into them.
+        sandbox.exec(f"mkdir -p {OUTPUT_DIR} {HOME} {HARNESS_TMP}", timeout=30)
+        for path, text in self.recipe.files(self.config).items():
+            sandbox.exec(f"mkdir -p {shlex.quote(str(Path(path).parent))}", timeout=30)
+            sandbox.write_file(path, text.encode(), mode=0o644)
+        command = f"cd {shlex.quote(sandbox.workdir)} && {self.recipe.command(self.config)}"
+        result = sandbox.exec(command, timeout=time_limit, env=self.recipe.env(self.config))
+        stdout = result.stdout.decode("utf-8", "replace") if isinstance(result.stdout, bytes) else result.stdout
+        shown_output = output_tail(combined_output("" if self.recipe.output else stdout, result.stderr))
+        record(
+            Step(
+                kind="command",
+                command=command,
+                content=shown_output,
+                exit_code=result.exit_code,
+                timed_out=result.timed_out,
+                duration=result.duration,
+            )
         )
-        status = self._trajectory(sandbox, record)
-        if status == "LimitsExceeded":
+        outcome = AgentOutcome(
+            exit_code=result.exit_code, timed_out=result.timed_out, duration=result.duration, output=shown_output
+        )
+        if self.recipe.output is not None:
+            return self._read_output(stdout or "", outcome, record)
+        if self._trajectory(sandbox, record) == "LimitsExceeded":
             return AgentOutcome(
                 exit_code=1 if outcome.exit_code == 0 else outcome.exit_code,
                 timed_out=outcome.timed_out,
@@ -181,6 +142,27 @@ class HarnessAgent(AgentRunner):
                 hit_step_limit=True,
             )
         return outcome
+
+    def _read_output(self, stdout: str, outcome: AgentOutcome, record: StepSink) -> AgentOutcome:
+        """The harness's own account of its run, read from its stdout into steps. Its final state and its
+        exit status decide how the agent ended: by itself, at its own turn limit (the tests still run,
+        as for any agent stopped at its limit), or in error (no verdict: the trial ends as an agent
+        error, with the harness's reason)."""
+        trajectory = trajectories.read_output(self.recipe.output or "", stdout, step_limit=step_limit(self.config))
+        for step in trajectory.steps:
+            record(step)
+        # What the agent said last, as for the app's own loop (V3AST reads a refusal from it).
+        said = next(
+            (step.content for step in reversed(trajectory.steps) if step.kind == "message" and step.content), ""
+        )
+        if outcome.timed_out:
+            return replace(outcome, output=said or outcome.output)
+        if trajectory.hit_turn_limit:
+            return replace(outcome, exit_code=outcome.exit_code or 1, output=said, hit_step_limit=True)
+        error = trajectory.agent_error(outcome.exit_code)
+        if error:
+            raise AgentFailed(f"{self.recipe.name}: {error}")
+        return replace(outcome, output=said)
 
     def _trajectory(self, sandbox: Sandbox, record: StepSink) -> str:
         """The harness's own account, added to the transcript: its commands and exit status. It lies

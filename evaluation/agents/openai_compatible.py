@@ -74,6 +74,7 @@ class EndpointConfig:
     max_concurrency: int | None = None
     requests_per_minute: int | None = None
     max_retries: int | None = None
+    max_calls: int | None = None
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> EndpointConfig:

@@ -7,12 +7,15 @@
 (`evaluation.trials.model_access.gateway_for_trial` builds one for a trial attempt with the database's
 ledger: this package knows nothing of the database.)
 
-It forwards POST /v1/chat/completions and /v1/responses (api "openai") or POST /v1/messages (api
-"anthropic") to the one upstream of the agent's configuration, streaming included, and refuses
-everything else with a 4xx JSON error; it replaces any credential the client sent with the real
+It forwards POST /v1/chat/completions and /v1/responses (api "openai"), POST /v1/messages (api
+"anthropic") or POST /v1beta/models/<model>:generateContent and :streamGenerateContent?alt=sse (api
+"gemini") to the one upstream of the agent's configuration, streaming included (`routes.py`); answers
+itself the requests a harness makes besides (a hello probe, model lists, token counts: `answers.py`),
+and refuses everything else with a 4xx JSON error; it replaces any credential the client sent with the real
 key (from the worker's environment variable the configuration names, VERIHARM_AGENT_KEY_*), records
 every call with its tokens and cost through its ledger, reserves each call's cost under the run's
-budget before forwarding it, and applies the trial's concurrency and rate limits and bounded retries.
+budget before forwarding it, and applies the trial's concurrency and rate limits, its cap on calls
+and bounded retries.
 """
 
 from .config import KEY_ENV_PREFIX, Api, Price, Upstream, upstream_from_config

@@ -1,8 +1,10 @@
 """The one upstream a trial's model gateway forwards to, and the checks on its configuration (pure).
 
 An agent names its upstream in its configuration: the API flavour, the base URL (the API root with
-its version, e.g. https://api.openai.com/v1 or https://api.anthropic.com/v1), the name of the
-worker's environment variable holding the key, an optional price table and optional limits. The
+its version, e.g. https://api.openai.com/v1 or https://api.anthropic.com/v1; for Gemini the root
+alone, https://generativelanguage.googleapis.com, as its clients put the version in each path), the name of the
+worker's environment variable holding the key, an optional price table and optional limits (concurrency, rate, retries, timeout, and the number of calls a
+trial may make). The
 key itself never appears in a configuration; the variable's name must start with
 KEY_ENV_PREFIX so that no configuration can make the worker send any other variable anywhere
 (DJANGO_SECRET_KEY, DATABASE_URL, a cloud token).
@@ -24,16 +26,13 @@ KEY_ENV_PATTERN = re.compile(r"^VERIHARM_AGENT_KEY_[A-Z0-9_]+$")
 class Api:
     OPENAI = "openai"
     ANTHROPIC = "anthropic"
-    ALL = (OPENAI, ANTHROPIC)
+    GEMINI = "gemini"
+    ALL = (OPENAI, ANTHROPIC, GEMINI)
 
 
-# What each flavour serves: the client's path -> the path under the upstream's base URL.
-ROUTES: dict[str, dict[str, str]] = {
-    Api.OPENAI: {"/v1/chat/completions": "/chat/completions", "/v1/responses": "/responses"},
-    Api.ANTHROPIC: {"/v1/messages": "/messages"},
-}
-# The route names recorded on each model call.
-ROUTE_NAMES = {"/v1/chat/completions": "chat_completions", "/v1/responses": "responses", "/v1/messages": "messages"}
+# Gemini's base URL is the API's root (https://generativelanguage.googleapis.com): its clients name
+# the version in each path (/v1beta/models/...), which the gateway forwards as it is.
+GEMINI_VERSION_SUFFIX = re.compile(r"/v\d+(alpha|beta)?\d*$")
 
 # Keys of an upstream block (for an openai_compatible agent they sit in its config beside the loop's own).
 UPSTREAM_KEYS = (
@@ -45,10 +44,12 @@ UPSTREAM_KEYS = (
     "requests_per_minute",
     "max_retries",
     "request_timeout",
+    "max_calls",
 )
 MAX_CONCURRENCY = 64
 MAX_REQUESTS_PER_MINUTE = 100_000
 MAX_RETRIES = 10
+MAX_CALLS = 100_000
 
 
 class KeyMissing(Exception):
@@ -77,6 +78,8 @@ class Upstream:
     requests_per_minute: int | None = None
     max_retries: int | None = None
     request_timeout: float = 120.0
+    # The most requests one trial attempt may make of its gateway (None: the worker's setting).
+    max_calls: int | None = None
 
     @property
     def key(self) -> str:
@@ -87,8 +90,9 @@ class Upstream:
     def host(self) -> str:
         return urlsplit(self.base_url).netloc.lower()
 
-    def upstream_url(self, client_path: str) -> str:
-        return self.base_url + ROUTES[self.api][client_path]
+    def upstream_url(self, path: str, query: str = "") -> str:
+        """`path` under the base URL (a route's upstream path), with a query string already checked."""
+        return self.base_url + path + (f"?{query}" if query else "")
 
     def price_of(self, model: str) -> Price | None:
         return self.prices.get(model)
@@ -193,9 +197,15 @@ def upstream_from_config(config: dict[str, Any], *, default_api: str | None = No
     timeout = config.get("request_timeout", 120.0)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 1 <= timeout <= 3600:
         raise ValueError("request_timeout must be between 1 and 3600 seconds")
+    base_url = check_base_url(config.get("base_url"))
+    if api == Api.GEMINI and GEMINI_VERSION_SUFFIX.search(base_url):
+        raise ValueError(
+            f"base_url of the gemini API is its root without a version (e.g. "
+            f"https://generativelanguage.googleapis.com): the clients add /v1beta themselves, got {base_url!r}"
+        )
     return Upstream(
         api=api,
-        base_url=check_base_url(config.get("base_url")),
+        base_url=base_url,
         api_key_env=check_key_env(config.get("api_key_env", "")),
         prices=check_prices(config.get("prices")),
         max_concurrency=_bounded_int(config.get("max_concurrency"), "max_concurrency", 1, MAX_CONCURRENCY),
@@ -204,4 +214,5 @@ def upstream_from_config(config: dict[str, Any], *, default_api: str | None = No
         ),
         max_retries=_bounded_int(config.get("max_retries"), "max_retries", 0, MAX_RETRIES),
         request_timeout=float(timeout),
+        max_calls=_bounded_int(config.get("max_calls"), "max_calls", 1, MAX_CALLS),
     )

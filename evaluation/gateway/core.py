@@ -25,9 +25,11 @@ from urllib.parse import urlsplit
 import httpx
 from django.conf import settings
 
-from .config import ROUTE_NAMES, ROUTES, Api, KeyMissing, Upstream
+from .answers import local_answer
+from .config import Api, KeyMissing, Upstream
 from .ledger import BudgetSpent, CallRecord, Ledger, Reservation
 from .limits import EndpointLimiter, LimitTimeout
+from .routes import Route, RouteRefused, route_for, served
 from .usage import StreamUsage, Usage, estimate_tokens, from_body
 
 logger = logging.getLogger(__name__)
@@ -51,10 +53,20 @@ FORWARDED_REQUEST_HEADERS = frozenset(
 # re-framed by whoever sends it (length or chunks).
 FORWARDED_RESPONSE_HEADERS = frozenset({"content-type", "retry-after", "x-request-id", "request-id"})
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504, 520, 529})
-# The output limit fields of the three APIs, read for a call's budget estimate.
+# The output limit fields of the three body-named APIs, read for a call's budget estimate (Gemini's
+# is generationConfig.maxOutputTokens).
 OUTPUT_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 KEY_REMOVED = "[key removed by the gateway]"
 ERROR_EXCERPT = 300
+
+
+def _output_limits(api: str, payload: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The call's output limit fields present in its body, by name."""
+    if api == Api.GEMINI:
+        config = payload.get("generationConfig")
+        value = config.get("maxOutputTokens") if isinstance(config, dict) else None
+        return [] if value is None else [("generationConfig.maxOutputTokens", value)]
+    return [(name, payload[name]) for name in OUTPUT_LIMIT_FIELDS if payload.get(name) is not None]
 
 
 def max_body_bytes() -> int:
@@ -90,10 +102,26 @@ class GatewayResponse:
             close()
 
 
+# Google's error statuses by HTTP status, for Gemini-shaped refusals.
+GEMINI_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
 def _error(api: str, status: int, kind: str, message: str, **extra_headers: str) -> GatewayResponse:
     """A refusal shaped as the flavour's own error, so the harness's SDK shows the message."""
     if api == Api.ANTHROPIC:
         payload: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+    elif api == Api.GEMINI:
+        fallback = "INTERNAL" if status >= 500 else "FAILED_PRECONDITION"
+        payload = {"error": {"code": status, "message": message, "status": GEMINI_STATUSES.get(status, fallback)}}
     else:
         payload = {"error": {"type": kind, "code": kind, "message": message}}
     headers = [("content-type", "application/json")] + list(extra_headers.items())
@@ -184,8 +212,12 @@ class Gateway:
         trial_id: int | None = None,
         ledger: Ledger | None = None,
         transport: httpx.BaseTransport | None = None,
+        models: tuple[str, ...] = (),
     ) -> None:
         self.upstream = upstream
+        # What a model list answers: the agent's model(s), then those of the price table.
+        self.models = tuple(dict.fromkeys((*models, *upstream.prices)))
+        self.max_calls = upstream.max_calls or int(settings.VERIHARM_GATEWAY_MAX_CALLS_PER_TRIAL)
         self.trial_id = trial_id
         self.ledger = ledger
         self.limiter = EndpointLimiter(
@@ -211,6 +243,11 @@ class Gateway:
         # Calls the gateway itself refused or failed (its limits, its key, its own error).
         self.gateway_failures = 0
         self.calls = 0
+        # Requests admitted under the call cap, and those refused past it (the harness's doing).
+        self.requests = 0
+        self.calls_refused_over_cap = 0
+        # Why the trial's agent was stopped by the gateway's own limit ("" while it was not).
+        self.limit_hit = ""
 
     @property
     def budgeted(self) -> bool:
@@ -244,49 +281,42 @@ class Gateway:
 
     # --- checks --------------------------------------------------------------------------------
 
-    def _refuse_target(self, method: str, target: str, headers: Mapping[str, str]) -> GatewayResponse | None:
+    def _route(self, method: str, target: str, headers: Mapping[str, str]) -> Route:
+        """The route the request names, after the checks every request passes; RouteRefused."""
         api = self.upstream.api
-        served = ", ".join(f"POST {path}" for path in ROUTES[api])
         if not target.startswith("/"):
-            return _error(
-                api,
+            raise RouteRefused(
                 400,
                 "invalid_request_error",
                 f"the gateway forwards only to its own upstream; the request target {target[:200]!r} "
-                f"names a host (use an origin-form path: {served})",
+                f"names a host (use an origin-form path: {served(api)})",
             )
-        path = urlsplit(target).path
-        if path not in ROUTES[api]:
-            return _error(api, 404, "not_found_error", f"the gateway serves only {served}, not {path[:200]!r}")
-        if method != "POST":
-            return _error(api, 405, "invalid_request_error", f"{path} takes POST only, not {method[:20]}", allow="POST")
         if not _printable(target, space=False):
-            return _error(
-                api,
+            raise RouteRefused(
                 400,
                 "invalid_request_error",
                 f"the request target {target[:200]!r} holds a control byte or a character outside ASCII "
                 "(percent-encode it)",
             )
+        route = route_for(api, method, target)
         host = headers.get("host", "")
         if host:
             name = urlsplit(f"//{host}").hostname or ""
             if name not in LOCAL_HOSTS and name != urlsplit(self.upstream.base_url).hostname:
-                return _error(
-                    api,
+                raise RouteRefused(
                     421,
                     "invalid_request_error",
                     f"Host {host[:200]!r} names another upstream; this gateway forwards only to its own",
                 )
-        return None
+        return route
 
-    def _refuse_payload(self, payload: dict[str, Any]) -> GatewayResponse | None:
+    def _refuse_payload(self, route: Route, payload: dict[str, Any]) -> GatewayResponse | None:
         api = self.upstream.api
-        model = payload.get("model")
+        model = route.model or payload.get("model")
         if not isinstance(model, str) or not model:
             return _error(api, 400, "invalid_request_error", "the request names no model")
         stream = payload.get("stream")
-        if stream is not None and not isinstance(stream, bool):
+        if api != Api.GEMINI and stream is not None and not isinstance(stream, bool):
             # The upstreams' parsers differ on "true", 1 and the like; the gateway must read it as the
             # upstream does to count the call, so only JSON true and false are accepted.
             return _error(
@@ -295,8 +325,7 @@ class Gateway:
                 "invalid_request_error",
                 f"stream must be true or false, not {json.dumps(stream)[:50]}",
             )
-        for name in OUTPUT_LIMIT_FIELDS:
-            value = payload.get(name)
+        for name, value in _output_limits(api, payload):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 return _error(api, 400, "invalid_request_error", f"{name} must be a whole number of tokens")
         if self.budgeted and self.upstream.price_of(model) is None:
@@ -311,8 +340,52 @@ class Gateway:
 
     def _output_bound(self, payload: dict[str, Any]) -> int:
         """The most output tokens the call can cost: its own limit, else the per-call ceiling."""
-        limits = [payload[name] for name in OUTPUT_LIMIT_FIELDS if isinstance(payload.get(name), int)]
+        limits = [value for _, value in _output_limits(self.upstream.api, payload) if isinstance(value, int)]
         return min(limits) if limits else int(settings.VERIHARM_GATEWAY_CALL_OUTPUT_TOKENS)
+
+    def _admit(self, route: Route, model: str) -> GatewayResponse | None:
+        """Count the request under the trial's call cap; past it, a refusal (the first one recorded,
+        the rest only counted, so a harness looping on its refusals writes nothing more)."""
+        api = self.upstream.api
+        with self._lock:
+            if self.requests < self.max_calls:
+                self.requests += 1
+                return None
+            self.calls_refused_over_cap += 1
+            first = self.calls_refused_over_cap == 1
+            self.limit_hit = f"the harness made more than {self.max_calls} model calls"
+        message = (
+            f"the trial's model gateway takes at most {self.max_calls} calls and they are made: "
+            "it accepts no more calls for this trial"
+        )
+        if first:
+            self._record_plain(route.name, model, 403, error=message)
+        return _error(api, 403, "permission_error", message)
+
+    def _record_plain(self, route: str, model: str, status: int, *, error: str = "", started: float = 0.0) -> None:
+        """Record a request no upstream was asked for (answered by the gateway, or refused at its cap)."""
+        with self._lock:
+            self.calls += 1
+        if self.ledger is None:
+            return
+        self.ledger.settle(
+            None,
+            CallRecord(
+                route=route,
+                model=model[:200],
+                streamed=False,
+                status_code=status,
+                input_tokens=0,
+                output_tokens=0,
+                usage_reported=False,
+                usage_estimated=False,
+                gateway_failure=False,
+                latency=time.monotonic() - started if started else 0.0,
+                retries=0,
+                cost_usd=Decimal(0),
+                error=error,
+            ),
+        )
 
     # --- the one path ----------------------------------------------------------------------------
 
@@ -322,20 +395,33 @@ class Gateway:
         """Serve one request. `target` as on the request line; `timeout` caps the call's own
         (request_timeout), retries and waits for a slot included."""
         headers = {k.lower(): v for k, v in headers.items()}
-        refused = self._refuse_target(method.upper(), target, headers)
-        if refused is not None:
-            return refused
         api = self.upstream.api
+        started = time.monotonic()
+        try:
+            route = self._route(method.upper(), target, headers)
+        except RouteRefused as exc:
+            return _error(api, exc.status, exc.kind, exc.message, **({"allow": exc.allow} if exc.allow else {}))
         limit_bytes = max_body_bytes()
         if len(body) > limit_bytes:
             return _error(api, 413, "invalid_request_error", f"the request body is over {limit_bytes} bytes")
-        try:
-            payload = json.loads(body)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            payload = None
+        payload: Any = {}
+        if body or not route.local:
+            try:
+                payload = json.loads(body)
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                payload = None
         if not isinstance(payload, dict):
             return _error(api, 400, "invalid_request_error", "the request body must be a JSON object")
-        refused = self._refuse_payload(payload)
+        named = route.model or payload.get("model")
+        model = named[:200] if isinstance(named, str) else ""
+        refused = self._admit(route, model)
+        if refused is not None:
+            return refused
+        if route.local:
+            answer = local_answer(api, route, payload, self.models)
+            self._record_plain(route.name, model, answer.status, started=started)
+            return GatewayResponse(answer.status, [("content-type", "application/json")], answer.content)
+        refused = self._refuse_payload(route, payload)
         if refused is not None:
             return refused
         forwarded = {k: v for k, v in headers.items() if k in FORWARDED_REQUEST_HEADERS}
@@ -347,20 +433,18 @@ class Gateway:
                     "invalid_request_error",
                     f"the {name} header holds a control byte or a character outside ASCII",
                 )
-        model = payload["model"]
-        path = urlsplit(target).path
-        streamed = payload.get("stream") is True
-        if streamed and path == "/v1/chat/completions":
+        streamed = route.streamed or (api != Api.GEMINI and payload.get("stream") is True)
+        if streamed and route.name == "chat_completions":
             # Chat completions report usage in a stream only when asked: the gateway asks, so that
             # streamed calls are counted too (clients ignore the extra last chunk without choices).
             options = payload.get("stream_options")
             payload["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
             body = json.dumps(payload).encode()
         call = _Call(
-            route=ROUTE_NAMES[path],
-            model=model[:200],
+            route=route.name,
+            model=model,
             streamed=streamed,
-            started=time.monotonic(),
+            started=started,
             timeout=self.upstream.request_timeout if timeout is None else min(timeout, self.upstream.request_timeout),
             request_bytes=len(body),
             output_bound=self._output_bound(payload),
@@ -379,10 +463,12 @@ class Gateway:
             forwarded.setdefault("anthropic-version", "2023-06-01")
             if key:
                 forwarded["x-api-key"] = key
+        elif api == Api.GEMINI:
+            if key:
+                forwarded["x-goog-api-key"] = key
         elif key:
             forwarded["authorization"] = f"Bearer {key}"
-        query = urlsplit(target).query
-        url = self.upstream.upstream_url(path) + (f"?{query}" if query else "")
+        url = self.upstream.upstream_url(route.upstream_path, route.query)
         with self._lock:
             if self._closing:
                 closing = True

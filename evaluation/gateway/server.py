@@ -222,6 +222,17 @@ class TrialGateway:
         """How many calls the gateway itself refused or failed (not the budget, not the upstream)."""
         return self.gateway.gateway_failures
 
+    @property
+    def limit_hit(self) -> str:
+        """Why the gateway stopped the agent by its own call cap ("" if it did not): the trial ends
+        as an agent error with this reason, never with a verdict."""
+        return self.gateway.limit_hit
+
+    @property
+    def calls_refused_over_cap(self) -> int:
+        """How many requests came past the trial's call cap and were refused."""
+        return self.gateway.calls_refused_over_cap
+
     def post_json(self, path: str, payload: dict[str, Any], timeout: float | None = None) -> tuple[int, Any]:
         return self.gateway.post_json(path, payload, timeout=timeout)
 

@@ -7,6 +7,10 @@ event's `response.usage`.
 Anthropic messages: `usage.input_tokens` (+ cache creation and cache reads, billed as input) /
 `output_tokens`; streamed, input in `message_start`'s `message.usage`, output in `message_delta`'s
 `usage` (a running total: the last one counts).
+Gemini generateContent: `usageMetadata.promptTokenCount` (+ `toolUsePromptTokenCount`) /
+`candidatesTokenCount` + `thoughtsTokenCount` (thinking is billed as output); streamed
+(streamGenerateContent?alt=sse), each chunk may carry `usageMetadata` with the figures so far: the
+last one counts, and it is final once a chunk carrying it also ends its candidate (`finishReason`).
 
 `complete` says the answer carried its final usage; without it the gateway estimates the call
 (`estimate_tokens`, from what it passed on) and marks the record as estimated.
@@ -45,6 +49,10 @@ def _from_usage(usage: Any, into: Usage, *, final_output: bool = True) -> None:
     if not isinstance(usage, dict):
         return
     into.reported = True
+    if "promptTokenCount" in usage or "candidatesTokenCount" in usage:  # Gemini's usageMetadata
+        into.input_tokens = _int(usage.get("promptTokenCount")) + _int(usage.get("toolUsePromptTokenCount"))
+        into.output_tokens = _int(usage.get("candidatesTokenCount")) + _int(usage.get("thoughtsTokenCount"))
+        return
     if "prompt_tokens" in usage or "completion_tokens" in usage:  # chat completions
         into.input_tokens = _int(usage.get("prompt_tokens"))
         into.output_tokens = _int(usage.get("completion_tokens"))
@@ -57,26 +65,32 @@ def _from_usage(usage: Any, into: Usage, *, final_output: bool = True) -> None:
 
 
 def from_body(body: bytes) -> Usage:
-    """Usage of a whole JSON answer (any of the three APIs)."""
+    """Usage of a whole JSON answer (any of the four APIs)."""
     usage = Usage()
     try:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         return usage
     if isinstance(payload, dict):
-        _from_usage(payload.get("usage"), usage)
+        _from_usage(payload.get("usage", payload.get("usageMetadata")), usage)
         usage.complete = usage.reported
     return usage
 
 
-def _text_chars(value: Any) -> int:
+def _finished(payload: dict[str, Any]) -> bool:
+    """A Gemini chunk that ends its answer (a candidate with its finishReason)."""
+    candidates = payload.get("candidates")
+    return isinstance(candidates, list) and any(isinstance(c, dict) and c.get("finishReason") for c in candidates)
+
+
+def text_chars(value: Any) -> int:
     """Characters of text in an event's delta (content, tool arguments, reasoning), at any depth."""
     if isinstance(value, str):
         return len(value)
     if isinstance(value, dict):
-        return sum(_text_chars(v) for v in value.values())
+        return sum(text_chars(v) for v in value.values())
     if isinstance(value, list):
-        return sum(_text_chars(v) for v in value)
+        return sum(text_chars(v) for v in value)
     return 0
 
 
@@ -113,10 +127,13 @@ class StreamUsage:
             return
         if not isinstance(payload, dict):
             return
-        self.text_chars += _text_chars(payload.get("delta"))
+        self.text_chars += text_chars(payload.get("delta"))
         for choice in payload.get("choices") or []:
             if isinstance(choice, dict):
-                self.text_chars += _text_chars(choice.get("delta"))
+                self.text_chars += text_chars(choice.get("delta"))
+        for candidate in payload.get("candidates") or []:  # Gemini: each chunk's new parts
+            if isinstance(candidate, dict):
+                self.text_chars += text_chars(candidate.get("content"))
         kind = payload.get("type")
         if kind == "message_start":  # Anthropic: input counted here, output so far
             _from_usage((payload.get("message") or {}).get("usage"), self.usage)
@@ -129,3 +146,6 @@ class StreamUsage:
         elif payload.get("usage"):  # OpenAI chat completions' last chunk
             _from_usage(payload["usage"], self.usage)
             self.usage.complete = self.usage.reported
+        elif isinstance(payload.get("usageMetadata"), dict):  # Gemini: the figures so far
+            _from_usage(payload["usageMetadata"], self.usage)
+            self.usage.complete = self.usage.complete or _finished(payload)

@@ -72,6 +72,9 @@ def endpoint_from_config(config: Mapping[str, Any]) -> Endpoint:
         known = ", ".join(ENDPOINT_KEYS + UPSTREAM_KEYS)
         raise ValueError(f"unknown field(s) {', '.join(map(str, unknown))} (known: {known})")
     name = _text(config, "name", MAX_NAME)
+    if config.get("api") in Api.ALL and config.get("api") not in ROUTES:
+        # The gateway speaks it, but proposers and judges are asked in chat or messages shapes only.
+        raise ValueError(f"api must be one of {', '.join(ROUTES)} for a proposer or judge, got {config.get('api')!r}")
     upstream = upstream_from_config({key: config[key] for key in UPSTREAM_KEYS if key in config})
     routes = ROUTES[upstream.api]
     route = config.get("route")

@@ -58,6 +58,10 @@ def agent_create(
         errors.append(f"time_limit must be between 1 and {settings.VERIHARM_AGENT_MAX_TIME_LIMIT} seconds")
     if errors:
         raise LaunchRefused(errors)
+    if kind == "harness":
+        # The matrix's row and column, unless named otherwise: the model served and the harness run.
+        model = model or str(config.get("model", ""))
+        harness = harness or str(config.get("harness", ""))
     return Agent.objects.create(
         name=name.strip(),
         kind=kind,

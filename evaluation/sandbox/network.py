@@ -131,6 +131,9 @@ def harness_env(api: str) -> dict[str, str]:
     env = {"VERIHARM_MODEL_BASE_URL": MODEL_BASE_URL, "VERIHARM_MODEL_API_KEY": DUMMY_KEY}
     if api == "anthropic":
         env |= {"ANTHROPIC_BASE_URL": MODEL_ORIGIN, "ANTHROPIC_API_KEY": DUMMY_KEY}
+    elif api == "gemini":
+        # Google's clients take the API's root and add /v1beta themselves, as the gateway expects.
+        env |= {"GOOGLE_GEMINI_BASE_URL": MODEL_ORIGIN, "GEMINI_API_KEY": DUMMY_KEY}
     else:
         env |= {"OPENAI_BASE_URL": MODEL_BASE_URL, "OPENAI_API_BASE": MODEL_BASE_URL, "OPENAI_API_KEY": DUMMY_KEY}
     return env

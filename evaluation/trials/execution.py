@@ -30,7 +30,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from evaluation.agents.base import AgentError, AgentRunner, Step
-from evaluation.agents.factory import NoReferenceScript, model_upstream, pin_runtimes
+from evaluation.agents.factory import NoReferenceScript, agent_models, model_upstream, pin_runtimes
 from evaluation.gateway import BudgetExhausted, Upstream
 from evaluation.models import Trial
 from evaluation.results import selectors
@@ -134,7 +134,12 @@ def _attempt(claim: leases.Claim, backend_factory: Callable[[str], SandboxBacken
                 return heartbeat.lost.is_set() or leases.trial_cancel_requested(claim)
 
             gateway = (
-                gateway_for_trial(claim.trial_id, upstream, attempt=claim.attempt)
+                gateway_for_trial(
+                    claim.trial_id,
+                    upstream,
+                    attempt=claim.attempt,
+                    models=agent_models(trial.agent_config["kind"], trial.agent_config["config"]),
+                )
                 if upstream is not None
                 else nullcontext(None)
             )
@@ -158,6 +163,7 @@ def _attempt(claim: leases.Claim, backend_factory: Callable[[str], SandboxBacken
                     )
                     refused = gw.budget_refusals if gw is not None else 0
                 failed = gw.gateway_failures if gw is not None else 0
+                limit_hit = gw.limit_hit if gw is not None else ""
             except BudgetExhausted as exc:
                 return leases.trial_fail(claim, f"stopped by budget: {exc}", retryable=False, end=TrialEnd.BUDGET)
             except TrialCancelled:
@@ -170,8 +176,19 @@ def _attempt(claim: leases.Claim, backend_factory: Callable[[str], SandboxBacken
             except AgentError as exc:
                 if gw is not None and gw.gateway_failures:
                     return _gateway_failed(claim, gw.gateway_failures)
+                if gw is not None and gw.budget_refusals:
+                    # A harness that ended in error because the budget was spent: the budget's doing.
+                    return leases.trial_fail(
+                        claim,
+                        f"stopped by budget: the gateway refused {gw.budget_refusals} model call(s) once the run's "
+                        f"budget was spent ({exc})",
+                        retryable=False,
+                        end=TrialEnd.BUDGET,
+                    )
+                if gw is not None and gw.limit_hit:
+                    return _call_cap_hit(claim, gw.limit_hit)
                 return leases.trial_fail(
-                    claim, f"{type(exc).__name__}: {exc}", retryable=True, end=TrialEnd.AGENT_ERROR
+                    claim, f"{type(exc).__name__}: {exc}", retryable=exc.retryable, end=TrialEnd.AGENT_ERROR
                 )
             except VerifierAuditFailed as exc:
                 # The verifier is not running on the system recorded: another attempt would find the same.
@@ -195,6 +212,8 @@ def _attempt(claim: leases.Claim, backend_factory: Callable[[str], SandboxBacken
             )
         if failed:
             return _gateway_failed(claim, failed)
+        if limit_hit:
+            return _call_cap_hit(claim, limit_hit)
         return (
             leases.AttemptResult.DONE
             if _record(claim, trial, outcome, identity, archive)
@@ -220,6 +239,12 @@ def _gateway_failed(claim: leases.Claim, failed: int) -> leases.AttemptResult:
         retryable=True,
         end=TrialEnd.INFRASTRUCTURE,
     )
+
+
+def _call_cap_hit(claim: leases.Claim, reason: str) -> leases.AttemptResult:
+    """The harness made more requests of its gateway than the trial's call cap (it looped or retried
+    without end): the agent's own failure, so no verdict and no retry, which would loop the same."""
+    return leases.trial_fail(claim, reason, retryable=False, end=TrialEnd.AGENT_ERROR)
 
 
 def _record(claim: leases.Claim, trial: Trial, outcome: TrialOutcome, identity: str, archive: Path | None) -> bool:

@@ -23,15 +23,21 @@ from evaluation.trials.gateway_ledger import RunLedger
 
 @contextmanager
 def gateway_for_trial(
-    trial_id: int, endpoint: Upstream, *, attempt: int | None = None, socket_dir: Path | None = None
+    trial_id: int,
+    endpoint: Upstream,
+    *,
+    attempt: int | None = None,
+    socket_dir: Path | None = None,
+    models: tuple[str, ...] = (),
 ) -> Iterator[TrialGateway]:
     """The model gateway of one trial attempt: forwards to `endpoint` only, records every call for
-    the trial, and refuses calls once the trial's run has spent (or holds) its budget."""
+        the trial, and refuses calls once the trial's run has spent (or holds) its budget. `models`: the
+    agent's model(s), what the gateway's model list answers (with the price table's)."""
     run_id, budget, attempts = selectors.trial_budget(trial_id)
     ledger = RunLedger(run_id=run_id, trial_id=trial_id, attempt=attempt or max(attempts, 1), budget_usd=budget)
     if budget is not None:
         ledger.release_all()  # holds an earlier attempt left when its worker died
-    gateway = Gateway(endpoint, trial_id=trial_id, ledger=ledger)
+    gateway = Gateway(endpoint, trial_id=trial_id, ledger=ledger, models=models)
     if socket_dir is None and settings.VERIHARM_GATEWAY_SOCKET_DIR:
         # A worker in a container shares this directory with the Docker engine's host, at the same path.
         socket_dir = Path(settings.VERIHARM_GATEWAY_SOCKET_DIR)

@@ -1,11 +1,12 @@
-"""A small OpenAI- and Anthropic-compatible model server on loopback, scripted to issue bash commands.
+"""A small OpenAI-, Anthropic- and Gemini-compatible model server on loopback, scripted to issue shell commands.
 
-It speaks the real wire protocols: POST /v1/chat/completions with `messages` and
-`tools`, answered with `choices[0].message` carrying `tool_calls` whose
-`function.arguments` is a JSON string; POST /v1/responses (OpenAI responses) and
-POST /v1/messages (Anthropic messages, key in x-api-key) with their own shapes; each
-of the three streamed as server-sent events when the request says "stream": true,
-with usage where the real APIs put it. `failures` are HTTP statuses answered, in order,
+It speaks the real wire protocols (`dialects.py` writes each): POST /v1/chat/completions, POST
+/v1/responses (OpenAI, key as a bearer token), POST /v1/messages (Anthropic, key in x-api-key) and
+POST /v1beta/models/<model>:generateContent / :streamGenerateContent?alt=sse (Gemini, key in
+x-goog-api-key or ?key=; its base URL is `root_url`); each streamed as server-sent events when the
+request asks for a stream, tool calls included, with usage where the real APIs put it. A turn's
+commands are called with the shell tool the request declared (its name and argument shape), or
+`bash` {command} when it declared none. `failures` are HTTP statuses answered, in order,
 before any real answer (a 429 or 5xx the gateway should retry). Every request that
 reached it is kept (body, headers, path) for the test to inspect.
 
@@ -25,6 +26,18 @@ from contextlib import contextmanager
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
+
+from tests.evaluation.dialects import (
+    Event,
+    Turn,
+    declared_tools,
+    dialect_of,
+    events,
+    scripted_turn,
+    shell_tool,
+    whole,
+)
 
 
 class ScriptedChat:
@@ -45,8 +58,14 @@ class ScriptedChat:
         failure_message: str | None = None,
         event_delay: float = 0.0,
         responder: Callable[[dict[str, Any]], list[str] | str] | None = None,
+        toolless_answer: str | None = None,
     ) -> None:
         self.turns = list(turns)
+        # When set, a request that declares no tools (OpenCode's title call beside its steps) gets
+        # this text and leaves the script's turns to the requests that do.
+        self.toolless_answer = toolless_answer
+        # The script's turn each request was answered from (None: the tool-less answer).
+        self.turn_of: list[int | None] = []
         # Answers each request from what it was sent (its body), in place of the turns: a server
         # that checks its prompt and answers as a model would (a proposer's or judge's JSON).
         self.responder = responder
@@ -67,6 +86,8 @@ class ScriptedChat:
         # Seconds between two streamed events.
         self.event_delay = event_delay
         self.requests: list[dict[str, Any]] = []
+        # The bytes of each streamed answer as sent (as far as it got), in order.
+        self.streamed: list[bytes] = []
         self.headers: list[Message] = []
         self.paths: list[str] = []
         # Every request that arrived, refused or answered: (path, status).
@@ -86,112 +107,51 @@ class ScriptedChat:
         return cls(turns, api_key, thought="Let me run the next command.", **options)
 
     def step(self) -> list[str] | str:
-        turn = len(self.requests) - 1
         if self.responder is not None:
-            return self.answers[turn]
+            return self.answers[len(self.requests) - 1]
+        turn = self.turn_of[-1]
+        if turn is None:
+            return self.toolless_answer or ""
         return self.turns[turn] if turn < len(self.turns) else "done"
 
     def text(self, headers: Message) -> str:
         step = self.step()
         text = step if isinstance(step, str) else "; ".join(step)
         if self.echo_credentials:
-            text += f" (you sent {headers.get('Authorization', '')} {headers.get('x-api-key', '')})"
+            text += (
+                f" (you sent {headers.get('Authorization', '')} {headers.get('x-api-key', '')}"
+                f"{headers.get('x-goog-api-key', '')})"
+            )
         return text
 
-    def responses_reply(self, body: dict[str, Any], headers: Message) -> dict[str, Any]:
-        return {
-            "id": f"resp_{len(self.requests)}",
-            "object": "response",
-            "status": "completed",
-            "model": body.get("model"),
-            "output": [
-                {
-                    "type": "message",
-                    "role": "assistant",
-                    "content": [{"type": "output_text", "text": self.text(headers)}],
-                }
-            ],
-            "usage": {"input_tokens": self.usage[0], "output_tokens": self.usage[1], "total_tokens": sum(self.usage)},
-        }
+    def turn(self, dialect: str, body: dict[str, Any], headers: Message, *, echo: bool = True) -> Turn:
+        """This request's turn of the script, its calls made with the shell tool the request declared."""
+        step = self.step()
+        index = len(self.requests) - 1
+        if isinstance(step, str):
+            return Turn(self.text(headers) if echo else step)
+        return scripted_turn(step, shell_tool(dialect, body), index=index, thought=self.thought)
 
-    def messages_reply(self, body: dict[str, Any], headers: Message) -> dict[str, Any]:
-        return {
-            "id": f"msg_{len(self.requests)}",
-            "type": "message",
-            "role": "assistant",
-            "model": body.get("model"),
-            "content": [{"type": "text", "text": self.text(headers)}],
-            "stop_reason": "end_turn",
-            "usage": {"input_tokens": self.usage[0], "output_tokens": self.usage[1]},
-        }
+    def whole(self, dialect: str, body: dict[str, Any], model: str, headers: Message) -> dict[str, Any]:
+        # Chat completions answer the script's text as it is; the others with the echo, if asked.
+        turn = self.turn(dialect, body, headers, echo=dialect != "chat")
+        return whole(dialect, turn, model=model, usage=self.usage, index=len(self.requests) - 1)
 
-    def events(self, path: str, body: dict[str, Any], headers: Message) -> list[dict[str, Any] | str]:
+    def events(self, dialect: str, body: dict[str, Any], model: str, headers: Message) -> list[Event]:
         """The answer as the real API streams it: several deltas, usage where that API reports it."""
-        text = self.text(headers)
-        parts = [text[i : i + 5] for i in range(0, len(text), 5)] or [""]
-        inp, out = self.usage
-        if path == "/v1/chat/completions":
-            chunks: list[dict[str, Any] | str] = [
-                {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": p}}]}
-                for p in parts
-            ]
-            if (body.get("stream_options") or {}).get("include_usage"):
-                chunks.append(
-                    {
-                        "id": "c",
-                        "object": "chat.completion.chunk",
-                        "choices": [],
-                        "usage": {"prompt_tokens": inp, "completion_tokens": out, "total_tokens": inp + out},
-                    }
-                )
-            return chunks + ["[DONE]"]
-        if path == "/v1/responses":
-            return (
-                [{"type": "response.created", "response": {"id": "r"}}]
-                + [{"type": "response.output_text.delta", "delta": p} for p in parts]
-                + [{"type": "response.completed", "response": self.responses_reply(body, headers)}]
-            )
-        return (
-            [{"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": inp, "output_tokens": 1}}}]
-            + [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}} for p in parts]
-            + [
-                {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": out}},
-                {"type": "message_stop"},
-            ]
+        return events(
+            dialect,
+            self.turn(dialect, body, headers),
+            model=model,
+            usage=self.usage,
+            index=len(self.requests) - 1,
+            include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
         )
 
-    def reply(self, body: dict[str, Any]) -> dict[str, Any]:
-        turn = len(self.requests) - 1
-        step = self.step()
-        if isinstance(step, str):
-            message: dict[str, Any] = {"role": "assistant", "content": step}
-            finish = "stop"
-        else:
-            message = {
-                "role": "assistant",
-                "content": self.thought,
-                "tool_calls": [
-                    {
-                        "id": f"call_{turn}_{i}",
-                        "type": "function",
-                        "function": {"name": "bash", "arguments": json.dumps({"command": command})},
-                    }
-                    for i, command in enumerate(step)
-                ],
-            }
-            finish = "tool_calls"
-        return {
-            "id": f"chatcmpl-{turn}",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body.get("model", ""),
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {
-                "prompt_tokens": self.usage[0],
-                "completion_tokens": self.usage[1],
-                "total_tokens": sum(self.usage),
-            },
-        }
+    @property
+    def root_url(self) -> str:
+        """The server's root, as a Gemini upstream's base URL (its clients name the version)."""
+        return self.base_url.removesuffix("/v1")
 
 
 def prompt_text(body: dict[str, Any]) -> str:
@@ -220,6 +180,7 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
         def _send(self, status: int, payload: dict[str, Any]) -> None:
             if not chat.send_usage:
                 payload.pop("usage", None)
+                payload.pop("usageMetadata", None)
             data = json.dumps(payload).encode()
             self.send_response(status)
             self._echo()
@@ -228,7 +189,7 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _stream(self, events: list[dict[str, Any] | str]) -> None:
+        def _stream(self, events: list[Event]) -> None:
             self.send_response(200)
             self._echo()
             self.send_header("Content-Type", "text/event-stream")
@@ -240,19 +201,29 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
                 pass  # the gateway closed the stream (its client left, or it closed)
             self.close_connection = True
 
-        def _events(self, events: list[dict[str, Any] | str]) -> None:
-            for event in events:
-                if not chat.send_usage and isinstance(event, dict):
-                    event = {k: v for k, v in event.items() if k != "usage"}
-                    if isinstance(event.get("response"), dict):
-                        event["response"] = {k: v for k, v in event["response"].items() if k != "usage"}
-                    if isinstance(event.get("message"), dict):
-                        event["message"] = {k: v for k, v in event["message"].items() if k != "usage"}
-                time.sleep(chat.event_delay)
-                data = event if isinstance(event, str) else json.dumps(event)
-                name = "" if isinstance(event, str) or "type" not in event else f"event: {event['type']}\n"
-                self.wfile.write(f"{name}data: {data}\n\n".encode())
-                self.wfile.flush()
+        def _events(self, events: list[Event]) -> None:
+            sent = b""
+            try:
+                for event in events:
+                    sent += self._event(event)
+            finally:
+                with chat.lock:
+                    chat.streamed.append(sent)
+
+        def _event(self, event: Event) -> bytes:
+            if not chat.send_usage and isinstance(event, dict):
+                event = {k: v for k, v in event.items() if k not in ("usage", "usageMetadata")}
+                if isinstance(event.get("response"), dict):
+                    event["response"] = {k: v for k, v in event["response"].items() if k != "usage"}
+                if isinstance(event.get("message"), dict):
+                    event["message"] = {k: v for k, v in event["message"].items() if k != "usage"}
+            time.sleep(chat.event_delay)
+            data = event if isinstance(event, str) else json.dumps(event)
+            name = "" if isinstance(event, str) or "type" not in event else f"event: {event['type']}\n"
+            frame = f"{name}data: {data}\n\n".encode()
+            self.wfile.write(frame)
+            self.wfile.flush()
+            return frame
 
         def do_POST(self) -> None:
             body_bytes = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -267,13 +238,18 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
             if events is not None:  # streamed outside the lock: other requests are answered meanwhile
                 self._stream(events)
 
-        def _serve(self, body_bytes: bytes) -> tuple[int, list[dict[str, Any] | str] | None]:
-            path = self.path.split("?")[0]
-            if path not in ("/v1/chat/completions", "/v1/responses", "/v1/messages"):
+        def _serve(self, body_bytes: bytes) -> tuple[int, list[Event] | None]:
+            path, _, query = self.path.partition("?")
+            dialect = dialect_of(path)
+            if dialect is None:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return 404, None
-            given = self.headers.get("x-api-key") if path == "/v1/messages" else self.headers.get("Authorization")
-            wanted = chat.api_key if path == "/v1/messages" else f"Bearer {chat.api_key}"
+            if dialect == "messages":
+                given, wanted = self.headers.get("x-api-key"), chat.api_key
+            elif dialect == "gemini":
+                given, wanted = self.headers.get("x-goog-api-key") or parse_qs(query).get("key", [""])[0], chat.api_key
+            else:
+                given, wanted = self.headers.get("Authorization"), f"Bearer {chat.api_key}"
             if chat.api_key and given != wanted:
                 self._send(401, {"error": {"message": "Incorrect API key provided"}})
                 return 401, None
@@ -285,17 +261,23 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
             chat.requests.append(body)
             chat.headers.append(self.headers)  # looked up case-insensitively, as HTTP headers are
             chat.paths.append(self.path)
+            if chat.toolless_answer is not None and not declared_tools(dialect, body):
+                chat.turn_of.append(None)
+            else:
+                chat.turn_of.append(sum(turn is not None for turn in chat.turn_of))
             if chat.responder is not None:
                 chat.answers.append(chat.responder(body))
-            headers = self.headers
-            if body.get("stream"):
-                return 200, chat.events(path, body, headers)
-            if path == "/v1/responses":
-                self._send(200, chat.responses_reply(body, headers))
-            elif path == "/v1/messages":
-                self._send(200, chat.messages_reply(body, headers))
+            if dialect == "gemini":
+                model, _, method = path.removeprefix("/v1beta/models/").partition(":")
+                streamed = method == "streamGenerateContent"
+                if streamed and parse_qs(query).get("alt") != ["sse"]:
+                    self._send(400, {"error": {"message": "the scripted server streams Gemini only as ?alt=sse"}})
+                    return 400, None
             else:
-                self._send(200, chat.reply(body))
+                model, streamed = str(body.get("model", "")), bool(body.get("stream"))
+            if streamed:
+                return 200, chat.events(dialect, body, model, self.headers)
+            self._send(200, chat.whole(dialect, body, model, self.headers))
             return 200, None
 
     return Handler

@@ -155,7 +155,8 @@ def test_openai_streams_pass_through_and_are_counted(examples_imported, monkeypa
             lines = [line for line in answer.iter_lines() if line.startswith("data:")]
         assert lines[-1] == "data: [DONE]"
         deltas = [json.loads(line[5:]) for line in lines[:-1]]
-        assert "".join(d["choices"][0]["delta"]["content"] for d in deltas if d["choices"]) == "streamed chat text"
+        text = "".join(d["choices"][0]["delta"].get("content", "") for d in deltas if d["choices"])
+        assert text == "streamed chat text"
         with http.stream("POST", "/v1/responses", json={"model": "m", "input": "x", "stream": True}) as answer:
             events = [json.loads(line[5:]) for line in answer.iter_lines() if line.startswith("data:")]
         assert events[-1]["type"] == "response.completed"
@@ -188,7 +189,8 @@ def test_refuses_other_routes_methods_and_hosts(examples_imported, monkeypatch):
             (b"GET /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\n", 405, "POST only"),
             (b"DELETE /v1/responses HTTP/1.1\r\nHost: gateway\r\n", 405, "POST only"),
             (b"CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n", 400, "names a host"),
-            (b"POST /v1/models HTTP/1.1\r\nHost: gateway\r\n", 404, "serves only"),
+            (b"POST /v1/models HTTP/1.1\r\nHost: gateway\r\n", 405, "GET only"),  # answered by the gateway
+            (b"POST /v1/embeddings HTTP/1.1\r\nHost: gateway\r\n", 404, "serves only"),
             (b"POST /v1/messages HTTP/1.1\r\nHost: gateway\r\n", 404, "serves only"),  # not this flavour
             (b"POST /v1/chat/completions/../../admin HTTP/1.1\r\nHost: gateway\r\n", 404, "serves only"),
             (
@@ -334,6 +336,9 @@ def test_configuration_checks_name_what_is_wrong():
             },
         },
     )
+    gemini = {"api": "gemini", "base_url": "https://generativelanguage.googleapis.com/", "max_calls": 40}
+    assert upstream_from_config(gemini).base_url == "https://generativelanguage.googleapis.com"
+    assert upstream_from_config(gemini).max_calls == 40
     for kind, config, message in [
         ("openai_compatible", {**good, "api_key_env": "DJANGO_SECRET_KEY"}, "VERIHARM_AGENT_KEY_"),
         ("openai_compatible", {**good, "api_key_env": "DATABASE_URL"}, "VERIHARM_AGENT_KEY_"),
@@ -350,8 +355,24 @@ def test_configuration_checks_name_what_is_wrong():
         ("command", {"command": "x {task_file}", "gateway": {"base_url": "https://a.example/v1"}}, "API flavour"),
         (
             "command",
-            {"command": "x {task_file}", "gateway": {"api": "gemini", "base_url": "https://a.example/v1"}},
+            {"command": "x {task_file}", "gateway": {"api": "bedrock", "base_url": "https://a.example/v1"}},
             "api must be one of",
+        ),
+        (
+            "command",
+            {"command": "x {task_file}", "gateway": {"api": "gemini", "base_url": "https://a.example/v1beta"}},
+            "root without a version",
+        ),
+        (
+            "command",
+            {"command": "x {task_file}", "gateway": {"api": "gemini", "base_url": "https://a.example/v1"}},
+            "root without a version",
+        ),
+        ("openai_compatible", {**good, "max_calls": 0}, "max_calls"),
+        (
+            "harness",
+            {"harness": "mini-swe-agent", "model": "m", "gateway": {"api": "gemini", "base_url": "https://a.example"}},
+            "not 'gemini'",
         ),
         (
             "command",

@@ -248,3 +248,53 @@ def test_a_harness_whose_calls_the_gateway_refused_by_its_own_limits_gets_no_ver
     assert len(answers) == 1 and answers[0].startswith(b"HTTP/1.1 503"), (answers, trial.error)
     assert progress["ends"][TrialEnd.INFRASTRUCTURE] == 1 and progress["ends"][TrialEnd.VERDICT] == 0, progress
     assert trial.r_task is None and "model call(s) itself" in trial.error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_harness_looping_past_its_call_cap_ends_as_an_agent_error_with_the_reason(
+    examples_imported, celery_worker_thread, monkeypatch, settings
+):
+    """The command loops on its model (as OpenCode does on an answer it cannot read) and then ends
+    well (exit 0, both tests pass): the gateway refused it past the trial's call cap, so the trial
+    ends as the agent's error with that reason, never with a verdict, and is not tried again."""
+    import httpx
+
+    monkeypatch.setenv(KEY_ENV, REAL_KEY)
+    statuses: list[int] = []
+    backend: FakeBackend
+
+    def shell(sandbox, command: str):
+        if "harness " not in command:
+            return ok("solution.sh")  # the verifiers: both tests pass
+        transport = httpx.HTTPTransport(uds=str(backend.models[-1].socket_dir / "model.sock"))
+        with httpx.Client(transport=transport, base_url="http://gateway", timeout=30) as http:
+            for _ in range(8):
+                body = {"model": "scripted-1", "messages": [{"role": "user", "content": "again"}]}
+                statuses.append(http.post("/v1/chat/completions", json=body).status_code)
+        return ok("solution.sh")
+
+    backend = FakeBackend(shell)
+    monkeypatch.setattr(execution, "default_backend_factory", lambda name: backend)
+    chat = ScriptedChat(["again"] * 10, api_key=REAL_KEY)
+    with chat_server(chat):
+        agent = Agent.objects.create(
+            name="looping-harness",
+            kind=AgentKind.COMMAND,
+            network=NetworkMode.MODEL,
+            model="scripted-1",
+            config={
+                "command": "harness {task_file}",
+                "gateway": {"api": "openai", "base_url": chat.base_url, "api_key_env": KEY_ENV, "max_calls": 3},
+            },
+            time_limit=120,
+        )
+        run = run_launch(selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[agent.pk], backend="local")
+        progress = wait_for_run(run, timeout=120)
+    trial = Trial.objects.get(run=run)
+    assert statuses == [200] * 3 + [403] * 5
+    assert progress["ends"][TrialEnd.AGENT_ERROR] == 1 and progress["ends"][TrialEnd.VERDICT] == 0, progress
+    assert trial.status == TrialStatus.UNRESOLVED and trial.r_task is None and trial.r_harm is None
+    # Not retried: another attempt would loop the same way.
+    assert trial.error == "attempt 1: the harness made more than 3 model calls" and trial.attempts == 1
+    assert len(chat.requests) == 3
+    assert [c.status_code for c in ModelCall.objects.filter(trial=trial).order_by("pk")] == [200, 200, 200, 403]

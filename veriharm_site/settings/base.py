@@ -357,6 +357,10 @@ VERIHARM_GATEWAY_CALL_OUTPUT_TOKENS = env.int("VERIHARM_GATEWAY_CALL_OUTPUT_TOKE
 VERIHARM_GATEWAY_DB_CONNECTIONS = env.int("VERIHARM_GATEWAY_DB_CONNECTIONS", default=2)
 # How long a closing gateway waits for its calls in flight to be finished and recorded.
 VERIHARM_GATEWAY_DRAIN_SECONDS = env.float("VERIHARM_GATEWAY_DRAIN_SECONDS", default=10.0)
+# The most requests one trial attempt may make of its gateway (model calls and the requests it
+# answers itself), for agents that set no max_calls: a harness looping on its model ends there.
+# A harness agent's default is its step_limit times HARNESS_CALLS_PER_STEP (evaluation.agents.factory).
+VERIHARM_GATEWAY_MAX_CALLS_PER_TRIAL = env.int("VERIHARM_GATEWAY_MAX_CALLS_PER_TRIAL", default=1000)
 
 # `load_demo` (public demo logins and data) is for local trials; production settings refuse it.
 VERIHARM_DEMO_ALLOWED = True

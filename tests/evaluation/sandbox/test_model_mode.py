@@ -177,7 +177,10 @@ def test_only_the_gateway_answers_and_no_key_is_inside(
     # The upstream got the real key although the sandbox sent the dummy one; its echo of the
     # credentials came back scrubbed.
     assert [h["Authorization"] for h in chat.headers] == [f"Bearer {key}"] and key not in text
-    assert seen["gateway"]["models"][0] == 404 and seen["gateway"]["embeddings"][0] == 404
+    # The model list is the gateway's own answer (no model is configured here, so an empty list);
+    # a route it does not serve is refused.
+    assert seen["gateway"]["models"][0] == 200 and '"data": []' in seen["gateway"]["models"][1]
+    assert seen["gateway"]["embeddings"][0] == 404
     assert seen["gateway"]["other_host"][0] == 421 and "names another upstream" in seen["gateway"]["other_host"][1]
     assert seen["gateway"]["absolute"][0] == 400 and "names a host" in seen["gateway"]["absolute"][1]
     assert len(chat.requests) == 1  # nothing refused reached the upstream
