@@ -20,6 +20,7 @@ from .common import (
     Line,
     StepsBuilder,
     TokenCount,
+    exit_status,
     json_lines,
     parse,
     timestamp,
@@ -185,7 +186,7 @@ def _user(line: Line, steps: StepsBuilder) -> None:
         exit_code: int | None = 0
         if block.is_error:
             found = _EXIT_PREFIX.match(output)
-            exit_code = int(found.group(1)) if found else None
+            exit_code = exit_status(found.group(1)) if found else None
             if found:
                 output = output[found.end() :]
         if block.tool_use_id in steps.pending and steps.pending[block.tool_use_id].command is None:

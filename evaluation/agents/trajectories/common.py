@@ -86,7 +86,7 @@ def json_lines(stdout: str, skip: tuple[str, ...] = ()) -> Iterator[Line]:
             continue
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
             data = None
         yield Line(number, text, data if isinstance(data, dict) else None)
 
@@ -104,8 +104,19 @@ def parse[ModelT: Event](model: type[ModelT], line: Line, steps: StepsBuilder) -
         return None
 
 
-def quoted(text: str) -> str:
-    return text if len(text) <= QUOTED_CHARS else text[:QUOTED_CHARS] + "…"
+def quoted(text: str, limit: int = QUOTED_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def exit_status(digits: str) -> int | None:
+    """An exit status written in a tool's text, or None past what a 32-bit column holds."""
+    value = int(digits)
+    return value if -(2**31) <= value < 2**31 else None
+
+
+def clean(text: str) -> str:
+    """Text a step can hold: PostgreSQL text cannot hold NUL (output_tail drops it from outputs)."""
+    return text.replace("\x00", "")
 
 
 def timestamp(value: str | None) -> datetime | None:
@@ -166,7 +177,7 @@ class StepsBuilder:
 
     def message(self, text: str, *, message_id: str | None = None) -> None:
         if text.strip():
-            self.steps.append(Step(kind="message", content=text))
+            self.steps.append(Step(kind="message", content=clean(text)))
             self.message_id, self.message_index = message_id, len(self.steps) - 1
 
     def call(
@@ -179,9 +190,14 @@ class StepsBuilder:
         message_id: str | None = None,
         started: datetime | None = None,
     ) -> None:
-        """The model asked for a tool call: shown on its message's step until its result comes."""
+        """The model asked for a tool call. A shell command is shown on its message's step (as the
+        openai_compatible loop shows the commands a message asked for), then as its own step when its
+        result comes; any other tool's call is one note, written with its result."""
+        command = clean(command) if command is not None else None
+        arguments = clean(arguments)
         self.pending[call_id] = PendingCall(tool, command, arguments, started)
-        asked = command if command is not None else f"{tool} {arguments}"
+        if command is None:
+            return  # another tool's call is its note, with its result: a message's command is a shell's
         if message_id is not None and message_id == self.message_id and self.message_index is not None:
             at = self.message_index  # the same message as a step already shown
         elif message_id is None and self.steps and self.steps[-1].kind == "message":
@@ -191,7 +207,7 @@ class StepsBuilder:
             self.message_id, at = message_id, len(self.steps) - 1
             self.message_index = at
         step = self.steps[at]
-        self.steps[at] = replace(step, command="\n".join(filter(None, [step.command, asked])))
+        self.steps[at] = replace(step, command="\n".join(filter(None, [step.command, command])))
 
     def result(
         self,
@@ -218,14 +234,11 @@ class StepsBuilder:
             )
             return
         status = " (failed)" if failed else ""
-        self.steps.append(
-            Step(
-                kind="note", content=f"{call.tool} tool{status}: {call.arguments}\n{output}".rstrip(), duration=duration
-            )
-        )
+        text = f"{call.tool} tool{status}: {quoted(call.arguments, OUTPUT_CHARS)}\n{output}".rstrip()
+        self.steps.append(Step(kind="note", content=text, duration=duration))
 
     def note(self, text: str) -> None:
-        self.steps.append(Step(kind="note", content=text))
+        self.steps.append(Step(kind="note", content=clean(text)))
 
     def unreadable(self, line: Line, why: str) -> None:
         self.note(f"{self.harness} output line {line.number} could not be read: {why}: {quoted(line.text)}")

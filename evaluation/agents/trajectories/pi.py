@@ -25,6 +25,7 @@ from .common import (
     TokenCount,
     add,
     add_cost,
+    exit_status,
     json_lines,
     parse,
     tool_input_text,
@@ -216,7 +217,7 @@ def _tool_end(line: Line, steps: StepsBuilder) -> None:
     exit_code: int | None = 0 if shell and not event.isError else None
     found = _EXIT_SUFFIX.search(output) if shell and event.isError else None
     if found:
-        exit_code = int(found.group(1))
+        exit_code = exit_status(found.group(1))
         output = output[: found.start()]
     steps.result(
         event.toolCallId,

@@ -133,6 +133,38 @@ def test_two_calls_in_one_model_message_each_with_its_own_result(harness):
     assert of_kind(trajectory, "message")[-1].content == "Both ran."
 
 
+@pytest.mark.parametrize(
+    ("harness", "tool"),
+    [("claude-code", "Write"), ("opencode", "write"), ("pi", "write"), ("gemini-cli", "write_file")],
+)
+def test_another_tool_s_call_is_a_note_with_its_input_and_result(harness, tool):
+    # The model wrote note.txt with the harness's own file tool, then ran `cat note.txt`.
+    trajectory = read(harness, "write_tool")
+    first = trajectory.steps[0]
+    assert (first.kind, first.content, first.command) == ("message", "I will use the write tool.", "")
+    note = trajectory.steps[1]
+    assert note.kind == "note"
+    assert note.content.startswith(f"{tool} tool: {{")
+    assert '"content": "written by the write tool\\n"' in note.content and "/work/note.txt" in note.content
+    [command] = of_kind(trajectory, "command")
+    assert (command.command, command.content.strip()) == ("cat note.txt", "written by the write tool")
+
+
+@pytest.mark.parametrize(
+    ("harness", "thought"),
+    [
+        ("codex", "[reasoning] **Planning** step 1: decide the next command."),
+        ("claude-code", "[thinking] Step 1: decide the next command."),
+    ],
+)
+def test_the_model_s_reasoning_is_shown_before_the_answer_that_asked_for_the_command(harness, thought):
+    messages = of_kind(read(harness, "reasoning"), "message")
+    assert [(step.content, step.command) for step in messages[:2]] == [
+        (thought, ""),
+        ("I will write the file.", SHOWN.get(harness, (FIRST, SECOND))[0]),
+    ]
+
+
 ERRORS = {
     "claude-code": "API Error: 500 scripted internal error",
     "codex": "experiencing high demand",  # Codex's own words for an upstream 500
@@ -266,6 +298,23 @@ def test_a_known_event_with_a_field_of_the_wrong_type_becomes_a_note(harness):
     notes = [step.content for step in of_kind(trajectory, "note")]
     assert any(f"line {index + 1} could not be read: its fields are not what this reader expects" in n for n in notes)
     assert len(of_kind(trajectory, "command")) == 2
+
+
+@pytest.mark.parametrize("harness", sorted(FOLDERS))
+def test_what_an_agent_may_write_cannot_break_the_reading_or_the_record(harness):
+    # A line nested deeper than Python's stack, and NUL characters in the model's text (PostgreSQL
+    # text cannot hold NUL): the first is a note, the second kept without its NULs.
+    text = output(harness, "script").replace("I will write the file.", "I will write\\u0000 the file.")
+    assert "\\u0000" in text
+    trajectory = read_output(harness, "[" * 100_000 + "\n" + text)
+    assert "could not be read: not a JSON object" in trajectory.steps[0].content
+    assert of_kind(trajectory, "message")[0].content == "I will write the file."
+    assert all("\x00" not in step.content + step.command for step in trajectory.steps)
+
+
+def test_an_exit_status_no_column_can_hold_is_none():
+    text = output("pi", "script").replace("Command exited with code 3", "Command exited with code 99999999999")
+    assert of_kind(read_output("pi", text), "command")[1].exit_code is None
 
 
 @pytest.mark.parametrize("harness", sorted(FOLDERS))
