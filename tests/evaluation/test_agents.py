@@ -95,7 +95,10 @@ def test_harness_configuration_is_checked():
     assert "agent.step_limit=12" in runner.recipe.command(good)
     assert runner.recipe.env(good)["OPENAI_BASE_URL"] == "http://127.0.0.1:8370/v1"
     for config, message in [
-        ({**good, "harness": "claude-code"}, "harness must be one of mini-swe-agent"),
+        ({**good, "harness": "aider"}, "harness must be one of claude-code, codex, gemini-cli, mini-swe-agent"),
+        # A harness refuses an API flavour it cannot serve, naming both.
+        ({**good, "harness": "claude-code"}, "claude-code speaks the anthropic API, not 'openai'"),
+        ({**good, "harness": "gemini-cli"}, "gemini-cli speaks the gemini API, not 'openai'"),
         ({k: v for k, v in good.items() if k != "model"}, "needs model"),
         ({**good, "model": "two words"}, "needs model"),
         ({k: v for k, v in good.items() if k != "gateway"}, "needs gateway"),

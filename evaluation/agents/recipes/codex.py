@@ -3,8 +3,8 @@
 `codex exec` is non-interactive; with approvals and its own sandbox bypassed (the VeriHarm sandbox
 is the sandbox) it runs every command the model asks for. It ignores OPENAI_BASE_URL and its
 built-in provider tries WebSockets to the vendor, so config.toml defines a provider of its own that
-speaks the responses API to the gateway, with update checks, analytics and feedback off and its own
-retries cut to one. Codex has no turn limit: the gateway's call cap and the time limit bound it.
+speaks the responses API to the gateway, with update checks, analytics, feedback and plugins off and
+its own retries cut to one. Codex has no turn limit: the gateway's call cap and the time limit bound it.
 """
 
 from __future__ import annotations
@@ -49,6 +49,10 @@ def _config_toml(config: Config) -> str:
             "",
             "[feedback]",
             "enabled = false",
+            "",
+            # Plugins look themselves up on GitHub at start (a DNS query nothing here would answer).
+            "[features]",
+            "plugins = false",
             "",
         ]
     )
