@@ -243,6 +243,10 @@ class Gateway:
         # Calls the gateway itself refused or failed (its limits, its key, its own error).
         self.gateway_failures = 0
         self.calls = 0
+        # Calls forwarded to the upstream, and those it answered with success: none answered among
+        # those forwarded means the agent never had a model.
+        self.forwarded = 0
+        self.answered = 0
         # Requests admitted under the call cap, and those refused past it (the harness's doing).
         self.requests = 0
         self.calls_refused_over_cap = 0
@@ -612,6 +616,14 @@ class Gateway:
             call.answer_chars = len(content)
             if response.status_code >= 400:
                 call.error = excerpt(content, scrubber.key)
+            elif call.streamed:
+                # Asked for a stream, answered whole: the CLIs misread that in their own ways (an empty
+                # answer, an exit, a loop of retries without end), so it is refused here, by name, and
+                # recorded as the upstream's failure (its tokens still counted).
+                call.streamed = False
+                call.status = 502
+                call.error = "the upstream answered a streamed request with a whole body, not server-sent events"
+                return _error(self.upstream.api, 502, "api_error", call.error)
             # Recorded (by handle) before the answer leaves and before the slot is freed, so the next
             # call's budget check counts this one.
             return GatewayResponse(response.status_code, headers, scrubber.feed(content) + scrubber.flush())
@@ -627,6 +639,9 @@ class Gateway:
             call.recorded = True
             with self._lock:
                 self.calls += 1
+                self.forwarded += 1
+                if 200 <= call.status < 400:
+                    self.answered += 1
             if self.ledger is None:
                 return
             usage, estimated = finished_usage(call)

@@ -223,6 +223,16 @@ class TrialGateway:
         return self.gateway.gateway_failures
 
     @property
+    def forwarded(self) -> int:
+        """Calls forwarded to the upstream."""
+        return self.gateway.forwarded
+
+    @property
+    def answered(self) -> int:
+        """Forwarded calls the upstream answered with success."""
+        return self.gateway.answered
+
+    @property
     def limit_hit(self) -> str:
         """Why the gateway stopped the agent by its own call cap ("" if it did not): the trial ends
         as an agent error with this reason, never with a verdict."""

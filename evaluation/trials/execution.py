@@ -212,6 +212,15 @@ def _attempt(claim: leases.Claim, backend_factory: Callable[[str], SandboxBacken
             )
         if failed:
             return _gateway_failed(claim, failed)
+        if gw is not None and gw.forwarded and not gw.answered:
+            # Every model call failed (the upstream's errors, after the harness's own retries): whatever the
+            # agent's program did then, and however it ended, no model ever acted, so there is no verdict.
+            return leases.trial_fail(
+                claim,
+                f"the model never answered: all {gw.forwarded} model call(s) of the agent failed",
+                retryable=False,
+                end=TrialEnd.AGENT_ERROR,
+            )
         if limit_hit:
             return _call_cap_hit(claim, limit_hit)
         return (

@@ -59,8 +59,11 @@ class ScriptedChat:
         event_delay: float = 0.0,
         responder: Callable[[dict[str, Any]], list[str] | str] | None = None,
         toolless_answer: str | None = None,
+        never_stream: bool = False,
     ) -> None:
         self.turns = list(turns)
+        # Answer plain JSON even where the request asked for a stream (a careless compatible server).
+        self.never_stream = never_stream
         # When set, a request that declares no tools (OpenCode's title call beside its steps) gets
         # this text and leaves the script's turns to the requests that do.
         self.toolless_answer = toolless_answer
@@ -275,7 +278,7 @@ def _handler(chat: ScriptedChat) -> type[BaseHTTPRequestHandler]:
                     return 400, None
             else:
                 model, streamed = str(body.get("model", "")), bool(body.get("stream"))
-            if streamed:
+            if streamed and not chat.never_stream:
                 return 200, chat.events(dialect, body, model, self.headers)
             self._send(200, chat.whole(dialect, body, model, self.headers))
             return 200, None

@@ -78,3 +78,14 @@ def mini_swe_agent_create(name: str, base_url: str, key_env: str):
         },
         time_limit=300,
     )
+
+
+@pytest.fixture(scope="session")
+def harnesses_ready(sandboxes_ready) -> None:
+    """Every harness runtime the build script makes (the native CLIs beside mini-swe-agent)."""
+    from evaluation.sandbox.images import HARNESS_RUNTIMES, build_sandbox_base, harness_is_complete
+
+    if not all(harness_is_complete(name) for name in HARNESS_RUNTIMES):
+        build_sandbox_base()
+    missing = [name for name in HARNESS_RUNTIMES if not harness_is_complete(name)]
+    assert not missing, f"the build script did not make the runtimes of {missing}"

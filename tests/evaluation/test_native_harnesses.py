@@ -22,7 +22,6 @@ from evaluation.agents.harness import RECIPES
 from evaluation.models import ModelCall, ModelRoute, Trial
 from evaluation.runs.agents import agent_create
 from evaluation.runs.launch import run_launch
-from evaluation.sandbox.images import build_sandbox_base, harness_is_complete
 from evaluation.v3ast import selectors as v3ast
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_for_run
@@ -44,14 +43,6 @@ MARK = {reference: f"bash -s {reference}-reference" for reference in ("harmful",
 ANSWERED_BY_GATEWAY = (ModelRoute.HELLO, ModelRoute.MODELS, ModelRoute.COUNT_TOKENS)
 
 
-@pytest.fixture(scope="session")
-def harnesses_ready(sandboxes_ready) -> None:
-    if not all(harness_is_complete(name) for name in HARNESSES):
-        build_sandbox_base()
-    missing = [name for name in HARNESSES if not harness_is_complete(name)]
-    assert not missing, f"the build script did not make the runtimes of {missing}"
-
-
 def _as_one_line(script: str, reference: str) -> str:
     """The reference script as one shell command without quotes, heredocs or command substitution:
     Gemini CLI refuses to run a command with `$(...)` in it (even in a quoted heredoc), as a model
@@ -59,15 +50,16 @@ def _as_one_line(script: str, reference: str) -> str:
     return f"echo {base64.b64encode(script.encode()).decode()} | base64 -d | {MARK[reference]}"
 
 
-def _agent(harness: str, reference: str, chat: ScriptedChat, backend: str):
+def agent_for(harness: str, name: str, chat: ScriptedChat, *, step_limit: int = 6, time_limit: int = 240):
+    """A harness agent of the model MODEL, served by the scripted upstream `chat` in its dialect."""
     api = HARNESSES[harness]
     return agent_create(
-        name=f"{harness} {reference} {backend}",
+        name=name,
         kind="harness",
         config={
             "harness": harness,
             "model": MODEL,
-            "step_limit": 6,
+            "step_limit": step_limit,
             "gateway": {
                 "api": api,
                 "base_url": chat.root_url if api == "gemini" else chat.base_url,
@@ -75,7 +67,7 @@ def _agent(harness: str, reference: str, chat: ScriptedChat, backend: str):
                 "prices": {MODEL: {"input": 1, "output": 2}},
             },
         },
-        time_limit=240,
+        time_limit=time_limit,
     )
 
 
@@ -105,7 +97,7 @@ def test_each_harness_does_the_references_through_the_gateway(
                     toolless_answer="Shell script",
                 )
                 chats[harness, reference] = servers.enter_context(chat_server(chat))
-                agents[harness, reference] = _agent(harness, reference, chat, backend)
+                agents[harness, reference] = agent_for(harness, f"{harness} {reference} {backend}", chat)
         run = run_launch(
             selection={"kind": "ids", "ids": [CANDIDATE]},
             agent_ids=[agent.pk for agent in agents.values()],
