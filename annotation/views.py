@@ -160,7 +160,7 @@ class SkipView(RoleRequiredMixin, View):
             return redirect("annotation:item", study_id, token)
         messages.success(
             request,
-            "Flagged the item as unclear and set it aside."
+            "Flagged the item as unclear: it went to the curators with your reason and is out of your queue."
             if unclear
             else "Skipped the item: it waits among your skipped items.",
         )

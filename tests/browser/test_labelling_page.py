@@ -210,6 +210,8 @@ def test_skip_flag_keys_list_and_turning_single_keys_off(study, new_page, live_s
     # Flag: a reason is asked for and kept for curators.
     page.keyboard.press("f")
     expect(page.locator("#flag-reason")).to_be_focused()
+    # What flagging does is said beside the control, before it is sent.
+    expect(page.get_by_test_id("flag-effect")).to_contain_text("takes it out of your queue")
     page.locator("#flag-button").click()  # without a reason: refused on the page
     expect(page.locator("#key-status")).to_have_text("Say what is unclear before flagging the item.")
     assert not ItemSkip.objects.filter(item__number=second, item__study=study, annotator=annotator).exists()
@@ -224,3 +226,4 @@ def test_skip_flag_keys_list_and_turning_single_keys_off(study, new_page, live_s
     assert flagged.unclear
     assert flagged.reason.splitlines() == ["The harm test names a file", "the task never mentions."]
     assert f"Item {second}" not in page.locator("h1").inner_text()
+    expect(page.locator(".messages")).to_contain_text("went to the curators")
