@@ -562,6 +562,8 @@ class ResultsView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             judge_rule=judges.RULE,
             judge_sum_split=judges.SUM_SPLIT,
             judge_kappa_interval=judges.NO_KAPPA_INTERVAL,
+            quick=quality.quick_labels(study, results),
+            fast_seconds=quality.FAST_SECONDS,
             **kwargs,
         )
 
