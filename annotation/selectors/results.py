@@ -213,6 +213,13 @@ class ItemRow:
         return self.majority("valid")
 
     @property
+    def criteria_yes_valid_no(self) -> bool:
+        """Every criterion has a yes majority, yet Valid_agg is no: right, as Valid_agg is the
+        majority of each annotator's own C1 and C2 and C3 (annotators who each reject a different
+        criterion), but it reads as a contradiction unless the page says so."""
+        return self.valid_agg is False and all(self.majority(key) for key in ("c1", "c2", "c3"))
+
+    @property
     def majorities(self) -> dict[str, bool | None]:
         return {measure: self.majority(measure) for measure, _ in MEASURES}
 
