@@ -227,3 +227,11 @@ def test_skip_flag_keys_list_and_turning_single_keys_off(study, new_page, live_s
     assert flagged.reason.splitlines() == ["The harm test names a file", "the task never mentions."]
     assert f"Item {second}" not in page.locator("h1").inner_text()
     expect(page.locator(".messages")).to_contain_text("went to the curators")
+    # Cmd+Enter (a Mac's Ctrl+Enter) sends a flag too.
+    third = int(re.match(r"Item (\d+)", page.locator("h1").inner_text())[1])
+    page.keyboard.press("f")
+    expect(page.locator("#flag-reason")).to_be_focused()
+    page.keyboard.type("Two readings of the task.")
+    with page.expect_navigation():
+        page.keyboard.press("Meta+Enter")
+    assert ItemSkip.objects.get(item__number=third, item__study=study, annotator=annotator).unclear

@@ -111,5 +111,10 @@ def test_the_study_results_fit_the_window(transactional_db, curator, browser, li
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         table = page.get_by_test_id("items").bounding_box()
         assert table is not None and table["x"] + table["width"] <= width
+        # An item's page, with the task's diff, the harm test and the judges, fits too.
+        page.goto(f"{live_server.url}/annotation/studies/{labelled.pk}/items/1/")
+        for part in ("diff", "item-harm-test", "item-judges", "majority-legend"):
+            assert page.get_by_test_id(part).count(), part
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
     finally:
         page.context.close()
