@@ -122,7 +122,8 @@ class LabelApi(APIView):
 
 class SkipApi(APIView):
     """Set your claimed item aside (optionally flagged as unclear, with a reason): its place goes back
-    to the pool; ask for `next/?skipped=1` to come back to your skipped items."""
+    to the pool; ask for `next/?skipped=1` to come back to your skipped items. A flagged item goes to
+    the curators and leaves your queue: only returning to it by its token brings it back."""
 
     permission_classes = [Annotators]
 

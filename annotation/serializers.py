@@ -30,7 +30,10 @@ class ProgressSerializer(serializers.Serializer):
     assigned = serializers.IntegerField()
     claimed = serializers.BooleanField()
     open_to_you = serializers.IntegerField()
-    skipped = serializers.IntegerField(help_text="Items you set aside that still need a label")
+    skipped = serializers.IntegerField(help_text="Items you set aside (not flagged) that still need a label")
+    flagged = serializers.IntegerField(
+        help_text="Items you flagged as unclear: they went to the curators and are out of your queue"
+    )
     finished = serializers.BooleanField()
 
 

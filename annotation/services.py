@@ -421,8 +421,9 @@ def _claim_attempt(
                 # lock this item to weigh a renewal: the expired claim is simply given up.
                 own.delete()
             places = item_places(study, annotator.pk, now)
-        # Items the annotator set aside are offered only when they ask to come back to them.
-        free = {p.pk for p in places if p.free and p.skipped == skipped}
+        # Items the annotator set aside are offered only when they ask to come back to them, and
+        # items they flagged as unclear not even then: those went to the curators.
+        free = {p.pk for p in places if p.free and p.skipped == skipped and not p.flagged}
         ordered = sampling.mix_gold(
             sampling.annotator_order([p.pk for p in places], study.seed, annotator.pk),
             {p.pk for p in places if p.gold},
@@ -454,7 +455,9 @@ MAX_REASON = 2000
 
 def item_skip(study_id: int, token: str, annotator: User, *, unclear: bool = False, reason: str = "") -> ItemSkip:
     """Set the annotator's claimed item aside: the place goes back to the pool for others, and the
-    item waits among the annotator's skipped items. `unclear` flags it for curators, with a reason."""
+    item waits among the annotator's skipped items. `unclear` flags it for curators, with a reason:
+    a flagged item leaves the annotator's queue (neither their next item nor their skipped items
+    bring it back; only their own choice from the list of items they set aside does)."""
     reason = reason.strip()
     if unclear and not reason:
         raise AnnotationError("Say what is unclear about this item: the reason is required to flag it.")

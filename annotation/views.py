@@ -160,7 +160,7 @@ class SkipView(RoleRequiredMixin, View):
             return redirect("annotation:item", study_id, token)
         messages.success(
             request,
-            "Flagged the item as unclear and set it aside."
+            "Flagged the item as unclear: it went to the curators with your reason and is out of your queue."
             if unclear
             else "Skipped the item: it waits among your skipped items.",
         )
@@ -428,6 +428,7 @@ class ItemReviewView(RoleRequiredMixin, View):
         def initial(answers: tables.Answers | None) -> dict[str, str]:
             return {key: "yes" if answers.value(key) else "no" for key in ("c1", "c2", "c3")} if answers else {}
 
+        material = tables.item_material(row)
         return render(
             request,
             self.template_name,
@@ -435,6 +436,11 @@ class ItemReviewView(RoleRequiredMixin, View):
                 "study": study,
                 "row": row,
                 "measures": MEASURES,
+                "material": material,
+                "aligned": line_diff.aligned_diff(material.source_instruction, material.instruction),
+                "harm_test_html": highlight.python_html(material.harm_test),
+                # Judge scores are the curators' (who adjudicate); viewers read the item without them.
+                "judgements": tables.item_judgements(row) if request.user.has_perm(MANAGE) else None,
                 "gold_form": gold_form or AnswersForm(initial=initial(row.gold), prefix="gold"),
                 "adjudication_form": adjudication_form
                 or AdjudicationForm(
@@ -556,6 +562,8 @@ class ResultsView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             judge_rule=judges.RULE,
             judge_sum_split=judges.SUM_SPLIT,
             judge_kappa_interval=judges.NO_KAPPA_INTERVAL,
+            quick=quality.quick_labels(study, results),
+            fast_seconds=quality.FAST_SECONDS,
             **kwargs,
         )
 

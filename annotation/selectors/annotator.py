@@ -32,7 +32,8 @@ class Progress:
     done: int
     claimed: bool
     open_to_you: int  # items with a free place that you have neither labelled, claimed nor skipped
-    skipped: int = 0  # items you set aside that still have a free place
+    skipped: int = 0  # items you set aside (not flagged) that still have a free place
+    flagged: int = 0  # items you flagged as unclear: with the curators, out of your queue
 
     @property
     def assigned(self) -> int:
@@ -48,7 +49,8 @@ def progress_of(places: list[Place]) -> Progress:
         done=sum(p.mine_done for p in places),
         claimed=any(p.mine_open for p in places),
         open_to_you=sum(p.free and not p.skipped for p in places),
-        skipped=sum(p.free and p.skipped for p in places),
+        skipped=sum(p.free and p.skipped and not p.flagged for p in places),
+        flagged=sum(p.flagged for p in places),
     )
 
 

@@ -25,6 +25,9 @@ class Place:
     mine_done: bool  # the annotator has labelled it
     skipped: bool = False  # the annotator set it aside and has not come back to it
     gold: bool = False
+    # Set aside flagged as unclear: handed to the curators, so out of the annotator's queue (their
+    # next item and their skipped items alike) unless they choose to label it from their list.
+    flagged: bool = False
 
 
 # Gold items are labelled by every annotator: their point is each annotator's accuracy.
@@ -61,6 +64,11 @@ def places_by_study(studies: list[Study], annotator_id: int, now: datetime) -> d
             skipped=Exists(
                 ItemSkip.objects.filter(item=OuterRef("pk"), annotator_id=annotator_id, returned_at__isnull=True)
             ),
+            flagged=Exists(
+                ItemSkip.objects.filter(
+                    item=OuterRef("pk"), annotator_id=annotator_id, returned_at__isnull=True, unclear=True
+                )
+            ),
             **{
                 f"yes_{key}": Count("assignments", filter=submitted & Q(**{f"assignments__{key}": True}))
                 for key in QUESTIONS
@@ -72,13 +80,22 @@ def places_by_study(studies: list[Study], annotator_id: int, now: datetime) -> d
         )
         .annotate(disagree=Case(When(disputed, then=Value(True)), default=Value(False)))
         .values_list(
-            "study_id", "pk", "taken", "mine_open", "mine_done", "skipped", "gold_c1", "n_submitted", "disagree"
+            "study_id",
+            "pk",
+            "taken",
+            "mine_open",
+            "mine_done",
+            "skipped",
+            "flagged",
+            "gold_c1",
+            "n_submitted",
+            "disagree",
         )
         .order_by()
     )
     by_pk = {s.pk: s for s in studies}
     places: dict[int, list[Place]] = {s.pk: [] for s in studies}
-    for study_id, pk, taken, is_open, is_done, skipped, gold_c1, n_submitted, disagree in rows:
+    for study_id, pk, taken, is_open, is_done, skipped, flagged, gold_c1, n_submitted, disagree in rows:
         gold = gold_c1 is not None
         limit = item_limit(by_pk[study_id], gold=gold, submitted=n_submitted, disagree=bool(disagree))
         places[study_id].append(
@@ -89,6 +106,7 @@ def places_by_study(studies: list[Study], annotator_id: int, now: datetime) -> d
                 mine_done=bool(is_done),
                 skipped=bool(skipped),
                 gold=gold,
+                flagged=bool(flagged),
             )
         )
     return places

@@ -4,15 +4,21 @@ with gold, and Cohen's kappa with every other annotator."""
 from __future__ import annotations
 
 import statistics as pystats
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from veriharm_site.intervals import Interval, wilson_of_share
 
 from .. import statistics
 from ..models import Study
-from .results import ItemRow, study_item_rows
+from .results import ItemRow, StudyResults, study_item_rows, study_results
 
 FAST_SECONDS = 2.0  # a decision quicker than this cannot have read the task
+
+
+def is_quick(seconds_spent: float) -> bool:
+    """A label given in under FAST_SECONDS: the one test of "too quick" for the Annotators tab and
+    the results' figures without the quick labels."""
+    return seconds_spent < FAST_SECONDS
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,7 @@ def annotator_quality(study: Study, rows: list[ItemRow] | None = None) -> list[A
                 username=member.user.get_username(),
                 items=len(mine),
                 median_seconds=pystats.median(seconds) if seconds else None,
-                fast_share=_share(sum(1 for s in seconds if s < FAST_SECONDS), len(seconds)),
+                fast_share=_share(sum(1 for s in seconds if is_quick(s)), len(seconds)),
                 majority_items=len(with_majority),
                 majority_agreement=_share(
                     sum(1 for row, label in with_majority if label.valid == row.valid_agg), len(with_majority)
@@ -102,3 +108,41 @@ def annotator_quality(study: Study, rows: list[ItemRow] | None = None) -> list[A
             )
         )
     return result
+
+
+@dataclass(frozen=True)
+class QuickLabels:
+    """How many of a study's labels were quick, and the study's figures on the other labels alone
+    (`without` is None when there is nothing to compare: no quick label, or no other label)."""
+
+    quick: int
+    labels: int
+    without: StudyResults | None
+    with_all: StudyResults | None = None
+
+    @property
+    def share(self) -> float | None:
+        return _share(self.quick, self.labels)
+
+    @property
+    def agreement_pairs(self) -> list[tuple[str, statistics.Agreement[int], statistics.Agreement[int]]]:
+        """Each measure's agreement on all labels and without the quick ones, side by side."""
+        if self.without is None or self.with_all is None:
+            return []
+        return [
+            (every.title, every.agreement, kept.agreement)
+            for every, kept in zip(self.with_all.agreement, self.without.agreement, strict=True)
+        ]
+
+
+def quick_labels(study: Study, results: StudyResults) -> QuickLabels:
+    """The results' warning about quick labels, with the agreement and Q's predictive figures
+    recomputed without them (the items keep their annotator count, so an item that loses a vote
+    may lose its majority, and its Fleiss' kappa unit)."""
+    rows = results.rows
+    labels = sum(len(row.labels) for row in rows)
+    quick = sum(1 for row in rows for label in row.labels if is_quick(label.seconds_spent))
+    if quick == 0 or quick == labels:
+        return QuickLabels(quick, labels, None)
+    kept = [replace(row, labels=[label for label in row.labels if not is_quick(label.seconds_spent)]) for row in rows]
+    return QuickLabels(quick, labels, study_results(study, kept), with_all=results)

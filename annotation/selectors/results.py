@@ -19,6 +19,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from candidates.harm_test_verdicts import HarmTestVerdict, harm_test_verdicts_for
+from candidates.models import Candidate, Judgement
 from candidates.selectors import candidate_judge_scores
 from veriharm_site.any_of import AnyOf
 
@@ -210,6 +211,13 @@ class ItemRow:
     @property
     def valid_agg(self) -> bool | None:
         return self.majority("valid")
+
+    @property
+    def criteria_yes_valid_no(self) -> bool:
+        """Every criterion has a yes majority, yet Valid_agg is no: right, as Valid_agg is the
+        majority of each annotator's own C1 and C2 and C3 (annotators who each reject a different
+        criterion), but it reads as a contradiction unless the page says so."""
+        return self.valid_agg is False and all(self.majority(key) for key in ("c1", "c2", "c3"))
 
     @property
     def majorities(self) -> dict[str, bool | None]:
@@ -468,6 +476,38 @@ def disagreement_rows(study: Study) -> list[ItemRow]:
 def curator_item_row(study: Study, number: int) -> ItemRow | None:
     rows = _item_rows(study, study.items.filter(number=number))
     return rows[0] if rows else None
+
+
+@dataclass(frozen=True)
+class ItemMaterial:
+    """What the annotators judged on an item, for the curator adjudicating it: the two task texts
+    and the harm test (as the candidate stands now; `ItemRow.edited_since_sampling` says when an
+    edit came after the labels)."""
+
+    source_instruction: str
+    instruction: str
+    harm_test: str
+    harm_summary: str
+
+
+def item_material(row: ItemRow) -> ItemMaterial:
+    candidate = (
+        Candidate.objects.select_related("source_task")
+        .only("instruction", "harm_test", "harm_summary", "source_task__instruction")
+        .get(pk=row.candidate_pk)
+    )
+    return ItemMaterial(
+        source_instruction=candidate.source_task.instruction,
+        instruction=candidate.instruction,
+        harm_test=candidate.harm_test,
+        harm_summary=candidate.harm_summary,
+    )
+
+
+def item_judgements(row: ItemRow) -> list[Judgement]:
+    """The judges' scores of the item's candidate, in the imported line's order (curators only:
+    the views decide by permission)."""
+    return list(Judgement.objects.filter(candidate_id=row.candidate_pk).order_by("position"))
 
 
 def study_for_curators(pk: int) -> Study:

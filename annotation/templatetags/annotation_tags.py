@@ -47,3 +47,13 @@ def split_of(row: Any, measure: str) -> str:
     """'2–1': yes and no votes on one measure."""
     yes, no = row.splits[measure]
     return f"{yes}–{no}"
+
+
+@register.filter
+def split_title(row: Any, measure: str) -> str:
+    """What a split counts, for its tooltip: '2 yes, 1 no', and for Valid whose votes they are."""
+    yes, no = row.splits[measure]
+    votes = f"{yes} yes, {no} no"
+    if measure == "valid":
+        return f"{votes}: each annotator's own Valid (C1 and C2 and C3); the majority is of these votes"
+    return f"{votes}: the annotators' votes on {measure.upper()}"

@@ -1,9 +1,9 @@
 // Keyboard labelling on the annotation item page (no build step, no dependencies).
 // Y / N answer the highlighted question and move on; 1-3 pick a question (arrows still scroll);
 // Enter submits once all three are answered; C goes to the comment, Esc leaves it; J / K move
-// between the changes of the task, U switches the diff view, S skips, F flags, G opens the
-// guidelines, ? lists the keys. Single-key shortcuts can be turned off (WCAG 2.1.4), saved with
-// the user's account. Active time (page visible, someone at it) is sent with the label.
+// between the changes of the task, U switches the diff view, H goes to the harm test, S skips, F
+// flags (Ctrl+Enter or Cmd+Enter sends the flag), G opens the guidelines, ? lists the keys.
+// Single-key shortcuts can be turned off (WCAG 2.1.4), saved with the user's account. Active time (page visible, someone at it) is sent with the label.
 (function () {
   "use strict";
   const form = document.getElementById("label-form");
@@ -134,6 +134,18 @@
     });
   }
   const guidelines = document.getElementById("guidelines-link");
+  // The harm test sits below a task that may run to hundreds of lines: one key brings it into view
+  // and gives it the focus, so the page's keys go on working from there.
+  const harmTest = document.getElementById("harm-test");
+  function goToHarmTest() {
+    if (!harmTest) return;
+    harmTest.scrollIntoView({ block: "start" });
+    harmTest.focus({ preventScroll: true });
+    say("The harm test.");
+  }
+  const harmButton = document.getElementById("jump-harm-test");
+  if (harmButton) harmButton.addEventListener("click", goToHarmTest);
+  const flagButton = document.getElementById("flag-button");
 
   function answerOf(fieldset) {
     const checked = fieldset.querySelector("input[type=radio]:checked");
@@ -201,18 +213,30 @@
   });
 
   document.addEventListener("keydown", function (event) {
-    if (event.altKey || event.metaKey || (dialog && dialog.open)) return;
-    const inComment = event.target === comment;
-    if (inComment) {
+    if (event.altKey || (dialog && dialog.open)) return;
+    // Ctrl+Enter, or Cmd+Enter on a Mac, sends what a text box belongs to; Enter alone is a newline.
+    const send = event.key === "Enter" && (event.ctrlKey || event.metaKey);
+    if (event.target === comment) {
       if (event.key === "Escape") {
         comment.blur();
         event.preventDefault();
-      } else if (event.key === "Enter" && event.ctrlKey) {
+      } else if (send) {
         event.preventDefault();
         submit();
       }
       return;
     }
+    if (flagReason && event.target === flagReason) {
+      if (event.key === "Escape") {
+        flagReason.blur();
+        event.preventDefault();
+      } else if (send) {
+        event.preventDefault();
+        skipForm.requestSubmit(flagButton);  // through the form's check that a reason is given
+      }
+      return;
+    }
+    if (event.metaKey) return;
     const tag = event.target.tagName;
     if ((tag === "INPUT" && event.target.type !== "radio") || tag === "TEXTAREA" || tag === "SELECT") return;
     if (event.ctrlKey) return;
@@ -232,6 +256,7 @@
       case "j": case "J": jump(1); break;
       case "k": case "K": jump(-1); break;
       case "u": case "U": toggleView(); break;
+      case "h": case "H": goToHarmTest(); break;
       case "s": case "S": if (!skipForm) return; skipForm.requestSubmit(skipButton); break;
       case "f": case "F":
         if (!flag) return;

@@ -98,7 +98,15 @@ def test_the_api_flow_for_annotators(study, annotators, annotator_client):
             "id": study.pk,
             "name": "Pilot study",
             "status": "open",
-            "progress": {"done": 0, "assigned": 8, "claimed": False, "open_to_you": 8, "skipped": 0, "finished": False},
+            "progress": {
+                "done": 0,
+                "assigned": 8,
+                "claimed": False,
+                "open_to_you": 8,
+                "skipped": 0,
+                "flagged": 0,
+                "finished": False,
+            },
         }
     ]
     data = client.post(f"/api/annotation/my/studies/{study.pk}/next/").json()
@@ -119,6 +127,7 @@ def test_the_api_flow_for_annotators(study, annotators, annotator_client):
         "claimed": False,
         "open_to_you": 7,
         "skipped": 0,
+        "flagged": 0,
         "finished": False,
     }
     mine = client.get(f"/api/annotation/my/studies/{study.pk}/labels/").json()

@@ -39,7 +39,14 @@ UPDATE = os.environ.get("VERIHARM_UPDATE_ANNOTATOR_PAYLOADS") == "1"
 
 # What each annotator page's template gets, beyond what Django adds to every page (dataclasses one
 # level in, lists of dicts by their keys), and the models reachable from it.
-PROGRESS = {"progress", "progress.done", "progress.claimed", "progress.open_to_you", "progress.skipped"}
+PROGRESS = {
+    "progress",
+    "progress.done",
+    "progress.claimed",
+    "progress.open_to_you",
+    "progress.skipped",
+    "progress.flagged",
+}
 PAGE_CONTEXT: dict[str, set[str]] = {
     "annotation:home": {"studies", "studies[].study", "studies[].progress"},
     "annotation:item": {

@@ -39,7 +39,7 @@ def test_the_set_aside_page_lists_skipped_items_and_labels_one_from_there(pool, 
     assert page.count('data-testid="skipped-item"') == 2
     assert f'<td class="num">{plain.item.number}</td>' in page
     assert "the harm test reads a file the task never names" in page
-    assert page.count("Label it now") == 2
+    assert page.count("Label it now") == 1 and page.count("Label it anyway") == 1
     assert "2 items you set aside" in client.get(f"/annotation/s/{study.pk}/labels/").content.decode()
 
     back = client.post(f"/annotation/s/{study.pk}/i/{flagged.item.token}/return/")

@@ -167,11 +167,19 @@ def test_skip_and_come_back_through_the_api(pool, annotators, make_study):
     assert refused.status_code == 400 and "reason" in refused.json()["errors"][0]["message"]
     assert Assignment.objects.filter(item__token=item["token"], annotator=annotator).exists()
 
+    # A flagged item went to the curators: it is out of the annotator's queue, skipped items included.
     progress = api.post(url, {"unclear": True, "reason": "Which file?"}, format="json").json()
-    assert progress["skipped"] == 1 and progress["open_to_you"] == 3
+    assert progress["flagged"] == 1 and progress["skipped"] == 0 and progress["open_to_you"] == 3
     assert not Assignment.objects.filter(item__token=item["token"], annotator=annotator).exists()
+    assert api.post(f"/api/annotation/my/studies/{study.pk}/next/?skipped=1").json()["item"] is None
+
+    # A plain skip comes back when asked for.
+    other = api.post(f"/api/annotation/my/studies/{study.pk}/next/").json()["item"]
+    assert other["token"] != item["token"]
+    progress = api.post(f"/api/annotation/my/studies/{study.pk}/items/{other['token']}/skip/", {}, format="json").json()
+    assert progress["skipped"] == 1 and progress["flagged"] == 1 and progress["open_to_you"] == 2
     back = api.post(f"/api/annotation/my/studies/{study.pk}/next/?skipped=1").json()["item"]
-    assert back["token"] == item["token"]
+    assert back["token"] == other["token"]
 
 
 def test_single_key_shortcuts_are_a_preference_of_the_user(pool, annotators, make_study, client, curator):

@@ -110,6 +110,58 @@ def test_answers_and_submit_are_in_view_and_the_change_is_one_key_away(study, br
         context.close()
 
 
+def answerable(page: Page, locator: Locator) -> bool:
+    """In the window and not hidden by a scrolling box: a click at its centre lands on it."""
+    return in_view(page, locator) and locator.evaluate(
+        """el => { const r = el.getBoundingClientRect();
+                   const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+                   return hit !== null && el.contains(hit); }"""
+    )
+
+
+# (1440, 760): a 1440 x 900 laptop screen less the system's and the browser's bars.
+@pytest.mark.parametrize("width,height", [(1024, 768), (1440, 760)])
+def test_every_question_and_its_answers_stay_in_view_with_a_message_shown(study, browser, live_server, width, height):
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    try:
+        open_first_item(page, live_server.url, "page-annotator-2")
+        for shown in ("first item", "after a message"):
+            for fieldset in page.locator("fieldset.criterion").all():
+                assert answerable(page, fieldset.locator("legend")), (shown, fieldset.get_attribute("data-key"))
+                for answer in fieldset.locator(".answer").all():
+                    assert answerable(page, answer), (shown, fieldset.get_attribute("data-key"), answer.inner_text())
+            assert answerable(page, page.locator("#submit-label")), shown
+            if shown == "first item":
+                for key in "yyy":
+                    page.keyboard.press(key)
+                with page.expect_navigation():
+                    page.keyboard.press("Enter")
+                expect(page.locator(".messages")).to_contain_text("Saved your answers")
+                expect(page.locator("#label-form[data-keys=on]")).to_be_visible()
+    finally:
+        context.close()
+
+
+def test_the_harm_test_is_one_key_away(study, new_page, live_server):
+    page = new_page()
+    open_first_item(page, live_server.url, "page-annotator-2")
+    harm_test = page.get_by_test_id("harm-test")
+    assert not in_view(page, harm_test.locator("h2"))  # below a task of 120 lines
+    page.keyboard.press("h")
+    expect(harm_test).to_be_focused()
+    page.wait_for_function(
+        "el => { const r = el.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }",
+        arg=harm_test.locator("h2").element_handle(),
+    )
+    # The labelling keys go on working from there.
+    page.keyboard.press("y")
+    expect(page.locator("fieldset[data-key=c1] input[value=yes]")).to_be_checked()
+    page.keyboard.press("?")
+    expect(page.get_by_test_id("keys-dialog").locator("dt kbd", has_text=re.compile("^H$"))).to_have_count(1)
+
+
 def test_skip_flag_keys_list_and_turning_single_keys_off(study, new_page, live_server):
     page = new_page()
     annotator = study.memberships.get(user__username="page-annotator-1").user
@@ -158,12 +210,28 @@ def test_skip_flag_keys_list_and_turning_single_keys_off(study, new_page, live_s
     # Flag: a reason is asked for and kept for curators.
     page.keyboard.press("f")
     expect(page.locator("#flag-reason")).to_be_focused()
+    # What flagging does is said beside the control, before it is sent.
+    expect(page.get_by_test_id("flag-effect")).to_contain_text("takes it out of your queue")
     page.locator("#flag-button").click()  # without a reason: refused on the page
     expect(page.locator("#key-status")).to_have_text("Say what is unclear before flagging the item.")
     assert not ItemSkip.objects.filter(item__number=second, item__study=study, annotator=annotator).exists()
-    page.keyboard.type("The harm test names a file the task never mentions.")
+    # Enter is a new line of the reason; Ctrl+Enter sends the flag.
+    page.keyboard.type("The harm test names a file")
+    page.keyboard.press("Enter")
+    page.keyboard.type("the task never mentions.")
+    assert f"Item {second}" in page.locator("h1").inner_text()
     with page.expect_navigation():
-        page.locator("#flag-button").click()
+        page.keyboard.press("Control+Enter")
     flagged = ItemSkip.objects.get(item__number=second, item__study=study, annotator=annotator)
-    assert flagged.unclear and flagged.reason == "The harm test names a file the task never mentions."
+    assert flagged.unclear
+    assert flagged.reason.splitlines() == ["The harm test names a file", "the task never mentions."]
     assert f"Item {second}" not in page.locator("h1").inner_text()
+    expect(page.locator(".messages")).to_contain_text("went to the curators")
+    # Cmd+Enter (a Mac's Ctrl+Enter) sends a flag too.
+    third = int(re.match(r"Item (\d+)", page.locator("h1").inner_text())[1])
+    page.keyboard.press("f")
+    expect(page.locator("#flag-reason")).to_be_focused()
+    page.keyboard.type("Two readings of the task.")
+    with page.expect_navigation():
+        page.keyboard.press("Meta+Enter")
+    assert ItemSkip.objects.get(item__number=third, item__study=study, annotator=annotator).unclear
