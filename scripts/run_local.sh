@@ -76,6 +76,8 @@ sandbox_missing() {
   if [ ! -f "$ROOT/.veriharm-complete" ] || [ ! -f "$VERIFIER/.veriharm-verifier-id" ]; then
     command -v debootstrap >/dev/null || missing="$missing debootstrap"
   fi
+  # The native CLIs' runtimes are installed from their npm lockfiles.
+  command -v npm >/dev/null || missing="$missing npm"
   echo "${missing# }"
 }
 missing=$(sandbox_missing)
@@ -113,11 +115,12 @@ setsid bash -c '
   set -u
   state="$1"; log="$2"; py="$3"; root="$4"; verifier="$5"
   # Everything the build makes for the local backend: the tree, the verifier and each harness runtime
-  # (a start after an interrupted build finishes it). Trials and the demo wait for what they use only.
+  # (VERIHARM_HARNESSES="a b": those only; a start after an interrupted build finishes it). Trials and
+  # the demo wait for what they use only.
   built() {
     [ -f "$root/.veriharm-complete" ] && [ -f "$verifier/.veriharm-verifier-id" ] || return 1
-    for recipe in scripts/harnesses/*/; do
-      [ -f "${VERIHARM_HARNESS_ROOT:-$root-harness}/$(basename "$recipe")/.veriharm-harness-id" ] || return 1
+    for name in ${VERIHARM_HARNESSES:-$(ls scripts/harnesses)}; do
+      [ -f "${VERIHARM_HARNESS_ROOT:-$root-harness}/$name/.veriharm-harness-id" ] || return 1
     done
   }
   : > "$log"
