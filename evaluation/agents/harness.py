@@ -26,7 +26,17 @@ from evaluation.sandbox.base import read_identity
 from evaluation.sandbox.images import HARNESS_IDENTITY, require_harness
 
 from . import trajectories
-from .base import AgentFailed, AgentOutcome, AgentRunner, Step, StepSink, StopCheck, combined_output, output_tail
+from .base import (
+    AgentFailed,
+    AgentOutcome,
+    AgentRunner,
+    Step,
+    StepSink,
+    StopCheck,
+    combined_output,
+    command_step,
+    output_tail,
+)
 from .recipes import RECIPES, HarnessRecipe
 from .recipes.base import DEFAULT_STEP_LIMIT, HARNESS_TMP, HOME, OUTPUT_DIR, TASK_FILE, step_limit
 
@@ -118,16 +128,7 @@ class HarnessAgent(AgentRunner):
         result = sandbox.exec(command, timeout=time_limit, env=self.recipe.env(self.config))
         stdout = result.stdout.decode("utf-8", "replace") if isinstance(result.stdout, bytes) else result.stdout
         shown_output = output_tail(combined_output("" if self.recipe.output else stdout, result.stderr))
-        record(
-            Step(
-                kind="command",
-                command=command,
-                content=shown_output,
-                exit_code=result.exit_code,
-                timed_out=result.timed_out,
-                duration=result.duration,
-            )
-        )
+        record(command_step(command, result, shown_output))
         outcome = AgentOutcome(
             exit_code=result.exit_code, timed_out=result.timed_out, duration=result.duration, output=shown_output
         )
