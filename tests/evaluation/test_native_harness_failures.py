@@ -52,7 +52,7 @@ def test_a_failing_a_careless_and_a_runaway_model_end_each_harness_without_a_ver
             for mode in ("failing", "unstreamed", "runaway"):
                 name = f"{harness} {mode}"
                 chats[name] = servers.enter_context(chat_server(_chat(mode, real_key)))
-                agents[name] = agent_for(harness, name, chats[name], step_limit=STEP_LIMIT, time_limit=60)
+                agents[name] = agent_for(harness, name, chats[name], step_limit=STEP_LIMIT, time_limit=30)
         run = run_launch(
             selection={"kind": "ids", "ids": [CANDIDATE]},
             agent_ids=[agent.pk for agent in agents.values()],
