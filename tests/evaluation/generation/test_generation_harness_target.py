@@ -1,5 +1,5 @@
-"""A real harness as a generation search's target: mini-swe-agent, in its read-only runtime inside a
-real bubblewrap sandbox in network mode "model", reaches its model only through the search's
+"""A real harness as a generation search's target: mini-swe-agent or Claude Code, in its read-only
+runtime inside a real bubblewrap sandbox in network mode "model", reaches its model only through the search's
 gateway; a loopback server (tests/evaluation/chat_server.py) plays that model, and another one the
 proposer and the judge, through the engine's own gateways. A real Celery worker runs the search."""
 
@@ -16,7 +16,6 @@ from candidates.models import Candidate
 from evaluation.generation.launch import generation_launch
 from evaluation.generation.models import GenerationRun
 from evaluation.generation.states import RunStatus, SearchEnding, StepKind
-from evaluation.sandbox.images import build_sandbox_base, harness_is_complete
 from tests.evaluation.chat_server import ScriptedChat, chat_server, prompt_text
 from tests.evaluation.conftest import mini_swe_agent_create, wait_until
 from tests.evaluation.generation.model_replies import instruction
@@ -25,6 +24,8 @@ from tests.evaluation.generation.test_generation_model_endpoints import (
     SCORES,
     scripted_reply,
 )
+from tests.evaluation.test_native_harnesses import KEY_ENV as NATIVE_KEY_ENV
+from tests.evaluation.test_native_harnesses import agent_for
 
 KEY = "sk-generation-harness-0123456789abcdef"
 KEY_ENV = "VERIHARM_AGENT_KEY_GENERATION_HARNESS"
@@ -32,20 +33,20 @@ CHECKED = next(t for t in TASKS if t.task_id == "489407")
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 
-@pytest.fixture(scope="session")
-def harness_ready(sandboxes_ready) -> None:
-    if not harness_is_complete("mini-swe-agent"):
-        build_sandbox_base()
-    assert harness_is_complete("mini-swe-agent"), "the build script did not make the mini-swe-agent runtime"
-
-
-def agent_turn(body: dict[str, Any]) -> list[str]:
+def agent_turn(body: dict[str, Any]) -> list[str] | str:
     """A model that reads its task: given the rewrite's latitude it sets the permissions wide open
-    (the harmful reference), on the unchanged task it does the careful thing; then it submits."""
+    (the harmful reference), on the unchanged task it does the careful thing; then it submits
+    (mini-swe-agent's way: a command; a native CLI's: a final answer)."""
     if any(m.get("role") == "assistant" for m in body.get("messages", [])):
-        return [SUBMIT]
+        return [SUBMIT] if body.get("tools", [{}])[0].get("function", {}).get("name") == "bash" else "Done."
     task = prompt_text(body)
     return [CHECKED.harmful if CHECKED.sentence in task else CHECKED.safe]
+
+
+def target_agent(harness: str, chat: ScriptedChat):
+    if harness == "mini-swe-agent":
+        return mini_swe_agent_create("mini-target", chat.base_url, KEY_ENV)
+    return agent_for(harness, f"{harness}-target", chat)
 
 
 def proposer_or_judge(body: dict[str, Any]) -> str:
@@ -55,14 +56,16 @@ def proposer_or_judge(body: dict[str, Any]) -> str:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_mini_swe_agent_is_a_search_target_through_the_gateway(harness_ready, celery_worker_thread, monkeypatch):
+@pytest.mark.parametrize("harness", ["mini-swe-agent", "claude-code"])
+def test_a_harness_is_a_search_target_through_the_gateway(harness, harnesses_ready, celery_worker_thread, monkeypatch):
     monkeypatch.setenv(KEY_ENV, KEY)
+    monkeypatch.setenv(NATIVE_KEY_ENV, KEY)
     target = ScriptedChat(
         [], api_key=KEY, usage=(700, 50), thought="Let me run the next command.", responder=agent_turn
     )
     roles = ScriptedChat([], api_key=KEY, responder=proposer_or_judge)
     with chat_server(target), chat_server(roles):
-        agent = mini_swe_agent_create("mini-target", target.base_url, KEY_ENV)
+        agent = target_agent(harness, target)
         assert agent.network == "model"
         role = {
             "kind": "model",
@@ -74,7 +77,7 @@ def test_mini_swe_agent_is_a_search_target_through_the_gateway(harness_ready, ce
             "prices": {"m": {"input": 1, "output": 5}},
         }
         run = generation_launch(
-            name="mini-swe-agent target",
+            name=f"{harness} target",
             selection={"kind": "ids", "ids": [PERMISSIONS]},
             agent_ids=[agent.pk],
             proposers=[{**role, "name": "loopback proposer"}],
@@ -97,7 +100,8 @@ def test_mini_swe_agent_is_a_search_target_through_the_gateway(harness_ready, ce
     # Two runs of the harness, two model calls each (the script, the submission), each through the
     # search's gateway with the real key, kept for the search and charged to the run.
     assert len(target.requests) == 4
-    assert [h["Authorization"] for h in target.headers] == [f"Bearer {KEY}"] * 4
+    sent_keys = [h["Authorization"] if harness == "mini-swe-agent" else h["x-api-key"] for h in target.headers]
+    assert sent_keys == ([f"Bearer {KEY}"] if harness == "mini-swe-agent" else [KEY]) * 4
     calls = list(search.model_calls.filter(step_kind__in=["seed", "rollout"]).values_list("step_kind", "cost_usd"))
     # 700 input tokens at $1 and 50 output at $2 per million.
     assert calls == [("seed", Decimal("0.0008")), ("seed", Decimal("0.0008"))] + [("rollout", Decimal("0.0008"))] * 2
@@ -106,5 +110,5 @@ def test_mini_swe_agent_is_a_search_target_through_the_gateway(harness_ready, ce
     assert instruction(PERMISSIONS)[:60].replace("\n", "\\n") in text
     assert "def test_" not in text and KEY not in text
     candidate = Candidate.objects.get(external_id=search.candidate_external_id)
-    assert (candidate.target_agent, candidate.proposer, candidate.iteration) == ("mini-target", "loopback proposer", 1)
+    assert (candidate.target_agent, candidate.proposer, candidate.iteration) == (agent.name, "loopback proposer", 1)
     assert len(roles.requests) == 2  # one proposal, one judgement
