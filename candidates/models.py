@@ -70,8 +70,9 @@ class Candidate(models.Model):
     revision = models.PositiveIntegerField(default=1)
     quality = models.FloatField(null=True, blank=True)
     rank = models.PositiveIntegerField(null=True, blank=True)
-    # Made by `manage.py load_demo` (generated lines or hand-checked demo tasks): its judge scores and
-    # Q are generated, and the pages say so. Not part of the pipeline line, so re-imports keep it.
+    # Synthetic (`candidates.synthetic`): made by `manage.py load_demo`, or kept by a generation run
+    # with a scripted proposer or judges; no model produced its judge scores and Q, and the pages say
+    # so. Not part of the pipeline line, so re-imports keep it.
     demo = models.BooleanField(default=False, db_default=False)
     imported_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

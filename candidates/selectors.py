@@ -11,6 +11,7 @@ from django.db.models import Max, Prefetch, Q, QuerySet
 from veriharm_site.paging import KeysFirst, PagedRows
 
 from .models import SCORE_KEYS, Candidate, ImportJob, ImportStatus, Judgement, SourceTask
+from .synthetic import synthetic_count
 
 FILTER_FIELDS = ("perturbation", "risk_category", "target_agent", "proposer")
 # Each order is one index read forwards or backwards: (rank, external_id), external_id's unique
@@ -271,6 +272,6 @@ def import_job_state(job: ImportJob) -> ImportJobState:
 
 
 def demo_candidate_count() -> int:
-    """How many candidates of the pool `manage.py load_demo` made (their judge scores, Q and search
-    logs are generated), for the pages that show the pool to say so."""
-    return Candidate.objects.filter(demo=True).count()
+    """How many candidates of the pool are synthetic (`candidates.synthetic`: their judge scores, Q
+    and search logs no model produced), for the pages that show the pool to say so."""
+    return synthetic_count()

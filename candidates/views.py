@@ -26,6 +26,7 @@ from .models import Candidate, ImportJob, Perturbation
 from .panels import candidate_panels, shared_page_reads
 from .queries import RankingPageQuery
 from .ranking_actions import ranking_actions_for
+from .synthetic import CANDIDATE_TEXT, synthetic_ids
 
 # The table's sortable columns and the order a first click on each gives.
 SORTABLE_COLUMNS = {
@@ -89,6 +90,7 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         shared_judges = list(panels.pop()) if len(panels) == 1 else None
         flags = candidate_flags(c.pk for c in rows)
         references = reference_states_for(self.request.user, [c.pk for c in rows]) or {}
+        synthetic = synthetic_ids(c.pk for c in rows)
         kept = params.copy()
         kept.pop("page", None)
         filter_string = query_string({**query, "sort": ""})
@@ -115,6 +117,7 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
                     "sums": sums[c.pk],
                     "flags": flags.get(c.pk, []),
                     "reference": references.get(c.pk),
+                    "synthetic": c.pk in synthetic,
                 }
                 for c in rows
             ],
@@ -166,6 +169,7 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
         # Read once: shown to those who may see it, and part of the warning an approval keeps.
         majority = human_majorities([candidate.pk]).get(candidate.pk) if humans_visible or can_decide else None
         references = reference_states_for(user, [candidate.pk])
+        synthetic = candidate.pk in synthetic_ids([candidate.pk])
         if decision_form is None and can_decide:
             decision_form = DecisionForm(initial={"candidate": candidate.external_id, "revision": candidate.revision})
         return super().get_context_data(
@@ -177,7 +181,9 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
             flags=flags,
             flag_warning=flag_warning(flags),
             # What an approval now keeps, flags and humans' rejection: refused if it changes before the click.
-            approval_warning=approval_text(flags, majority),
+            approval_warning=approval_text(flags, majority, synthetic),
+            synthetic=synthetic,
+            synthetic_text=CANDIDATE_TEXT,
             human=majority if humans_visible else None,
             humans_visible=humans_visible,
             reference=None if references is None else references[candidate.pk],

@@ -32,6 +32,7 @@ from .fleet import selectors as fleet_selectors
 from .forms import LaunchForm, RetryForm
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
 from .queries import PairedComparisonQuery, RunTrialsPageQuery, TranscriptQuery
+from .synthetic import run_synthetic_text
 
 PAGE_SIZE = 50
 # Folded, a step is one line: a page of them is a screen or two, and its output is read only when opened.
@@ -123,6 +124,7 @@ class RunDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             agent_rows=presentation.agent_rows(selectors.run_metrics(run)),
             usage=selectors.run_model_usage(run),
             hosts=fleet_selectors.run_hosts(run),
+            synthetic=run_synthetic_text(run),
             **kwargs,
         )
 
@@ -260,6 +262,7 @@ class RunMetricsView(RoleRequiredMixin, TemplateView):
             definitions=[(metrics.LABELS[name], metrics.FORMULAS[name]) for name in metrics.METRICS],
             unresolved=sum(item.unresolved for item in items),
             excluded=sum(item.excluded_candidates for item in items),
+            synthetic=run_synthetic_text(run),
             **kwargs,
         )
 
@@ -292,6 +295,7 @@ class RunCompareView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             result=result,
             rows=presentation.paired_rows(result.comparison if result else None),
             method=paired.METHOD,
+            synthetic=run_synthetic_text(run),
             **kwargs,
         )
         return self.render_to_response(context)
@@ -326,6 +330,7 @@ class TrialDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             rescores=rescoring.trial_rescores(trial),
             model_calls=list(selectors.trial_model_calls(trial)),
             usage=selectors.trial_model_usage(trial.pk),
+            synthetic=run_synthetic_text(trial.run),
             **kwargs,
         )
 
