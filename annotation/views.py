@@ -556,6 +556,8 @@ class ResultsView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             judge_rule=judges.RULE,
             judge_sum_split=judges.SUM_SPLIT,
             judge_kappa_interval=judges.NO_KAPPA_INTERVAL,
+            # What a curator may approve at once from here: the items this study's humans judged valid.
+            judged_valid=[row.candidate_external_id for row in results.rows if row.final("valid") is True],
             **kwargs,
         )
 

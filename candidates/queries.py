@@ -8,6 +8,8 @@ from rest_framework import serializers
 from veriharm_site.api_errors import MAX_INT32
 from veriharm_site.queries import FlagField, WholeNumberField, optional_choice, page_number_field
 
+from .human_verdicts import HUMAN_STATES, study_candidate_ids
+
 GROUPS = ("top", "bottom", "unranked")
 # The ranking's orders (selectors.RANKING_ORDER); each is read from an index (docs/curation.md).
 RANKING_SORTS = {
@@ -87,6 +89,15 @@ class ReviewQueueQuery(GroupSizeQuery):
     )
     perturbation = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
     risk_category = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    study = WholeNumberField(low=1, help_text="Only the candidates this study sampled")
+    human = optional_choice(
+        HUMAN_STATES, "Only candidates whose human majority is this (unlabelled: no study has labelled it yet)"
+    )
+
+    def validate_study(self, value: int | None) -> int | None:
+        if value is not None and study_candidate_ids(value) is None:
+            raise serializers.ValidationError(f"no study has the id {value}; pick one from the list")
+        return value
 
 
 class ReviewQueuePageQuery(ReviewQueueQuery):

@@ -23,7 +23,7 @@ from veriharm_site.url_filling import url_filler
 
 from ..flags import candidate_flags
 from ..harm_test_verdicts import reference_states_for
-from ..human_verdicts import human_majorities_for
+from ..human_verdicts import HUMAN_STATES, human_majorities_for, human_studies
 from ..models import Candidate, DecisionReason, Perturbation, Release, ReleaseFrozen, Verdict
 from ..queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueuePageQuery, ReviewQueueQuery
 from ..releases import services as releases
@@ -89,7 +89,13 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         choices = filter_choices()
         references = reference_states_for(self.request.user, [row.pk for row in page.object_list])
         synthetic = synthetic_ids(row.pk for row in page.object_list)
+        # The human majority and its votes beside each row, and the filter by study, for those who
+        # may read study results.
+        humans = human_majorities_for(self.request.user, [row.pk for row in page.object_list])
         return super().get_context_data(
+            humans=humans,
+            studies=human_studies() if humans is not None else None,
+            human_states=HUMAN_STATES,
             synthetic=synthetic,
             # The box to approve synthetic candidates anyway, offered while the queue holds any.
             synthetic_in_queue=bool(synthetic) or bool(synthetic_ids(e.pk for e in queue.entries)),
@@ -107,7 +113,9 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             decision_states=DECISION_STATES,
             perturbations=[(p, dict(Perturbation.choices).get(p, p)) for p in choices["perturbation"]],
             risk_categories=choices["risk_category"],
-            filtered=any(query[name] for name in ("decision", "flagged", "q", "perturbation", "risk_category")),
+            filtered=any(
+                query[name] for name in ("decision", "flagged", "q", "perturbation", "risk_category", "study", "human")
+            ),
             bulk_form=bulk_form,
             selected=set(bulk_form.cleaned_data["candidates"])
             if bulk_form.is_bound and bulk_form.is_valid()
