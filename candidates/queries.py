@@ -9,6 +9,7 @@ from veriharm_site.api_errors import MAX_INT32
 from veriharm_site.queries import FlagField, WholeNumberField, optional_choice, page_number_field
 
 from .human_verdicts import HUMAN_STATES, study_candidate_ids
+from .models import ImportJob
 
 GROUPS = ("top", "bottom", "unranked")
 # The ranking's orders (selectors.RANKING_ORDER); each is read from an index (docs/curation.md).
@@ -52,6 +53,12 @@ class RankingQuery(GroupSizeQuery):
     target_agent = serializers.CharField(required=False, allow_blank=True, default="")
     proposer = serializers.CharField(required=False, allow_blank=True, default="")
     sort = optional_choice(RANKING_SORTS, "Order of the ranking (default rank)")
+    import_job = WholeNumberField(low=1, help_text="Only the candidates of this import job (the batch it imported)")
+
+    def validate_import_job(self, value: int | None) -> int | None:
+        if value is not None and not ImportJob.objects.filter(pk=value).exists():
+            raise serializers.ValidationError(f"no import has the id {value}; open it from the import's own page")
+        return value
 
 
 class RankingPageQuery(RankingQuery):

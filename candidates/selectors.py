@@ -74,9 +74,11 @@ def candidate_ranking(
     k: int | None = None,
     bounds: RankingBounds | None = None,
     sort: str = "",
+    import_job: int | None = None,
     **filters: str,
 ) -> QuerySet[Candidate]:
-    """Ranked candidates (unranked last), filtered; an indexed read in rank order, or in `sort`'s."""
+    """Ranked candidates (unranked last), filtered; an indexed read in rank order, or in `sort`'s.
+    `import_job`: only the batch of that import job."""
     queryset = Candidate.objects.select_related("source_task").only(
         "id",
         "external_id",
@@ -93,6 +95,8 @@ def candidate_ranking(
     for name, value in filters.items():
         if name in FILTER_FIELDS and value:
             queryset = queryset.filter(**{name: value})
+    if import_job is not None:
+        queryset = queryset.filter(import_job_id=import_job)
     if search:
         queryset = queryset.filter(_search_condition(search))
     if group in ("top", "bottom"):
@@ -212,16 +216,29 @@ class RankWindow(PagedRows[Candidate]):
 
 
 def candidate_ranking_pageable(
-    *, search: str = "", group: str = "", bounds: RankingBounds, sort: str = "", **filters: str
+    *,
+    search: str = "",
+    group: str = "",
+    bounds: RankingBounds,
+    sort: str = "",
+    import_job: int | None = None,
+    **filters: str,
 ) -> RankWindow | KeysFirst[Candidate]:
     """What a paginator should walk: a rank window when the selection is contiguous in rank,
     the page's ids first otherwise (each way of filtering has an index holding (filter, rank,
     id), so a deep page's ids come from an index-only scan; skipping 50,000 whole rows by OFFSET
     sorted them on disk)."""
-    narrowed = search or any(filters.get(name) for name in FILTER_FIELDS) or group not in ("", "top", "bottom")
+    narrowed = (
+        search
+        or import_job is not None
+        or any(filters.get(name) for name in FILTER_FIELDS)
+        or group not in ("", "top", "bottom")
+    )
     if narrowed or sort not in RANK_ORDERS:
         # k named, so that the type checker does not take one of the filters for it.
-        ranked = candidate_ranking(search=search, group=group, k=None, bounds=bounds, sort=sort, **filters)
+        ranked = candidate_ranking(
+            search=search, group=group, k=None, bounds=bounds, sort=sort, import_job=import_job, **filters
+        )
         return KeysFirst(ranked, key="external_id")
     base = candidate_ranking()
     if group == "top":

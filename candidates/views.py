@@ -79,7 +79,12 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         bounds = selectors.ranking_bounds(query["k"])
         filters = {name: query[name] for name in selectors.FILTER_FIELDS}
         rows_source = selectors.candidate_ranking_pageable(
-            search=query["q"], group=query["group"], bounds=bounds, sort=query["sort"], **filters
+            search=query["q"],
+            group=query["group"],
+            bounds=bounds,
+            sort=query["sort"],
+            import_job=query["import_job"],
+            **filters,
         )
         page: Page[Candidate] = Paginator(rows_source, PAGE_SIZE).get_page(query["page"])
         rows = list(page.object_list)
@@ -131,6 +136,8 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             group=query["group"],
             querystring=kept.urlencode(),
             demo_candidates=selectors.demo_candidate_count(),
+            # The batch of one import job, when the ranking is opened from the job's page.
+            import_job=selectors.import_job_get(query["import_job"]) if query["import_job"] else None,
             **kwargs,
         )
 
