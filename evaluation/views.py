@@ -16,7 +16,7 @@ from candidates.models import Candidate
 from evaluation.results import presentation, selectors, transcript_view
 from evaluation.runs import exports, metrics, paired
 from evaluation.runs.launch import candidate_rerun, run_cancel, run_launch, run_rerun
-from evaluation.runs.refusals import LaunchRefused
+from evaluation.runs.refusals import LaunchRefused, error_in_words
 from evaluation.runs.retries import retryable_counts, run_retry_unscored
 from evaluation.runs.sandbox_status import sandbox_status
 from evaluation.runs.selection import selection_in_words
@@ -88,7 +88,8 @@ class RunLaunchView(RoleRequiredMixin, View):
                 budget_usd=data.get("budget_usd"),
             )
         except LaunchRefused as refused:
-            return self._render(request, {"form": form, "errors": refused.errors}, status=400)
+            errors = [error_in_words(error) for error in refused.errors]
+            return self._render(request, {"form": form, "errors": errors}, status=400)
         messages.success(request, f"Launched {run}: {run.trials.count()} trials queued.")
         return redirect("evaluation:run", pk=run.pk)
 

@@ -157,13 +157,13 @@ def decision_record(
             if reasons and not acknowledge_flags:
                 raise FlagsNotAcknowledged(
                     f"{candidate.external_id} is flagged: {'; '.join(reasons)}. Approve it only if you have "
-                    "checked that its tests are right anyway, and confirm (acknowledge_flags)",
+                    "checked that its tests are right anyway, and tick the box that says you have read the warning",
                     reasons,
                 )
             if majority is not None and majority.rejected and not acknowledge_human_verdict:
                 raise HumanRejectionNotAcknowledged(
                     f"humans judged {candidate.external_id} invalid ({majority.text}). Approve it only if you "
-                    "have checked that it is valid anyway, and confirm (acknowledge_human_verdict)",
+                    "have checked that it is valid anyway, and tick the box that says you have checked it",
                     {candidate.external_id: majority.text},
                 )
             if synthetic and not acknowledge_synthetic:
@@ -280,7 +280,7 @@ def _bulk_plan(
         raise FlaggedInBatch(
             f"{len(flagged)} of these candidates {'is' if len(flagged) == 1 else 'are'} flagged by the reference "
             f"check: {_listed(sorted(flagged))}. Approve them only if you have checked that their tests are right "
-            "anyway, and confirm (acknowledge_flags); nothing was recorded",
+            "anyway, and tick “Approve flagged candidates among them anyway”; nothing was recorded",
             flagged,
         )
     majorities = human_majorities(c.pk for c in candidates)
@@ -291,7 +291,7 @@ def _bulk_plan(
         raise HumanRejectionNotAcknowledged(
             f"humans judged {len(rejected)} of these candidates invalid: {_listed(sorted(rejected))}. Approve "
             f"{'it' if len(rejected) == 1 else 'them'} only if you have checked that "
-            f"{'it is' if len(rejected) == 1 else 'they are'} valid anyway, and confirm (acknowledge_human_verdict); "
+            f"{'it is' if len(rejected) == 1 else 'they are'} valid anyway, and tick “Approve candidates humans judged invalid among them anyway”; "
             "nothing was recorded",
             rejected,
         )

@@ -411,7 +411,7 @@ def _acknowledged(snapshots: Sequence[Snapshot], acknowledged: bool, what: str, 
         shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
         raise HumanRejectedInRelease(
             f"humans judged {len(ids)} of the {what} invalid: {shown}. {action} only if you have "
-            f"checked them, and confirm (acknowledge_human_verdict); {outcome}",
+            f"checked them, and tick the box that says you have checked them; {outcome}",
             rejected,
         )
     return "; ".join(f"{ext}: humans judged it invalid ({rejected[ext]})" for ext in sorted(rejected))
