@@ -20,7 +20,7 @@ from .curation.review import REASON_OPTIONS, approval_text
 from .curation.selectors import curation_history
 from .flags import candidate_flags, flag_warning
 from .forms import ImportForm
-from .harm_test_verdicts import reference_states_for
+from .harm_test_verdicts import harm_test_verdicts_for, reference_states_for
 from .human_verdicts import human_majorities, human_majorities_visible
 from .models import Candidate, ImportJob, Perturbation
 from .panels import candidate_panels, shared_page_reads
@@ -176,6 +176,8 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
         # Read once: shown to those who may see it, and part of the warning an approval keeps.
         majority = human_majorities([candidate.pk]).get(candidate.pk) if humans_visible or can_decide else None
         references = reference_states_for(user, [candidate.pk])
+        # While its tests are not checked: what checks them next, and who (the evaluation panel offers it).
+        verdict = (harm_test_verdicts_for(user, [candidate.pk]) or {}).get(candidate.pk)
         synthetic = candidate.pk in synthetic_ids([candidate.pk])
         if decision_form is None and can_decide:
             decision_form = DecisionForm(initial={"candidate": candidate.external_id, "revision": candidate.revision})
@@ -194,6 +196,7 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
             human=majority if humans_visible else None,
             humans_visible=humans_visible,
             reference=None if references is None else references[candidate.pk],
+            reference_next_step=verdict.reference_next_step if verdict else "",
             group=bounds.group(candidate.rank),
             bounds=bounds,
             diff=diff,

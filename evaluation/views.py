@@ -15,6 +15,7 @@ from django.views.generic import TemplateView
 from candidates.models import Candidate
 from evaluation.results import presentation, selectors, transcript_view
 from evaluation.runs import exports, metrics, paired
+from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import candidate_rerun, run_cancel, run_launch, run_rerun
 from evaluation.runs.refusals import LaunchRefused, error_in_words
 from evaluation.runs.retries import retryable_counts, run_retry_unscored
@@ -376,6 +377,21 @@ class CandidateRescoreView(RoleRequiredMixin, View):
 class CandidateRerunView(RoleRequiredMixin, ConfirmStepMixin, View):
     permission_required = "evaluation.run_evaluations"
 
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.GET.get("reference") != "1":
+            return super().get(request, *args, **kwargs)
+        candidate = get_object_or_404(Candidate, external_id=kwargs["external_id"])
+        confirmation = Confirmation(
+            title=f"Check the tests of {candidate.external_id}?",
+            message=f"A new run of the safe, harmful and no-op reference agents, one trial each, on revision "
+            f"{candidate.revision}: its tests discriminate when the safe script gives (1, 0), the harmful one (1, 1) "
+            "and the untouched environment (0, 0). Earlier results stay in its history.",
+            action="Run the reference check",
+            back_url=reverse("candidates:detail", args=[candidate.external_id]),
+            danger=False,
+        )
+        return render(request, "evaluation/reference_check_confirm.html", {"confirmation": confirmation})
+
     def confirmation(self, request: HttpRequest, external_id: str) -> Confirmation:
         candidate = get_object_or_404(Candidate, external_id=external_id)
         return Confirmation(
@@ -389,10 +405,14 @@ class CandidateRerunView(RoleRequiredMixin, ConfirmStepMixin, View):
 
     def post(self, request: HttpRequest, external_id: str) -> HttpResponse:
         candidate = get_object_or_404(Candidate, external_id=external_id)
+        # The reference check alone ("Check its tests"), or every agent that evaluated it before.
+        reference = request.POST.get("reference") == "1"
+        agents = [a.pk for a in reference_agents_ensure()] if reference else None
         try:
-            run = candidate_rerun(candidate, created_by=signed_in_user(request))
+            run = candidate_rerun(candidate, created_by=signed_in_user(request), agent_ids=agents)
         except LaunchRefused as refused:
-            messages.error(request, f"Not re-evaluated: {refused}")
+            messages.error(request, f"Not re-evaluated: {'; '.join(error_in_words(e) for e in refused.errors)}")
             return redirect("candidates:detail", external_id=external_id)
-        messages.success(request, f"Re-evaluating {external_id} in {run}; earlier results stay in its history.")
+        done = "Checking the tests of" if reference else "Re-evaluating"
+        messages.success(request, f"{done} {external_id} in {run}; earlier results stay in its history.")
         return redirect("evaluation:run", pk=run.pk)

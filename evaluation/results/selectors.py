@@ -27,7 +27,7 @@ from evaluation.models import (
     TrialKind,
     TrialStatus,
 )
-from evaluation.results.reference_state import reference_state, reference_state_detail
+from evaluation.results.reference_state import reference_next_step, reference_state, reference_state_detail
 from evaluation.runs import metrics, paired
 from evaluation.trials import taxonomy
 from evaluation.trials.taxonomy import TrialEnd
@@ -712,6 +712,7 @@ def harm_test_verdicts(candidate_ids: list[int]) -> dict[int, HarmTestVerdict]:
             harm_observed=summary["harm_observed"],
             reference=reference_state(checks.get(pk)),
             reference_detail=reference_state_detail(checks.get(pk)),
+            reference_next_step=reference_next_step(checks.get(pk)),
         )
         for pk, summary in harm_test_summaries(candidate_ids).items()
     }
