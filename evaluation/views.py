@@ -280,18 +280,37 @@ class RunCompareView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         run = _run_or_404(kwargs["pk"])
         agents = selectors.run_agent_choices(run)
+        other = None
+        if self.query["run_b"] is not None and self.query["run_b"] != run.pk:
+            try:
+                other = selectors.run_get(self.query["run_b"])
+            except Run.DoesNotExist:
+                error = [("run_b", f"no run {self.query['run_b']}; pick one of the runs offered")]
+                return render(request, "bad_query.html", {"errors": error}, status=400)
+        agents_b = selectors.run_agent_choices(other) if other else agents
         a, b = self.query["a"], self.query["b"]
-        if a is None and len(agents) >= 2:
+        if other is not None:
+            # B from the other run: its agent of A's name when B is not given or not of that run (the
+            # run was just switched), else its first.
+            a = a if a is not None else (agents[0].pk if agents else None)
+            if b not in {agent.pk for agent in agents_b}:
+                same = {agent.name: agent.pk for agent in agents_b}
+                named = next((agent.name for agent in agents if agent.pk == a), "")
+                b = same.get(named, agents_b[0].pk if agents_b else None)
+        elif a is None and len(agents) >= 2:
             a, b = agents[0].pk, agents[1].pk
         result = None
         if a is not None and b is not None:
             try:
-                result = selectors.paired_comparison(run, a, b)
+                result = selectors.paired_comparison(run, a, b, run_b=other)
             except Refused as refused:
                 return render(request, "bad_query.html", {"errors": refused.error_pairs()}, status=400)
         context = self.get_context_data(
             run=run,
             agents=agents,
+            agents_b=agents_b,
+            other=other,
+            comparable=selectors.comparable_runs(run),
             chosen_a=a,
             chosen_b=b,
             result=result,

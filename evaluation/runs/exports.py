@@ -68,6 +68,7 @@ def paired_document(result: PairedComparison) -> dict[str, Any]:
     c = result.comparison
     return {
         "run": result.run.pk,
+        "run_b": result.run_b.pk if result.run_b else result.run.pk,
         "a": result.a,
         "b": result.b,
         "paired_candidates": c.paired,
