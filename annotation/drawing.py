@@ -66,6 +66,8 @@ def _filter_description(query: Mapping[str, Any]) -> str:
     parts = [f"{FILTER_LABELS[name]} = {query[name]}" for name in FILTER_FIELDS if query[name]]
     if query["q"]:
         parts.append(f"search “{query['q']}”")
+    if query.get("import_job"):
+        parts.append(f"import {query['import_job']}")
     if query["group"]:
         k = query["k"] or settings.VERIHARM_TOP_K
         parts.append("unranked" if query["group"] == "unranked" else f"{query['group']}-{k}")
@@ -82,7 +84,9 @@ def _filter_pool(ranking_filter: Mapping[str, Any], per_group: int) -> Selection
     except ValidationError as refused:
         return Selection(None, {f"filter.{name}": message for name, message in flatten_errors(refused.detail)})
     filters = {name: query[name] for name in FILTER_FIELDS}
-    matched = candidate_ranking(search=query["q"], group=query["group"], k=query["k"], bounds=None, **filters)
+    matched = candidate_ranking(
+        search=query["q"], group=query["group"], k=query["k"], bounds=None, import_job=query["import_job"], **filters
+    )
     ids = list(matched.filter(rank__isnull=False).values_list("pk", flat=True))
     if not ids:
         return Selection(None, {"filter": "matches no ranked candidate"})

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from candidates.human_verdicts import HumanMajority
+from candidates.human_verdicts import HumanMajority, StudyOption
 
+from .models import Study, StudyItem
 from .selectors.results import candidates_item_rows
 
 
@@ -26,3 +27,17 @@ def candidates_human_majorities(candidate_ids: list[int]) -> dict[int, HumanMajo
             earlier_revision=row.edited_since_sampling,
         )
     return found
+
+
+def studies_for_filter() -> list[StudyOption]:
+    """Every study, newest first: the review queue's filter by study (`candidates.human_verdicts`)."""
+    return [
+        StudyOption(pk, name) for pk, name in Study.objects.order_by("-created_at", "-id").values_list("pk", "name")
+    ]
+
+
+def study_candidates(study_id: int) -> list[int] | None:
+    """The candidates a study sampled; None when no study has this id."""
+    if not Study.objects.filter(pk=study_id).exists():
+        return None
+    return list(StudyItem.objects.filter(study_id=study_id).values_list("candidate_id", flat=True))

@@ -564,6 +564,8 @@ class ResultsView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             judge_kappa_interval=judges.NO_KAPPA_INTERVAL,
             quick=quality.quick_labels(study, results),
             fast_seconds=quality.FAST_SECONDS,
+            # What a curator may approve at once from here: the items this study's humans judged valid.
+            judged_valid=[row.candidate_external_id for row in results.rows if row.final("valid") is True],
             **kwargs,
         )
 

@@ -51,7 +51,12 @@ class CandidateListApi(generics.ListAPIView):
         query = self._query()
         filters = {name: query[name] for name in selectors.FILTER_FIELDS}
         return selectors.candidate_ranking_pageable(
-            search=query["q"], group=query["group"], bounds=self._bounds(), sort=query["sort"], **filters
+            search=query["q"],
+            group=query["group"],
+            bounds=self._bounds(),
+            sort=query["sort"],
+            import_job=query["import_job"],
+            **filters,
         )
 
     def get_serializer(self, *args, **kwargs):

@@ -64,6 +64,8 @@ class HarmTestVerdict:
     harm_observed: bool | None  # any current result a harmful success; None without results
     reference: ReferenceState
     reference_detail: str  # the facts the state was read from, in words
+    # While not checked: what checks the tests next and who does it, in words ("" otherwise).
+    reference_next_step: str = ""
 
     @property
     def tests_valid(self) -> bool | None:

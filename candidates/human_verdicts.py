@@ -81,6 +81,50 @@ def human_majorities_for(user: Any, candidate_ids: Iterable[int]) -> dict[int, H
     return human_majorities(candidate_ids) if human_majorities_visible(user) else None
 
 
+# The review queue's filter by study: the studies that labelled candidates, and a study's candidates.
+# Registered by annotation as the majority source is.
+
+
+@dataclass(frozen=True)
+class StudyOption:
+    id: int
+    name: str
+
+
+StudyListing = Callable[[], list[StudyOption]]
+StudyMembers = Callable[[int], "list[int] | None"]  # a study's candidate pks; None: no such study
+
+_study_sources: list[tuple[StudyListing, StudyMembers]] = []
+
+# What the queue may filter by: each candidate's human majority, or none yet.
+HUMAN_STATES = ("valid", "invalid", "undecided", "unlabelled")
+
+
+def human_study_source_register(listing: StudyListing, members: StudyMembers) -> None:
+    """Add the studies' source (idempotent: an app's ready() may run more than once in tests)."""
+    if all(existing is not listing for existing, _ in _study_sources):
+        _study_sources.append((listing, members))
+
+
+def human_studies() -> list[StudyOption]:
+    """Every study, newest first, for the queue's filter."""
+    return [study for listing, _ in _study_sources for study in listing()]
+
+
+def study_candidate_ids(study_id: int) -> set[int] | None:
+    """The candidates a study sampled; None when no study has this id."""
+    for _, members in _study_sources:
+        found = members(study_id)
+        if found is not None:
+            return set(found)
+    return None
+
+
+def human_state(majority: HumanMajority | None) -> str:
+    """One of HUMAN_STATES."""
+    return "unlabelled" if majority is None else majority.verdict
+
+
 def human_warning(majority: HumanMajority | None) -> str:
     """The warning a curator acknowledges before approving or freezing a candidate humans judged invalid."""
     if majority is None or not majority.rejected:

@@ -22,7 +22,6 @@ import secrets
 import shutil
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -33,7 +32,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from . import queue
-from .models import IMPORT_FINISHED, ImportJob, ImportStatus
+from .models import IMPORT_FINISHED, Candidate, ImportJob, ImportStatus
 from .pipeline import format as fmt
 from .services import ImportRefused, candidate_import_lines
 
@@ -196,7 +195,9 @@ def import_job_execute(job_id: int) -> str:
             _end(job, ImportStatus.REFUSED, errors=_error_rows(refusal.errors))
             return "refused"
         progress._write(force=True)
-        _end(job, ImportStatus.DONE, summary=asdict(summary))
+        # Each candidate of the batch links to it, so the job's page opens exactly them.
+        Candidate.objects.filter(pk__in=summary.candidate_pks).update(import_job=job)
+        _end(job, ImportStatus.DONE, summary=summary.counts())
     return "done"
 
 

@@ -70,9 +70,15 @@ class Candidate(models.Model):
     revision = models.PositiveIntegerField(default=1)
     quality = models.FloatField(null=True, blank=True)
     rank = models.PositiveIntegerField(null=True, blank=True)
-    # Made by `manage.py load_demo` (generated lines or hand-checked demo tasks): its judge scores and
-    # Q are generated, and the pages say so. Not part of the pipeline line, so re-imports keep it.
+    # Synthetic (`candidates.synthetic`): made by `manage.py load_demo`, or kept by a generation run
+    # with a scripted proposer or judges; no model produced its judge scores and Q, and the pages say
+    # so. Not part of the pipeline line, so re-imports keep it.
     demo = models.BooleanField(default=False, db_default=False)
+    # The latest import job (an upload through the pages or the API) whose files held it, so the
+    # job's page opens its batch; None for candidates imported otherwise (a command, a generation run).
+    import_job = models.ForeignKey(
+        "ImportJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="candidates", db_index=False
+    )
     imported_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -88,6 +94,12 @@ class Candidate(models.Model):
             models.Index(fields=["rank", "external_id"], name="candidate_ranking_idx"),
             # The few demo candidates, counted for the pages' banner without reading the pool.
             models.Index(fields=["demo"], condition=Q(demo=True), name="candidate_demo_idx"),
+            # An import job's batch in rank order (the ranking filtered by `import_job`).
+            models.Index(
+                fields=["import_job", "rank", "external_id"],
+                condition=Q(import_job__isnull=False),
+                name="candidate_import_job_idx",
+            ),
             models.Index(fields=["perturbation", "rank", "external_id"], name="candidate_pert_ranking_idx"),
             models.Index(fields=["risk_category", "rank", "external_id"], name="candidate_risk_ranking_idx"),
             models.Index(fields=["target_agent", "rank", "external_id"], name="candidate_agent_ranking_idx"),

@@ -8,6 +8,9 @@ from rest_framework import serializers
 from veriharm_site.api_errors import MAX_INT32
 from veriharm_site.queries import FlagField, WholeNumberField, optional_choice, page_number_field
 
+from .human_verdicts import HUMAN_STATES, study_candidate_ids
+from .models import ImportJob
+
 GROUPS = ("top", "bottom", "unranked")
 # The ranking's orders (selectors.RANKING_ORDER); each is read from an index (docs/curation.md).
 RANKING_SORTS = {
@@ -50,6 +53,12 @@ class RankingQuery(GroupSizeQuery):
     target_agent = serializers.CharField(required=False, allow_blank=True, default="")
     proposer = serializers.CharField(required=False, allow_blank=True, default="")
     sort = optional_choice(RANKING_SORTS, "Order of the ranking (default rank)")
+    import_job = WholeNumberField(low=1, help_text="Only the candidates of this import job (the batch it imported)")
+
+    def validate_import_job(self, value: int | None) -> int | None:
+        if value is not None and not ImportJob.objects.filter(pk=value).exists():
+            raise serializers.ValidationError(f"no import has the id {value}; open it from the import's own page")
+        return value
 
 
 class RankingPageQuery(RankingQuery):
@@ -87,6 +96,15 @@ class ReviewQueueQuery(GroupSizeQuery):
     )
     perturbation = serializers.CharField(required=False, allow_blank=True, default="", max_length=100)
     risk_category = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    study = WholeNumberField(low=1, help_text="Only the candidates this study sampled")
+    human = optional_choice(
+        HUMAN_STATES, "Only candidates whose human majority is this (unlabelled: no study has labelled it yet)"
+    )
+
+    def validate_study(self, value: int | None) -> int | None:
+        if value is not None and study_candidate_ids(value) is None:
+            raise serializers.ValidationError(f"no study has the id {value}; pick one from the list")
+        return value
 
 
 class ReviewQueuePageQuery(ReviewQueueQuery):

@@ -11,6 +11,7 @@ from django.db.models import Max, Prefetch, Q, QuerySet
 from veriharm_site.paging import KeysFirst, PagedRows
 
 from .models import SCORE_KEYS, Candidate, ImportJob, ImportStatus, Judgement, SourceTask
+from .synthetic import synthetic_count
 
 FILTER_FIELDS = ("perturbation", "risk_category", "target_agent", "proposer")
 # Each order is one index read forwards or backwards: (rank, external_id), external_id's unique
@@ -73,9 +74,11 @@ def candidate_ranking(
     k: int | None = None,
     bounds: RankingBounds | None = None,
     sort: str = "",
+    import_job: int | None = None,
     **filters: str,
 ) -> QuerySet[Candidate]:
-    """Ranked candidates (unranked last), filtered; an indexed read in rank order, or in `sort`'s."""
+    """Ranked candidates (unranked last), filtered; an indexed read in rank order, or in `sort`'s.
+    `import_job`: only the batch of that import job."""
     queryset = Candidate.objects.select_related("source_task").only(
         "id",
         "external_id",
@@ -92,6 +95,8 @@ def candidate_ranking(
     for name, value in filters.items():
         if name in FILTER_FIELDS and value:
             queryset = queryset.filter(**{name: value})
+    if import_job is not None:
+        queryset = queryset.filter(import_job_id=import_job)
     if search:
         queryset = queryset.filter(_search_condition(search))
     if group in ("top", "bottom"):
@@ -211,16 +216,29 @@ class RankWindow(PagedRows[Candidate]):
 
 
 def candidate_ranking_pageable(
-    *, search: str = "", group: str = "", bounds: RankingBounds, sort: str = "", **filters: str
+    *,
+    search: str = "",
+    group: str = "",
+    bounds: RankingBounds,
+    sort: str = "",
+    import_job: int | None = None,
+    **filters: str,
 ) -> RankWindow | KeysFirst[Candidate]:
     """What a paginator should walk: a rank window when the selection is contiguous in rank,
     the page's ids first otherwise (each way of filtering has an index holding (filter, rank,
     id), so a deep page's ids come from an index-only scan; skipping 50,000 whole rows by OFFSET
     sorted them on disk)."""
-    narrowed = search or any(filters.get(name) for name in FILTER_FIELDS) or group not in ("", "top", "bottom")
+    narrowed = (
+        search
+        or import_job is not None
+        or any(filters.get(name) for name in FILTER_FIELDS)
+        or group not in ("", "top", "bottom")
+    )
     if narrowed or sort not in RANK_ORDERS:
         # k named, so that the type checker does not take one of the filters for it.
-        ranked = candidate_ranking(search=search, group=group, k=None, bounds=bounds, sort=sort, **filters)
+        ranked = candidate_ranking(
+            search=search, group=group, k=None, bounds=bounds, sort=sort, import_job=import_job, **filters
+        )
         return KeysFirst(ranked, key="external_id")
     base = candidate_ranking()
     if group == "top":
@@ -271,6 +289,6 @@ def import_job_state(job: ImportJob) -> ImportJobState:
 
 
 def demo_candidate_count() -> int:
-    """How many candidates of the pool `manage.py load_demo` made (their judge scores, Q and search
-    logs are generated), for the pages that show the pool to say so."""
-    return Candidate.objects.filter(demo=True).count()
+    """How many candidates of the pool are synthetic (`candidates.synthetic`: their judge scores, Q
+    and search logs no model produced), for the pages that show the pool to say so."""
+    return synthetic_count()

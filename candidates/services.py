@@ -12,6 +12,7 @@ from .importing import ImportRefused, ImportSummary, Progress, candidate_import,
 from .importing.rows import source_task_content
 from .models import SCORE_KEYS, Candidate, Search
 from .pipeline import format as fmt
+from .synthetic import candidates_mark_synthetic
 
 __all__ = [
     "ImportRefused",
@@ -96,6 +97,6 @@ def pipeline_export_lines(
 
 
 def candidates_mark_demo(external_ids: Iterable[str]) -> int:
-    """Mark the candidates `manage.py load_demo` made as demo data (their pages say their judge
-    scores and Q are generated); returns how many are marked now. Idempotent."""
-    return Candidate.objects.filter(external_id__in=list(external_ids), demo=False).update(demo=True)
+    """Mark the candidates `manage.py load_demo` made as synthetic (`candidates.synthetic`: their
+    pages say their judge scores and Q are generated); returns how many are marked now. Idempotent."""
+    return candidates_mark_synthetic(external_ids)

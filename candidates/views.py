@@ -20,12 +20,13 @@ from .curation.review import REASON_OPTIONS, approval_text
 from .curation.selectors import curation_history
 from .flags import candidate_flags, flag_warning
 from .forms import ImportForm
-from .harm_test_verdicts import reference_states_for
+from .harm_test_verdicts import harm_test_verdicts_for, reference_states_for
 from .human_verdicts import human_majorities, human_majorities_visible
 from .models import Candidate, ImportJob, Perturbation
 from .panels import candidate_panels, shared_page_reads
 from .queries import RankingPageQuery
 from .ranking_actions import ranking_actions_for
+from .synthetic import CANDIDATE_TEXT, synthetic_ids
 
 # The table's sortable columns and the order a first click on each gives.
 SORTABLE_COLUMNS = {
@@ -78,7 +79,12 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         bounds = selectors.ranking_bounds(query["k"])
         filters = {name: query[name] for name in selectors.FILTER_FIELDS}
         rows_source = selectors.candidate_ranking_pageable(
-            search=query["q"], group=query["group"], bounds=bounds, sort=query["sort"], **filters
+            search=query["q"],
+            group=query["group"],
+            bounds=bounds,
+            sort=query["sort"],
+            import_job=query["import_job"],
+            **filters,
         )
         page: Page[Candidate] = Paginator(rows_source, PAGE_SIZE).get_page(query["page"])
         rows = list(page.object_list)
@@ -89,6 +95,7 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         shared_judges = list(panels.pop()) if len(panels) == 1 else None
         flags = candidate_flags(c.pk for c in rows)
         references = reference_states_for(self.request.user, [c.pk for c in rows]) or {}
+        synthetic = synthetic_ids(c.pk for c in rows)
         kept = params.copy()
         kept.pop("page", None)
         filter_string = query_string({**query, "sort": ""})
@@ -115,6 +122,7 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
                     "sums": sums[c.pk],
                     "flags": flags.get(c.pk, []),
                     "reference": references.get(c.pk),
+                    "synthetic": c.pk in synthetic,
                 }
                 for c in rows
             ],
@@ -128,6 +136,8 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             group=query["group"],
             querystring=kept.urlencode(),
             demo_candidates=selectors.demo_candidate_count(),
+            # The batch of one import job, when the ranking is opened from the job's page.
+            import_job=selectors.import_job_get(query["import_job"]) if query["import_job"] else None,
             **kwargs,
         )
 
@@ -166,6 +176,9 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
         # Read once: shown to those who may see it, and part of the warning an approval keeps.
         majority = human_majorities([candidate.pk]).get(candidate.pk) if humans_visible or can_decide else None
         references = reference_states_for(user, [candidate.pk])
+        # While its tests are not checked: what checks them next, and who (the evaluation panel offers it).
+        verdict = (harm_test_verdicts_for(user, [candidate.pk]) or {}).get(candidate.pk)
+        synthetic = candidate.pk in synthetic_ids([candidate.pk])
         if decision_form is None and can_decide:
             decision_form = DecisionForm(initial={"candidate": candidate.external_id, "revision": candidate.revision})
         return super().get_context_data(
@@ -177,10 +190,13 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
             flags=flags,
             flag_warning=flag_warning(flags),
             # What an approval now keeps, flags and humans' rejection: refused if it changes before the click.
-            approval_warning=approval_text(flags, majority),
+            approval_warning=approval_text(flags, majority, synthetic),
+            synthetic=synthetic,
+            synthetic_text=CANDIDATE_TEXT,
             human=majority if humans_visible else None,
             humans_visible=humans_visible,
             reference=None if references is None else references[candidate.pk],
+            reference_next_step=verdict.reference_next_step if verdict else "",
             group=bounds.group(candidate.rank),
             bounds=bounds,
             diff=diff,

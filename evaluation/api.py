@@ -38,7 +38,7 @@ from evaluation.serializers import (
     TrialSerializer,
 )
 from evaluation.trials import rescoring
-from veriharm_site.api_errors import API_ERRORS, refusal
+from veriharm_site.api_errors import API_ERRORS, Refusal, refusal
 from veriharm_site.api_paging import CheckedPageNumberPagination, paged
 from veriharm_site.permissions import api_permission, signed_in_user
 from veriharm_site.queries import query_of
@@ -176,7 +176,12 @@ class RunCompareApi(APIView):
     def get(self, request: Request, pk: int) -> Response:
         run = _run(pk)
         query = query_of(PairedComparisonApiQuery, request.query_params)
-        document = exports.paired_document(selectors.paired_comparison(run, query["a"], query["b"]))
+        other = None
+        if query["run_b"] is not None:
+            other = selectors.run_found(query["run_b"])
+            if other is None:
+                raise Refusal(f"no run {query['run_b']}", field="run_b")
+        document = exports.paired_document(selectors.paired_comparison(run, query["a"], query["b"], run_b=other))
         return Response(PairedComparisonSerializer(document).data)
 
 

@@ -52,11 +52,17 @@ class PairedComparisonQuery(serializers.Serializer):
     both are absent, and both or neither must be given."""
 
     a = WholeNumberField(low=1, help_text="The id of system A, an agent of the run")
-    b = WholeNumberField(low=1, help_text="The id of system B, another agent of the run")
+    b = WholeNumberField(low=1, help_text="The id of system B, another agent of the run (or of run_b)")
+    run_b = WholeNumberField(
+        low=1,
+        help_text="Another run to take system B from, paired with this run's A on the items both evaluated "
+        "(the same candidate with the same inputs: two runs of one release)",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         given = [name for name in ("a", "b") if attrs.get(name) is not None]
-        if len(given) == 1:
+        # With another run, the page picks B of it when only A is given (its agent of A's name).
+        if len(given) == 1 and not (given == ["a"] and attrs.get("run_b") is not None):
             missing = "b" if given == ["a"] else "a"
             raise serializers.ValidationError({missing: f"required with {given[0]}: the id of an agent of the run"})
         return attrs

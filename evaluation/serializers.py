@@ -503,7 +503,8 @@ class PairedDifferenceSerializer(serializers.Serializer):
 
 
 class PairedComparisonSerializer(serializers.Serializer):
-    run = serializers.IntegerField()
+    run = serializers.IntegerField(help_text="A's run")
+    run_b = serializers.IntegerField(help_text="B's run: the same as A's unless run_b was given")
     a = ComparedAgentSerializer()
     b = ComparedAgentSerializer()
     paired_candidates = serializers.IntegerField(help_text="Candidates with resolved risk trials of both")

@@ -15,8 +15,9 @@ from django.views.generic import TemplateView
 from candidates.models import Candidate
 from evaluation.results import presentation, selectors, transcript_view
 from evaluation.runs import exports, metrics, paired
+from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import candidate_rerun, run_cancel, run_launch, run_rerun
-from evaluation.runs.refusals import LaunchRefused
+from evaluation.runs.refusals import LaunchRefused, error_in_words
 from evaluation.runs.retries import retryable_counts, run_retry_unscored
 from evaluation.runs.sandbox_status import sandbox_status
 from evaluation.runs.selection import selection_in_words
@@ -32,6 +33,7 @@ from .fleet import selectors as fleet_selectors
 from .forms import LaunchForm, RetryForm
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
 from .queries import PairedComparisonQuery, RunTrialsPageQuery, TranscriptQuery
+from .synthetic import run_synthetic_text
 
 PAGE_SIZE = 50
 # Folded, a step is one line: a page of them is a screen or two, and its output is read only when opened.
@@ -87,7 +89,8 @@ class RunLaunchView(RoleRequiredMixin, View):
                 budget_usd=data.get("budget_usd"),
             )
         except LaunchRefused as refused:
-            return self._render(request, {"form": form, "errors": refused.errors}, status=400)
+            errors = [error_in_words(error) for error in refused.errors]
+            return self._render(request, {"form": form, "errors": errors}, status=400)
         messages.success(request, f"Launched {run}: {run.trials.count()} trials queued.")
         return redirect("evaluation:run", pk=run.pk)
 
@@ -123,6 +126,7 @@ class RunDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             agent_rows=presentation.agent_rows(selectors.run_metrics(run)),
             usage=selectors.run_model_usage(run),
             hosts=fleet_selectors.run_hosts(run),
+            synthetic=run_synthetic_text(run),
             **kwargs,
         )
 
@@ -260,6 +264,7 @@ class RunMetricsView(RoleRequiredMixin, TemplateView):
             definitions=[(metrics.LABELS[name], metrics.FORMULAS[name]) for name in metrics.METRICS],
             unresolved=sum(item.unresolved for item in items),
             excluded=sum(item.excluded_candidates for item in items),
+            synthetic=run_synthetic_text(run),
             **kwargs,
         )
 
@@ -275,23 +280,43 @@ class RunCompareView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         run = _run_or_404(kwargs["pk"])
         agents = selectors.run_agent_choices(run)
+        other = None
+        if self.query["run_b"] is not None and self.query["run_b"] != run.pk:
+            try:
+                other = selectors.run_get(self.query["run_b"])
+            except Run.DoesNotExist:
+                error = [("run_b", f"no run {self.query['run_b']}; pick one of the runs offered")]
+                return render(request, "bad_query.html", {"errors": error}, status=400)
+        agents_b = selectors.run_agent_choices(other) if other else agents
         a, b = self.query["a"], self.query["b"]
-        if a is None and len(agents) >= 2:
+        if other is not None:
+            # B from the other run: its agent of A's name when B is not given or not of that run (the
+            # run was just switched), else its first.
+            a = a if a is not None else (agents[0].pk if agents else None)
+            if b not in {agent.pk for agent in agents_b}:
+                same = {agent.name: agent.pk for agent in agents_b}
+                named = next((agent.name for agent in agents if agent.pk == a), "")
+                b = same.get(named, agents_b[0].pk if agents_b else None)
+        elif a is None and len(agents) >= 2:
             a, b = agents[0].pk, agents[1].pk
         result = None
         if a is not None and b is not None:
             try:
-                result = selectors.paired_comparison(run, a, b)
+                result = selectors.paired_comparison(run, a, b, run_b=other)
             except Refused as refused:
                 return render(request, "bad_query.html", {"errors": refused.error_pairs()}, status=400)
         context = self.get_context_data(
             run=run,
             agents=agents,
+            agents_b=agents_b,
+            other=other,
+            comparable=selectors.comparable_runs(run),
             chosen_a=a,
             chosen_b=b,
             result=result,
             rows=presentation.paired_rows(result.comparison if result else None),
             method=paired.METHOD,
+            synthetic=run_synthetic_text(run),
             **kwargs,
         )
         return self.render_to_response(context)
@@ -326,6 +351,7 @@ class TrialDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             rescores=rescoring.trial_rescores(trial),
             model_calls=list(selectors.trial_model_calls(trial)),
             usage=selectors.trial_model_usage(trial.pk),
+            synthetic=run_synthetic_text(trial.run),
             **kwargs,
         )
 
@@ -370,6 +396,21 @@ class CandidateRescoreView(RoleRequiredMixin, View):
 class CandidateRerunView(RoleRequiredMixin, ConfirmStepMixin, View):
     permission_required = "evaluation.run_evaluations"
 
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.GET.get("reference") != "1":
+            return super().get(request, *args, **kwargs)
+        candidate = get_object_or_404(Candidate, external_id=kwargs["external_id"])
+        confirmation = Confirmation(
+            title=f"Check the tests of {candidate.external_id}?",
+            message=f"A new run of the safe, harmful and no-op reference agents, one trial each, on revision "
+            f"{candidate.revision}: its tests discriminate when the safe script gives (1, 0), the harmful one (1, 1) "
+            "and the untouched environment (0, 0). Earlier results stay in its history.",
+            action="Run the reference check",
+            back_url=reverse("candidates:detail", args=[candidate.external_id]),
+            danger=False,
+        )
+        return render(request, "evaluation/reference_check_confirm.html", {"confirmation": confirmation})
+
     def confirmation(self, request: HttpRequest, external_id: str) -> Confirmation:
         candidate = get_object_or_404(Candidate, external_id=external_id)
         return Confirmation(
@@ -383,10 +424,14 @@ class CandidateRerunView(RoleRequiredMixin, ConfirmStepMixin, View):
 
     def post(self, request: HttpRequest, external_id: str) -> HttpResponse:
         candidate = get_object_or_404(Candidate, external_id=external_id)
+        # The reference check alone ("Check its tests"), or every agent that evaluated it before.
+        reference = request.POST.get("reference") == "1"
+        agents = [a.pk for a in reference_agents_ensure()] if reference else None
         try:
-            run = candidate_rerun(candidate, created_by=signed_in_user(request))
+            run = candidate_rerun(candidate, created_by=signed_in_user(request), agent_ids=agents)
         except LaunchRefused as refused:
-            messages.error(request, f"Not re-evaluated: {refused}")
+            messages.error(request, f"Not re-evaluated: {'; '.join(error_in_words(e) for e in refused.errors)}")
             return redirect("candidates:detail", external_id=external_id)
-        messages.success(request, f"Re-evaluating {external_id} in {run}; earlier results stay in its history.")
+        done = "Checking the tests of" if reference else "Re-evaluating"
+        messages.success(request, f"{done} {external_id} in {run}; earlier results stay in its history.")
         return redirect("evaluation:run", pk=run.pk)

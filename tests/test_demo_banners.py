@@ -1,4 +1,5 @@
-"""Demo data says what is synthetic about it on every page that shows it, and other data says nothing."""
+"""Synthetic figures (no model produced them) say so on every page that shows them, whoever launched
+what made them, and other data says nothing."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from annotation.models import DemoStudy, Study
 from candidates.demo_checked import checked_lines
 from candidates.models import Candidate
 from candidates.services import candidates_mark_demo
+from candidates.synthetic import CANDIDATE_TEXT
+from evaluation.demo.runs import demo_agents_ensure
 from evaluation.models import DemoRun, Run, Trial
 from evaluation.runs.agents import reference_agents_ensure
-from evaluation.runs.launch import run_launch, run_mark_demo
+from evaluation.runs.launch import run_launch
 from tests.annotation.conftest import import_pool
 from tests.conftest import make_user
 from veriharm_site.roles import VIEWER
@@ -25,7 +28,8 @@ pytestmark = pytest.mark.django_db
 
 SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
 OTHER_ID = "bb-187101/gpt-5.4-mini/claude-opus-4-7"
-JUDGES_BANNER = "Demo data: judge scores and Q are generated, not from real judges"
+JUDGES_BANNER = CANDIDATE_TEXT
+SCRIPTED_RUN = "Synthetic: the scripted agents demo-careful, demo-reckless, demo-sloppy replay reference scripts"
 BANNER = 'data-testid="demo-banner"'
 SEARCH_REPORT = "candidates:search-report"
 
@@ -48,14 +52,14 @@ def test_the_judges_of_a_demo_candidate_say_they_are_generated(examples_imported
         assert BANNER not in page(client, url)
     assert candidates_mark_demo([SAFE_ID]) == 1
     for url in pool_pages:
-        assert "Demo data: 1 candidate of this pool is demo data" in page(client, url)
+        assert "Synthetic data: 1 candidate of this pool is synthetic" in page(client, url)
     assert candidates_mark_demo([SAFE_ID]) == 0  # idempotent
     assert JUDGES_BANNER in page(client, reverse("candidates:detail", args=[SAFE_ID]))
     assert BANNER not in page(client, reverse("candidates:detail", args=[OTHER_ID]))
 
 
-def _run(name: str) -> Run:
-    agents = reference_agents_ensure()
+def _run(name: str, *, scripted: bool = False) -> Run:
+    agents = demo_agents_ensure() if scripted else reference_agents_ensure()
     return run_launch(
         selection={"kind": "ids", "ids": [SAFE_ID]}, agent_ids=[a.pk for a in agents], backend="local", name=name
     )
@@ -74,14 +78,25 @@ def _run_pages(run: Run) -> list[str]:
     ]
 
 
-def test_every_page_of_a_demo_run_says_what_is_scripted(examples_imported, client, viewer):
-    demo = run_mark_demo(_run("scripted"), DemoRun.SCRIPTED)
+def test_every_page_of_a_run_of_scripted_agents_says_so_whoever_launched_it(examples_imported, client, viewer):
+    # A user's run of the scripted agents, never marked as the demo's: what ran makes it synthetic.
+    scripted = _run("scripted", scripted=True)
+    assert scripted.demo == DemoRun.NONE
     plain = _run("real")
     client.force_login(viewer)
-    for url in _run_pages(demo):
-        assert "Demo run: scripted agents replay reference scripts" in page(client, url), url
+    for url in [*_run_pages(scripted), reverse("evaluation:run-compare", args=[scripted.pk])]:
+        assert SCRIPTED_RUN in page(client, url), url
     for url in _run_pages(plain):
         assert BANNER not in page(client, url), url
+    # Its exports carry it too, on every row.
+    metrics = reverse("evaluation:run-metrics", args=[scripted.pk])
+    assert SCRIPTED_RUN in client.get(metrics, {"format": "json"}).json()["synthetic"]
+    csv_text = client.get(metrics, {"format": "csv"}).content.decode()
+    assert csv_text.splitlines()[0].endswith(",synthetic") and SCRIPTED_RUN in csv_text
+    assert client.get(reverse("evaluation:run-metrics", args=[plain.pk]), {"format": "json"}).json()["synthetic"] == ""
+    # A run of reference scripts on a synthetic candidate is synthetic by its candidate.
+    candidates_mark_demo([SAFE_ID])
+    assert "some of its candidates are synthetic" in page(client, reverse("evaluation:run", args=[plain.pk]))
 
 
 def test_the_pages_of_a_demo_study_say_whose_votes_they_are(curator, client, annotator):
@@ -123,5 +138,5 @@ def test_load_demo_and_the_demo_runs_mark_what_they_make(client, viewer, django_
     assert set(Run.objects.values_list("demo", flat=True)) == {DemoRun.SCRIPTED, DemoRun.REFERENCES}
     client.force_login(viewer)
     scripted = Run.objects.get(demo=DemoRun.SCRIPTED)
-    assert "Demo run: scripted agents" in page(client, reverse("evaluation:run", args=[scripted.pk]))
+    assert SCRIPTED_RUN in page(client, reverse("evaluation:run", args=[scripted.pk]))
     assert JUDGES_BANNER in page(client, reverse("candidates:detail", args=[sorted(checked)[0]]))

@@ -214,7 +214,7 @@ def test_make_run_fills_every_demo_page(make_run):
     for search in generation["searches"]:
         if search["candidate_id"]:
             page = _get(admin, f"/candidates/c/{search['candidate_id']}/")
-            assert page.status_code == 200 and "Demo data: judge scores and Q are generated" in page.text
+            assert page.status_code == 200 and "Synthetic: no model produced its judge scores and Q" in page.text
             assert _get(api, f"/api/candidates/{search['candidate_id']}/").json()["rank"] is not None
 
     # The run's metrics: one row per scripted agent, with figures.

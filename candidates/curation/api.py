@@ -131,6 +131,7 @@ class DecisionListApi(_CandidateHistoryApi):
             seen_revision=data.get("revision"),
             acknowledge_flags=data["acknowledge_flags"],
             acknowledge_human_verdict=data["acknowledge_human_verdict"],
+            acknowledge_synthetic=data["acknowledge_synthetic"],
         )
 
 
@@ -223,6 +224,7 @@ class ReviewDecisionsBulkApi(APIView):
             note=data["note"],
             acknowledge_flags=data["acknowledge_flags"],
             acknowledge_human_verdict=data["acknowledge_human_verdict"],
+            acknowledge_synthetic=data["acknowledge_synthetic"],
             seen_revisions=data.get("seen_revisions"),
         )
         body = {"recorded": len(decisions), "decisions": DecisionSerializer(decisions, many=True).data}
@@ -295,6 +297,7 @@ class ReleaseFreezeApi(APIView):
             pk,
             user=signed_in_user(request),
             acknowledge_human_verdict=payload.validated_data["acknowledge_human_verdict"],
+            acknowledge_synthetic=payload.validated_data["acknowledge_synthetic"],
         )
         return Response(ReleaseDetailSerializer(release).data)
 

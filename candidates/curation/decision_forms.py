@@ -35,6 +35,7 @@ def decision_from_form(form: DecisionForm, candidate: Candidate, user: Any) -> D
             seen_revision=data["revision"],
             acknowledge_flags=data["acknowledge_flags"],
             acknowledge_human_verdict=data["acknowledge_human_verdict"],
+            acknowledge_synthetic=data["acknowledge_synthetic"],
             warning_seen=data["warning_seen"],
         )
     except review.DecisionRefused as refused:
@@ -46,7 +47,11 @@ def decided_message(decision: Decision, candidate: Candidate, where: str = "") -
     done = "Approved" if decision.verdict == Verdict.APPROVE else "Rejected"
     despite = [
         words
-        for marker, words in (("Flagged:", "its flags"), ("Humans judged it invalid", "humans' rejection"))
+        for marker, words in (
+            ("Flagged:", "its flags"),
+            ("Humans judged it invalid", "humans' rejection"),
+            ("Synthetic:", "its synthetic figures"),
+        )
         if marker in decision.flag_warning
     ]
     warned = f" despite {' and '.join(despite)}" if despite else ""

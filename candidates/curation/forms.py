@@ -23,6 +23,9 @@ class DecisionForm(forms.Form):
     acknowledge_human_verdict = forms.BooleanField(
         required=False, label="Humans judged it invalid: I have checked it and approve anyway"
     )
+    acknowledge_synthetic = forms.BooleanField(
+        required=False, label="No model produced its judge scores and Q: I approve it anyway, knowing it is synthetic"
+    )
     warning_seen = forms.CharField(required=False, widget=forms.HiddenInput, max_length=5000)
 
 
@@ -74,6 +77,9 @@ class BulkDecisionForm(forms.Form):
     acknowledge_human_verdict = forms.BooleanField(
         required=False, label="Approve candidates humans judged invalid among them anyway"
     )
+    acknowledge_synthetic = forms.BooleanField(
+        required=False, label="Approve synthetic candidates among them anyway (no model produced their figures)"
+    )
     revisions = RevisionsField(required=False)
     confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
@@ -122,6 +128,10 @@ class ReleaseForm(forms.Form):
 class ReleaseFreezeForm(forms.Form):
     acknowledge_human_verdict = forms.BooleanField(
         required=False, label="Humans judged some of these invalid: I have checked them and freeze anyway"
+    )
+    acknowledge_synthetic = forms.BooleanField(
+        required=False,
+        label="Some of these are synthetic (no model produced their judge scores and Q): freeze them anyway",
     )
 
 

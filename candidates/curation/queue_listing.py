@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db.models import F, QuerySet
 
+from ..human_verdicts import human_majorities, human_state, study_candidate_ids
 from ..models import Candidate, Verdict
 from ..selectors import candidate_ranking
 from .review import ReviewQueue, review_queue
@@ -81,6 +82,8 @@ def _candidates(query: dict[str, Any], queue: ReviewQueue) -> QuerySet[Candidate
         perturbation=query["perturbation"],
         risk_category=query["risk_category"],
     )
+    if query.get("study"):
+        ranked = ranked.filter(pk__in=study_candidate_ids(query["study"]) or ())
     return ranked.order_by(*_ORDER[query["sort"] or "rank"])
 
 
@@ -129,4 +132,8 @@ def review_queue_listing(query: dict[str, Any], queue: ReviewQueue | None = None
         rows = [row for row in rows if row.verdict == _STATE[state]]
     if query["flagged"]:
         rows = [row for row in rows if row.flags]
+    if query.get("human"):
+        # Read for the rows the other filters left (at most K): the majority is a study result.
+        majorities = human_majorities(row.pk for row in rows)
+        rows = [row for row in rows if human_state(majorities.get(row.pk)) == query["human"]]
     return QueueListing(k=queue.k, rows=tuple(rows))

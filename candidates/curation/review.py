@@ -24,6 +24,7 @@ from ..flags import candidate_flags, flag_warning
 from ..human_verdicts import HumanMajority, human_majorities, human_warning
 from ..models import APPROVE_REASONS, REJECT_REASONS, Candidate, Decision, DecisionReason, Verdict
 from ..selectors import RankingBounds, ranking_bounds
+from ..synthetic import synthetic_ids, synthetic_warning
 
 if TYPE_CHECKING:
     from veriharm_site.accounts.models import User
@@ -70,10 +71,33 @@ class HumanRejectionNotAcknowledged(DecisionRefused):
         return {"human_rejected": self.rejected}  # per candidate id, the human majority in words
 
 
-def approval_text(reasons: list[str], majority: HumanMajority | None) -> str:
-    """The warning an approval keeps: the reference check's flags, then humans' rejection. A page
-    renders it, and the approval is refused if it changed before the curator confirmed it."""
-    return " ".join(part for part in (flag_warning(reasons), human_warning(majority)) if part)
+class SyntheticNotAcknowledged(DecisionRefused):
+    """An approval of synthetic candidates (`candidates.synthetic`) without the curator confirming it."""
+
+    def __init__(self, message: str, synthetic: list[str]) -> None:
+        super().__init__("acknowledge_synthetic", message)
+        self.synthetic = synthetic
+
+    def error_extra(self) -> dict[str, list[str]]:
+        return {"synthetic": self.synthetic}  # the candidate ids whose judge scores and Q no model produced
+
+
+def approval_text(reasons: list[str], majority: HumanMajority | None, synthetic: bool = False) -> str:
+    """The warning an approval keeps: the reference check's flags, humans' rejection, then that no
+    model produced its figures. A page renders it, and the approval is refused if it changed before
+    the curator confirmed it."""
+    parts = (flag_warning(reasons), human_warning(majority), synthetic_warning(synthetic))
+    return " ".join(part for part in parts if part)
+
+
+def _synthetic_refusal(ids: list[str], outcome: str = "") -> SyntheticNotAcknowledged:
+    one = len(ids) == 1
+    return SyntheticNotAcknowledged(
+        f"no model produced the judge scores and Q of {_listed(ids)}: {'it is' if one else 'they are'} synthetic "
+        "(a scripted proposer or judges, or demo data). Approve "
+        f"{'it' if one else 'them'} only to try the workflow, and tick the box that says you know{outcome}",
+        ids,
+    )
 
 
 def _check_decision(verdict: str, reason: str, note: str) -> None:
@@ -99,14 +123,15 @@ def decision_record(
     seen_revision: int | None = None,
     acknowledge_flags: bool = False,
     acknowledge_human_verdict: bool = False,
+    acknowledge_synthetic: bool = False,
     warning_seen: str | None = None,
 ) -> Decision:
     """Record a decision; `seen_revision` is the revision the curator looked at, and a decision
     on text that has been edited since is refused rather than silently applied to the new text.
 
     Approving a flagged candidate (`candidates.flags`) needs `acknowledge_flags`, and one humans
-    judged invalid (`candidates.human_verdicts`) `acknowledge_human_verdict`; the decision then
-    keeps the warning. `warning_seen`, the warning as a page showed it, must be the current one:
+    judged invalid (`candidates.human_verdicts`) `acknowledge_human_verdict`, and a synthetic one
+    (`candidates.synthetic`) `acknowledge_synthetic`; the decision then keeps the warning. `warning_seen`, the warning as a page showed it, must be the current one:
     flags or votes that changed since (a reference trial finished, a label came in) are read
     before they are acknowledged.
     """
@@ -127,19 +152,22 @@ def decision_record(
         if verdict == Verdict.APPROVE:
             reasons = candidate_flags([candidate.pk]).get(candidate.pk, [])
             majority = human_majorities([candidate.pk]).get(candidate.pk)
-            warning = approval_text(reasons, majority)
+            synthetic = candidate.pk in synthetic_ids([candidate.pk])
+            warning = approval_text(reasons, majority, synthetic)
             if reasons and not acknowledge_flags:
                 raise FlagsNotAcknowledged(
                     f"{candidate.external_id} is flagged: {'; '.join(reasons)}. Approve it only if you have "
-                    "checked that its tests are right anyway, and confirm (acknowledge_flags)",
+                    "checked that its tests are right anyway, and tick the box that says you have read the warning",
                     reasons,
                 )
             if majority is not None and majority.rejected and not acknowledge_human_verdict:
                 raise HumanRejectionNotAcknowledged(
                     f"humans judged {candidate.external_id} invalid ({majority.text}). Approve it only if you "
-                    "have checked that it is valid anyway, and confirm (acknowledge_human_verdict)",
+                    "have checked that it is valid anyway, and tick the box that says you have checked it",
                     {candidate.external_id: majority.text},
                 )
+            if synthetic and not acknowledge_synthetic:
+                raise _synthetic_refusal([candidate.external_id])
             if reasons and warning_seen is not None and warning_seen != warning:
                 raise FlagsNotAcknowledged(
                     f"the flags of {candidate.external_id} changed since you opened it; now: {'; '.join(reasons)}. "
@@ -198,6 +226,7 @@ class BulkPlan:
     warnings: dict[int, str]
     flagged: dict[str, list[str]]  # by candidate id, the flags acknowledged
     human_rejected: dict[str, str] = field(default_factory=dict)  # by candidate id, the majority acknowledged
+    synthetic: tuple[str, ...] = ()  # the synthetic candidates' ids, acknowledged
 
 
 def _bulk_plan(
@@ -207,6 +236,7 @@ def _bulk_plan(
     note: str,
     acknowledge_flags: bool,
     acknowledge_human_verdict: bool,
+    acknowledge_synthetic: bool = False,
     *,
     lock: bool,
     seen_revisions: Mapping[str, int] | None = None,
@@ -250,7 +280,7 @@ def _bulk_plan(
         raise FlaggedInBatch(
             f"{len(flagged)} of these candidates {'is' if len(flagged) == 1 else 'are'} flagged by the reference "
             f"check: {_listed(sorted(flagged))}. Approve them only if you have checked that their tests are right "
-            "anyway, and confirm (acknowledge_flags); nothing was recorded",
+            "anyway, and tick “Approve flagged candidates among them anyway”; nothing was recorded",
             flagged,
         )
     majorities = human_majorities(c.pk for c in candidates)
@@ -261,12 +291,23 @@ def _bulk_plan(
         raise HumanRejectionNotAcknowledged(
             f"humans judged {len(rejected)} of these candidates invalid: {_listed(sorted(rejected))}. Approve "
             f"{'it' if len(rejected) == 1 else 'them'} only if you have checked that "
-            f"{'it is' if len(rejected) == 1 else 'they are'} valid anyway, and confirm (acknowledge_human_verdict); "
+            f"{'it is' if len(rejected) == 1 else 'they are'} valid anyway, and tick “Approve candidates humans judged invalid among them anyway”; "
             "nothing was recorded",
             rejected,
         )
-    warnings = {c.pk: approval_text(flags.get(c.pk, []), majorities.get(c.pk)) for c in candidates}
-    return BulkPlan(candidates, {pk: text for pk, text in warnings.items() if text}, flagged, rejected)
+    synthetic = synthetic_ids(c.pk for c in candidates)
+    if synthetic and not acknowledge_synthetic:
+        raise _synthetic_refusal(
+            sorted(c.external_id for c in candidates if c.pk in synthetic), "; nothing was recorded"
+        )
+    warnings = {c.pk: approval_text(flags.get(c.pk, []), majorities.get(c.pk), c.pk in synthetic) for c in candidates}
+    return BulkPlan(
+        candidates,
+        {pk: text for pk, text in warnings.items() if text},
+        flagged,
+        rejected,
+        tuple(sorted(c.external_id for c in candidates if c.pk in synthetic)),
+    )
 
 
 def decisions_bulk_check(
@@ -277,10 +318,18 @@ def decisions_bulk_check(
     note: str = "",
     acknowledge_flags: bool = False,
     acknowledge_human_verdict: bool = False,
+    acknowledge_synthetic: bool = False,
 ) -> BulkPlan:
     """What `decisions_record_bulk` would record now, or its refusal; records nothing (the confirm step)."""
     return _bulk_plan(
-        external_ids, verdict, reason, note.strip(), acknowledge_flags, acknowledge_human_verdict, lock=False
+        external_ids,
+        verdict,
+        reason,
+        note.strip(),
+        acknowledge_flags,
+        acknowledge_human_verdict,
+        acknowledge_synthetic,
+        lock=False,
     )
 
 
@@ -293,6 +342,7 @@ def decisions_record_bulk(
     note: str = "",
     acknowledge_flags: bool = False,
     acknowledge_human_verdict: bool = False,
+    acknowledge_synthetic: bool = False,
     seen_revisions: Mapping[str, int] | None = None,
 ) -> list[Decision]:
     """One decision, the same for each candidate, all recorded or none.
@@ -301,8 +351,8 @@ def decisions_record_bulk(
     decision, a batch holding a candidate edited since is refused whole (409), naming it. Without
     them each decision applies to the candidate's revision at this moment. Approving flagged
     candidates needs `acknowledge_flags`, and approving ones humans judged invalid
-    `acknowledge_human_verdict`, as one at a time does; without it the whole batch is refused,
-    naming them.
+    `acknowledge_human_verdict`, and synthetic ones `acknowledge_synthetic`, as one at a time does;
+    without it the whole batch is refused, naming them.
     """
     note = note.strip()
     with transaction.atomic():
@@ -313,6 +363,7 @@ def decisions_record_bulk(
             note,
             acknowledge_flags,
             acknowledge_human_verdict,
+            acknowledge_synthetic,
             lock=True,
             seen_revisions=seen_revisions,
         )

@@ -60,6 +60,12 @@ class DecisionRequestSerializer(_VerdictSerializer):
         help_text="Approve a candidate humans judged invalid (its study majority is Valid = no) anyway; without it "
         "such an approval is refused with the majority named. The decision keeps the warning.",
     )
+    acknowledge_synthetic = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Approve a synthetic candidate (no model produced its judge scores and Q) anyway; without it "
+        "such an approval is refused. The decision keeps the warning.",
+    )
 
 
 class BulkDecisionRequestSerializer(_VerdictSerializer):
@@ -84,6 +90,12 @@ class BulkDecisionRequestSerializer(_VerdictSerializer):
         default=False,
         help_text="Approve candidates humans judged invalid among them anyway; without it such a batch is refused "
         "whole, naming them. Each such decision keeps its warning.",
+    )
+    acknowledge_synthetic = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Approve synthetic candidates (no model produced their judge scores and Q) among them anyway; "
+        "without it such a batch is refused whole, naming them. Each such decision keeps its warning.",
     )
     seen_revisions = serializers.DictField(
         child=serializers.IntegerField(min_value=1, max_value=2**31 - 1),
@@ -199,6 +211,12 @@ class ReleaseFreezeRequestSerializer(serializers.Serializer):
         default=False,
         help_text="Freeze even though humans judged some approved candidates invalid; without it such a freeze is "
         "refused, naming them. The release keeps what was acknowledged.",
+    )
+    acknowledge_synthetic = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Freeze even though some approved candidates are synthetic (no model produced their judge scores "
+        "and Q); without it such a freeze is refused, naming them. The release keeps what was acknowledged.",
     )
 
 

@@ -23,7 +23,7 @@ from veriharm_site.url_filling import url_filler
 
 from ..flags import candidate_flags
 from ..harm_test_verdicts import reference_states_for
-from ..human_verdicts import human_majorities_for
+from ..human_verdicts import HUMAN_STATES, human_majorities_for, human_studies
 from ..models import Candidate, DecisionReason, Perturbation, Release, ReleaseFrozen, Verdict
 from ..queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueuePageQuery, ReviewQueueQuery
 from ..releases import services as releases
@@ -31,6 +31,7 @@ from ..releases.bundle import BundleRefused, release_bundle
 from ..releases.bundle_import import release_bundle_import
 from ..releases.interop.exports import HARNESS_EXPORTS
 from ..selectors import demo_candidate_count, filter_choices
+from ..synthetic import synthetic_ids
 from ..views import CandidateDetailView
 from . import review, revisions
 from .decision_forms import decided_message, decision_from_form, field_of
@@ -87,7 +88,17 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         bulk_form = bulk_form or BulkDecisionForm()
         choices = filter_choices()
         references = reference_states_for(self.request.user, [row.pk for row in page.object_list])
+        synthetic = synthetic_ids(row.pk for row in page.object_list)
+        # The human majority and its votes beside each row, and the filter by study, for those who
+        # may read study results.
+        humans = human_majorities_for(self.request.user, [row.pk for row in page.object_list])
         return super().get_context_data(
+            humans=humans,
+            studies=human_studies() if humans is not None else None,
+            human_states=HUMAN_STATES,
+            synthetic=synthetic,
+            # The box to approve synthetic candidates anyway, offered while the queue holds any.
+            synthetic_in_queue=bool(synthetic) or bool(synthetic_ids(e.pk for e in queue.entries)),
             queue=queue,
             strip=queue_strip(queue, _review_urls(querystring)),
             listing=listing,
@@ -102,7 +113,9 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             decision_states=DECISION_STATES,
             perturbations=[(p, dict(Perturbation.choices).get(p, p)) for p in choices["perturbation"]],
             risk_categories=choices["risk_category"],
-            filtered=any(query[name] for name in ("decision", "flagged", "q", "perturbation", "risk_category")),
+            filtered=any(
+                query[name] for name in ("decision", "flagged", "q", "perturbation", "risk_category", "study", "human")
+            ),
             bulk_form=bulk_form,
             selected=set(bulk_form.cleaned_data["candidates"])
             if bulk_form.is_bound and bulk_form.is_valid()
@@ -124,6 +137,7 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
                 "note": data["note"],
                 "acknowledge_flags": data["acknowledge_flags"],
                 "acknowledge_human_verdict": data["acknowledge_human_verdict"],
+                "acknowledge_synthetic": data["acknowledge_synthetic"],
             }
             try:
                 if not data["confirmed"]:
@@ -148,12 +162,17 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             f"Each of the {count} gets a new decision by you on its current revision"
             f"{', with the note' if data['note'].strip() else ''}; their earlier decisions stay in their history."
         )
-        flagged, rejected = len(plan.flagged), len(plan.human_rejected)
+        flagged, rejected, synthetic = len(plan.flagged), len(plan.human_rejected), len(plan.synthetic)
         if flagged:
             message += f" {flagged} of them {'is' if flagged == 1 else 'are'} flagged: each approval keeps its warning."
         if rejected:
             message += (
                 f" Humans judged {rejected} of them invalid: each approval keeps that warning, as you acknowledged."
+            )
+        if synthetic:
+            message += (
+                f" {synthetic} of them {'is' if synthetic == 1 else 'are'} synthetic (no model produced their judge "
+                "scores and Q): each approval keeps that warning, as you acknowledged."
             )
         confirmation = Confirmation(
             title=title,
@@ -183,6 +202,7 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             "ids": [c.external_id for c in plan.candidates],
             "chosen": plan.candidates,
             "flagged": plan.flagged,
+            "synthetic": set(plan.synthetic),
         }
         return render(request, "candidates/review_bulk_confirm.html", context)
 
@@ -365,6 +385,8 @@ class ReleaseDetailView(RoleRequiredMixin, TemplateView):
             humans = human_majorities_for(self.request.user, pks)
             references = reference_states_for(self.request.user, pks)
             flags = candidate_flags(pks)
+            synthetic = synthetic_ids(pks)
+            context["synthetic"] = [ext for pk, ext in shown if pk in synthetic]
             context["humans_visible"] = humans is not None
             context["references"] = references
             context["facts"] = {
@@ -372,6 +394,7 @@ class ReleaseDetailView(RoleRequiredMixin, TemplateView):
                     "human": (humans or {}).get(pk),
                     "reference": (references or {}).get(pk),
                     "flags": flags.get(pk, []),
+                    "synthetic": pk in synthetic,
                 }
                 for pk in pks
             }
@@ -410,11 +433,14 @@ class ReleaseFreezeView(ConfirmStepMixin, _ReleaseAction):
         )
 
     def _confirm(self, request: HttpRequest, pk: int, form: ReleaseFreezeForm, status: int = 200) -> HttpResponse:
-        """The confirm step, with the approved candidates humans judged invalid and the box to acknowledge them."""
+        """The confirm step, with the approved candidates humans judged invalid or synthetic and the boxes
+        to acknowledge them."""
+        snapshots = releases.approved_snapshot()
         context = {
             "confirmation": self.confirmation(request, pk),
             "form": form,
-            "human_rejected": sorted(releases.human_rejected_in(releases.approved_snapshot()).items()),
+            "human_rejected": sorted(releases.human_rejected_in(snapshots).items()),
+            "synthetic": releases.synthetic_in(snapshots),
         }
         return render(request, "candidates/release_freeze_confirm.html", context, status=status)
 
@@ -429,8 +455,9 @@ class ReleaseFreezeView(ConfirmStepMixin, _ReleaseAction):
                 release.pk,
                 user=signed_in_user(request),
                 acknowledge_human_verdict=form.cleaned_data["acknowledge_human_verdict"],
+                acknowledge_synthetic=form.cleaned_data["acknowledge_synthetic"],
             )
-        except releases.HumanRejectedInRelease as refused:
+        except (releases.HumanRejectedInRelease, releases.SyntheticInRelease) as refused:
             form.add_error(field_of(form, refused.field), refused.message)
             return self._confirm(request, release.pk, form, status=400)
         count = frozen.items.count()

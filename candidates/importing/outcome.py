@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 
 from veriharm_site.refusals import Refused
 
@@ -20,6 +20,13 @@ class ImportSummary:
     searches_unchanged: int = 0
     searches_replaced: int = 0
     source_tasks_created: int = 0
+    # The pks of every candidate the import held (created, replaced or unchanged), so an import job
+    # can link them to itself; not one of the counts.
+    candidate_pks: list[int] = field(default_factory=list, repr=False, compare=False)
+
+    def counts(self) -> dict[str, int]:
+        """The counts, as a job keeps them."""
+        return {name: value for name, value in asdict(self).items() if name != "candidate_pks"}
 
     def __str__(self) -> str:
         return (

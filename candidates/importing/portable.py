@@ -142,6 +142,7 @@ def _import_candidates(
     if errors or not (new or replaced):
         if progress:
             progress(len(records))
+        summary.candidate_pks = list(ids.values())
         return ids
     new_ranks, shifted = ranks_after_import(
         {r.data["id"]: fmt.quality(r.data["judgements"]) for r in new},
@@ -176,4 +177,5 @@ def _import_candidates(
     update_column(Candidate, "rank", shifted)
     if progress:
         progress(len(records) - len(new))
+    summary.candidate_pks = list(ids.values())
     return ids

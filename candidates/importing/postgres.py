@@ -446,6 +446,11 @@ def staged_import(
             import_searches(stream.searches, {}, replace, conflicts, summary, progress)
         if conflicts:
             raise ImportRefused(conflicts)
+        with phase("batch"):
+            cursor.execute(
+                f"SELECT c.id FROM {KEYS} k JOIN {Candidate._meta.db_table} c ON c.external_id = k.external_id"
+            )
+            summary.candidate_pks = [pk for (pk,) in cursor.fetchall()]
         _drop_tables(cursor)
         if summary.created + summary.replaced + summary.searches_created >= ANALYZE_AFTER:
             with phase("analyze"):

@@ -39,6 +39,7 @@ from ..models import (
 from ..pipeline import format as fmt
 from ..selectors import judgements_prefetch
 from ..services import candidate_to_record
+from ..synthetic import synthetic_ids
 
 if TYPE_CHECKING:
     from veriharm_site.accounts.models import User
@@ -410,24 +411,61 @@ def _acknowledged(snapshots: Sequence[Snapshot], acknowledged: bool, what: str, 
         shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
         raise HumanRejectedInRelease(
             f"humans judged {len(ids)} of the {what} invalid: {shown}. {action} only if you have "
-            f"checked them, and confirm (acknowledge_human_verdict); {outcome}",
+            f"checked them, and tick the box that says you have checked them; {outcome}",
             rejected,
         )
     return "; ".join(f"{ext}: humans judged it invalid ({rejected[ext]})" for ext in sorted(rejected))
 
 
-def release_freeze(release_id: int, *, user: User, acknowledge_human_verdict: bool = False) -> Release:
+class SyntheticInRelease(ReleaseRefused):
+    """A freeze that would take synthetic candidates (`candidates.synthetic`) without the curator confirming it."""
+
+    def __init__(self, message: str, synthetic: list[str]) -> None:
+        super().__init__("acknowledge_synthetic", message)
+        self.synthetic = synthetic
+
+    def error_extra(self) -> dict[str, list[str]]:
+        return {"synthetic": self.synthetic}
+
+
+def synthetic_in(snapshots: Sequence[Snapshot]) -> list[str]:
+    """The ids of the snapshots' synthetic candidates, sorted."""
+    synthetic = synthetic_ids(s.candidate_id for s in snapshots)
+    return sorted(s.external_id for s in snapshots if s.candidate_id in synthetic)
+
+
+def _synthetic_acknowledged(snapshots: Sequence[Snapshot], acknowledged: bool) -> str:
+    """What the release keeps of the synthetic candidates it was frozen with; a SyntheticInRelease
+    when some are and that was not acknowledged."""
+    ids = synthetic_in(snapshots)
+    if ids and not acknowledged:
+        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        raise SyntheticInRelease(
+            f"{len(ids)} of the approved candidates {'is' if len(ids) == 1 else 'are'} synthetic: {shown}. No "
+            "model produced their judge scores and Q. Freeze only to try the workflow, and tick the box that "
+            "says you know; nothing was frozen",
+            ids,
+        )
+    return "; ".join(f"{ext}: synthetic, no model produced its judge scores and Q" for ext in ids)
+
+
+def release_freeze(
+    release_id: int, *, user: User, acknowledge_human_verdict: bool = False, acknowledge_synthetic: bool = False
+) -> Release:
     """Freeze a draft with the approved set as it is now. Taking candidates humans judged invalid
-    needs `acknowledge_human_verdict`, whatever their approvals acknowledged (votes may have come in
-    since, and another curator may freeze); the release then keeps what was acknowledged."""
+    needs `acknowledge_human_verdict`, and synthetic ones `acknowledge_synthetic`, whatever their
+    approvals acknowledged (votes may have come in since, and another curator may freeze); the
+    release then keeps what was acknowledged."""
     with transaction.atomic():
         release = _locked_draft(release_id, "be frozen again")
         snapshots = approved_snapshot(lock=True)
         if not snapshots:
             raise ReleaseRefused("release", "nothing is approved yet: a release needs at least one approved candidate")
-        release.frozen_despite = _acknowledged(
+        despite = _acknowledged(
             snapshots, acknowledge_human_verdict, "approved candidates", "Freeze", "nothing was frozen"
         )
+        synthetic = _synthetic_acknowledged(snapshots, acknowledge_synthetic)
+        release.frozen_despite = "; ".join(part for part in (despite, synthetic) if part)
         return _freeze(release, snapshots, user)
 
 

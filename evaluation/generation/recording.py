@@ -19,9 +19,10 @@ from django.utils import timezone
 
 from candidates.importing import ImportRefused, candidate_import_lines
 from candidates.pipeline import format as fmt
-from candidates.services import candidates_mark_demo
+from candidates.synthetic import candidates_mark_synthetic
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
+from evaluation.synthetic import generation_scripted
 from veriharm_site.refusals import Refused
 
 from . import decision, output
@@ -179,9 +180,9 @@ def search_finish(claim: Claim, end: decision.Next) -> bool:
         identifier = _identifier(search)
         lines = _lines(search, steps, end, identifier)
         refused = _import(lines, search.pk) if lines else ""
-        if not refused and search.run.demo and end.ending == SearchEnding.KEPT:
-            # A demo run's candidate says it is demo data wherever it is shown, as load_demo's do.
-            candidates_mark_demo([identifier])
+        if not refused and end.ending == SearchEnding.KEPT and generation_scripted(search.run):
+            # No model proposed or judged it: it says so wherever it is shown, whoever launched the run.
+            candidates_mark_synthetic([identifier])
         ending = end.ending
         kept = end.kept_iteration if ending == SearchEnding.KEPT else None
         if refused:

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
+from evaluation.synthetic import generation_scripted, generation_synthetic_text
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import PageNumberQuery, QueryPageMixin
@@ -37,7 +38,8 @@ class GenerationRunListView(RoleRequiredMixin, QueryPageMixin, TemplateView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         page = Paginator(selectors.generation_runs(), PAGE_SIZE).get_page(self.query["page"])
-        return super().get_context_data(page=page, **kwargs)
+        synthetic = {run.pk for run in page.object_list if generation_scripted(run)}
+        return super().get_context_data(page=page, synthetic=synthetic, **kwargs)
 
 
 class GenerationLaunchView(RoleRequiredMixin, View):
@@ -94,7 +96,12 @@ class GenerationRunView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         run_page = _page_or_404(kwargs["pk"])
         searches = Paginator(selectors.generation_run_searches(run_page.run.pk), PAGE_SIZE).get_page(self.query["page"])
         return super().get_context_data(
-            run_page=run_page, page=searches, run=run_page.run, progress=run_page.progress, **kwargs
+            run_page=run_page,
+            page=searches,
+            run=run_page.run,
+            progress=run_page.progress,
+            synthetic=generation_synthetic_text(run_page.run),
+            **kwargs,
         )
 
 
@@ -145,7 +152,9 @@ class GenerationSearchView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             raise Http404(f"Search #{kwargs['pk']} has no proposal at iteration {self.query['iteration']}.") from None
         if page is None:
             raise Http404("No generation search with this id.")
-        return super().get_context_data(page=page, search=page.search, run=page.run, **kwargs)
+        return super().get_context_data(
+            page=page, search=page.search, run=page.run, synthetic=generation_synthetic_text(page.run), **kwargs
+        )
 
 
 class GenerationProposalTextView(RoleRequiredMixin, View):

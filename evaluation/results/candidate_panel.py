@@ -10,7 +10,7 @@ from candidates.models import Candidate
 from candidates.panels import Panel
 from evaluation.models import ReferenceCheck, Trial
 from evaluation.results import selectors
-from evaluation.results.reference_state import reference_state
+from evaluation.results.reference_state import reference_next_step, reference_state
 from evaluation.trials import rescoring
 from veriharm_site.url_filling import url_filler
 
@@ -31,6 +31,7 @@ class CandidateEvaluation:
     history: list[HistoryRow]
     check: ReferenceCheck | None
     reference: ReferenceState  # what the check established, as every page names it
+    next_step: str  # while not checked: what checks it next, and who
     rescores: list[Any]
     rescorable: int
     can_run: bool
@@ -55,6 +56,7 @@ def candidate_evaluation_panel(candidate: Candidate, user: Any) -> Panel | None:
             history=history,
             check=(check := selectors.reference_checks_on_page([candidate.pk]).get(candidate.pk)),
             reference=reference_state(check),
+            next_step=reference_next_step(check),
             rescores=rescoring.candidate_rescores(candidate.pk),
             rescorable=rescoring.rescorable_count(candidate),
             can_run=user.has_perm(RUN_PERMISSION),

@@ -39,6 +39,26 @@ def reference_state(check: ReferenceCheck | None) -> ReferenceState:
     return ReferenceState.DISCRIMINATES if compared else ReferenceState.NOT_CHECKED
 
 
+def reference_next_step(check: ReferenceCheck | None) -> str:
+    """What checks a candidate's tests next, and who does it, while they are not checked; "" once the
+    check has said whether they discriminate."""
+    if check is None:
+        return (
+            "no reference check of its current revision has run. An admin runs it: the safe, harmful and no-op "
+            "reference agents, one trial each, on this candidate (“Check its tests” on its page)."
+        )
+    if check.verdict == ReferenceVerdict.PENDING:
+        return "its reference check is running; the result shows here when its trials end."
+    if check.verdict == ReferenceVerdict.FLAGGED or discrimination_compared(**scripts_of(check.candidate.references)):
+        return ""
+    missing = [name for name, has in scripts_of(check.candidate.references).items() if not has]
+    return (
+        f"it has no {' or '.join(missing)} reference script, so nothing tells a safe run from a harmful one. Add "
+        f"{'it' if len(missing) == 1 else 'them'} to its pipeline line, import it again with replace, and an admin "
+        "runs the reference check again."
+    )
+
+
 def reference_state_detail(check: ReferenceCheck | None) -> str:
     """The facts the state was read from, in words, as the pages show them beside it."""
     if check is None:

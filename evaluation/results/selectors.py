@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypedDict, TypeGuard
@@ -27,7 +27,7 @@ from evaluation.models import (
     TrialKind,
     TrialStatus,
 )
-from evaluation.results.reference_state import reference_state, reference_state_detail
+from evaluation.results.reference_state import reference_next_step, reference_state, reference_state_detail
 from evaluation.runs import metrics, paired
 from evaluation.trials import taxonomy
 from evaluation.trials.taxonomy import TrialEnd
@@ -351,26 +351,93 @@ class PairedComparison:
     a: Agent
     b: Agent
     comparison: paired.Comparison
+    run_b: Run | None = None  # B's run when it is another run than A's
+
+
+def comparable_runs(run: Run) -> list[Run]:
+    """The other runs whose items are this run's: those of the same frozen release (the same
+    checksum), newest first; a run on no release has none to offer."""
+    if not run.release_checksum:
+        return []
+    return list(
+        Run.objects.filter(release_checksum=run.release_checksum).exclude(pk=run.pk).select_related("release")[:50]
+    )
 
 
 def run_agent_choices(run: Run) -> list[Agent]:
     return sorted(run.agents.all(), key=lambda agent: agent.name)
 
 
-def paired_comparison(run: Run, a: int, b: int) -> PairedComparison:
+def paired_comparison(run: Run, a: int, b: int, run_b: Run | None = None) -> PairedComparison:
     """Agent `a` against agent `b` of the run on the candidates both were scored on (their done risk
     trials, counted by the database per agent and candidate). Refuses an agent that is not of the
-    run, naming its parameter, and the same agent twice."""
+    run, naming its parameter, and the same agent twice.
+
+    With `run_b`, B is an agent of that run (the same agent too: last month's run against this
+    one's), paired on the items both runs evaluated: the same candidate with the same pinned inputs
+    (`TrialInputs`), as two runs of one release are. Runs with no such item in common are refused,
+    naming why, rather than paired on candidates that ran different texts."""
+    other = run if run_b is None or run_b.pk == run.pk else run_b
     agents = {agent.pk: agent for agent in run.agents.all()}
-    for name, agent_id in (("a", a), ("b", b)):
-        if agent_id not in agents:
-            raise Refused(name, f"no agent {agent_id} in run {run.pk}; its agents are {sorted(agents)}")
-    if a == b:
-        raise Refused("b", "must be another agent than a: a system compared with itself differs by nothing")
-    tallies: dict[int, list[metrics.Tally]] = {a: [], b: []}
-    for row in _tally_rows(Trial.objects.filter(CURRENT, run=run, kind=TrialKind.RISK, agent_id__in=(a, b))):
-        tallies[row["agent_id"]].append(_tally_of(row))
-    return PairedComparison(run, agents[a], agents[b], paired.compare(tallies[a], tallies[b]))
+    agents_b = agents if other is run else {agent.pk: agent for agent in other.agents.all()}
+    for name, agent_id, of, pool in (("a", a, run, agents), ("b", b, other, agents_b)):
+        if agent_id not in pool:
+            raise Refused(name, f"no agent {agent_id} in run {of.pk}; its agents are {sorted(pool)}")
+    if other is run:
+        if a == b:
+            raise Refused("b", "must be another agent than a: a system compared with itself differs by nothing")
+        tallies: dict[int, list[metrics.Tally]] = {a: [], b: []}
+        for row in _tally_rows(Trial.objects.filter(CURRENT, run=run, kind=TrialKind.RISK, agent_id__in=(a, b))):
+            tallies[row["agent_id"]].append(_tally_of(row))
+        return PairedComparison(run, agents[a], agents[b], paired.compare(tallies[a], tallies[b]))
+    of_a = _item_tallies(run, a)
+    of_b = _item_tallies(other, b)
+    if not {t.candidate for t in of_a} & {t.candidate for t in of_b}:
+        raise Refused("run_b", _no_shared_items(run, other))
+    return PairedComparison(run, agents[a], agents_b[b], paired.compare(of_a, of_b), run_b=other)
+
+
+def _item_tallies(run: Run, agent_id: int) -> list[metrics.Tally]:
+    """The agent's tallies in the run, one per item: a candidate with the inputs its trials were
+    given (its revision, for trials pinned before inputs were), so items of two runs pair only when
+    they ran the same texts."""
+    rows = (
+        Trial.objects.filter(CURRENT, run=run, kind=TrialKind.RISK, agent_id=agent_id)
+        .values(
+            "candidate_id", "inputs_id", "candidate_revision", "candidate__perturbation", "candidate__risk_category"
+        )
+        .annotate(
+            n_done=Count("pk", filter=Q(status=TrialStatus.DONE)),
+            n_task=Count("pk", filter=Q(status=TrialStatus.DONE, r_task=1)),
+            n_harmful=Count("pk", filter=Q(status=TrialStatus.DONE, r_task=1, r_harm=1)),
+            n_harm=Count("pk", filter=Q(status=TrialStatus.DONE, r_harm=1)),
+        )
+        .order_by("candidate_id")
+    )
+    return [
+        replace(
+            _tally_of(row),
+            candidate=(row["candidate_id"], "inputs", row["inputs_id"])
+            if row["inputs_id"] is not None
+            else (row["candidate_id"], "revision", row["candidate_revision"]),
+        )
+        for row in rows
+    ]
+
+
+def _no_shared_items(run: Run, other: Run) -> str:
+    """Why two runs cannot be paired, in words, with what to do instead."""
+    if run.release_checksum and other.release_checksum and run.release_checksum != other.release_checksum:
+        return (
+            f"run {run.pk} evaluated release {run.release.label if run.release else '?'} and run {other.pk} release "
+            f"{other.release.label if other.release else '?'}: no item ran the same texts in both, so nothing pairs; "
+            "compare two runs of the same release"
+        )
+    return (
+        f"runs {run.pk} and {other.pk} share no item: no candidate ran with the same instruction, tests and "
+        "environment in both (other candidates, or revisions edited between them); compare two runs of the same "
+        "release, or re-run one on the other's candidates"
+    )
 
 
 def run_metrics_rows(run: Run) -> list[dict[str, Any]]:
@@ -712,6 +779,7 @@ def harm_test_verdicts(candidate_ids: list[int]) -> dict[int, HarmTestVerdict]:
             harm_observed=summary["harm_observed"],
             reference=reference_state(checks.get(pk)),
             reference_detail=reference_state_detail(checks.get(pk)),
+            reference_next_step=reference_next_step(checks.get(pk)),
         )
         for pk, summary in harm_test_summaries(candidate_ids).items()
     }

@@ -11,6 +11,7 @@ from evaluation.models import Run
 from evaluation.results.selectors import PairedComparison, run_metrics_rows
 from evaluation.runs import paired
 from evaluation.runs.metrics import FORMULAS, METRICS
+from evaluation.synthetic import run_synthetic_text
 from veriharm_site.csv_safe import SafeDictWriter
 
 COLUMNS = [
@@ -26,6 +27,8 @@ COLUMNS = [
     "unresolved_trials",
     "stale_trials",
     "excluded_candidates",
+    # What no model produced in the run (`evaluation.synthetic`), on every row; empty when nothing.
+    "synthetic",
 ]
 
 
@@ -33,7 +36,9 @@ def metrics_csv(run: Run) -> str:
     buffer = io.StringIO()
     writer = SafeDictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore")
     writer.writeheader()
+    synthetic = run_synthetic_text(run)
     for row in run_metrics_rows(run):
+        row = {**row, "synthetic": synthetic}
         writer.writerow({key: ("" if row.get(key) is None else row.get(key)) for key in COLUMNS})
     return buffer.getvalue()
 
@@ -44,6 +49,7 @@ def metrics_document(run: Run) -> dict[str, Any]:
         "name": str(run),
         "backend": run.backend,
         "repetitions": run.repetitions,
+        "synthetic": run_synthetic_text(run),
         "definitions": FORMULAS,
         "standard_error": "clustered by candidate: per-candidate means first, "
         "SE = sqrt(sum_c (x_c - mean)^2 / (n (n - 1))); NHSR by linearisation of the ratio",
@@ -62,6 +68,7 @@ def paired_document(result: PairedComparison) -> dict[str, Any]:
     c = result.comparison
     return {
         "run": result.run.pk,
+        "run_b": result.run_b.pk if result.run_b else result.run.pk,
         "a": result.a,
         "b": result.b,
         "paired_candidates": c.paired,

@@ -18,6 +18,7 @@ its attempt, which fails on the backend's own check of the same rule.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,8 +54,8 @@ class SandboxStatus:
             return "The sandbox system is built: trials can run."
         if self.state == BUILDING:
             return (
-                f"The sandbox system is being built ({BUILD_SCRIPT}, about 2-3 minutes on first start, log "
-                f"{build_log()}); launching waits until it is ready."
+                f"The sandbox system is being built ({BUILD_SCRIPT}, about 2-3 minutes on first start; the launch "
+                "page shows its log); launching waits until it is ready."
             )
         if self.state == WAITING:
             return (
@@ -64,16 +65,59 @@ class SandboxStatus:
             )
         if self.state == FAILED:
             return (
-                f"Building the sandbox system failed (log {build_log()}); fix the cause and run {BUILD_SCRIPT} "
-                "(it needs root, debootstrap and bubblewrap); launching waits until it is ready."
+                "Building the sandbox system failed (the launch page shows the end of its log); an operator fixes "
+                f"the cause and runs {BUILD_SCRIPT} (it needs root, debootstrap and bubblewrap); launching waits "
+                "until it is ready."
             )
         return (
-            f"The sandbox system is not built yet: build it once with {BUILD_SCRIPT} (needs root, debootstrap "
-            "and bubblewrap)."
+            f"The sandbox system is not built yet: an operator builds it once with {BUILD_SCRIPT} (needs root, "
+            "debootstrap and bubblewrap), or starts the application with make run, which builds it."
         )
 
     def refusal(self, backend: str) -> str:
         return f"backend {backend} cannot run trials yet: {self.explanation}"
+
+
+# A part of the sandbox system the backends' check found missing (`images.system_missing`), as a
+# stored error of a trial or search says it, with the advice that followed it.
+_MISSING_PART = re.compile(
+    r"(?P<part>sandbox root tree|verifier runtime|harness runtime) (?P<path>\S+) is missing[^;]*"
+    r"(?:; (?=(?:sandbox root tree|verifier runtime|harness runtime) )|; build it with \S+)?"
+)
+
+
+def _host_paths() -> list[tuple[str, str]]:
+    """The host's paths a stored error may name, longest first, each with the words that replace it."""
+    paths = [
+        (images.harness_root(), "the harness runtimes"),
+        (images.verifier_root(), "the verifier runtime"),
+        (images.sandbox_root(), "the sandbox root tree"),
+        (build_log(), "the sandbox build log"),
+        (Path(settings.VERIHARM_IMPORT_DIR), "the import folder"),
+        (Path(settings.BASE_DIR), "the application folder"),
+    ]
+    return sorted(((str(path), words) for path, words in paths), key=lambda pair: -len(pair[0]))
+
+
+def error_for_readers(error: str) -> str:
+    """A stored error of a trial or search as a reader should read it now: a sandbox system that was
+    missing when the work ran is said as it is now (built since: run it again; still being built,
+    or failed: what the launch page says), and the host's paths are named in words."""
+    if not error:
+        return error
+    found = list(_MISSING_PART.finditer(error))
+    if found:
+        runtimes = [Path(m["path"]).name for m in found if m["part"] == "harness runtime"]
+        status = sandbox_status(runtimes)
+        now = (
+            "the sandbox system was not ready when this ran; it is built now, so running it again works"
+            if status.ready
+            else "the sandbox system was not ready when this ran. Now: " + status.explanation
+        )
+        error = error[: found[0].start()] + now + error[found[-1].end() :]
+    for path, words in _host_paths():
+        error = error.replace(path, words)
+    return error
 
 
 def build_log() -> Path:

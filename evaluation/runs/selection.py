@@ -64,7 +64,7 @@ def _by_filter(selection: dict[str, Any]) -> list[int]:
     filters = {name: str(selection.get(name) or "") for name in candidate_selectors.FILTER_FIELDS}
     # bounds named, so that the type checker does not take one of the filters for it.
     queryset = candidate_selectors.candidate_ranking(
-        search=str(selection.get("q") or ""), group=group, k=k, bounds=None, **filters
+        search=str(selection.get("q") or ""), group=group, k=k, bounds=None, import_job=None, **filters
     )
     return list(queryset.values_list("pk", flat=True))
 

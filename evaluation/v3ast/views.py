@@ -20,6 +20,7 @@ from veriharm_site.permissions import RoleRequiredMixin
 from veriharm_site.templatetags.veriharm import percent
 
 from ..models import Protocol, Run
+from ..synthetic import run_synthetic_text
 from . import selectors
 from .scoring import STOP_RULE, SystemScores
 
@@ -43,6 +44,7 @@ def _common(results: selectors.RunResults) -> dict[str, Any]:
     run = results.run
     return {
         "run": run,
+        "synthetic": run_synthetic_text(run),
         "results": results,
         "twins_evaluated": run.protocol == Protocol.V3AST,
         "pending": sum(s.pending_runs for s in results.systems),
@@ -140,6 +142,7 @@ class V3astTaskView(RoleRequiredMixin, TemplateView):
         twin = {"instruction": inputs.twin_instruction} if inputs.twin_instruction is not None else {}
         return super().get_context_data(
             run=run,
+            synthetic=run_synthetic_text(run),
             candidate=candidate,
             # Read only when the runs are rendered, not when a finished task's are in the cache.
             systems=partial(selectors.task_trials, run, candidate.pk),

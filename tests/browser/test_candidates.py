@@ -11,7 +11,10 @@ from tests.conftest import EXAMPLES
 def test_curator_uploads_ranks_and_reads_a_candidate(
     live_server, new_page, curator, celery_worker_thread, tmp_path, settings
 ):
+    from tests.factories import CandidateFactory
+
     settings.VERIHARM_IMPORT_DIR = tmp_path / "imports"
+    CandidateFactory(id="imported-earlier")  # of an earlier import: not this batch
     page = new_page()
     login(page, live_server.url, curator.username)
     page.click("text=Import")
@@ -19,10 +22,13 @@ def test_curator_uploads_ranks_and_reads_a_candidate(
     page.click("button:has-text('Import')")
     expect(page.locator("[data-testid=import-summary]")).to_contain_text("2 created, 0 unchanged, 0 replaced")
     expect(page.locator("#import-bar")).to_have_attribute("value", "100")
-    page.click("text=Open the ranking")
+    # The job's page opens the candidates this import brought, not the whole pool.
+    page.click("text=Open the 2 candidates of this import")
+    expect(page.locator("[data-testid=import-batch]")).to_contain_text("candidates.jsonl")
 
     rows = page.locator("table.ranking tbody tr")
     expect(rows).to_have_count(2)
+    expect(page.locator("table.ranking")).not_to_contain_text("imported-earlier")
     expect(rows.nth(0)).to_contain_text("bb-187101/gpt-5.4-mini/claude-opus-4-7")
     expect(rows.nth(0)).to_contain_text("23.50")
     expect(rows.nth(1)).to_contain_text("22.50")

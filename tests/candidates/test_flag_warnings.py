@@ -77,9 +77,9 @@ def test_the_api_refuses_an_unacknowledged_approval_and_keeps_the_acknowledged_w
     assert refused.status_code == 400
     assert refused.json()["flags"] == [REASON]
     [error] = refused.json()["errors"]
-    assert (
-        error["field"] == "acknowledge_flags" and REASON in error["message"] and "acknowledge_flags" in error["message"]
-    )
+    # The field names the flag to send; the message says, in words, what to do.
+    assert error["field"] == "acknowledge_flags" and REASON in error["message"]
+    assert "tick the box that says you have read the warning" in error["message"]
     assert not Decision.objects.exists()
     assert curator_client.post("/api/decisions/", body | {"acknowledge_flags": False}, format="json").status_code == 400
     assert not Decision.objects.exists()

@@ -102,7 +102,9 @@ def test_approving_what_humans_rejected_needs_the_acknowledgement_on_the_pages(j
         assert warning_seen == WARNING
         refused = curator_client.post(url, {**form, "warning_seen": WARNING})
         assert refused.status_code == 400
-        assert 'data-testid="acknowledge-human-error"' in refused.content.decode()
+        error = refused.content.decode().split('data-testid="acknowledge-human-error"')[1].split("</div>")[0]
+        # It says what to do on this page, and names no API field.
+        assert "tick the box that says you have checked it" in error and "(acknowledge_" not in error
         assert not Decision.objects.exists()
     done = curator_client.post(
         f"/candidates/review/{rejected.rank}/", {**form, "warning_seen": WARNING, "acknowledge_human_verdict": "on"}
@@ -135,7 +137,11 @@ def test_a_batch_approving_what_humans_rejected_needs_the_acknowledgement(judged
     for step in ({}, {"confirmed": "1"}):
         page = curator_client.post("/candidates/review/", form | step)
         assert page.status_code == 400
-        assert "<b>acknowledge_human_verdict</b>: humans judged 1 of these candidates invalid" in page.content.decode()
+        text = page.content.decode()
+        assert "<li>humans judged 1 of these candidates invalid" in text
+        # The page names no API field: it says which box to tick.
+        assert "acknowledge_human_verdict</b>" not in text and "(acknowledge_human_verdict)" not in text
+        assert "tick “Approve candidates humans judged invalid among them anyway”" in text
         assert not Decision.objects.exists()
 
     # Acknowledged: the confirm step lists each one's human majority, reference check and flags.
@@ -164,7 +170,7 @@ def test_the_bulk_form_has_no_verdict_until_one_is_chosen(judged, curator_client
             "/candidates/review/", {"candidates": [accepted.external_id], "reason": "unrealistic"} | step
         )
         assert page.status_code == 400
-        assert "<b>verdict</b>: choose approve or reject for the ticked candidates" in page.content.decode()
+        assert "<li>choose approve or reject for the ticked candidates" in page.content.decode()
     assert not Decision.objects.exists()
 
 

@@ -188,3 +188,39 @@ def test_annotators_cannot_see_or_start_import_jobs(curator, annotator_client):
     job = ImportJob.objects.create(token="e" * 32, created_by=curator, files=[])
     assert annotator_client.get(f"/api/candidates/import/jobs/{job.pk}/").status_code == 403
     assert annotator_client.get(f"/candidates/import/jobs/{job.pk}/").status_code == 403
+
+
+def test_a_jobs_batch_is_what_its_files_held_and_the_ranking_opens_just_it(curator, curator_client):
+    from veriharm_site.celery import app
+
+    app.control.purge()  # no worker here: the task body is called directly
+    first = import_jobs.import_job_create(
+        user=curator, uploads=[upload("first.jsonl", CandidateLineFactory(id="first-a"), CandidateLineFactory())]
+    )
+    assert import_jobs.import_job_execute(first.pk) == "done"
+    kept = CandidateLineFactory(id="both")
+    second = import_jobs.import_job_create(
+        user=curator, uploads=[upload("second.jsonl", kept, CandidateLineFactory(id="second-b"))]
+    )
+    assert import_jobs.import_job_execute(second.pk) == "done"
+    again = import_jobs.import_job_create(user=curator, uploads=[upload("again.jsonl", kept)])
+    assert import_jobs.import_job_execute(again.pk) == "done"
+    # The counts are what the job keeps; the batch is each candidate's latest job.
+    assert set(ImportJob.objects.get(pk=second.pk).summary) >= {"created", "unchanged", "replaced"}
+    assert "candidate_pks" not in ImportJob.objects.get(pk=second.pk).summary
+
+    def shown(job_id: int) -> list[str]:
+        page = curator_client.get("/candidates/", {"import_job": job_id})
+        assert page.status_code == 200
+        api = curator_client.get("/api/candidates/", {"import_job": job_id}).json()
+        ids = sorted(row["id"] for row in api["results"])
+        assert all(f'href="/candidates/c/{ext}/"' in page.content.decode() for ext in ids)
+        return ids
+
+    assert shown(first.pk)[0] == "first-a" and len(shown(first.pk)) == 2
+    assert shown(second.pk) == ["second-b"]
+    assert shown(again.pk) == ["both"]  # unchanged, but this import's files held it
+    page = curator_client.get(f"/candidates/import/jobs/{second.pk}/").content.decode()
+    assert f'href="/candidates/?import_job={second.pk}"' in page and "Open the 2 candidates of this import" in page
+    missing = curator_client.get("/candidates/", {"import_job": again.pk + 100})
+    assert missing.status_code == 400 and f"no import has the id {again.pk + 100}" in missing.content.decode()

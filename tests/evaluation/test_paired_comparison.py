@@ -107,3 +107,97 @@ def test_the_api_needs_both_agents(two_agent_run, curator_client):
     run, _, _ = two_agent_run
     body = curator_client.get(f"/api/evaluation/runs/{run.pk}/compare/").json()
     assert sorted(e["field"] for e in body["errors"]) == ["a", "b"]
+
+
+# --- the same release across two runs -----------------------------------------------------------
+
+SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
+OTHER_ID = "bb-187101/gpt-5.4-mini/claude-opus-4-7"
+
+
+def _finish(run, agent, results: dict[str, tuple[int, int]]) -> None:
+    """Each of the agent's trials in the run ends with a verdict: (r_task, r_harm) by candidate."""
+    from django.utils import timezone
+
+    from evaluation.trials.taxonomy import TrialEnd
+
+    now = timezone.now()
+    for external_id, (r_task, r_harm) in results.items():
+        outcome = "compromised" if r_harm else "safe_completed" if r_task else "safe_stopped"
+        Trial.objects.filter(run=run, agent=agent, candidate__external_id=external_id).update(
+            status=TrialStatus.DONE,
+            end=TrialEnd.VERDICT,
+            r_task=r_task,
+            r_harm=r_harm,
+            outcome=outcome,
+            attempts=1,
+            started_at=now,
+            finished_at=now,
+        )
+
+
+@pytest.fixture
+def two_runs_of_a_release(examples_imported, curator):
+    """Last month's run and this month's of one frozen release, the same agent in both."""
+    from candidates.releases.services import release_create, release_freeze
+    from evaluation.runs.agents import agent_create
+    from evaluation.runs.launch import run_launch
+    from tests.candidates.curation_support import decide
+
+    decide(SAFE_ID, curator)
+    decide(OTHER_ID, curator)
+    release = release_freeze(release_create(user=curator, name="bench", version="1.0").pk, user=curator)
+    agent = agent_create(name="model-x", kind="command", config={"command": "true {task_file}"}, model="x")
+    selection = {"kind": "release", "release": release.pk}
+    before = run_launch(selection=selection, agent_ids=[agent.pk], backend="local", name="last month")
+    now = run_launch(selection=selection, agent_ids=[agent.pk], backend="local", name="this month")
+    _finish(before, agent, {SAFE_ID: (1, 1), OTHER_ID: (1, 1)})
+    _finish(now, agent, {SAFE_ID: (1, 0), OTHER_ID: (1, 1)})
+    return before, now, agent
+
+
+def test_the_same_release_compares_across_two_runs_item_by_item(two_runs_of_a_release, curator_client):
+    before, now, agent = two_runs_of_a_release
+    body = curator_client.get(
+        f"/api/evaluation/runs/{now.pk}/compare/", {"a": agent.pk, "b": agent.pk, "run_b": before.pk}
+    ).json()
+    assert (body["run"], body["run_b"], body["paired_candidates"], body["only_a"], body["only_b"]) == (
+        now.pk,
+        before.pk,
+        2,
+        0,
+        0,
+    )
+    hsr = next(d for d in body["differences"] if d["metric"] == "hsr")
+    assert (hsr["a"], hsr["b"], hsr["difference"]) == (0.5, 1.0, -0.5)
+    # The page offers last month's run, and pairs B of it with A of this one.
+    page = curator_client.get(f"/evaluation/runs/{now.pk}/compare/").content.decode()
+    offered = page.split('data-testid="compare-run-b"')[1].split("</select>")[0]
+    assert f'<option value="{before.pk}">last month' in offered
+    page = curator_client.get(f"/evaluation/runs/{now.pk}/compare/", {"a": agent.pk, "run_b": before.pk})
+    counts = page.content.decode().split('data-testid="compare-counts"')[1].split("</p>")[0]
+    assert "(B, <a" in counts and "last month" in counts and "<b>2</b> items" in counts
+
+
+def test_runs_that_share_no_item_are_refused_naming_why(two_runs_of_a_release, curator_client):
+    from evaluation.runs.launch import run_launch
+    from tests.factories import CandidateFactory
+
+    before, now, agent = two_runs_of_a_release
+    CandidateFactory(id="elsewhere")
+    other = run_launch(selection={"kind": "ids", "ids": ["elsewhere"]}, agent_ids=[agent.pk], backend="local")
+    api = curator_client.get(
+        f"/api/evaluation/runs/{now.pk}/compare/", {"a": agent.pk, "b": agent.pk, "run_b": other.pk}
+    )
+    assert api.status_code == 400
+    [error] = api.json()["errors"]
+    assert error["field"] == "run_b" and f"runs {now.pk} and {other.pk} share no item" in error["message"]
+    page = curator_client.get(f"/evaluation/runs/{now.pk}/compare/", {"a": agent.pk, "run_b": other.pk})
+    assert page.status_code == 400 and "share no item" in page.content.decode()
+    # Not offered either: it is no run of the release.
+    offered = curator_client.get(f"/evaluation/runs/{now.pk}/compare/").content.decode()
+    assert f'<option value="{other.pk}"' not in offered.split('data-testid="compare-run-b"')[1].split("</select>")[0]
+    missing = curator_client.get(
+        f"/api/evaluation/runs/{now.pk}/compare/", {"a": agent.pk, "b": agent.pk, "run_b": 999999}
+    )
+    assert missing.status_code == 400 and missing.json()["errors"][0]["field"] == "run_b"

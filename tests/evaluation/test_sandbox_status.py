@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from evaluation.models import Run, Trial
 from evaluation.runs.agents import reference_agents_ensure
@@ -132,3 +133,51 @@ def test_waiting_for_system_packages_says_so_and_that_the_demo_runs_start_by_the
     call_command("load_demo", tasks=5, password="veriharm-demo", stdout=io.StringIO())
     page = admin_client_.get("/evaluation/launch/").content.decode()
     assert "The demo runs start by themselves once it is built: nothing to reload or restart." in page
+
+
+def test_a_stored_error_of_a_missing_system_says_how_it_stands_now_and_names_no_host_path(
+    unbuilt, admin_user, curator_client
+):
+    """A search (and a trial) that ran while the system was missing keeps the backend's words; its
+    pages say what is true now, not "build it", and name no path of the host."""
+    from evaluation.generation.launch import generation_launch
+    from evaluation.generation.models import GenerationSearch
+    from evaluation.generation.states import SearchEnding, SearchStatus
+    from evaluation.sandbox import images
+    from tests.factories import AgentFactory, TrialFactory
+
+    stored = ""
+    try:
+        images.require_system()
+    except Exception as missing:  # the backends' own check, as a worker records it
+        stored = f"infrastructure: {missing}"
+    assert str(images.sandbox_root()) in stored and "build it with" in stored
+    sandbox_built()
+    run = generation_launch(
+        name="before the build",
+        selection={"kind": "ids", "ids": ["bashbench-489407"]},
+        agent_ids=[AgentFactory().pk],
+        proposers=[{"kind": "scripted"}],
+        judges=[{"kind": "scripted", "temperament": "strict"}],
+        backend="local",
+        created_by=admin_user,
+    )
+    GenerationSearch.objects.filter(run=run).update(
+        status=SearchStatus.FINISHED, ending=SearchEnding.INFRASTRUCTURE, error=stored, finished_at=timezone.now()
+    )
+    trial = TrialFactory(status="unresolved", error=stored)
+    search = run.searches.get()
+    for url in (
+        f"/evaluation/generation/runs/{run.pk}/",
+        f"/evaluation/generation/searches/{search.pk}/",
+        f"/evaluation/trials/{trial.pk}/",
+        f"/evaluation/runs/{trial.run_id}/",
+    ):
+        page = curator_client.get(url).content.decode()
+        assert "it is built now, so running it again works" in page, url
+        assert "build it with" not in page and str(unbuilt) not in page, url
+    # Still missing: what the launch page says now, without the host's paths either.
+    (images.sandbox_root() / images.COMPLETE_MARKER).unlink()
+    page = curator_client.get(f"/evaluation/generation/runs/{run.pk}/").content.decode()
+    assert "The sandbox system is not built yet: an operator builds it once" in page
+    assert str(unbuilt) not in page

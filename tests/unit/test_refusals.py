@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 from annotation.services import StudyRefused
-from evaluation.runs.refusals import LaunchRefused
+from evaluation.runs.refusals import LaunchRefused, error_in_words
 from veriharm_site.refusals import Refused
 
 
@@ -38,6 +38,14 @@ def test_a_launch_refusal_names_each_problem_under_its_field_and_all_of_them_in_
         ("repetitions", "repetitions must be from 1 to 20"),
         ("", "the selection matches no candidate"),
     ]
+
+
+def test_the_launch_page_says_a_refusal_in_words_not_by_api_field():
+    assert error_in_words("budget_usd must be an amount in USD, got 'x'") == (
+        "The USD budget must be an amount in USD, got 'x'"
+    )
+    assert error_in_words("test_timeout must be at least 1") == "The test timeout must be at least 1"
+    assert error_in_words("the selection matches no candidate") == "the selection matches no candidate"
 
 
 def test_a_study_refusal_names_each_field():

@@ -52,7 +52,7 @@ def test_the_demo_generation_run_keeps_at_once_after_feedback_and_not_at_all_and
     client.force_login(curator)
     ranking = client.get("/candidates/").content.decode()
     assert all(external_id in ranking for external_id in kept | imported)
-    assert "Demo data: 2 candidates of this pool are demo data" in ranking
+    assert "Synthetic data: 2 candidates of this pool are synthetic" in ranking
     # Table 1: demo-reckless two successes (iterations 1 and 2 or 3), demo-careful none in two searches.
     rows = {r.target_agent: r for b in search_report(search_rows()).blocks for r in b.rows}
     reckless, careful = rows["demo-reckless"], rows["demo-careful"]

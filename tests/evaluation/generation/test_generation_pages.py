@@ -318,16 +318,23 @@ def test_progress_json_bad_page_and_missing_objects(admin_user, curator):
 
 
 @pytest.mark.django_db
-def test_a_demo_run_carries_the_demo_banner(admin_user, curator):
-    run = _launch(admin_user, demo=True)
+def test_a_run_of_scripted_proposer_and_judges_says_it_is_synthetic_whoever_launched_it(admin_user, curator):
+    run = _launch(admin_user)  # an admin's run, not the demo's: what it ran makes it synthetic
+    assert not run.demo
     search = _kept_search(run)
     client = _client(curator)
     for url in (
         reverse("evaluation:generation-run", args=[run.pk]),
         reverse("evaluation:generation-search", args=[search.pk]),
     ):
-        assert 'data-testid="demo-banner"' in _html(client.get(url))
+        html = _html(client.get(url))
+        assert 'data-testid="demo-banner"' in html and "Synthetic: scripted demo proposer" in html
     assert 'data-testid="demo-tag"' in _html(client.get(reverse("evaluation:generation-runs")))
+    # Models as proposer and judges: nothing to say.
+    model = {"kind": "model", "name": "some-model"}
+    GenerationRun.objects.filter(pk=run.pk).update(proposer_configs=[model], judge_configs=[model])
+    assert 'data-testid="demo-banner"' not in _html(client.get(reverse("evaluation:generation-run", args=[run.pk])))
+    assert 'data-testid="demo-tag"' not in _html(client.get(reverse("evaluation:generation-runs")))
 
 
 @pytest.mark.django_db

@@ -16,6 +16,7 @@ from candidates.curation.selectors import search_rows
 from candidates.models import Candidate, Search
 from candidates.pipeline import format as fmt
 from candidates.services import candidate_import_lines
+from candidates.synthetic import synthetic_count, synthetic_ids
 from evaluation.demo.runs import demo_agents_ensure
 from evaluation.generation import recording
 from evaluation.generation.contracts import ProposalRequest, ProposalResult
@@ -25,6 +26,7 @@ from evaluation.generation.scripted import PROPOSER_NAME, ScriptedProposer
 from evaluation.generation.states import RunStatus, SearchEnding, StepKind
 from evaluation.generation.steps import PASSES_UNTOUCHED
 from evaluation.models import Agent, AgentKind, Trial
+from evaluation.synthetic import run_synthetic_text
 from evaluation.trials.pinning import agent_pin_sha256
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_until
@@ -127,6 +129,9 @@ def test_searches_keep_a_first_or_third_iteration_success_and_store_it_as_an_imp
         sums = [sum(j.scores.values()) for j in search.steps.filter(kind=StepKind.JUDGEMENT)]
         assert candidate.quality == pytest.approx(sum(sums) / 2) and candidate.rank is not None
         assert candidate.references["harmful"] and candidate.references["safe"]
+        # No model proposed or judged it, though no demo launched the run: it is marked synthetic.
+        assert candidate.pk in synthetic_ids([candidate.pk])
+    assert synthetic_count() == 2 and "Synthetic:" in run_synthetic_text(run.reference_run)
     # The kept candidates' reference check: the safe, harmful and no-op references of each, launched.
     checked = Trial.objects.filter(run=run.reference_run)
     assert sorted(set(checked.values_list("candidate__external_id", flat=True))) == sorted(

@@ -1,0 +1,63 @@
+"""Synthetic figures of runs: those no model produced, named once for every page that shows them.
+
+Read from what produced the figures, never from who launched the run: a user's run of the scripted
+stand-ins is as synthetic as the demo's.
+
+- A generation run is synthetic when its proposer or any of its judges is scripted (a configuration
+  of kind "scripted": `generation.makers`); the candidates it keeps are then synthetic too
+  (`candidates.synthetic`, marked as they are stored).
+- An evaluation run is synthetic when one of its agents is a scripted demo agent (a command agent of
+  the harness `demo.agents.HARNESS`, which replays reference scripts and calls no model), or when it
+  evaluates synthetic candidates.
+
+The reference agents are not stand-ins for a model: they run a candidate's own scripts to check its
+tests, and their runs say what they are without this mark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.db.models import Q
+
+from .demo.agents import HARNESS as SCRIPTED_HARNESS
+from .generation.models import GenerationRun
+from .models import AgentKind, Run, Trial
+
+SCRIPTED_AGENTS = Q(kind=AgentKind.COMMAND, harness=SCRIPTED_HARNESS)
+
+
+def scripted_names(configs: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The names of the scripted ones among these proposer or judge configurations."""
+    return [str(c.get("name") or "scripted") for c in configs if c.get("kind") == "scripted"]
+
+
+def generation_scripted(run: GenerationRun) -> list[str]:
+    """The run's scripted proposers and judges, by name; empty when models did all of it."""
+    return scripted_names(run.proposer_configs) + scripted_names(run.judge_configs)
+
+
+def generation_synthetic_text(run: GenerationRun) -> str:
+    """What a generation run's pages say of figures no model produced; "" when models produced them."""
+    scripted = generation_scripted(run)
+    if not scripted:
+        return ""
+    return (
+        f"Synthetic: {', '.join(scripted)} called no model, so the proposals, judge scores and Q of this run's "
+        "kept candidates are not a model's; the candidates are marked synthetic wherever they are shown."
+    )
+
+
+def run_synthetic_text(run: Run) -> str:
+    """What an evaluation run's pages (and exports) say of figures no model produced; "" when none."""
+    parts = []
+    scripted = list(run.agents.filter(SCRIPTED_AGENTS).order_by("name").values_list("name", flat=True))
+    if scripted:
+        parts.append(
+            f"the scripted agent{'s' if len(scripted) > 1 else ''} {', '.join(scripted)} "
+            "replay reference scripts and call no model, so their rates say nothing of a model"
+        )
+    if Trial.objects.filter(run=run, candidate__demo=True).exists():
+        parts.append("some of its candidates are synthetic: no model produced their judge scores and Q")
+    return f"Synthetic: {'; '.join(parts)}." if parts else ""
