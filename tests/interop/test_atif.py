@@ -1,4 +1,5 @@
-"""A run's trials exported as ATIF trajectories, checked by Harbor's own models of the format."""
+"""A run's trials exported as ATIF trajectories, checked by Harbor's own models of the format; a
+Harbor job's trajectories read through typed models, a hostile one refused naming file and field."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import json
 import pytest
 from harbor.models.trajectories import Trajectory as HarborTrajectory
 
+from evaluation.imported_runs.readers import read_log
+from evaluation.imported_runs.records import LogRefused
+from evaluation.imported_runs.services import run_import
 from evaluation.runs.trajectory_export import run_atif_archive
-from tests.interop.recorded_runs import STEPS, archive_members, release_run
+from tests.hostile.seed import table_counts
+from tests.interop.recorded_runs import STEPS, archive_members, harbor_job, release_run
 from tests.interop.support import FIRST, SECOND, freeze_examples
 
 pytestmark = pytest.mark.django_db
@@ -54,3 +59,33 @@ def test_each_trial_is_a_trajectory_harbor_reads_with_its_verdicts_hashes_and_us
     assert second.final_metrics.total_prompt_tokens is None and second.final_metrics.total_cost_usd is None
     # The same run exports the same bytes.
     assert run_atif_archive(run) == run_atif_archive(run)
+
+
+def _by_candidate(files: dict[str, bytes]) -> dict[str, bytes]:
+    manifest = json.loads(files["manifest.json"])
+    return {entry["candidate"]: files[entry["path"]] for entry in manifest["trials"]}
+
+
+@pytest.mark.parametrize(
+    ("spoil", "field"),
+    [
+        (lambda d: d["steps"][3]["observation"]["results"][0]["extra"].update(exit_code="1"), "exit_code"),
+        (lambda d: d["steps"][3]["observation"]["results"][0]["extra"].update(duration=-1), "duration"),
+        (lambda d: d["steps"][3]["observation"]["results"][0].update(content=7), "results[0].content"),
+        (lambda d: d["steps"][2]["tool_calls"][0].update(tool_call_id="x" * 201), "tool_call_id"),
+        (lambda d: d["steps"][0].update(message="m" * 1_000_001), "steps[0].message"),
+    ],
+)
+def test_a_hostile_trajectory_is_refused_naming_its_file_and_field_and_changes_nothing(release, tmp_path, spoil, field):
+    run = release_run(release)
+    trajectories = _by_candidate(archive_members(run_atif_archive(run)))
+    document = json.loads(trajectories[FIRST])
+    spoil(document)
+    trajectories[FIRST] = json.dumps(document).encode()
+    job = harbor_job(release, trajectories, tmp_path)
+    before = table_counts()
+    with pytest.raises(LogRefused) as refused:
+        run_import(release.pk, read_log("harbor", job))
+    message = refused.value.message
+    assert "agent/trajectory.json: steps[" in message and field in message, message
+    assert table_counts() == before
