@@ -1,5 +1,5 @@
-"""A run's trials exported as ATIF trajectories, checked by Harbor's own models of the format; a
-Harbor job's trajectories read through typed models, a hostile one refused naming file and field."""
+"""A run's trials exported as ATIF trajectories, checked by Harbor's own models of the format, and
+brought back through a Harbor job carrying them: the same steps and verdicts."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from evaluation.imported_runs.records import LogRefused
 from evaluation.imported_runs.services import run_import
 from evaluation.runs.trajectory_export import run_atif_archive
 from tests.hostile.seed import table_counts
-from tests.interop.recorded_runs import STEPS, archive_members, harbor_job, release_run
+from tests.interop.recorded_runs import STEPS, archive_members, harbor_job, recorded_steps, release_run
 from tests.interop.support import FIRST, SECOND, freeze_examples
 
 pytestmark = pytest.mark.django_db
@@ -64,6 +64,28 @@ def test_each_trial_is_a_trajectory_harbor_reads_with_its_verdicts_hashes_and_us
 def _by_candidate(files: dict[str, bytes]) -> dict[str, bytes]:
     manifest = json.loads(files["manifest.json"])
     return {entry["candidate"]: files[entry["path"]] for entry in manifest["trials"]}
+
+
+def test_exported_trajectories_come_back_through_a_harbor_job_with_the_same_steps_and_verdicts(release, tmp_path):
+    run = release_run(release)
+    job = harbor_job(release, _by_candidate(archive_members(run_atif_archive(run))), tmp_path)
+    imported = run_import(release.pk, read_log("harbor", job))
+    for candidate in (FIRST, SECOND):
+        original = run.trials.get(candidate__external_id=candidate)
+        back = imported.trials.get(candidate__external_id=candidate)
+        assert recorded_steps(back) == recorded_steps(original) == list(STEPS)
+        assert (back.r_task, back.r_harm, back.outcome) == (original.r_task, original.r_harm, original.outcome)
+        assert back.inputs.digest == original.inputs.digest
+
+
+def test_a_trial_without_steps_exports_a_marked_step_that_imports_as_none(release, tmp_path):
+    run = release_run(release)
+    run.trials.get(candidate__external_id=SECOND).steps.all().delete()
+    files = archive_members(run_atif_archive(run))
+    trajectories = _by_candidate(files)
+    assert len(HarborTrajectory.model_validate_json(trajectories[SECOND]).steps) == 1
+    imported = run_import(release.pk, read_log("harbor", harbor_job(release, trajectories, tmp_path)))
+    assert recorded_steps(imported.trials.get(candidate__external_id=SECOND)) == []
 
 
 @pytest.mark.parametrize(
