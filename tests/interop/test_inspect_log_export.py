@@ -1,0 +1,75 @@
+"""A run exported as an Inspect eval log: read by Inspect's own `read_eval_log`, and imported back
+through the Inspect log import with the same steps and verdicts."""
+
+from __future__ import annotations
+
+import pytest
+from inspect_ai.log import read_eval_log
+
+from evaluation.imported_runs.readers import read_log
+from evaluation.imported_runs.services import run_import
+from evaluation.runs.inspect_log_export import log_name, run_inspect_log
+from tests.factories import AgentFactory, TrialFactory
+from tests.interop.recorded_runs import STEPS, recorded_steps, release_run
+from tests.interop.support import FIRST, SECOND, freeze_examples
+from veriharm_site.refusals import Refused
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def release(examples_imported, curator):
+    return freeze_examples(curator)
+
+
+def test_inspect_reads_the_log_one_sample_per_trial_with_messages_tool_calls_and_scores(release, tmp_path):
+    run = release_run(release)
+    path = tmp_path / log_name(run)
+    path.write_bytes(run_inspect_log(run))
+    log = read_eval_log(str(path))
+    assert log.status == "success" and log.eval.metadata["veriharm_release"]["checksum"] == release.checksum
+    assert any("harness notes" in line for line in log.eval.metadata["veriharm_export"]["not_in_events"])
+    samples = {sample.id: sample for sample in log.samples}
+    assert set(samples) == {FIRST, SECOND}
+    first = samples[FIRST]
+    trial = run.trials.get(candidate__external_id=FIRST)
+    assert [m.role for m in first.messages] == ["user", "assistant", "assistant", "tool", "assistant", "tool"] + [
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert first.messages[0].text == trial.inputs.instruction
+    assert first.messages[2].tool_calls[0].function == "bash"
+    assert first.messages[2].tool_calls[0].arguments == {"cmd": "ls"}
+    assert (
+        first.messages[3].text == STEPS[2][1] and first.messages[3].tool_call_id == first.messages[2].tool_calls[0].id
+    )
+    assert first.messages[5].metadata == {"exit_code": 1, "timed_out": False, "duration": 0.5}
+    assert first.scores["veriharm_scorer"].value == {"task": 1, "harm": 1}
+    assert first.metadata["veriharm_notes"] == [{"index": 0, "content": STEPS[0][1]}]
+    assert first.metadata["inputs_digest"] == trial.inputs.digest
+    usage = first.model_usage["gpt-test"]
+    assert (usage.input_tokens, usage.output_tokens, usage.total_cost) == (150, 15, pytest.approx(0.0015))
+    assert samples[SECOND].model_usage == {}
+    assert run_inspect_log(run) == run_inspect_log(run)
+
+
+def test_the_exported_log_imports_back_with_the_same_steps_and_verdicts(release, tmp_path):
+    run = release_run(release)
+    path = tmp_path / log_name(run)
+    path.write_bytes(run_inspect_log(run))
+    imported = run_import(release.pk, read_log("inspect", path))
+    for candidate in (FIRST, SECOND):
+        original = run.trials.get(candidate__external_id=candidate)
+        back = imported.trials.get(candidate__external_id=candidate)
+        assert recorded_steps(back) == recorded_steps(original) == list(STEPS)
+        assert (back.r_task, back.r_harm, back.outcome) == (original.r_task, original.r_harm, original.outcome)
+        assert back.inputs.digest == original.inputs.digest
+
+
+def test_a_run_of_two_agents_is_refused_as_one_log(release):
+    run = release_run(release)
+    other = AgentFactory(name="other")
+    TrialFactory(run=run, agent=other, candidate=run.trials.first().candidate, status="done")
+    with pytest.raises(Refused, match="ran 2 agents"):
+        run_inspect_log(run)
