@@ -3,13 +3,19 @@ through the Inspect log import with the same steps and verdicts."""
 
 from __future__ import annotations
 
+import io
+import json
+import zipfile
+
 import pytest
 from inspect_ai.log import read_eval_log
 
 from evaluation.imported_runs.readers import read_log
+from evaluation.imported_runs.records import LogRefused
 from evaluation.imported_runs.services import run_import
 from evaluation.runs.inspect_log_export import log_name, run_inspect_log
 from tests.factories import AgentFactory, TrialFactory
+from tests.hostile.seed import table_counts
 from tests.interop.recorded_runs import STEPS, recorded_steps, release_run
 from tests.interop.support import FIRST, SECOND, freeze_examples
 from veriharm_site.refusals import Refused
@@ -73,3 +79,24 @@ def test_a_run_of_two_agents_is_refused_as_one_log(release):
     TrialFactory(run=run, agent=other, candidate=run.trials.first().candidate, status="done")
     with pytest.raises(Refused, match="ran 2 agents"):
         run_inspect_log(run)
+
+
+def test_a_log_with_hostile_notes_or_tool_metadata_is_refused_naming_the_field_and_changes_nothing(release, tmp_path):
+    run = release_run(release)
+    original = zipfile.ZipFile(io.BytesIO(run_inspect_log(run)))
+    member = f"samples/{FIRST}_epoch_1.json"
+    sample = json.loads(original.read(member))
+    sample["metadata"]["veriharm_notes"][0]["index"] = "0"
+    sample["messages"][5]["metadata"]["exit_code"] = 1.5
+    spoiled = io.BytesIO()
+    with zipfile.ZipFile(spoiled, "w") as archive:
+        for name in original.namelist():
+            archive.writestr(name, json.dumps(sample) if name == member else original.read(name))
+    path = tmp_path / "spoiled.eval"
+    path.write_bytes(spoiled.getvalue())
+    before = table_counts()
+    with pytest.raises(LogRefused) as refused:
+        run_import(release.pk, read_log("inspect", path))
+    message = refused.value.message
+    assert "metadata.veriharm_notes[0].index" in message and "messages[5].metadata.exit_code" in message, message
+    assert table_counts() == before
