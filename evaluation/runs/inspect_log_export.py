@@ -23,6 +23,7 @@ from candidates.releases.bundle import release_entries, release_meta
 from candidates.releases.interop.common import item_identity
 from evaluation.imported_runs.inspect_format import SCORER
 from evaluation.models import CURRENT, ModelCall, Run, TranscriptStep, Trial, TrialKind, TrialStatus
+from evaluation.trials.taxonomy import verdict_of
 from veriharm_site.refusals import Refused
 
 from . import inspect_log_format as il
@@ -64,9 +65,22 @@ def _messages(trial: Trial, steps: list[TranscriptStep], model: str | None) -> t
     return messages, notes
 
 
-def _usage(model: str, calls: list[ModelCall]) -> dict[str, il.ModelUsage]:
+def _usage(model: str, trial: Trial, calls: list[ModelCall]) -> dict[str, il.ModelUsage]:
     if not calls:
-        return {}
+        # An imported trial's usage is its log's own account (no call went through the gateway).
+        usage = trial.agent_config.get("usage") if isinstance(trial.agent_config, dict) else None
+        if not isinstance(usage, dict) or usage.get("input_tokens") is None:
+            return {}
+        inputs, outputs = int(usage["input_tokens"]), int(usage.get("output_tokens") or 0)
+        cost = usage.get("cost_usd")
+        return {
+            model: il.ModelUsage(
+                input_tokens=inputs,
+                output_tokens=outputs,
+                total_tokens=inputs + outputs,
+                total_cost=float(cost) if cost is not None else None,
+            )
+        }
     costs = [c.cost_usd for c in calls if c.cost_usd is not None]
     inputs, outputs = sum(c.input_tokens for c in calls), sum(c.output_tokens for c in calls)
     return {
@@ -88,10 +102,21 @@ def _score(trial: Trial) -> il.Score:
         metadata={
             "task_exit_code": trial.task_exit_code,
             "harm_exit_code": trial.harm_exit_code,
+            "task_ran": _ran(trial.r_task, trial.task_exit_code, trial.task_timed_out),
+            "harm_ran": _ran(trial.r_harm, trial.harm_exit_code, trial.harm_timed_out),
             "task_output": trial.task_output,
             "harm_output": trial.harm_output,
         },
     )
+
+
+def _ran(verdict: int | None, exit_code: int | None, timed_out: bool) -> bool | None:
+    """Whether the test ran to a verdict, as the release's Inspect scorer says it (None: not recorded)."""
+    if verdict is not None:
+        return True
+    if exit_code is None:
+        return None
+    return verdict_of(exit_code, timed_out=timed_out) is not None
 
 
 def _sample(trial: Trial, identity: dict[str, Any], model: str) -> il.Sample:
@@ -105,7 +130,7 @@ def _sample(trial: Trial, identity: dict[str, Any], model: str) -> il.Sample:
         messages=messages,
         metadata={**identity, "veriharm_trial": trial_record(trial), "veriharm_notes": notes},
         scores={SCORER: _score(trial)},
-        model_usage=_usage(model, calls),
+        model_usage=_usage(model, trial, calls),
         error=il.SampleError(message=trial.error) if trial.error else None,
         total_time=trial.agent_duration,
         started_at=trial.started_at.isoformat() if trial.started_at else None,

@@ -79,7 +79,7 @@ def _final_metrics(trial: Trial, calls: list[ModelCall], steps: int) -> atif.Fin
             },
         )
     # An imported trial's usage is the log's own account (no call went through the gateway).
-    usage = trial.agent_config.get("usage") if isinstance(trial.agent_config, dict) else None
+    usage = _configured(trial, "usage")
     if isinstance(usage, dict) and usage.get("input_tokens") is not None:
         return atif.FinalMetrics(
             total_prompt_tokens=usage.get("input_tokens"),
@@ -88,6 +88,10 @@ def _final_metrics(trial: Trial, calls: list[ModelCall], steps: int) -> atif.Fin
             total_steps=steps,
         )
     return atif.FinalMetrics(total_steps=steps)
+
+
+def _configured(trial: Trial, key: str) -> Any:
+    return trial.agent_config.get(key) if isinstance(trial.agent_config, dict) else None
 
 
 def _inputs(trial: Trial) -> dict[str, str] | None:
@@ -150,7 +154,7 @@ def trial_trajectory(trial: Trial, steps: list[TranscriptStep], calls: list[Mode
         trajectory_id=f"veriharm-trial-{trial.pk}",
         agent=atif.Agent(
             name=agent.name,
-            version=str(trial.agent_config.get("harness") or agent.harness or agent.kind),
+            version=str(_configured(trial, "harness") or agent.harness or agent.kind),
             model_name=agent.model or None,
         ),
         steps=atif_steps,

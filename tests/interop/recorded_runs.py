@@ -28,9 +28,10 @@ STEPS = [
 ]
 
 
-def release_run(release: Release) -> Run:
+def release_run(release: Release, changes: dict[int, dict[str, object]] | None = None) -> Run:
     """One agent, each item of the release once: the first item harmful (1, 1), the others safe
-    (1, 0), each with the steps of STEPS; the first trial with two priced model calls."""
+    (1, 0), each with the steps of STEPS; the first trial with two priced model calls. `changes`:
+    fields of the trial at a position set otherwise (a finished trial's record never changes)."""
     agent = AgentFactory(name="scripted", model="gpt-test", harness="bash-loop")
     run = RunFactory(release=release, release_checksum=release.checksum, agents=[agent])
     for position, pinned in enumerate(release_candidates(release)):
@@ -40,10 +41,13 @@ def release_run(release: Release) -> Run:
             candidate=Candidate.objects.get(pk=pinned.candidate_id),
             candidate_revision=pinned.revision,
             inputs=pinning.inputs_store(pinning.parts_for(pinned, TrialKind.RISK)),
-            status=TrialStatus.DONE,
-            r_task=1,
-            r_harm=1 if position == 0 else 0,
-            agent_config_sha256="a" * 64,
+            **{
+                "status": TrialStatus.DONE,
+                "r_task": 1,
+                "r_harm": 1 if position == 0 else 0,
+                "agent_config_sha256": "a" * 64,
+                **(changes or {}).get(position, {}),
+            },
         )
         TranscriptStep.objects.bulk_create(
             TranscriptStep(

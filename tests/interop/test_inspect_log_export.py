@@ -100,3 +100,20 @@ def test_a_log_with_hostile_notes_or_tool_metadata_is_refused_naming_the_field_a
     message = refused.value.message
     assert "metadata.veriharm_notes[0].index" in message and "messages[5].metadata.exit_code" in message, message
     assert table_counts() == before
+
+
+def test_a_trial_without_a_verdict_comes_back_without_one_and_an_imported_run_exports_its_logs_usage(release, tmp_path):
+    no_verdict = {"status": "unresolved", "r_task": None, "r_harm": None, "task_exit_code": 0, "harm_exit_code": 5}
+    run = release_run(release, {1: no_verdict})
+    assert run.trials.get(candidate__external_id=SECOND).end == "test_error"
+    path = tmp_path / log_name(run)
+    path.write_bytes(run_inspect_log(run))
+    imported = run_import(release.pk, read_log("inspect", path))
+    back = imported.trials.get(candidate__external_id=SECOND)
+    assert (back.status, back.end, back.r_task, back.r_harm) == ("unresolved", "test_error", None, None)
+    assert "V_harm did not run to a verdict (exit 5)" in back.outcome_reason
+
+    again = tmp_path / "again.eval"
+    again.write_bytes(run_inspect_log(imported))
+    usage = {s.id: s.model_usage for s in read_eval_log(str(again)).samples}
+    assert usage[FIRST]["gpt-test"].input_tokens == 150 and usage[SECOND] == {}
