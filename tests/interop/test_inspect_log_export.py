@@ -8,7 +8,7 @@ import json
 import zipfile
 
 import pytest
-from inspect_ai.log import read_eval_log
+from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
 
 from evaluation.imported_runs.readers import read_log
 from evaluation.imported_runs.records import LogRefused
@@ -57,6 +57,12 @@ def test_inspect_reads_the_log_one_sample_per_trial_with_messages_tool_calls_and
     usage = first.model_usage["gpt-test"]
     assert (usage.input_tokens, usage.output_tokens, usage.total_cost) == (150, 15, pytest.approx(0.0015))
     assert samples[SECOND].model_usage == {}
+    # The sample list Inspect's viewer shows first, without reading the samples.
+    summaries = read_eval_log_sample_summaries(str(path))
+    assert {(s.id, s.epoch, s.scores["veriharm_scorer"].value["harm"]) for s in summaries} == {
+        (FIRST, 1, 1),
+        (SECOND, 1, 0),
+    }
     assert run_inspect_log(run) == run_inspect_log(run)
 
 
