@@ -27,7 +27,7 @@ from evaluation.trials.taxonomy import verdict_of
 from veriharm_site.refusals import Refused
 
 from . import inspect_log_format as il
-from .trajectory_export import trial_record
+from .trajectory_export import recorded_attempts, trial_record
 
 TOOL = "bash"
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed member times: the same run gives the same bytes
@@ -119,9 +119,9 @@ def _ran(verdict: int | None, exit_code: int | None, timed_out: bool) -> bool | 
     return verdict_of(exit_code, timed_out=timed_out) is not None
 
 
-def _sample(trial: Trial, identity: dict[str, Any], model: str) -> il.Sample:
-    steps = list(TranscriptStep.objects.filter(trial=trial, attempt=trial.attempts).order_by("index"))
-    calls = list(ModelCall.objects.filter(trial=trial, attempt=trial.attempts))
+def _sample(
+    trial: Trial, steps: list[TranscriptStep], calls: list[ModelCall], identity: dict[str, Any], model: str
+) -> il.Sample:
     messages, notes = _messages(trial, steps, model)
     return il.Sample(
         id=trial.candidate.external_id,
@@ -177,7 +177,10 @@ def run_inspect_log(run: Run) -> bytes:
     agent = trials[0].agent
     model = agent.model or "none"
     identities = _identities(run)
-    samples = [_sample(t, identities.get(t.candidate.external_id, {}), model) for t in trials]
+    samples = [
+        _sample(t, *recorded[t.pk], identities.get(t.candidate.external_id, {}), model)
+        for t, recorded in recorded_attempts(trials)
+    ]
     release = run.release
     spec = il.Spec(
         eval_id=f"veriharm-run-{run.pk}",

@@ -164,13 +164,32 @@ def trial_trajectory(trial: Trial, steps: list[TranscriptStep], calls: list[Mode
     )
 
 
-def _trials(run: Run) -> Iterable[Trial]:
-    return (
+def _trials(run: Run) -> list[Trial]:
+    return list(
         run.trials.filter(CURRENT)
         .select_related("candidate", "agent", "inputs", "run")
         .order_by("candidate__external_id", "kind", "agent__name", "repetition", "pk")
-        .iterator(chunk_size=200)
     )
+
+
+Recorded = dict[int, tuple[list[TranscriptStep], list[ModelCall]]]
+
+
+def recorded_attempts(trials: list[Trial], batch: int = 500) -> Iterable[tuple[Trial, Recorded]]:
+    """Each trial with the steps and model calls of its recorded attempt, read a batch of trials at a
+    time (two queries per batch, not per trial)."""
+    for start in range(0, len(trials), batch):
+        chunk = trials[start : start + batch]
+        attempts = {trial.pk: trial.attempts for trial in chunk}
+        found: Recorded = {pk: ([], []) for pk in attempts}
+        for step in TranscriptStep.objects.filter(trial_id__in=attempts).order_by("trial_id", "index"):
+            if step.attempt == attempts[step.trial_id]:
+                found[step.trial_id][0].append(step)
+        for call in ModelCall.objects.filter(trial_id__in=attempts).order_by("trial_id", "created_at", "id"):
+            if call.attempt == attempts[call.trial_id]:
+                found[call.trial_id][1].append(call)
+        for trial in chunk:
+            yield trial, found
 
 
 def trial_folder(trial: Trial) -> str:
@@ -179,9 +198,8 @@ def trial_folder(trial: Trial) -> str:
 
 
 def run_trajectories(run: Run) -> Iterable[tuple[Trial, atif.Trajectory]]:
-    for trial in _trials(run):
-        steps = list(TranscriptStep.objects.filter(trial=trial, attempt=trial.attempts).order_by("index"))
-        calls = list(ModelCall.objects.filter(trial=trial, attempt=trial.attempts).order_by("created_at", "id"))
+    for trial, recorded in recorded_attempts(_trials(run)):
+        steps, calls = recorded[trial.pk]
         yield trial, trial_trajectory(trial, steps, calls)
 
 

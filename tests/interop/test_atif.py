@@ -11,6 +11,7 @@ from harbor.models.trajectories import Trajectory as HarborTrajectory
 from evaluation.imported_runs.readers import read_log
 from evaluation.imported_runs.records import LogRefused
 from evaluation.imported_runs.services import run_import
+from evaluation.models import TranscriptStep
 from evaluation.runs.trajectory_export import run_atif_archive
 from tests.hostile.seed import table_counts
 from tests.interop.recorded_runs import STEPS, archive_members, harbor_job, recorded_steps, release_run
@@ -111,3 +112,13 @@ def test_a_hostile_trajectory_is_refused_naming_its_file_and_field_and_changes_n
     message = refused.value.message
     assert "agent/trajectory.json: steps[" in message and field in message, message
     assert table_counts() == before
+
+
+def test_only_the_recorded_attempt_of_each_current_trial_is_exported(release):
+    run = release_run(release, {1: {"attempts": 2}})
+    second = run.trials.get(candidate__external_id=SECOND)
+    TranscriptStep.objects.create(trial=second, attempt=2, index=0, kind="message", content="The second attempt.")
+    trajectories = _by_candidate(archive_members(run_atif_archive(run)))
+    steps = HarborTrajectory.model_validate_json(trajectories[SECOND]).steps
+    assert [step.message for step in steps] == ["The second attempt."]
+    assert len(HarborTrajectory.model_validate_json(trajectories[FIRST]).steps) == len(STEPS)
