@@ -157,7 +157,7 @@ def _identities(run: Run) -> dict[str, dict[str, Any]]:
 def _refusal(run: Run, trials: list[Trial]) -> str | None:
     agents = {trial.agent.name for trial in trials}
     if not trials:
-        return f"{run} has no finished risk trial to export"
+        return f"{run} has no risk trial to export"
     if len(agents) > 1:
         # A log is one model and solver; its samples are one per item and epoch.
         return f"{run} ran {len(agents)} agents ({', '.join(sorted(agents))}): an Inspect log holds one"
