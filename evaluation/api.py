@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound
@@ -164,6 +166,24 @@ class RunMetricsApi(APIView):
     @extend_schema(responses=RunMetricsSerializer)
     def get(self, request: Request, pk: int) -> Response:
         return Response(exports.metrics_document(_run(pk)))
+
+
+class RunTrajectoriesApi(APIView):
+    """The run's current trials as ATIF trajectories (a .tar.gz of `<trial>/trajectory.json` and a
+    manifest) or as an Inspect eval log (.eval; one agent's run): docs/interop.md."""
+
+    permission_classes = [VIEW]
+    export = ""
+
+    @extend_schema(
+        responses={(200, "application/gzip"): OpenApiTypes.BINARY, (200, "application/zip"): OpenApiTypes.BINARY}
+    )
+    def get(self, request: Request, pk: int) -> HttpResponse:
+        chosen = exports.TRAJECTORY_EXPORTS[self.export]
+        run = _run(pk)
+        response = HttpResponse(chosen.document(run), content_type=chosen.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{chosen.file_name(run)}"'
+        return response
 
 
 class RunCompareApi(APIView):

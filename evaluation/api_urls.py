@@ -16,6 +16,16 @@ urlpatterns = [
     path("evaluation/runs/<number:pk>/retry/", api.RunRetryApi.as_view(), name="api-evaluation-run-retry"),
     path("evaluation/runs/<number:pk>/metrics/", api.RunMetricsApi.as_view(), name="api-evaluation-run-metrics"),
     path("evaluation/runs/<number:pk>/compare/", api.RunCompareApi.as_view(), name="api-evaluation-run-compare"),
+    path(
+        "evaluation/runs/<number:pk>/atif.tar.gz",
+        api.RunTrajectoriesApi.as_view(export="atif"),
+        name="api-evaluation-run-atif",
+    ),
+    path(
+        "evaluation/runs/<number:pk>/inspect.eval",
+        api.RunTrajectoriesApi.as_view(export="inspect"),
+        name="api-evaluation-run-inspect",
+    ),
     path("evaluation/runs/<number:pk>/trials/", api.RunTrialsApi.as_view(), name="api-evaluation-run-trials"),
     path("evaluation/runs/<number:pk>/v3ast/", v3ast_api.RunMatrixApi.as_view(), name="api-evaluation-v3ast-matrix"),
     path(

@@ -19,6 +19,8 @@ urlpatterns = [
     path("runs/<number:pk>/retry/", views.RunRetryView.as_view(), name="run-retry"),
     path("runs/<number:pk>/metrics/", views.RunMetricsView.as_view(), name="run-metrics"),
     path("runs/<number:pk>/compare/", views.RunCompareView.as_view(), name="run-compare"),
+    path("runs/<number:pk>/atif.tar.gz", views.RunTrajectoriesView.as_view(export="atif"), name="run-atif"),
+    path("runs/<number:pk>/inspect.eval", views.RunTrajectoriesView.as_view(export="inspect"), name="run-inspect"),
     path("trials/<number:pk>/", views.TrialDetailView.as_view(), name="trial"),
     path("trials/<number:pk>/final-state.tar.gz", views.TrialFinalStateView.as_view(), name="trial-final-state"),
     path("workers/", fleet_views.WorkerListView.as_view(), name="workers"),

@@ -236,6 +236,24 @@ class RunRetryView(RoleRequiredMixin, View):
         return redirect("evaluation:run", pk=run.pk)
 
 
+class RunTrajectoriesView(RoleRequiredMixin, View):
+    """The run's trials as ATIF trajectories (.tar.gz) or an Inspect eval log (.eval)."""
+
+    permission_required = "evaluation.view_evaluations"
+    export = ""
+
+    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        run = _run_or_404(pk)
+        chosen = exports.TRAJECTORY_EXPORTS[self.export]
+        try:
+            data = chosen.document(run)
+        except Refused as refused:
+            return render(request, "bad_query.html", {"errors": refused.error_pairs()}, status=refused.status_code)
+        response = HttpResponse(data, content_type=chosen.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{chosen.file_name(run)}"'
+        return response
+
+
 class RunMetricsView(RoleRequiredMixin, TemplateView):
     permission_required = "evaluation.view_evaluations"
     template_name = "evaluation/metrics.html"

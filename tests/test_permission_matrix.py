@@ -130,6 +130,8 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("evaluation:run-retry", "POST", ADMINS),
     ("evaluation:run-metrics", "GET", READERS),
     ("evaluation:run-compare", "GET", READERS),
+    ("evaluation:run-atif", "GET", READERS),  # the transcripts the trial pages show readers
+    ("evaluation:run-inspect", "GET", READERS),
     ("evaluation:trial", "GET", READERS),
     ("evaluation:trial-final-state", "GET", ADMINS),
     ("evaluation:workers", "GET", ADMINS),
@@ -160,6 +162,8 @@ EXPECTED: list[tuple[str, str, frozenset[str]]] = [
     ("api-evaluation-run-retry", "POST", ADMINS),
     ("api-evaluation-run-metrics", "GET", READERS),
     ("api-evaluation-run-compare", "GET", READERS),
+    ("api-evaluation-run-atif", "GET", READERS),
+    ("api-evaluation-run-inspect", "GET", READERS),
     ("api-evaluation-run-trials", "GET", READERS),
     ("api-evaluation-v3ast-matrix", "GET", READERS),
     ("api-evaluation-v3ast-system", "GET", READERS),

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from .bounds import MAX_ITEMS, Cost, ExitCode, Foreign, Name, Reward, Text, TokenCount
+from .bounds import MAX_ITEMS, Cost, ExitCode, Foreign, Name, Reward, Seconds, Text, TokenCount
 
 
 class JobResult(Foreign):
@@ -106,20 +106,58 @@ class ContentPart(Foreign):
 
 
 class ToolCall(Foreign):
+    tool_call_id: Name = ""
     function_name: Name = ""
     arguments: dict[str, Any] = {}
+
+
+class ResultExtra(Foreign):
+    """What VeriHarm's ATIF export adds to a command's observation (ATIF has no field for it)."""
+
+    exit_code: ExitCode | None = None
+    timed_out: bool = False
+    duration: Seconds | None = None
+
+
+class ObservationResult(Foreign):
+    source_call_id: Name | None = None
+    content: Text | Annotated[list[ContentPart], Field(max_length=MAX_ITEMS)] | None = None
+    extra: ResultExtra | None = None
+
+    @property
+    def text(self) -> str:
+        return _text(self.content or "")
+
+
+class Observation(Foreign):
+    results: Annotated[list[ObservationResult], Field(max_length=MAX_ITEMS)] = []
+
+
+class StepMark(Foreign):
+    # The export's one step of a trial that recorded none (ATIF requires a step).
+    empty: bool = False
+
+
+class StepExtra(Foreign):
+    veriharm: StepMark | None = None
+
+
+def _text(message: str | list[ContentPart]) -> str:
+    if isinstance(message, str):
+        return message
+    return "\n".join(part.text for part in message if part.text)
 
 
 class Step(Foreign):
     source: Literal["system", "user", "agent"]
     message: Text | Annotated[list[ContentPart], Field(max_length=MAX_ITEMS)] = ""
     tool_calls: Annotated[list[ToolCall], Field(max_length=MAX_ITEMS)] | None = None
+    observation: Observation | None = None
+    extra: StepExtra | None = None
 
     @property
     def text(self) -> str:
-        if isinstance(self.message, str):
-            return self.message
-        return "\n".join(part.text for part in self.message if part.text)
+        return _text(self.message)
 
 
 class Trajectory(Foreign):

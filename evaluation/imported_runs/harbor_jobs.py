@@ -59,16 +59,50 @@ def _time(moment: datetime | None) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
 
 
+def _command(call: hf.ToolCall) -> str:
+    # A shell call's command as it ran (VeriHarm's export, most agents' bash tools); any other call
+    # as its arguments.
+    command = call.arguments.get("command")
+    if isinstance(command, str) and len(call.arguments) == 1:
+        return command
+    return f"{call.function_name}: {json.dumps(call.arguments, sort_keys=True)}"
+
+
+def _agent_steps(step: hf.Step) -> list[ImportedStep]:
+    steps = [ImportedStep("message", clip(step.text))] if step.text or not step.tool_calls else []
+    results = step.observation.results if step.observation is not None else []
+    answered = {r.source_call_id: r for r in results if r.source_call_id}
+    for call in step.tool_calls or []:
+        result = answered.get(call.tool_call_id) if call.tool_call_id else None
+        extra = (result.extra if result is not None else None) or hf.ResultExtra()
+        steps.append(
+            ImportedStep(
+                "command",
+                content=clip(result.text) if result is not None else "",
+                command=clip(_command(call)),
+                exit_code=extra.exit_code,
+                timed_out=extra.timed_out,
+                duration=extra.duration,
+            )
+        )
+    # Results of no call of this step (a system event's output): kept as notes.
+    calls = {call.tool_call_id for call in step.tool_calls or []}
+    steps += [ImportedStep("note", clip(r.text)) for r in results if r.source_call_id not in calls and r.text]
+    return steps
+
+
 def _steps(trajectory: hf.Trajectory | None) -> tuple[list[ImportedStep], str | None]:
     steps: list[ImportedStep] = []
     last = None
     for step in trajectory.steps if trajectory is not None else []:
-        text = step.text
+        if step.extra is not None and step.extra.veriharm is not None and step.extra.veriharm.empty:
+            continue
         if step.source == "agent":
-            last = text
-        steps.append(ImportedStep("message" if step.source == "agent" else "note", clip(text)))
-        for call in step.tool_calls or []:
-            steps.append(ImportedStep("command", command=clip(json.dumps(call.arguments, sort_keys=True))))
+            if step.text:
+                last = step.text
+            steps += _agent_steps(step)
+        else:
+            steps.append(ImportedStep("note", clip(step.text)))
     return steps, last
 
 

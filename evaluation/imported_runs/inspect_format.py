@@ -11,7 +11,7 @@ import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from .bounds import MAX_ITEMS, Cost, Epoch, ExitCode, Foreign, Name, Reward, Seconds, Text, TokenCount
 
@@ -27,8 +27,17 @@ class Content(Foreign):
 
 
 class ToolCall(Foreign):
+    id: Name = ""
     function: Name
     arguments: dict[str, Any] = {}
+
+
+class ToolOutcome(Foreign):
+    """A tool message's metadata as VeriHarm's own Inspect export writes it (other keys ignored)."""
+
+    exit_code: ExitCode | None = None
+    timed_out: bool = False
+    duration: Seconds | None = None
 
 
 class Message(Foreign):
@@ -36,6 +45,8 @@ class Message(Foreign):
     content: Text | Annotated[list[Content], Field(max_length=MAX_ITEMS)]
     tool_calls: Annotated[list[ToolCall], Field(max_length=MAX_ITEMS)] | None = None
     function: Name | None = None  # a tool message's tool
+    tool_call_id: Name | None = None  # the call a tool message answers
+    metadata: ToolOutcome | None = None
 
     @property
     def text(self) -> str:
@@ -85,10 +96,25 @@ class SampleError(Foreign):
     message: Text
 
 
+class Note(Foreign):
+    index: Annotated[int, Field(ge=0, le=10**9)]
+    content: Text
+
+
+class SampleMetadata(Foreign):
+    """A sample's metadata: kept as it is (the item's identity and hashes, checked against the
+    release), but for the harness notes VeriHarm's own export places in it, read as typed."""
+
+    model_config = ConfigDict(**{**Foreign.model_config, "extra": "allow"})
+
+    veriharm_notes: Annotated[list[Note], Field(max_length=MAX_ITEMS)] = []
+
+
 class Sample(Foreign):
     id: Name | Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
     epoch: Epoch
-    metadata: dict[str, Any] | None = None
+    input: Text | Annotated[list[Any], Field(max_length=MAX_ITEMS)] | None = None  # the instruction, or messages
+    metadata: SampleMetadata | None = None
     messages: Annotated[list[Message], Field(max_length=MAX_ITEMS)] = []
     scores: Scores | None = None
     model_usage: Annotated[dict[Name, ModelUsage], Field(max_length=100)] = {}

@@ -17,6 +17,7 @@ import os
 import tempfile
 import zipfile
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -30,23 +31,48 @@ SUFFIXES = (".eval", ".json")
 SAMPLES_DIR = "samples/"
 
 
-def _steps(messages: list[fi.Message]) -> tuple[list[ImportedStep], str | None]:
+def _command(call: fi.ToolCall) -> str:
+    command = call.arguments.get("cmd") or call.arguments.get("command")
+    if isinstance(command, str) and len(call.arguments) == 1:
+        return command
+    return f"{call.function}: {json.dumps(call.arguments, sort_keys=True)}"
+
+
+def _steps(sample: fi.Sample) -> tuple[list[ImportedStep], str | None]:
     steps: list[ImportedStep] = []
     last: str | None = None
-    for message in messages:
+    # A command's step, filled in by the tool message that answers its call.
+    calls: dict[str, int] = {}
+    for message in sample.messages:
         text = message.text
         if message.role == "assistant":
-            last = text
-            steps.append(ImportedStep("message", clip(text)))
+            if text or not message.tool_calls:
+                last = text
+                steps.append(ImportedStep("message", clip(text)))
             for call in message.tool_calls or []:
-                command = call.arguments.get("cmd") or call.arguments.get("command")
-                if not isinstance(command, str):
-                    command = json.dumps(call.arguments, sort_keys=True)
-                steps.append(ImportedStep("command", command=clip(f"{call.function}: {command}")))
+                if call.id:
+                    calls[call.id] = len(steps)
+                steps.append(ImportedStep("command", command=clip(_command(call))))
+        elif message.role == "tool" and message.tool_call_id in calls:
+            outcome = message.metadata or fi.ToolOutcome()
+            at = calls.pop(message.tool_call_id)
+            steps[at] = replace(
+                steps[at],
+                content=clip(text),
+                exit_code=outcome.exit_code,
+                timed_out=outcome.timed_out,
+                duration=outcome.duration,
+            )
         elif message.role == "tool":
             steps.append(ImportedStep("note", clip(f"{message.function or 'tool'} output:\n{text}")))
+        elif message.role == "user" and isinstance(sample.input, str) and text == sample.input:
+            continue  # the instruction: the trial's pinned input, not a step of its transcript
         else:
             steps.append(ImportedStep("note", clip(f"{message.role}:\n{text}")))
+    # Harness notes have no Inspect message: VeriHarm's export keeps them, with their place, in metadata.
+    notes = sample.metadata.veriharm_notes if sample.metadata is not None else []
+    for note in sorted(notes, key=lambda n: n.index):
+        steps.insert(min(note.index, len(steps)), ImportedStep("note", clip(note.content)))
     return steps, last
 
 
@@ -54,13 +80,13 @@ def _sample(sample: fi.Sample) -> ImportedSample:
     score = sample.scores.veriharm_scorer if sample.scores is not None else None
     value = score.value if score is not None else fi.ScorerValue()
     extra = (score.metadata if score is not None else None) or fi.ScorerMetadata()
-    steps, last = _steps(sample.messages)
+    steps, last = _steps(sample)
     usage = list(sample.model_usage.values())
     costs = [u.total_cost for u in usage if u.total_cost is not None]
     return ImportedSample(
         sample_id=str(sample.id),
         epoch=sample.epoch,
-        metadata=dict(sample.metadata or {}),
+        metadata=dict(sample.metadata.model_extra or {}) if sample.metadata is not None else {},
         r_task=binary(value.task),
         r_harm=binary(value.harm),
         task_exit_code=extra.task_exit_code,

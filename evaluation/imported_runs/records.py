@@ -36,6 +36,10 @@ class ImportedStep:
     kind: str  # a TranscriptStep.Kind value
     content: str = ""
     command: str = ""
+    # A command's, where the log records them (VeriHarm's own ATIF export does).
+    exit_code: int | None = None
+    timed_out: bool = False
+    duration: float | None = None
 
 
 @dataclass(frozen=True)

@@ -230,7 +230,15 @@ def run_import(release_id: int, log: ImportedLog, *, user: Any = None, name: str
         Trial.objects.bulk_create(trials)
         TranscriptStep.objects.bulk_create(
             TranscriptStep(
-                trial=trial, attempt=1, index=index, kind=step.kind, content=step.content, command=step.command
+                trial=trial,
+                attempt=1,
+                index=index,
+                kind=step.kind,
+                content=step.content,
+                command=step.command,
+                exit_code=step.exit_code,
+                timed_out=step.timed_out,
+                duration=step.duration,
             )
             for trial, sample in zip(trials, log.samples, strict=True)
             for index, step in enumerate(sample.steps)

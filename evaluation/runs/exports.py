@@ -1,15 +1,17 @@
-"""Metrics of a run as CSV or JSON documents, and a paired comparison of two of its systems as the API's."""
+"""Metrics of a run as CSV or JSON documents, a paired comparison of two of its systems as the API's,
+and the run's trajectories for other tools (ATIF, an Inspect eval log), by name for the page and API."""
 
 from __future__ import annotations
 
 import io
 import json
-from dataclasses import asdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from evaluation.models import Run
 from evaluation.results.selectors import PairedComparison, run_metrics_rows
-from evaluation.runs import paired
+from evaluation.runs import inspect_log_export, paired, trajectory_export
 from evaluation.runs.metrics import FORMULAS, METRICS
 from evaluation.synthetic import run_synthetic_text
 from veriharm_site.csv_safe import SafeDictWriter
@@ -89,3 +91,22 @@ def paired_document(result: PairedComparison) -> dict[str, Any]:
             for d in c.differences
         ],
     }
+
+
+@dataclass(frozen=True)
+class TrajectoryExport:
+    """A download of a run's trajectories: its file name and bytes (a Refused when it cannot be one)."""
+
+    content_type: str
+    file_name: Callable[[Run], str]
+    document: Callable[[Run], bytes]
+
+
+TRAJECTORY_EXPORTS = {
+    "atif": TrajectoryExport(
+        "application/gzip",
+        lambda run: f"{trajectory_export.archive_name(run)}.tar.gz",
+        trajectory_export.run_atif_archive,
+    ),
+    "inspect": TrajectoryExport("application/zip", inspect_log_export.log_name, inspect_log_export.run_inspect_log),
+}

@@ -26,7 +26,7 @@ ROLES = ["annotator", "viewer", "curator", "admin"]
 START = ["/", "/candidates/", "/annotation/", "/evaluation/", "/evaluation/v3ast/"]
 # Pages not worth walking: the admin has its own forms and checks; exports are files, not pages.
 SKIP_PREFIXES = ("/admin/", "/logout/", "/api/", "/static/")
-SKIP_PARTS = ("export", "download", ".csv", ".json", ".zip", ".tar")
+SKIP_PARTS = ("export", "download", ".csv", ".json", ".zip", ".tar", ".eval")
 MAX_PAGES = 200
 # Values no field may store (NUL, a lone surrogate), a number no column holds, and text over every limit.
 TEXT_REFUSED = {"nul": "bad\x00text", "surrogate": "bad\ud800text", "oversized": "x" * 200_000}

@@ -208,6 +208,9 @@ def harbor_files(digests: dict[str, str] | None = None) -> dict[str, bytes]:
                         "source": "agent",
                         "message": [{"type": "text", "text": "Running it."}],
                         "tool_calls": [{"tool_call_id": "c1", "function_name": "bash", "arguments": {"cmd": "make"}}],
+                        "observation": {
+                            "results": [{"source_call_id": "c1", "content": "built", "extra": {"exit_code": 0}}]
+                        },
                     },
                 ],
             }
@@ -230,6 +233,19 @@ HARBOR_SPOILS = [
     Spoil(f"{TRIAL}/agent/trajectory.json", ("steps",), "none", "agent/trajectory.json: steps"),
     Spoil(f"{TRIAL}/agent/trajectory.json", ("steps", 1, "message"), 5, "agent/trajectory.json: steps[1].message"),
     Spoil(f"{TRIAL}/agent/trajectory.json", ("steps", 1, "tool_calls", 0), "make", "steps[1].tool_calls[0]"),
+    Spoil(f"{TRIAL}/agent/trajectory.json", ("steps", 1, "observation", "results"), "none", "observation.results"),
+    Spoil(
+        f"{TRIAL}/agent/trajectory.json",
+        ("steps", 1, "observation", "results", 0, "content"),
+        5,
+        "steps[1].observation.results[0].content",
+    ),
+    Spoil(
+        f"{TRIAL}/agent/trajectory.json",
+        ("steps", 1, "observation", "results", 0, "extra", "exit_code"),
+        "0",
+        "steps[1].observation.results[0].extra.exit_code",
+    ),
     Spoil(f"{TRIAL}/lock.json", ("task",), [ZERO_DIGEST], "lock.json: task"),
     Spoil(f"{TRIAL}/lock.json", ("task", "digest"), 5, "lock.json: task.digest"),
     Spoil(RESULT, ("verifier_result",), "passed", "result.json: verifier_result"),
