@@ -83,6 +83,9 @@ class BundleMeta:
     frozen_at: str  # ISO 8601
     previous: str | None
     changelog: dict[str, Any]
+    # What the release was frozen despite, as its curator acknowledged it (synthetic candidates, ones
+    # humans judged invalid): it travels with the bundle, so the figures say so wherever they go.
+    frozen_despite: str = ""
 
     @property
     def root(self) -> str:
@@ -104,6 +107,7 @@ def release_meta(release: Release) -> BundleMeta:
         frozen_at=release.frozen_at.isoformat(),
         previous=release.changelog.get("previous"),
         changelog=release.changelog,
+        frozen_despite=release.frozen_despite,
     )
 
 
@@ -225,6 +229,8 @@ def bundle_files(meta: BundleMeta, entries: Sequence[BundleEntry]) -> dict[str, 
             "frozen_at": meta.frozen_at,
             "previous": meta.previous,
             "instances": len(entries),
+            # Only when there is something to say: a bundle of a release frozen without a warning is as before.
+            **({"frozen_despite": meta.frozen_despite} if meta.frozen_despite else {}),
         },
         "changelog": meta.changelog,
         "instances": [
@@ -365,6 +371,7 @@ def bundle_read(stream: IO[bytes]) -> BundleContent:
         frozen_at=release.frozen_at,
         previous=release.previous,
         changelog=dict(manifest.changelog),
+        frozen_despite=release.frozen_despite,
     )
     if _sha256(files[RELEASE_JSONL]) != meta.checksum:
         raise BundleRefused([f"{RELEASE_JSONL}: its sha256 is not the release checksum {meta.checksum}"])

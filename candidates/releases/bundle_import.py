@@ -105,6 +105,7 @@ def release_bundle_import(
                 snapshots=snapshots,
                 expected_checksum=meta.checksum,
                 acknowledge_human_verdict=acknowledge_human_verdict,
+                frozen_elsewhere_despite=meta.frozen_despite,
             )
         except HumanRejectedInRelease:
             raise  # its own field and the candidates it names, as a freeze's refusal

@@ -31,6 +31,7 @@ class ManifestRelease(_Strict):
     frozen_at: Annotated[str, Field(max_length=50), AfterValidator(_moment)]
     previous: Annotated[str, Field(max_length=200)] | None = None
     instances: Annotated[int, Field(ge=0, le=MAX_ENTRIES)]
+    frozen_despite: Annotated[str, Field(max_length=1_000_000)] = ""
 
 
 class ManifestInstance(_Strict):

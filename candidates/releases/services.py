@@ -478,12 +478,14 @@ def release_adopt(
     snapshots: Sequence[Snapshot],
     expected_checksum: str,
     acknowledge_human_verdict: bool = False,
+    frozen_elsewhere_despite: str = "",
 ) -> tuple[Release, bool]:
     """Store a release frozen elsewhere (from a bundle); (release, created).
 
     The same name and version already frozen here with the same checksum is the same release;
     with another checksum, or as a draft, it is a conflict. Taking candidates humans here judged
-    invalid needs `acknowledge_human_verdict`, as freezing does, and the release keeps it.
+    invalid needs `acknowledge_human_verdict`, as freezing does, and the release keeps it, beside
+    what it was frozen despite where it was made (`frozen_elsewhere_despite`, from its bundle).
     """
     _check_name_version(name, version)
     with transaction.atomic():
@@ -497,7 +499,8 @@ def release_adopt(
             snapshots, acknowledge_human_verdict, "release's candidates", "Import it", "nothing was imported"
         )
         release = Release.objects.create(name=name, version=version, description=description, created_by=user)
-        release.frozen_despite = despite
+        carried = f"in the bundle: {frozen_elsewhere_despite}" if frozen_elsewhere_despite else ""
+        release.frozen_despite = "; ".join(part for part in (despite, carried) if part)
         _freeze(release, snapshots, user)
         if release.checksum != expected_checksum:
             raise ReleaseRefused(

@@ -4,12 +4,19 @@ acknowledgement (pages and API alike) that the decision or the release keeps; re
 
 from __future__ import annotations
 
+import io
+import json
+
 import pytest
 
 from candidates.curation.review import decision_record
 from candidates.models import Candidate, Decision, Release
 from candidates.releases import services as releases
+from candidates.releases.bundle import release_bundle
+from candidates.releases.bundle_import import release_bundle_import
+from candidates.releases.interop.exports import HARNESS_EXPORTS
 from candidates.synthetic import candidates_mark_synthetic
+from tests.candidates.test_releases import _members, empty_pool, forgotten
 from tests.hostile.seed import table_counts
 
 pytestmark = pytest.mark.django_db
@@ -127,3 +134,40 @@ def test_freezing_a_release_that_holds_a_synthetic_candidate_needs_the_acknowled
     frozen = Release.objects.get(pk=release.pk)
     assert frozen.is_frozen
     assert frozen.frozen_despite == f"{synthetic.external_id}: synthetic, no model produced its judge scores and Q"
+
+
+def test_a_release_frozen_with_a_synthetic_candidate_says_so_in_its_bundle_and_keeps_it_where_adopted(
+    pair, curator, admin_user
+):
+    synthetic, plain = pair
+
+    def build() -> tuple[bytes, dict[str, dict[str, bytes]]]:
+        for candidate, acknowledged in ((synthetic, True), (plain, False)):
+            decision_record(
+                candidate_id=candidate.pk,
+                user=curator,
+                verdict="approve",
+                reason="valid",
+                acknowledge_synthetic=acknowledged,
+            )
+        release = releases.release_create(user=curator, name="veriharm-bench", version="1.0")
+        release = releases.release_freeze(release.pk, user=curator, acknowledge_synthetic=True)
+        return release_bundle(release)[1], {name: e.files(release)[1] for name, e in HARNESS_EXPORTS.items()}
+
+    data, exports = forgotten(build)
+    # The bundle's top files, by name (they sit in its root folder).
+    members = {path.split("/", 1)[1]: content for path, content in _members(data).items()}
+    said = f"{synthetic.external_id}: synthetic, no model produced its judge scores and Q"
+    manifest = json.loads(members["manifest.json"])
+    assert manifest["release"]["frozen_despite"] == said
+    assert (
+        f"**Frozen despite** (acknowledged by its curator; also in `manifest.json`): {said}"
+        in members["README.md"].decode()
+    )
+    # The exports for Inspect AI and Harbor say so too, beside the release they describe.
+    assert json.loads(exports["inspect"]["release.json"])["release"]["frozen_despite"] == said
+    assert json.loads(exports["harbor"]["veriharm.json"])["release"]["frozen_despite"] == said
+    # Into a database that never held it: the release keeps what it was frozen despite.
+    empty_pool()
+    adopted = release_bundle_import(io.BytesIO(data), user=admin_user).release
+    assert adopted.is_frozen and adopted.frozen_despite == f"in the bundle: {said}"

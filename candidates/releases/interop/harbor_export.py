@@ -171,7 +171,12 @@ def harbor_files(meta: BundleMeta, entries: Sequence[BundleEntry]) -> dict[str, 
     files["veriharm.json"] = json_bytes(
         {
             "format": FORMAT,
-            "release": {"name": meta.name, "version": meta.version, "checksum": meta.checksum},
+            "release": {
+                "name": meta.name,
+                "version": meta.version,
+                "checksum": meta.checksum,
+                **({"frozen_despite": meta.frozen_despite} if meta.frozen_despite else {}),
+            },
             "tasks": [{"folder": task_folder(e), **item_identity(meta, e)} for e in entries],
         }
     )

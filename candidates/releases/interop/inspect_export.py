@@ -91,6 +91,8 @@ def release_description(meta: BundleMeta) -> dict[str, Any]:
         "description": meta.description,
         "checksum": meta.checksum,
         "frozen_at": meta.frozen_at,
+        # What its curator acknowledged freezing it despite (synthetic items, ones humans rejected).
+        **({"frozen_despite": meta.frozen_despite} if meta.frozen_despite else {}),
     }
 
 
