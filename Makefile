@@ -13,9 +13,12 @@ UNIT_TESTS := $(UNIT_ENV) $(PY) -m pytest tests/unit
 COVERAGE_ARGS ?= --cov --cov-report=term-missing:skip-covered
 # The suite in this many pytest-xdist processes (docs/development.md, "Test suite time": much of it waits on
 # workers, sandboxes and Chromium). Each process has its own test database and broker keys; no test needs to
-# share a process with another. TEST_PROCESSES=0 runs everything in the one pytest process.
+# share a process with another. TEST_PROCESSES=0 runs everything in the one pytest process. Tests are
+# handed out one at a time (--maxschedchunk 1), in pytest-django's order, to whichever process is free:
+# in larger chunks, one process was left with the last queue of minute-long worker and sandbox tests
+# while the other stood idle for ten minutes.
 TEST_PROCESSES ?= 2
-XDIST_ARGS := $(if $(filter 0,$(TEST_PROCESSES)),,-n $(TEST_PROCESSES))
+XDIST_ARGS := $(if $(filter 0,$(TEST_PROCESSES)),,-n $(TEST_PROCESSES) --maxschedchunk 1)
 # One lock for every Python the project runs on: the venv's (3.12+) and the images' (3.12, 3.13).
 LOCK_ARGS := --universal --python-version 3.12 --generate-hashes --quiet --custom-compile-command "make lock"
 

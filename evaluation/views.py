@@ -443,7 +443,11 @@ class CandidateRerunView(RoleRequiredMixin, ConfirmStepMixin, View):
     def post(self, request: HttpRequest, external_id: str) -> HttpResponse:
         candidate = get_object_or_404(Candidate, external_id=external_id)
         # The reference check alone ("Check its tests"), or every agent that evaluated it before.
-        reference = request.POST.get("reference") == "1"
+        given = request.POST.get("reference")
+        if given not in (None, "1"):
+            errors = [("reference", "must be 1 (check the tests with the reference agents) or left out")]
+            return render(request, "bad_query.html", {"errors": errors}, status=400)
+        reference = given == "1"
         agents = [a.pk for a in reference_agents_ensure()] if reference else None
         try:
             run = candidate_rerun(candidate, created_by=signed_in_user(request), agent_ids=agents)

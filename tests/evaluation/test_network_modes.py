@@ -60,7 +60,7 @@ def test_agents_get_the_network_mode_their_configuration_needs():
     for name, kind, config, network, message in [
         ("host", AgentKind.COMMAND, {"command": "x {task_file}"}, True, "asks for the host's network"),
         ("wrong", AgentKind.COMMAND, {"command": "x {task_file}"}, "model", "network must be 'none'"),
-        ("h2", AgentKind.HARNESS, {**HARNESS, "harness": "nope"}, None, "harness must be one of mini-swe-agent"),
+        ("h2", AgentKind.HARNESS, {**HARNESS, "harness": "nope"}, None, "harness must be one of claude-code, codex, "),
     ]:
         with pytest.raises(LaunchRefused, match=message):
             agent_create(name=name, kind=kind, config=config, network=network)
