@@ -278,4 +278,5 @@ def test_adopting_a_release_that_holds_what_humans_rejected_needs_the_acknowledg
     assert done.status_code == 201, done.json()
     kept = f"{rejected.external_id}: humans judged it invalid (invalid, {VOTES})"
     adopted = Release.objects.get(pk=done.json()["id"])
-    assert adopted.is_frozen and adopted.frozen_despite == kept
+    # Acknowledged here, and carried by the bundle from where it was frozen (its manifest says so).
+    assert adopted.is_frozen and adopted.frozen_despite == f"{kept}; in the bundle: {kept}"
