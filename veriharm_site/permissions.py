@@ -62,3 +62,19 @@ def api_any_permission(*perms: str) -> type[BasePermission]:
 
     _HasAnyPerm.__name__ = "Has_any_" + "_".join(p.replace(".", "_") for p in perms)
     return _HasAnyPerm
+
+
+def api_read_or_write_permission(read: str, write: str) -> type[BasePermission]:
+    """A DRF permission class for an endpoint that both shows and changes: safe methods need `read`,
+    the others `write`. Used as `permission_classes`, so no view needs a base class for this."""
+    from rest_framework.permissions import SAFE_METHODS
+
+    class _ReadOrWrite(BasePermission):
+        def has_permission(self, request: Request, view: APIView) -> bool:
+            perm = read if request.method in SAFE_METHODS else write
+            self.message = f"This needs the permission {perm}."
+            user = request.user
+            return bool(user and user.is_authenticated and user.has_perm(perm))
+
+    _ReadOrWrite.__name__ = f"Read_{read.replace('.', '_')}_or_write_{write.replace('.', '_')}"
+    return _ReadOrWrite
