@@ -55,6 +55,8 @@ def next_step(done: Sequence[Done], *, budget: int, judges: Sequence[str], cance
         return Next(StepKind.SEED)
     if seed.budget_spent:
         return _finish(SearchEnding.USD_BUDGET_SPENT)
+    if seed.error:
+        return _finish(SearchEnding.TARGET_ERROR)
     kept: int | None = None
     for i in range(1, budget + 1):
         proposal = steps.get((StepKind.PROPOSAL, i, ""))
@@ -76,6 +78,8 @@ def next_step(done: Sequence[Done], *, budget: int, judges: Sequence[str], cance
             return Next(StepKind.ROLLOUT, i)
         if rollout.budget_spent:
             return _finish(SearchEnding.USD_BUDGET_SPENT)
+        if rollout.error:
+            return _finish(SearchEnding.TARGET_ERROR)
         if rollout.r_task == 1 and rollout.r_harm == 1:
             kept = i
             break

@@ -25,6 +25,9 @@ class SearchEnding(models.TextChoices):
     BUDGET_EXHAUSTED = "budget_exhausted", "No harmful success within the iteration budget"
     PROPOSER_ERROR = "proposer_error", "The proposer failed"
     JUDGE_ERROR = "judge_error", "A judge failed"
+    # The target agent itself failed (its harness ended in error, ran away into the call cap, or its
+    # model never answered): that rollout has no verdict, and the search says so instead of going on.
+    TARGET_ERROR = "target_error", "The target agent failed"
     INFRASTRUCTURE = "infrastructure", "Infrastructure failure"
     CANCELLED = "cancelled", "Cancelled"
     USD_BUDGET_SPENT = "usd_budget_spent", "The run's USD budget was spent"

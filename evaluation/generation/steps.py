@@ -61,8 +61,11 @@ def _run(
     spec: TrialSpec,
     runner: AgentRunner,
     cancelled: Callable[[], bool],
+    recorded: list[Step] | None = None,
 ) -> dict[str, Any]:
-    recorded: list[Step] = []
+    """The trial protocol over `spec`; `recorded` (the caller's) keeps the agent's steps so far
+    should the agent end in error."""
+    recorded = [] if recorded is None else recorded
     identity = " ".join(
         filter(None, [backend.system_identity(Environment.from_spec(spec.environment)), runner.identity()])
     )
@@ -91,7 +94,8 @@ def _target_run(
     """The target on `spec`; a model-mode target reaches its model through the trials' gateway, its
     calls recorded for the search and charged to the run's USD budget. A run whose budget ran out
     before or during the rollout gets no verdict from it (what the agent left is not its own result);
-    a gateway that failed calls itself is infrastructure, tried again."""
+    a gateway that failed calls itself is infrastructure, tried again; a target that failed itself
+    gets no verdict either, and the step says why."""
     runner = target_runner(search)
     pin = target_pin(search)
     upstream = model_upstream(pin["kind"], pin["config"])
@@ -100,6 +104,7 @@ def _target_run(
     spent = {"budget_spent": True, "inputs_sha256": _inputs_sha256(spec), "instruction": spec.instruction}
     if _run_budget_spent(search):
         return {**spent, "error": f"not started: the run's USD budget of ${search.run.budget_usd} is spent"}
+    failure = ""
     try:
         with gateway_for_rollout(
             run_id=search.run_id,
@@ -110,14 +115,38 @@ def _target_run(
             upstream=upstream,
         ) as gateway:
             runner.attach_gateway(gateway)
-            fields = _run(backend, spec, runner, cancelled)
+            recorded: list[Step] = []
+            try:
+                fields = _run(backend, spec, runner, cancelled, recorded)
+            except AgentError as exc:
+                if exc.retryable and not (gateway.budget_refusals or gateway.limit_hit):
+                    raise
+                steps = step_dicts(recorded)
+                fields = {
+                    "transcript": render(steps),
+                    "steps": steps,
+                    "inputs_sha256": _inputs_sha256(spec),
+                    "instruction": spec.instruction,
+                    "harm_test": spec.harm_test or "",
+                }
+                failure = f"the target agent failed: {exc}"
             refused, failed = gateway.budget_refusals, gateway.gateway_failures
+            ran_away, forwarded, answered = gateway.limit_hit, gateway.forwarded, gateway.answered
     except BudgetExhausted as exc:
         return {**spent, "error": f"stopped by the run's USD budget: {exc}"}
     if refused:
         return {**spent, "error": f"stopped by the run's USD budget: the gateway refused {refused} model call(s)"}
     if failed:
         raise AgentError(f"the model gateway failed {failed} model call(s) itself: not the agent's doing")
+    # As for a trial (`evaluation.trials.execution`): a target that ran into the call cap, whose model
+    # never answered, or whose harness ended in error has no verdict, and the search ends saying so
+    # (`SearchEnding.TARGET_ERROR`); its transcript stays on the step.
+    if ran_away:
+        failure = f"the target agent ran away: {ran_away}"
+    elif forwarded and not answered:
+        failure = f"the model never answered: all {forwarded} model call(s) of the target failed"
+    if failure:
+        return {**fields, "r_task": None, "r_harm": None, "error": failure}
     return fields
 
 

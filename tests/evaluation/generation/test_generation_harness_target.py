@@ -112,3 +112,62 @@ def test_a_harness_is_a_search_target_through_the_gateway(harness, harnesses_rea
     candidate = Candidate.objects.get(external_id=search.candidate_external_id)
     assert (candidate.target_agent, candidate.proposer, candidate.iteration) == (agent.name, "loopback proposer", 1)
     assert len(roles.requests) == 2  # one proposal, one judgement
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_target_that_runs_away_or_whose_model_never_answers_ends_its_search_without_a_verdict(
+    harnesses_ready, celery_worker_thread, monkeypatch
+):
+    # Codex has no turn limit of its own: a model that never stops calling its shell tool meets the
+    # gateway's call cap; an upstream that always fails leaves it with no answer at all. Neither
+    # rollout is the target's behaviour, so neither search goes on to ask the proposer.
+    monkeypatch.setenv(NATIVE_KEY_ENV, KEY)
+    runaway = ScriptedChat([[f"echo step {n}"] for n in range(300)], api_key=KEY, toolless_answer="Title")
+    failing = ScriptedChat([["true"]], api_key=KEY, failures=[500] * 200)
+    roles = ScriptedChat([], api_key=KEY, responder=proposer_or_judge)
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with chat_server(runaway), chat_server(failing), chat_server(roles):
+        agents = {
+            "runaway": agent_for("codex", "codex runaway", runaway, step_limit=2, time_limit=60),
+            "failing": agent_for("codex", "codex failing", failing, step_limit=2, time_limit=60),
+        }
+        role = {
+            "kind": "model",
+            "api": "openai",
+            "route": "chat_completions",
+            "base_url": roles.base_url,
+            "api_key_env": KEY_ENV,
+            "model": "m",
+            "prices": {"m": {"input": 1, "output": 5}},
+        }
+        run = generation_launch(
+            name="codex targets that fail",
+            selection={"kind": "ids", "ids": [PERMISSIONS]},
+            agent_ids=[a.pk for a in agents.values()],
+            proposers=[{**role, "name": "loopback proposer"}],
+            judges=[{**role, "name": "loopback judge"}],
+            budget=2,
+            budget_usd="1",
+            backend="local",
+            reference_check=False,
+        )
+        wait_until(lambda: GenerationRun.objects.get(pk=run.pk).status != RunStatus.RUNNING, 600, "the run")
+    searches = {s.agent.name: s for s in GenerationRun.objects.get(pk=run.pk).searches.select_related("agent")}
+    for mode, agent in agents.items():
+        search = searches[agent.name]
+        steps = list(search.steps.values_list("kind", "error", "r_task", "r_harm"))
+        assert search.ending == SearchEnding.TARGET_ERROR and search.candidate_external_id == "", (mode, steps)
+        seed = search.steps.get(kind=StepKind.SEED)
+        assert (seed.r_task, seed.r_harm) == (None, None) and not seed.budget_spent, (mode, steps)
+        # Nothing after the seed rollout: no proposal was asked for.
+        assert [s[0] for s in steps] == [StepKind.SEED], (mode, steps)
+        assert KEY not in seed.error and KEY not in seed.transcript
+        if mode == "runaway":
+            assert "ran away" in seed.error and "more than 10 model calls" in seed.error, seed.error
+            # The transcript of what it did stays: its shell calls are steps.
+            assert "echo step 0" in seed.transcript
+            assert len(runaway.requests) <= 10
+        else:
+            assert "never answered" in seed.error or "target agent failed" in seed.error, seed.error
+    assert roles.requests == []
+    assert GenerationRun.objects.get(pk=run.pk).status == RunStatus.FINISHED

@@ -65,6 +65,18 @@ def test_a_proposer_that_fails_or_may_not_spend_ends_the_search(step, ending):
     assert attempts([SEED, step]) == []
 
 
+def test_a_target_that_fails_ends_the_search_without_a_verdict_or_a_further_proposal():
+    # A seed or rollout recorded with an error (the target's harness failed, ran into the call cap,
+    # or its model never answered) carries no verdict: the search ends there, and says so.
+    failed_seed = Done("seed", error=True)
+    assert _next(failed_seed) == Next(FINISH, ending="target_error")
+    done = [SEED, Done("proposal", 1), Done("noop_check", 1), Done("rollout", 1, error=True)]
+    assert _next(*done) == Next(FINISH, ending="target_error")
+    # The USD budget speaks first: a rollout stopped by it is that, not the target's failure.
+    spent = [SEED, Done("proposal", 1), Done("noop_check", 1), Done("rollout", 1, error=True, budget_spent=True)]
+    assert _next(*spent) == Next(FINISH, ending="usd_budget_spent")
+
+
 def test_a_judge_that_fails_ends_the_search_and_cancel_ends_it_anywhere():
     done = [SEED, Done("proposal", 1), Done("noop_check", 1), Done("rollout", 1, r_task=1, r_harm=1)]
     assert _next(*done, Done("judgement", judge="judge a", error=True)) == Next(FINISH, ending="judge_error")
