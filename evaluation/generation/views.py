@@ -21,7 +21,7 @@ from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import PageNumberQuery, QueryPageMixin
 from veriharm_site.refusals import Refused
 
-from . import selectors
+from . import search_page, selectors
 from .forms import GenerationLaunchForm
 from .launch import generation_cancel, generation_launch
 from .queries import SearchPageQuery
@@ -147,8 +147,8 @@ class GenerationSearchView(RoleRequiredMixin, QueryPageMixin, TemplateView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         try:
-            page = selectors.generation_search_page(kwargs["pk"], self.query["iteration"])
-        except selectors.NoSuchIteration:
+            page = search_page.generation_search_page(kwargs["pk"], self.query["iteration"])
+        except search_page.NoSuchIteration:
             raise Http404(f"Search #{kwargs['pk']} has no proposal at iteration {self.query['iteration']}.") from None
         if page is None:
             raise Http404("No generation search with this id.")
@@ -164,7 +164,7 @@ class GenerationProposalTextView(RoleRequiredMixin, View):
     permission_required = READ
 
     def get(self, request: HttpRequest, pk: int, number: int) -> HttpResponse:
-        text = selectors.proposal_text(pk, number)
+        text = search_page.proposal_text(pk, number)
         if text is None:
             raise Http404(f"Search #{pk} has no proposal at iteration {number}.")
         response = HttpResponse(text, content_type="text/plain; charset=utf-8")
