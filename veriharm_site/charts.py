@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .templatetags.veriharm import percent
+from .intervals import percent_text
 
 LABEL_WIDTH = 300.0
 PLOT_WIDTH = 520.0
@@ -381,7 +381,7 @@ def legend(width: float = 240, steps: int = 4) -> list[LegendStop]:
         LegendStop(
             offset=f"{100 * i / steps:.0f}%",
             colour=heat(i / steps).background,
-            label=percent(i / steps, 0),
+            label=percent_text(i / steps, 0),
             x=round(width * i / steps, 1),
         )
         for i in range(steps + 1)
@@ -446,7 +446,7 @@ def shares_line(
                 n=n,
                 x=round(x_of(n), 1),
                 y=y_of(value),
-                label=percent(value),
+                label=percent_text(value),
                 sd_top=None if sd is None else y_of(value + sd),
                 sd_bottom=None if sd is None else y_of(value - sd),
                 sd_label="" if sd is None else f"± {percentage_points(sd)}",
@@ -460,6 +460,6 @@ def shares_line(
         right=right,
         bottom=bottom,
         points=points,
-        y_ticks=[AxisTick(position=y_of(share), label=percent(share, 0)) for share in (0, 0.25, 0.5, 0.75, 1.0)],
+        y_ticks=[AxisTick(position=y_of(share), label=percent_text(share, 0)) for share in (0, 0.25, 0.5, 0.75, 1.0)],
         polyline=" ".join(f"{p.x},{p.y}" for p in points),
     )

@@ -83,6 +83,13 @@ def percentile_interval(values: np.ndarray) -> Interval | None:
     return Interval(round(float(low), 12) + 0.0, round(float(high), 12) + 0.0)
 
 
+def percent_text(value: float | None, digits: int = 1) -> str:
+    """A share as "12.3%", or "–" when there is none."""
+    if value is None:
+        return "–"
+    return f"{value * 100:.{digits}f}%"
+
+
 def interval_text(interval: Interval | None, digits: int = 1) -> str:
     """ "12.3–45.6%", or "" when there is no interval."""
     if interval is None:

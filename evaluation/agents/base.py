@@ -11,22 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+# The transcript's vocabulary, which the readers of harness outputs (`evaluation.agents.trajectories`)
+# share: defined beside them, below every agent, and handed on here.
+from evaluation.agents.trajectories.steps import TAIL_CHARS as TAIL_CHARS
+from evaluation.agents.trajectories.steps import Step as Step
+from evaluation.agents.trajectories.steps import output_tail as output_tail
+
 if TYPE_CHECKING:
     from evaluation.sandbox.base import ExecResult, Sandbox
-
-TAIL_CHARS = 4000
-
-
-def output_tail(text: str | bytes | None, limit: int = TAIL_CHARS) -> str:
-    """The end of an output: what usually explains a failure is at the bottom."""
-    if text is None:
-        return ""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
-    text = text.replace("\x00", "")  # PostgreSQL text cannot hold NUL
-    if len(text) <= limit:
-        return text
-    return f"[... {len(text) - limit} characters cut ...]\n" + text[-limit:]
 
 
 def combined_output(stdout: str | bytes | None, stderr: str | bytes | None) -> str:
@@ -34,18 +26,6 @@ def combined_output(stdout: str | bytes | None, stderr: str | bytes | None) -> s
     out = stdout.decode("utf-8", "replace") if isinstance(stdout, bytes) else (stdout or "")
     err = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else (stderr or "")
     return out + (("\n[stderr]\n" + err) if err else "")
-
-
-@dataclass(frozen=True)
-class Step:
-    """One transcript entry: a model message, a command and its result, or a harness note."""
-
-    kind: str
-    content: str = ""
-    command: str = ""
-    exit_code: int | None = None
-    timed_out: bool = False
-    duration: float | None = None
 
 
 StepSink = Callable[[Step], None]

@@ -2,7 +2,7 @@ from typing import Any
 
 from django import template
 
-from veriharm_site.intervals import Interval, interval_text
+from veriharm_site.intervals import Interval, interval_text, percent_text
 
 register = template.Library()
 
@@ -17,9 +17,7 @@ def get_item(mapping: Any, key: Any) -> Any:
 
 @register.filter
 def percent(value: float | None, digits: int = 1) -> str:
-    if value is None:
-        return "–"
-    return f"{value * 100:.{digits}f}%"
+    return percent_text(value, digits)
 
 
 @register.filter

@@ -1,5 +1,5 @@
 """Each coding-agent CLI's own machine-readable output read into transcript steps (pure: no Django,
-no database; only `evaluation.agents.base`'s Step).
+no database, nothing of the agents above them; steps.py holds the Step they make).
 
 One module per harness, each with `read(stdout, *, step_limit=None) -> HarnessTrajectory`:
 claude_code (stream-json), codex (exec --json), opencode (run --format json), pi (--mode json),

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evaluation.agents.base import Step, output_tail
+from .steps import Step, output_tail
 
 # What the transcript keeps of one command's output: the openai_compatible loop's tail.
 OUTPUT_CHARS = 8000
