@@ -33,29 +33,39 @@ import argparse
 import math
 import os
 import random
-import re
 import secrets
 import shutil
 import signal
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import soak_report  # noqa: E402
+from soak_parts import (  # noqa: E402
+    FINISHED,
+    QUIET_AFTER_RESTART,
+    RECOVERY_SLACK,
+    Db,
+    Kill,
+    Restart,
+    Worker,
+    _abort,
+    launch,
+    loadavg,
+    machine,
+    mounts_under,
+    sandboxes_in,
+)
 from soak_services import Postgres, Redis  # noqa: E402
 
-EXAMPLES = REPO / "data" / "examples"
 DATABASE = "veriharm_soak"
-FINISHED = ("done", "unresolved", "cancelled")
 # The recovery settings, shipped values in veriharm_site/settings/base.py; the soak keeps them
 # unless told otherwise (and then says so).
 RECOVERY_SETTINGS = {
@@ -64,11 +74,6 @@ RECOVERY_SETTINGS = {
     "sweep": "VERIHARM_RECOVERY_SWEEP_SECONDS",
     "queued": "VERIHARM_RECOVERY_QUEUED_SECONDS",
 }
-# Extra seconds a takeover may take beyond lease + sweep interval: the busy machine, the new
-# worker's start-up, the claim itself.
-RECOVERY_SLACK = 30.0
-# No kill for this long after a restart: the workers that lived through it must show they reconnected.
-QUIET_AFTER_RESTART = 45.0
 # Every kill, trial claim and trial end is written to these tables by triggers of the soak's own,
 # in the database's clock: the figures come from them, not from polling.
 AUDIT_SQL = """
@@ -96,102 +101,6 @@ CREATE TRIGGER soak_finish_log AFTER UPDATE ON evaluation_trial FOR EACH ROW
 """
 
 
-class Aborted(Exception):
-    pass
-
-
-def _abort(signum, frame):
-    raise Aborted(f"signal {signal.Signals(signum).name}")
-
-
-@dataclass
-class Worker:
-    slot: int
-    env: dict
-    logs: Path
-    concurrency: int
-    generation: int = 0
-    process: subprocess.Popen | None = None
-    started_at: float = 0.0
-
-    @property
-    def name(self) -> str:
-        return f"soak-w{self.slot}-g{self.generation}"
-
-    @property
-    def hostname(self) -> str:
-        return f"{self.name}@{socket.gethostname()}"
-
-    def start(self) -> None:
-        self.generation += 1
-        log = (self.logs / f"{self.name}.log").open("wb")
-        # The shipped worker command of scripts/run_local.sh (no -Q: every queue, sandbox-local
-        # included), with a name per incarnation so each trial says which one held it.
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "veriharm_site",
-                "worker",
-                "--loglevel=INFO",
-                f"--concurrency={self.concurrency}",
-                "-n",
-                f"{self.name}@%h",
-            ],
-            cwd=REPO,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log.close()
-        self.started_at = time.time()
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def kill(self) -> float:
-        """SIGKILL the whole process group (main process, pool children, their sandboxes' bwrap)."""
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        killed_at = time.time()
-        self.process.wait(timeout=30)
-        return killed_at
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
-        except ProcessLookupError:
-            pass
-
-
-@dataclass
-class Kill:
-    at: float
-    worker: str
-    held: dict[int, int]  # trial id -> its attempts when the worker died
-
-
-@dataclass
-class Restart:
-    service: str
-    began: float
-    ended: float
-    survivors: list[str]
-    lost_messages: int | None = None
-    answered: dict[str, float] = field(default_factory=dict)  # worker -> seconds after the restart
-
-
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=300, help="at least this many trials (whole repetitions)")
@@ -214,81 +123,6 @@ def parse_args() -> argparse.Namespace:
     for key, name in RECOVERY_SETTINGS.items():
         parser.add_argument(f"--{key}", type=float, help=f"override {name} (shipped value otherwise)")
     return parser.parse_args()
-
-
-def machine() -> str:
-    memory = next(line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal"))
-    gib = int(memory.split()[1]) / 1024 / 1024
-    return f"{os.cpu_count()} cores, {gib:.0f} GiB"
-
-
-def loadavg() -> float:
-    return float(Path("/proc/loadavg").read_text().split()[0])
-
-
-class Db:
-    """The soak's own queries, surviving a database that is down for a moment."""
-
-    def __init__(self) -> None:
-        from django.db import InterfaceError, OperationalError, connection
-
-        self.connection = connection
-        self.errors = (OperationalError, InterfaceError)
-
-    def query(self, sql: str, params=()) -> list[tuple] | None:
-        try:
-            with self.connection.cursor() as cursor:
-                cursor.execute(sql, params)
-                return cursor.fetchall()
-        except self.errors:
-            self.connection.close()
-            return None
-
-
-def launch(trials: int) -> tuple[list[int], int]:
-    """Reference trials (safe, harmful, no-op) on the example candidates; returns run ids and count."""
-    from candidates.models import Candidate
-    from candidates.services import candidate_import_files
-    from evaluation.models import Trial
-    from evaluation.runs.agents import reference_agents_ensure
-    from evaluation.runs.launch import MAX_REPETITIONS, run_launch
-
-    candidate_import_files([str(EXAMPLES / "candidates.jsonl"), str(EXAMPLES / "search.jsonl")])
-    agents = reference_agents_ensure()
-    ids = sorted(
-        c.external_id
-        for c in Candidate.objects.all()
-        if (c.references or {}).get("safe") and (c.references or {}).get("harmful")
-    )
-    repetitions = math.ceil(trials / (len(ids) * len(agents)))
-    runs = []
-    while repetitions > 0:
-        now = min(repetitions, MAX_REPETITIONS)
-        runs.append(
-            run_launch(
-                selection={"kind": "ids", "ids": ids},
-                agent_ids=[a.pk for a in agents],
-                repetitions=now,
-                backend="local",
-                name="soak",
-            ).pk
-        )
-        repetitions -= now
-    return runs, Trial.objects.filter(run_id__in=runs).count()
-
-
-def sandboxes_in(state_dir: Path) -> list[Path]:
-    return [p for p in state_dir.glob("sbx-*") if p.is_dir()] if state_dir.is_dir() else []
-
-
-def mounts_under(root: Path) -> list[str]:
-    prefix = str(root).rstrip("/") + "/"
-    found = []
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        point = line.split()[1].replace("\\040", " ")
-        if point.startswith(prefix):
-            found.append(point)
-    return sorted(found, key=len, reverse=True)
 
 
 class Soak:
@@ -570,178 +404,7 @@ class Soak:
 
     # -- figures ---------------------------------------------------------------------------------
     def report(self) -> bool:
-        from evaluation.agents.reference import EXPECTED
-
-        s = self.settings
-        db = self.db
-        runs = [self.runs]
-        counts = Counter(
-            dict(db.query("SELECT status, count(*) FROM evaluation_trial WHERE run_id = ANY(%s) GROUP BY status", runs))
-        )
-        recorded = sum(counts[x] for x in FINISHED)
-        stuck = counts["queued"] + counts["running"]
-        twice = db.query(
-            "SELECT count(*) FROM (SELECT trial_id FROM soak_finish GROUP BY trial_id HAVING count(*) > 1) t"
-        )[0][0]
-        slots = db.query(
-            "SELECT count(*) FROM (SELECT 1 FROM evaluation_trial WHERE run_id = ANY(%s) GROUP BY "
-            "run_id, candidate_id, agent_id, kind, repetition HAVING count(*) > 1) t",
-            runs,
-        )[0][0]
-        refused = set()
-        for log in self.logs.glob("*.log"):
-            refused |= set(re.findall(rb"trial (\d+) is finished \(\w+\): its record cannot change", log.read_bytes()))
-        wrong = 0
-        for script, r_task, r_harm in db.query(
-            "SELECT a.config->>'script', t.r_task, t.r_harm FROM evaluation_trial t JOIN evaluation_agent a "
-            "ON a.id = t.agent_id WHERE t.run_id = ANY(%s) AND t.status = 'done'",
-            runs,
-        ):
-            wrong += EXPECTED[script] != (r_task, r_harm)
-        ends = db.query(
-            'SELECT status, "end", count(*) FROM evaluation_trial WHERE run_id = ANY(%s) '
-            "AND status <> 'done' GROUP BY 1, 2 ORDER BY 1, 2",
-            runs,
-        )
-        attempts = Counter(
-            dict(
-                db.query(
-                    "SELECT attempts, count(*) FROM evaluation_trial WHERE run_id = ANY(%s) GROUP BY attempts", runs
-                )
-            )
-        )
-        claims: dict[int, list[tuple[int, float]]] = defaultdict(list)
-        claimers: list[tuple[str, float]] = []
-        for pk, n, worker, at in db.query(
-            "SELECT trial_id, attempts, worker, extract(epoch FROM at)::float8 FROM soak_claim ORDER BY at"
-        ):
-            claims[pk].append((n, at))
-            claimers.append((worker, at))
-        ends_at = {
-            pk: at
-            for pk, at in db.query(
-                "SELECT trial_id, min(extract(epoch FROM at))::float8 FROM soak_finish GROUP BY trial_id"
-            )
-        }
-
-        # SIGKILL -> the trial is taken over (a later attempt claims it) or ends.
-        recoveries, to_finish, unrecovered = [], [], []
-        for kill in self.kills:
-            for pk, held_attempts in kill.held.items():
-                later = [at for n, at in claims[pk] if n > held_attempts]
-                moments = later + ([ends_at[pk]] if pk in ends_at else [])
-                if not moments:
-                    unrecovered.append(pk)
-                    continue
-                recoveries.append(max(0.0, min(moments) - kill.at))
-                if pk in ends_at:
-                    to_finish.append(max(0.0, ends_at[pk] - kill.at))
-        stranded = sum(len(k.held) for k in self.kills)
-        longest = max(recoveries, default=0.0)
-        recovery_goal = s.VERIHARM_TRIAL_LEASE_SECONDS + s.VERIHARM_RECOVERY_SWEEP_SECONDS + RECOVERY_SLACK
-
-        # Reconnection: each worker that lived through a restart works (PostgreSQL) or answers (Redis) after it.
-        reconnect = []
-        for restart in self.restarts:
-            if restart.service == "postgres":
-                alive_after = [
-                    w
-                    for w in restart.survivors
-                    if not any(k.worker == w and k.at < restart.ended + QUIET_AFTER_RESTART for k in self.kills)
-                ]
-                worked = {
-                    w: min(at for who, at in claimers if who == w and at > restart.ended) - restart.ended
-                    for w in alive_after
-                    if any(who == w and at > restart.ended for who, at in claimers)
-                }
-                reconnect.append(
-                    (
-                        "PostgreSQL restart: workers alive after it (one started while it was down) that claimed a trial",
-                        f"{len(worked)}/{len(alive_after)}"
-                        + (
-                            f" (first claim {min(worked.values()):.1f}-{max(worked.values()):.1f}s after)"
-                            if worked
-                            else ""
-                        ),
-                        f"{len(alive_after)}/{len(alive_after)}",
-                        len(worked) == len(alive_after),
-                    )
-                )
-            else:
-                answered = restart.answered
-                reconnect.append(
-                    (
-                        "Redis restart: workers alive after it (one started while it was down) answering a broadcast",
-                        f"{len(answered)}/{len(restart.survivors)}"
-                        + (f" (within {max(answered.values()):.1f}s)" if answered else ""),
-                        f"{len(restart.survivors)}/{len(restart.survivors)}",
-                        len(answered) == len(restart.survivors),
-                    )
-                )
-
-        wall = (self.t_end - self.t0) / 60
-        rate = recorded / wall if wall else 0.0
-        rows = [
-            ("trials recorded", f"{recorded}/{self.total}", f"{self.total}/{self.total}", recorded == self.total),
-            (
-                "duplicates (recorded twice / two trials in one slot)",
-                f"{twice + slots} ({twice} / {slots})",
-                "0",
-                twice + slots == 0,
-            ),
-            ("trials stuck at the end (queued or running)", str(stuck), "0", stuck == 0 and not self.timed_out),
-            (
-                "longest SIGKILL -> recovery of a held trial",
-                f"{longest:.1f}s" + (f" ({len(unrecovered)} never recovered)" if unrecovered else ""),
-                f"< {recovery_goal:.0f}s (lease + sweep + {RECOVERY_SLACK:.0f})",
-                longest < recovery_goal and not unrecovered,
-            ),
-            (
-                "wall time (launch -> last trial recorded)",
-                f"{wall:.1f} min",
-                f"< {self.wall_goal():.0f} min",
-                wall < self.wall_goal(),
-            ),
-            (
-                "trials/minute",
-                f"{rate:.1f}",
-                f"> {self.total / self.wall_goal():.0f}",
-                rate > self.total / self.wall_goal(),
-            ),
-            ("results other than the references' expected (r_task, r_harm)", str(wrong), "0", wrong == 0),
-            ("second outcomes refused by the database trigger", str(len(refused)), "0", not refused),
-            (
-                "workers that exited without being killed",
-                str(len(self.unexpected_exits)),
-                "0",
-                not self.unexpected_exits,
-            ),
-            (
-                "sandboxes of dead workers left after their sweep",
-                str(self.orphans_at_end),
-                "0",
-                self.orphans_at_end == 0,
-            ),
-            *reconnect,
-        ]
-        print()
-        width = max(len(r[0]) for r in rows)
-        vwidth = max(len(r[1]) for r in rows)
-        print(f"{'figure':{width}}  {'value':{vwidth}}  goal")
-        for name, value, goal, ok in rows:
-            print(f"{name:{width}}  {value:{vwidth}}  {goal}{'' if ok else '   <-- MISSED'}")
-        print()
-        print(
-            f"kills: {len(self.kills)} SIGKILLs, {stranded} trial(s) held by the killed workers; SIGKILL -> "
-            f"taken over or ended: median {statistics.median(recoveries) if recoveries else 0:.1f}s, "
-            f"max {longest:.1f}s; -> recorded: max {max(to_finish, default=0):.1f}s"
-        )
-        print("attempts per trial: " + ", ".join(f"{n}: {c}" for n, c in sorted(attempts.items())))
-        if ends:
-            print("not done: " + ", ".join(f"{st}/{end or '-'}: {c}" for st, end, c in ends))
-        load = self.load_samples or [loadavg()]
-        print(f"load average during the run: mean {statistics.mean(load):.2f}, max {max(load):.2f} ({machine()})")
-        return all(r[3] for r in rows)
+        return soak_report.report(self)
 
     def wall_goal(self) -> float:
         """Minutes: the trials undisturbed (~1 min per 100 on this machine), what recovery waits by
