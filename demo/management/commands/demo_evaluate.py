@@ -14,13 +14,13 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.demo_votes import LABELLED_STUDY
 from annotation.models import Study
-from evaluation.demo.generation import demo_generation_launch
-from evaluation.demo.runs import demo_runs_launch, demo_runtimes
+from demo.generation import demo_generation_launch
+from demo.runs import demo_runs_launch, demo_runtimes
+from demo.users import demo_refusal
+from demo.votes import LABELLED_STUDY
 from evaluation.runs.refusals import LaunchRefused
 from evaluation.runs.sandbox_status import sandbox_status
-from veriharm_site.demo_users import demo_refusal
 from veriharm_site.refusals import Refused
 
 
