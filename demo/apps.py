@@ -20,3 +20,14 @@ class DemoConfig(AppConfig):
         # The launch page says the demo runs start by themselves once the sandbox system is built.
         waiting_runs_source_register(demo_runs_pending)
 
+        from evaluation.agents.upstreams import upstream_transport_register
+
+        from .native.runs import MODEL_HOST, placeholder_key_ensure, scripted_model_transport
+        from .users import demo_refusal
+
+        # The native harness demo's agents name the scripted demo model as their upstream: each
+        # trial's gateway answers them in the worker, holding the demo's placeholder key. Not where
+        # demo data is refused (production settings): nothing there names it.
+        if demo_refusal() is None:
+            upstream_transport_register(MODEL_HOST, scripted_model_transport)
+            placeholder_key_ensure()

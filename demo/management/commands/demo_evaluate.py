@@ -6,6 +6,11 @@ scripts/build_sandbox_image.sh by hand, by `make test`), and never twice: the ru
 only if none of that name exists. The generation run goes first: its few searches are done within
 minutes, before the evaluation runs' trials, and a refusal of it (say, its searches were run by hand
 already) is reported without holding the evaluation runs back.
+
+With --wait it then launches the native harness demo run (Claude Code and Codex against the scripted
+demo model, `demo.native`) once both runtimes are built: it waits for them only while a build that
+makes them is running, and otherwise says on stderr why the run was not launched and returns, so
+the rest of the demo never waits for it.
 """
 
 import time
@@ -16,6 +21,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
 from demo.generation import demo_generation_launch
+from demo.native.runs import (
+    RUNTIMES,
+    native_run_exists,
+    native_run_launch,
+    native_runtimes_coming,
+    native_runtimes_status,
+)
 from demo.runs import demo_runs_launch, demo_runtimes
 from demo.users import demo_refusal
 from demo.votes import LABELLED_STUDY
@@ -49,6 +61,30 @@ class Command(BaseCommand):
                 self.stdout.flush()
             time.sleep(poll)
 
+    def _launch_native(self, poll: float, created_by: Any) -> None:
+        if native_run_exists():
+            return
+        runtimes = " and ".join(RUNTIMES)
+        waited = False
+        while not (status := native_runtimes_status()).ready:
+            if not native_runtimes_coming():
+                self.stderr.write(
+                    f"The native harness demo run was not launched: the {runtimes} runtimes are not built ({status.state})."
+                )
+                return
+            if not waited:
+                waited = True
+                self.stdout.write(f"The native harness demo run waits for the {runtimes} runtimes ({status.state}).")
+                self.stdout.flush()
+            time.sleep(poll)
+        try:
+            run = native_run_launch(created_by=created_by)
+        except LaunchRefused as refused:
+            self.stderr.write(f"The native harness demo run was not launched: {refused}")
+            return
+        if run is not None:
+            self.stdout.write(f"Launched {run}: {run.trials.count()} trials")
+
     def handle(self, *args: Any, **options: Any) -> None:
         refusal = demo_refusal()
         if refusal:
@@ -78,3 +114,5 @@ class Command(BaseCommand):
             self.stdout.write(f"Launched {run}: {run.trials.count()} trials")
         if not runs and generation is None:
             self.stdout.write("The demo runs exist already.")
+        if options["wait"]:
+            self._launch_native(options["poll"], admin)
