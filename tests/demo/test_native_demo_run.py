@@ -15,6 +15,7 @@ import io
 from types import SimpleNamespace
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import reverse
 
@@ -65,7 +66,7 @@ def test_the_native_demo_run_shows_each_cli_s_tool_calls_and_both_verdicts(celer
     # The run is marked as demo, and its pages say so.
     run = Run.objects.get(pk=run.pk)
     assert run.demo == DemoRun.SCRIPTED and run.name == native.NATIVE_RUN
-    client.login(username="viewer", password="veriharm-demo")
+    client.force_login(get_user_model().objects.get(username="viewer"))
     assert "demo-banner" in client.get(reverse("evaluation:run", args=[run.pk])).content.decode()
 
     for harness, script in (("claude-code", HARMFUL), ("codex", SAFE)):
