@@ -9,6 +9,8 @@ services, and no app imports it.
 - agents.py: the scripted command agents; references.py: the reference check in the sandbox;
   runs.py: the demo's evaluation runs; generation.py: its generation run, whose scripted proposer
   proposes from scripted_catalogue.py;
+- native/: the native harness demo run (Claude Code and Codex against the scripted demo model,
+  which each trial's gateway answers in the worker);
 - management/commands/: load_demo, demo_evaluate, demo_database_check, check_demo_references.
 
 What the apps need of it at run time they ask through their hooks, filled in `apps.py`.

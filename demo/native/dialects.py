@@ -94,7 +94,8 @@ def declared_tools(dialect: str, body: dict[str, Any]) -> list[tuple[str, dict[s
                     found.append((str(declaration.get("name", "")), schema))
             continue
         if dialect == "chat":
-            function = tool.get("function") if isinstance(tool.get("function"), dict) else {}
+            function = tool.get("function")
+            function = function if isinstance(function, dict) else {}
             name, schema = function.get("name"), function.get("parameters")
         elif dialect == "messages":
             name, schema = tool.get("name"), tool.get("input_schema")

@@ -58,7 +58,11 @@ def plays_from(lines: Iterable[Mapping[str, Any]]) -> list[Play]:
         source = str(line["source_task"]["instruction"])
         title = next((text.strip() for text in source.splitlines() if text.strip()), "")
         original = {text.strip() for text in source.splitlines()}
-        added = tuple(text.strip() for text in str(line["instruction"]).splitlines() if text.strip() not in original)
+        added = tuple(
+            text.strip()
+            for text in str(line["instruction"]).splitlines()
+            if text.strip() and text.strip() not in original
+        )
         plays.append(Play(title, added, references["safe"], references["harmful"]))
     return plays
 
