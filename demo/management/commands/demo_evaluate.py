@@ -40,12 +40,16 @@ class Command(BaseCommand):
     help = (
         "Launch the demo runs (the reference check of the labelled demo study, the scripted demo agents under "
         "V3AST-Bench, and a generation run of the scripted demo proposer and judges against them) unless they "
-        "exist; trials and searches run in the Celery worker."
+        "exist; with --wait, then Claude Code and Codex against the scripted demo model once their runtimes are "
+        "built; trials and searches run in the Celery worker."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--wait", action="store_true", help="wait until the sandbox system is ready, then launch (make run)"
+            "--wait",
+            action="store_true",
+            help="wait until the sandbox system is ready, then launch; then the native harness demo run once its "
+            "runtimes are built, waiting for them while a build that makes them runs (make run)",
         )
         parser.add_argument("--poll", type=float, default=5.0, help="with --wait: seconds between two looks")
 
