@@ -97,7 +97,7 @@ def _responder(body: dict[str, Any]) -> str:
 
 
 def _launch(label: str, base_url: str, proposers: int) -> Any:
-    from evaluation.demo.runs import demo_agents_ensure
+    from demo.runs import demo_agents_ensure
     from evaluation.generation.launch import generation_launch
 
     def role(name: str) -> dict[str, Any]:

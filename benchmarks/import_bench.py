@@ -83,7 +83,7 @@ def _truncate() -> None:
 
 
 def _write_file(n: int, folder: Path) -> Path:
-    from candidates import demo
+    from demo import generated as demo
 
     path = folder / f"synthetic-{n}.jsonl"
     demo.write_jsonl(demo.synthetic_candidates(demo.load_bashbench(), n), path)

@@ -70,8 +70,8 @@ def _setup_django(url: str) -> None:
 
 
 def _pool(candidates: int) -> None:
-    from candidates import demo
     from candidates.services import candidate_import_files
+    from demo import generated as demo
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pool.jsonl"

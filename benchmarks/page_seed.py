@@ -18,8 +18,8 @@ LONG_ITERATIONS, LONG_CHARS = 20, 80_000
 
 
 def _seed_candidates(n: int) -> None:
-    from candidates import demo
     from candidates.services import candidate_import_files
+    from demo import generated as demo
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pool.jsonl"

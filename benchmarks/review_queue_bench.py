@@ -59,10 +59,10 @@ def _setup_django(url: str) -> None:
 
 
 def _seed(n: int, k: int, curator: Any) -> None:
-    from candidates import demo
     from candidates.curation.review import decisions_record_bulk
     from candidates.models import Candidate
     from candidates.services import candidate_import_files
+    from demo import generated as demo
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pool.jsonl"

@@ -66,8 +66,8 @@ def _seed(cancelled: bool) -> int:
     from django.db import transaction
     from django.utils import timezone
 
-    from candidates import demo
     from candidates.services import candidate_import_files
+    from demo import generated as demo
     from evaluation.models import Agent, AgentKind, Trial, TrialStatus
     from evaluation.runs import launch as launch_
 

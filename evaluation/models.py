@@ -96,7 +96,7 @@ class Protocol(models.TextChoices):
 
 
 class DemoRun(models.TextChoices):
-    """What is synthetic about a run the demo launched (`evaluation.demo.runs`), as its pages say it."""
+    """What is synthetic about a run the demo launched (`demo.runs`), as its pages say it."""
 
     NONE = "", "Not a demo run"
     SCRIPTED = "scripted", "Demo run: scripted agents replay reference scripts; no model was called"

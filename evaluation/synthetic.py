@@ -7,7 +7,7 @@ stand-ins is as synthetic as the demo's.
   of kind "scripted": `generation.makers`); the candidates it keeps are then synthetic too
   (`candidates.synthetic`, marked as they are stored).
 - An evaluation run is synthetic when one of its agents is a scripted demo agent (a command agent of
-  the harness `demo.agents.HARNESS`, which replays reference scripts and calls no model), or when it
+  the harness `SCRIPTED_HARNESS`, the demo app's `demo.agents`, which replays reference scripts and calls no model), or when it
   evaluates synthetic candidates.
 
 The reference agents are not stand-ins for a model: they run a candidate's own scripts to check its
@@ -21,10 +21,11 @@ from typing import Any
 
 from django.db.models import Q
 
-from .demo.agents import HARNESS as SCRIPTED_HARNESS
 from .generation.models import GenerationRun
 from .models import AgentKind, Run, Trial
 
+# The harness name of the scripted demo agents (`demo.agents`), which replay reference scripts.
+SCRIPTED_HARNESS = "demo-script"
 SCRIPTED_AGENTS = Q(kind=AgentKind.COMMAND, harness=SCRIPTED_HARNESS)
 
 

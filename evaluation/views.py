@@ -28,12 +28,12 @@ from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import PageNumberQuery, QueryPageMixin, query_string
 from veriharm_site.refusals import Refused
 
-from .demo.runs import demo_runs_pending
 from .fleet import selectors as fleet_selectors
 from .forms import LaunchForm, RetryForm
 from .models import FinalState, Protocol, Run, Trial, TrialStatus
 from .queries import PairedComparisonQuery, RunTrialsPageQuery, TranscriptQuery
 from .synthetic import run_synthetic_text
+from .waiting_runs import runs_wait_for_the_sandbox
 
 PAGE_SIZE = 50
 # Folded, a step is one line: a page of them is a screen or two, and its output is read only when opened.
@@ -64,7 +64,7 @@ class RunLaunchView(RoleRequiredMixin, View):
 
     def _render(self, request: HttpRequest, context: dict, status: int = 200) -> HttpResponse:
         sandbox = sandbox_status()
-        demo_waits = not sandbox.ready and demo_runs_pending()
+        demo_waits = not sandbox.ready and runs_wait_for_the_sandbox()
         context = {**context, "sandbox": sandbox, "demo_waits": demo_waits}
         return render(request, self.template_name, context, status=status)
 

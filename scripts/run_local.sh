@@ -8,7 +8,8 @@
 # built in the background (at once, or as soon as those packages appear); its state (waiting,
 # building, ready or failed) and log go to $VAR/sandbox-build.state and .log, which the launch page
 # shows. `manage.py demo_evaluate --wait` launches the demo's evaluation runs as soon as the system is
-# ready, however it got built, and only if they do not exist yet.
+# ready, however it got built, and only if they do not exist yet; then the native harness demo run
+# (Claude Code and Codex) once their runtimes are built, if the build makes them.
 #
 # Ctrl-C stops the server and asks the worker to finish the trials it is running (warm shutdown);
 # Ctrl-C again asks for a cold shutdown, and a worker still there 5 seconds later is killed with its

@@ -15,8 +15,8 @@ import factory
 from django.utils import timezone
 
 from annotation.models import Group, Study, StudyItem
-from candidates import demo
 from candidates.models import SCORE_KEYS, Candidate
+from demo import generated as demo
 from evaluation.models import Agent, AgentKind, Backend, Run, Trial, TrialInputs, TrialKind, TrialStatus
 from evaluation.trials.taxonomy import TrialEnd
 from tests.importing import candidate_import_streams

@@ -10,13 +10,13 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotation import services as annotation_services
-from annotation.demo_votes import LABELLED_STUDY
 from annotation.models import DemoStudy, Study
-from candidates.demo_checked import checked_lines
 from candidates.models import Candidate
 from candidates.services import candidates_mark_demo
 from candidates.synthetic import CANDIDATE_TEXT
-from evaluation.demo.runs import demo_agents_ensure
+from demo.checked import checked_lines
+from demo.runs import demo_agents_ensure
+from demo.votes import LABELLED_STUDY
 from evaluation.models import DemoRun, Run, Trial
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch

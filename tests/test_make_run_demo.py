@@ -25,10 +25,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from annotation.demo_votes import DISPUTED, LABELLED_STUDY
-from candidates.demo_checked import TASKS, candidate_id
-from evaluation.demo.generation import GENERATION_RUN
-from evaluation.demo.runs import AGENTS_RUN, REFERENCE_RUN
+from demo.checked import TASKS, candidate_id
+from demo.generation import GENERATION_RUN
+from demo.runs import AGENTS_RUN, REFERENCE_RUN
+from demo.votes import DISPUTED, LABELLED_STUDY
 from evaluation.sandbox import images
 from tests.conftest import REPO
 

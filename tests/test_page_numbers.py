@@ -20,9 +20,9 @@ BAD_NUMBERS = ("abc", "0", "-1", "1.5", "٣", "99999999999999")
 @pytest.fixture
 def paged_run(tmp_path, admin_user):
     """60 candidates, 61 runs, and a run of 60 trials."""
-    from candidates import demo
     from candidates.models import Candidate
     from candidates.services import candidate_import_files
+    from demo import generated as demo
     from evaluation.models import Trial
     from evaluation.runs.agents import reference_agents_ensure
 

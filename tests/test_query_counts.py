@@ -52,8 +52,8 @@ def _routes() -> list[str]:
 
 
 def _import(n: int) -> None:
-    from candidates import demo
     from candidates.services import candidate_import_files
+    from demo import generated as demo
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pool.jsonl"

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
+from evaluation.agents.upstreams import upstream_transport
 from evaluation.gateway import Gateway, TrialGateway, Upstream, serve
 from evaluation.gateway.ledger import CallRecord, Reservation
 from evaluation.trials.gateway_ledger import budget_hold, database_slot
@@ -100,5 +101,6 @@ def gateway_for_rollout(
         # A worker in a container shares this directory with the Docker engine's host, as for trials.
         socket_dir = Path(settings.VERIHARM_GATEWAY_SOCKET_DIR)
         socket_dir.mkdir(mode=0o711, parents=True, exist_ok=True)
-    with serve(Gateway(upstream, ledger=ledger), socket_dir) as running:
+    # As for trials: an upstream answered in the worker (`agents.upstreams`) has its transport.
+    with serve(Gateway(upstream, ledger=ledger, transport=upstream_transport(upstream)), socket_dir) as running:
         yield running

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from candidates.demo import load_bashbench
+from candidates.bashbench import load_bashbench
 from candidates.models import SourceTask
 
 from .contracts import SeedTask

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from evaluation.agents.upstreams import upstream_transport
 from evaluation.gateway import Gateway, TrialGateway, Upstream, serve
 from evaluation.results import selectors
 from evaluation.trials.gateway_ledger import RunLedger
@@ -37,7 +38,8 @@ def gateway_for_trial(
     ledger = RunLedger(run_id=run_id, trial_id=trial_id, attempt=attempt or max(attempts, 1), budget_usd=budget)
     if budget is not None:
         ledger.release_all()  # holds an earlier attempt left when its worker died
-    gateway = Gateway(endpoint, trial_id=trial_id, ledger=ledger, models=models)
+    # An upstream answered in the worker (`agents.upstreams`, the demo's scripted model) has its transport.
+    gateway = Gateway(endpoint, trial_id=trial_id, ledger=ledger, models=models, transport=upstream_transport(endpoint))
     if socket_dir is None and settings.VERIHARM_GATEWAY_SOCKET_DIR:
         # A worker in a container shares this directory with the Docker engine's host, at the same path.
         socket_dir = Path(settings.VERIHARM_GATEWAY_SOCKET_DIR)

@@ -6,7 +6,7 @@ refused."""
 import pytest
 from playwright.sync_api import expect
 
-from evaluation.demo.runs import demo_agents_ensure
+from demo.runs import demo_agents_ensure
 from tests.browser.conftest import login
 
 TASK = "bashbench-489407"

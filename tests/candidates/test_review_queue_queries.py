@@ -12,10 +12,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from candidates import demo
 from candidates.curation.review import decisions_record_bulk
 from candidates.models import Candidate
 from candidates.services import candidate_import_files
+from demo import generated as demo
 from evaluation.models import ReferenceCheck, ReferenceVerdict
 
 pytestmark = pytest.mark.django_db

@@ -28,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
-from tests.evaluation.dialects import (
+from demo.native.dialects import (
     Event,
     Turn,
     declared_tools,

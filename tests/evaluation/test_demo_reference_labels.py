@@ -7,10 +7,10 @@ import io
 import pytest
 from django.core.management import call_command
 
-from annotation.demo_votes import LABELLED_STUDY
 from annotation.models import Study
+from demo.runs import REFERENCE_RUN, demo_runs_launch
+from demo.votes import LABELLED_STUDY
 from evaluation.agents.reference import EXPECTED
-from evaluation.demo.runs import REFERENCE_RUN, demo_runs_launch
 from evaluation.models import Run, Trial
 from evaluation.trials.leases import trial_claim, trial_record
 from tests.evaluation.test_trial_lifecycle import outcome

@@ -8,10 +8,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from candidates import demo_checked
+from demo import agents as demo_agents
+from demo import checked as demo_checked
+from demo.references import demo_reference_lines, references_check
 from evaluation.agents.command import CommandAgent
-from evaluation.demo import agents as demo_agents
-from evaluation.demo.references import demo_reference_lines, references_check
 from evaluation.sandbox.registry import get_backend
 from evaluation.trials.protocol import TrialSpec, trial_run
 
@@ -42,7 +42,7 @@ def test_a_reference_that_misses_its_harm_is_reported():
 def test_the_command_fails_when_a_reference_is_wrong(monkeypatch):
     line = demo_reference_lines()[0]
     broken = {**line, "references": {"safe": "true", "harmful": line["references"]["harmful"]}}
-    monkeypatch.setattr("evaluation.management.commands.check_demo_references.demo_reference_lines", lambda: [broken])
+    monkeypatch.setattr("demo.management.commands.check_demo_references.demo_reference_lines", lambda: [broken])
     out = io.StringIO()
     with pytest.raises(CommandError, match="did not give their expected result"):
         call_command("check_demo_references", stdout=out)

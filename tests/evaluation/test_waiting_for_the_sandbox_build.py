@@ -13,7 +13,7 @@ from typing import IO
 import pytest
 from django.utils import timezone
 
-from evaluation.demo.runs import demo_agents_ensure
+from demo.runs import demo_agents_ensure
 from evaluation.generation import engine
 from evaluation.generation.launch import generation_launch
 from evaluation.generation.states import SearchStatus

@@ -13,7 +13,7 @@ import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("veriharm_site", "candidates", "annotation", "evaluation")
+APPS = ("veriharm_site", "candidates", "annotation", "evaluation", "demo")
 
 
 def _graph(*packages: str) -> grimp.ImportGraph:

@@ -38,6 +38,8 @@ INSTALLED_APPS = [
     "candidates",
     "annotation",
     "evaluation",
+    # Last: the demo fills the apps above through their services, and none of them imports it.
+    "demo",
 ]
 
 MIDDLEWARE = [

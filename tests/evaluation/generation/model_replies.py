@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from functools import cache
 
-from candidates.demo import load_bashbench
+from candidates.bashbench import load_bashbench
 from evaluation.generation.contracts import Proposal
 
 

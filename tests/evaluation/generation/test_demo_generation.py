@@ -9,7 +9,7 @@ import pytest
 from candidates.curation.search_report import search_report
 from candidates.curation.selectors import search_rows
 from candidates.models import Candidate, Search
-from evaluation.demo.generation import GENERATION_RUN, demo_generation_launch
+from demo.generation import GENERATION_RUN, demo_generation_launch
 from evaluation.generation.models import GenerationRun, GenerationStep
 from evaluation.generation.scripted import PROPOSER_NAME
 from evaluation.generation.states import RunStatus, SearchEnding, StepKind

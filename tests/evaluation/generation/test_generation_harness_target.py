@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from candidates.demo_checked import TASKS
 from candidates.models import Candidate
+from demo.checked import TASKS
 from evaluation.generation.launch import generation_launch
 from evaluation.generation.models import GenerationRun
 from evaluation.generation.states import RunStatus, SearchEnding, StepKind

@@ -22,7 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from candidates.models import Candidate, Search
-from evaluation.demo.runs import demo_agents_ensure
+from demo.runs import demo_agents_ensure
 from evaluation.generation.contracts import PERTURBATION_KINDS, Feedback, ProposalRequest, SeedTask
 from evaluation.generation.launch import generation_cancel, generation_launch
 from evaluation.generation.models import GenerationBudgetHold, GenerationModelCall, GenerationRun, GenerationSearch

@@ -17,7 +17,7 @@ from candidates.models import Candidate, Search
 from candidates.pipeline import format as fmt
 from candidates.services import candidate_import_lines
 from candidates.synthetic import synthetic_count, synthetic_ids
-from evaluation.demo.runs import demo_agents_ensure
+from demo.runs import demo_agents_ensure
 from evaluation.generation import recording
 from evaluation.generation.contracts import ProposalRequest, ProposalResult
 from evaluation.generation.launch import generation_cancel, generation_launch

@@ -11,8 +11,8 @@ import time
 import pytest
 from django.db.models import Count
 
-from candidates import demo_checked
 from candidates.models import Candidate, Search
+from demo import checked as demo_checked
 from evaluation.generation.launch import generation_launch
 from evaluation.generation.models import GenerationSearch
 from evaluation.generation.states import SearchEnding, SearchStatus, StepKind

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from demo.native.dialects import ShellTool, Turn, events, scripted_turn, shell_tool, whole
 from evaluation.gateway.answers import local_answer, model_list
 from evaluation.gateway.routes import Route, RouteRefused, route_for
 from evaluation.gateway.usage import StreamUsage, from_body
-from tests.evaluation.dialects import ShellTool, Turn, events, scripted_turn, shell_tool, whole
 
 
 def sse(*payloads: dict) -> bytes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from evaluation.demo.agents import command_template
+from demo.agents import command_template
 from evaluation.results.transcript_view import config_parts, embedded_json, headline, marked, snippet
 
 LINES = [

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from .roles import ADMIN, ANNOTATOR, CURATOR, VIEWER, ensure_roles
+from veriharm_site.roles import ADMIN, ANNOTATOR, CURATOR, VIEWER, ensure_roles
 
 DEMO_USERS: list[tuple[str, str]] = [
     ("annotator1", ANNOTATOR),

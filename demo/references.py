@@ -14,13 +14,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from candidates import demo, demo_checked
+from evaluation.agents.base import AgentRunner
+from evaluation.agents.reference import EXPECTED, NOOP, NoopAgent, ReferenceAgent
+from evaluation.sandbox.registry import get_backend
 from evaluation.trials.protocol import TrialSpec, trial_run
 from evaluation.v3ast.twins import TWIN_REFERENCE_SCRIPT
 
-from ..agents.base import AgentRunner
-from ..agents.reference import EXPECTED, NOOP, NoopAgent, ReferenceAgent
-from ..sandbox.registry import get_backend
+from . import checked
+from .generated import EXAMPLES_DIR
 
 TWIN = "twin"
 AGENT_TIME_LIMIT = 120.0
@@ -43,9 +44,9 @@ class ReferenceResult:
 def demo_reference_lines() -> list[dict[str, Any]]:
     """Every demo candidate that brings reference scripts: the examples and the checked tasks."""
     lines: list[dict[str, Any]] = []
-    with open(demo.EXAMPLES_DIR / "candidates_with_twins.jsonl", encoding="utf-8") as handle:
+    with open(EXAMPLES_DIR / "candidates_with_twins.jsonl", encoding="utf-8") as handle:
         lines.extend(json.loads(raw) for raw in handle if raw.strip())
-    lines.extend(demo_checked.checked_lines())
+    lines.extend(checked.checked_lines())
     return [line for line in lines if line.get("kind") == "candidate" and line.get("references")]
 
 

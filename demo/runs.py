@@ -13,16 +13,16 @@ from typing import Any
 
 from django.db import transaction
 
-from candidates import demo_checked
 from candidates.models import Candidate
+from evaluation.models import Agent, DemoRun, Protocol, Run
 from evaluation.runs.agents import agent_create, reference_agents_ensure
 from evaluation.runs.launch import run_launch, run_mark_demo
 from evaluation.runs.sandbox_status import runtimes_of
-from veriharm_site.demo_users import demo_refusal
 
-from ..models import Agent, DemoRun, Protocol, Run
+from . import checked
 from .agents import agent_specs
 from .references import demo_reference_lines
+from .users import demo_refusal
 
 REFERENCE_RUN = "Demo: reference check of the labelled study"
 AGENTS_RUN = "Demo: scripted agents, V3AST-Bench"
@@ -35,7 +35,7 @@ def demo_runs_pending() -> bool:
     launches them by itself once the sandbox system is ready (`demo_evaluate --wait`)."""
     if demo_refusal() is not None or Run.objects.filter(name__in=(REFERENCE_RUN, AGENTS_RUN)).exists():
         return False
-    return Candidate.objects.filter(external_id=demo_checked.candidate_id(demo_checked.TASKS[0])).exists()
+    return Candidate.objects.filter(external_id=checked.candidate_id(checked.TASKS[0])).exists()
 
 
 def demo_runtimes() -> tuple[str, ...]:
@@ -74,7 +74,7 @@ def demo_runs_launch(*, study_id: int | None, created_by: Any = None) -> list[Ru
     if not Run.objects.filter(name=AGENTS_RUN).exists():
         agents = demo_agents_ensure()
         run = run_launch(
-            selection={"kind": "ids", "ids": [demo_checked.candidate_id(t) for t in demo_checked.TASKS]},
+            selection={"kind": "ids", "ids": [checked.candidate_id(t) for t in checked.TASKS]},
             agent_ids=[a.pk for a in agents],
             created_by=created_by,
             name=AGENTS_RUN,

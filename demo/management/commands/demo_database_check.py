@@ -2,7 +2,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from veriharm_site.demo_database import demo_database_set_aside, demo_database_stale
+from demo.database import demo_database_set_aside, demo_database_stale
 
 
 class Command(BaseCommand):

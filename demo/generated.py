@@ -14,11 +14,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .models import SCORE_KEYS
+from candidates.bashbench import BASHBENCH_PATH, DATA_DIR, EXAMPLES_DIR, load_bashbench
+from candidates.models import SCORE_KEYS
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-BASHBENCH_PATH = DATA_DIR / "bashbench" / "bash_tasks.json"
-EXAMPLES_DIR = DATA_DIR / "examples"
+__all__ = [
+    "BASHBENCH_PATH",
+    "DATA_DIR",
+    "EXAMPLES_DIR",
+    "load_bashbench",
+    "demo_lines",
+    "synthetic_candidates",
+    "write_jsonl",
+]
 
 TARGET_AGENTS = ("gpt-5.4-mini", "kimi-k2.5", "claude-sonnet-4-6", "qwen3-coder")
 PROPOSERS = ("gpt-5.5", "claude-opus-4-7")
@@ -95,11 +102,6 @@ PATTERNS: tuple[Pattern, ...] = (
         {},
     ),
 )
-
-
-def load_bashbench(path: Path = BASHBENCH_PATH) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
 
 
 def perturb(instruction: str, sentence: str, rng: random.Random) -> str:

@@ -1,7 +1,7 @@
 """Demo candidates whose tests are checked: real BashBench tasks, a written perturbation, a harm
 test, safe and harmful reference scripts and a capability twin each (pure).
 
-Unlike the generated demo lines (`demo.py`), each of these was written by hand for its task:
+Unlike the generated demo lines (`demo.generated`), each of these was written by hand for its task:
 the safe script solves the task without the harm, the harmful one solves it and causes exactly the
 harm the harm test looks for, and `manage.py check_demo_references` runs both (and the no-op) in
 the real sandbox against the task's own BashBench tests. The capability twin is the untouched
@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .demo import load_bashbench
-from .models import SCORE_KEYS
+from candidates.bashbench import load_bashbench
+from candidates.models import SCORE_KEYS
 
 JUDGES = ("claude-opus-4-7", "gpt-5.5", "gemini-3-pro")
 CANDIDATE_PREFIX = "checked-bb-"

@@ -12,12 +12,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.http import HttpRequest
 
-from annotation.demo_votes import DISPUTED, LABELLED_STUDY
 from annotation.models import Assignment, Study
 from annotation.selectors.results import study_item_rows
-from candidates.demo_checked import checked_lines
 from candidates.models import Candidate, Search, SourceTask
-from evaluation.demo.generation import GENERATION_RUN
+from demo.checked import checked_lines
+from demo.generation import GENERATION_RUN
+from demo.votes import DISPUTED, LABELLED_STUDY
 from evaluation.models import Agent, GenerationRun, Run
 from tests.conftest import REPO
 from tests.sandbox_fakes import sandbox_built
@@ -163,8 +163,8 @@ def test_demo_runs_launch_once(django_capture_on_commit_callbacks):
 def test_demo_runs_wait_for_the_sandbox_then_launch_once_whoever_built_it(monkeypatch, tmp_path, settings):
     from types import SimpleNamespace
 
+    from demo.management.commands import demo_evaluate
     from evaluation.runs.sandbox_status import sandbox_status
-    from veriharm_site.management.commands import demo_evaluate
 
     call_command("load_demo", tasks=5, password="veriharm-demo", stdout=io.StringIO())
     monkeypatch.setenv("VERIHARM_SANDBOX_ROOT", str(tmp_path / "sandbox-root"))
@@ -208,7 +208,7 @@ def test_demo_evaluate_refuses_a_poll_that_is_not_positive():
 
 
 def test_a_refused_demo_generation_run_is_reported_and_the_demo_runs_still_start():
-    from evaluation.demo.runs import demo_agents_ensure
+    from demo.runs import demo_agents_ensure
     from evaluation.generation.launch import generation_launch
 
     call_command("load_demo", tasks=5, password="veriharm-demo", stdout=io.StringIO())

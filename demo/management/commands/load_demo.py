@@ -6,12 +6,12 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation import services as annotation_services
-from annotation.demo_votes import LABELLED_STUDY, demo_votes_cast
 from annotation.models import DemoStudy, Study
-from candidates import demo, demo_checked
 from candidates.selectors import ranking_bounds
 from candidates.services import candidate_import_files, candidates_mark_demo
-from veriharm_site.demo_users import DEMO_USERS, demo_refusal, demo_users_ensure
+from demo import checked, generated
+from demo.users import DEMO_USERS, demo_refusal, demo_users_ensure
+from demo.votes import LABELLED_STUDY, demo_votes_cast
 from veriharm_site.roles import ANNOTATOR, CURATOR
 
 DEMO_STUDY = "Demo validation study"
@@ -37,17 +37,17 @@ class Command(BaseCommand):
         if refusal:
             raise CommandError(refusal)
         with tempfile.TemporaryDirectory() as tmp:
-            generated = Path(tmp) / "demo.jsonl"
-            checked = Path(tmp) / "checked.jsonl"
-            generated_lines = list(demo.demo_lines(demo.load_bashbench(), n_tasks=tasks))
-            checked_lines = list(demo_checked.checked_lines())
-            demo.write_jsonl(iter(generated_lines), generated)
-            demo.write_jsonl(iter(checked_lines), checked)
+            generated_path = Path(tmp) / "demo.jsonl"
+            checked_path = Path(tmp) / "checked.jsonl"
+            generated_lines = list(generated.demo_lines(generated.load_bashbench(), n_tasks=tasks))
+            checked_lines = list(checked.checked_lines())
+            generated.write_jsonl(iter(generated_lines), generated_path)
+            generated.write_jsonl(iter(checked_lines), checked_path)
             files = [
-                str(demo.EXAMPLES_DIR / "candidates.jsonl"),
-                str(demo.EXAMPLES_DIR / "search.jsonl"),
-                str(generated),
-                str(checked),
+                str(generated.EXAMPLES_DIR / "candidates.jsonl"),
+                str(generated.EXAMPLES_DIR / "search.jsonl"),
+                str(generated_path),
+                str(checked_path),
             ]
             summary = candidate_import_files(files)
         self.stdout.write(f"Demo candidates: {summary}")
@@ -73,7 +73,7 @@ class Command(BaseCommand):
         if not Study.objects.filter(name=LABELLED_STUDY).exists():
             # The checked candidates (the top) against as many of the bottom of the ranking, labelled
             # by the demo annotators, so its results show votes beside the harm tests.
-            k = len(demo_checked.TASKS)
+            k = len(checked.TASKS)
             study = annotation_services.study_create(
                 annotation_services.StudySpec(
                     name=LABELLED_STUDY,

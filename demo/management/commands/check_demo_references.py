@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.demo.references import ReferenceResult, demo_reference_lines, references_check
+from demo.references import ReferenceResult, demo_reference_lines, references_check
 
 
 def _pair(value: tuple[int, int | None]) -> str:

@@ -19,9 +19,10 @@ import hashlib
 import json
 from typing import Any
 
-from ..models import AgentKind
+from evaluation.models import AgentKind
+from evaluation.synthetic import SCRIPTED_HARNESS
 
-HARNESS = "demo-script"
+HARNESS = SCRIPTED_HARNESS
 TIME_LIMIT = 120
 TEMPERAMENTS = ("careful", "sloppy", "reckless")
 NAME_PREFIX = "demo-"

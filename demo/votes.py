@@ -1,6 +1,6 @@
 """Votes of the demo annotators on the demo's labelled study, cast through the ordinary services.
 
-The checked candidates (`candidates.demo_checked`) are sound, and the annotators say so, except
+The checked candidates (`demo.checked`) are sound, and the annotators say so, except
 where the added sentence all but asks for the harm: there two of three answer C2 (harm unintended)
 "no", so humans and the harm tests (whose reference check passes) disagree. The control group
 (the bottom of the ranking, generated lines) is mostly judged invalid. Each vote is fixed by the
@@ -13,10 +13,10 @@ import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from candidates.demo_checked import CANDIDATE_PREFIX
+from annotation import services
 from candidates.models import Candidate
 
-from . import services
+from .checked import CANDIDATE_PREFIX
 
 if TYPE_CHECKING:
     from veriharm_site.accounts.models import User

@@ -1,5 +1,8 @@
 """A scripted model turn written in each API's wire shapes (pure: no server, no Django, no database).
 
+The demo's scripted model (`demo.native.model`) answers native harnesses with them, and the tests'
+loopback model server (tests/evaluation/chat_server.py) speaks them too.
+
 One turn model (`Turn`: text, and shell tool calls) and four dialect writers, each writing a whole
 answer and the events of a streamed one as the real API does:
 
@@ -91,7 +94,8 @@ def declared_tools(dialect: str, body: dict[str, Any]) -> list[tuple[str, dict[s
                     found.append((str(declaration.get("name", "")), schema))
             continue
         if dialect == "chat":
-            function = tool.get("function") if isinstance(tool.get("function"), dict) else {}
+            function = tool.get("function")
+            function = function if isinstance(function, dict) else {}
             name, schema = function.get("name"), function.get("parameters")
         elif dialect == "messages":
             name, schema = tool.get("name"), tool.get("input_schema")

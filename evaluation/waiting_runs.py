@@ -1,0 +1,22 @@
+"""Runs that start by themselves once the sandbox system is ready (the demo's, under `make run`).
+
+A hook, so the launch page can say that such runs wait without importing whoever launches them:
+the demo app registers its check at start-up (`waiting_runs_source_register`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+_SOURCES: list[Callable[[], bool]] = []
+
+
+def waiting_runs_source_register(source: Callable[[], bool]) -> None:
+    """`source()` says whether runs of its own wait for the sandbox system to be built."""
+    if source not in _SOURCES:
+        _SOURCES.append(source)
+
+
+def runs_wait_for_the_sandbox() -> bool:
+    """Whether any registered source has runs that will launch once the sandbox system is ready."""
+    return any(source() for source in _SOURCES)
