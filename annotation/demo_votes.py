@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from candidates.demo_checked import CANDIDATE_PREFIX
 from candidates.models import Candidate
 
-from . import services
+from .labelling import services
 
 if TYPE_CHECKING:
     from veriharm_site.accounts.models import User

@@ -14,7 +14,7 @@ from django.http import HttpRequest
 
 from annotation.demo_votes import DISPUTED, LABELLED_STUDY
 from annotation.models import Assignment, Study
-from annotation.selectors.results import study_item_rows
+from annotation.studies.selectors.results import study_item_rows
 from candidates.demo_checked import checked_lines
 from candidates.models import Candidate, Search, SourceTask
 from evaluation.demo.generation import GENERATION_RUN

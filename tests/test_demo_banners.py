@@ -9,9 +9,9 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotation import services as annotation_services
 from annotation.demo_votes import LABELLED_STUDY
 from annotation.models import DemoStudy, Study
+from annotation.studies import services as annotation_services
 from candidates.demo_checked import checked_lines
 from candidates.models import Candidate
 from candidates.services import candidates_mark_demo

@@ -1,7 +1,7 @@
 """The line-aligned diff of the labelling page and the gold mixing of the annotator order (pure)."""
 
+from annotation.labelling.order import mix_gold
 from annotation.line_diff import aligned_diff
-from annotation.sampling import mix_gold
 
 
 def test_an_edited_line_sits_beside_its_original_with_word_marks():

@@ -4,7 +4,8 @@ from collections import Counter
 
 import pytest
 
-from annotation import sampling
+from annotation.labelling import order
+from annotation.studies import sampling
 
 
 def test_largest_remainder_by_hand():
@@ -60,7 +61,7 @@ def test_item_numbers_are_a_seeded_permutation():
 
 def test_each_annotator_has_an_order_of_their_own():
     ids = list(range(1, 51))
-    orders = [sampling.annotator_order(ids, seed=5, annotator_id=a) for a in (1, 2, 3)]
+    orders = [order.annotator_order(ids, seed=5, annotator_id=a) for a in (1, 2, 3)]
     assert all(sorted(order) == ids for order in orders)
     assert len({tuple(order) for order in orders}) == 3
-    assert orders[0] == sampling.annotator_order(list(reversed(ids)), seed=5, annotator_id=1)
+    assert orders[0] == order.annotator_order(list(reversed(ids)), seed=5, annotator_id=1)
