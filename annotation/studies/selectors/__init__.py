@@ -1,10 +1,9 @@
-"""Reads of annotation studies, one module per reader:
+"""Reads of studies and their results, one module per reader (curators and viewers only; the
+annotator's blind reads are `annotation.labelling.selectors` and `annotation.labelling.claims`):
 
-- `annotator`: the blind reads of an annotator's pages and API (no group, Q, judges or others' labels);
-- `claims`: each item's places to claim, for the annotator's next item and the claiming services;
 - `results`: curators' and viewers' result tables, the agreement figures, the join with harm verdicts;
 - `quality`: each annotator's quality, for curators;
 - `users`: who may be made an annotator.
 
-The agreement policy itself (which statistic, its prose) is the pure `annotation.agreement`.
+The agreement policy itself (which statistic, its prose) is the pure `annotation.studies.agreement`.
 """
