@@ -16,7 +16,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ..locking import locked as _locked
+from ..locking import rows_locked
 from ..models import (
     Assignment,
     ItemSkip,
@@ -69,7 +69,7 @@ def _taken(item_id: int, now: datetime, *, excluding: int | None = None) -> int:
 def _member_lock(study_id: int, annotator: User) -> StudyMember:
     """Serialises one annotator's requests in one study (a double click must not claim twice)."""
     try:
-        member = _locked(StudyMember.objects.select_related("study")).get(study_id=study_id, user=annotator)
+        member = rows_locked(StudyMember.objects.select_related("study")).get(study_id=study_id, user=annotator)
     except StudyMember.DoesNotExist:
         raise NotAMember("You are not an annotator of this study.") from None
     if not member.study.is_open:
@@ -79,7 +79,7 @@ def _member_lock(study_id: int, annotator: User) -> StudyMember:
 
 def _claim_renew(own: Assignment, study: Study, now: datetime) -> bool:
     """Renew the annotator's expired claim if its place is still free; give it up otherwise."""
-    item = _locked(StudyItem.objects).only("pk", "gold_c1").get(pk=own.item_id)
+    item = rows_locked(StudyItem.objects).only("pk", "gold_c1").get(pk=own.item_id)
     if _taken(own.item_id, now, excluding=own.annotator_id) < _item_limit(study, item.pk, item.is_gold):
         own.expires_at = now + timedelta(minutes=study.claim_timeout_minutes)
         return Assignment.objects.filter(pk=own.pk, submitted_at__isnull=True).update(expires_at=own.expires_at) == 1
@@ -133,7 +133,7 @@ def _claim_first_free(
     skipped = []
     for item_id in item_ids:
         item = (
-            _locked(StudyItem.objects.filter(pk=item_id), skip_locked=not wait)
+            rows_locked(StudyItem.objects.filter(pk=item_id), skip_locked=not wait)
             .only("pk", "study_id", "candidate_id", "token", "number", "gold_c1")
             .first()
         )
@@ -254,7 +254,7 @@ def item_return(study_id: int, token: str, annotator: User) -> Assignment:
         if skip is None:
             raise NotYourItem("This item is not among the items you set aside.")
         item = (
-            _locked(StudyItem.objects.filter(pk=skip.item_id))
+            rows_locked(StudyItem.objects.filter(pk=skip.item_id))
             .only("pk", "study_id", "candidate_id", "token", "number", "gold_c1")
             .get()
         )
@@ -334,8 +334,8 @@ def _label_save(study_id: int, token: str, annotator: User, label: LabelInput) -
     if current.submitted_at is None:
         # A first submission takes a place for good: decide it under the item lock, against
         # claimers who may have taken the place if this claim expired.
-        _locked(StudyItem.objects).get(pk=current.item_id)
-    assignment = _locked(Assignment.objects.select_related("study")).filter(pk=current.pk).first()
+        rows_locked(StudyItem.objects).get(pk=current.item_id)
+    assignment = rows_locked(Assignment.objects.select_related("study")).filter(pk=current.pk).first()
     if assignment is None:  # the claim was given up in the meantime
         return None
     now = timezone.now()

@@ -18,7 +18,7 @@ from django.utils import timezone
 from candidates.models import Candidate
 from candidates.selectors import candidate_group_ids, ranking_bounds
 
-from ..locking import locked as _locked
+from ..locking import rows_locked
 from ..models import (
     Adjudication,
     DemoStudy,
@@ -246,7 +246,7 @@ def study_create(spec: StudySpec, *, annotators: Sequence[User], created_by: Use
 
 @transaction.atomic
 def study_members_add(study: Study, users: Sequence[User]) -> list[StudyMember]:
-    _locked(Study.objects).get(pk=study.pk)
+    rows_locked(Study.objects).get(pk=study.pk)
     present = set(study.memberships.values_list("user_id", flat=True))
     new = [u for u in users if u.pk not in present]
     refused = _members_refusal(new)
@@ -257,7 +257,7 @@ def study_members_add(study: Study, users: Sequence[User]) -> list[StudyMember]:
 
 def _study_status_set(study: Study, status: str) -> Study:
     with transaction.atomic():
-        locked = _locked(Study.objects).get(pk=study.pk)
+        locked = rows_locked(Study.objects).get(pk=study.pk)
         locked.status = status
         locked.closed_at = timezone.now() if status == StudyStatus.CLOSED else None
         locked.save(update_fields=["status", "closed_at"])
@@ -284,7 +284,7 @@ def study_guidelines_set(study: Study, *, guidelines: str, gold_rate: float) -> 
     if errors:
         raise StudyRefused(errors)
     with transaction.atomic():
-        locked = _locked(Study.objects).get(pk=study.pk)
+        locked = rows_locked(Study.objects).get(pk=study.pk)
         locked.guidelines, locked.gold_rate = guidelines.strip(), gold_rate
         locked.save(update_fields=["guidelines", "gold_rate"])
     return locked
@@ -293,7 +293,7 @@ def study_guidelines_set(study: Study, *, guidelines: str, gold_rate: float) -> 
 def item_gold_set(item: StudyItem, answers: Answers | None) -> StudyItem:
     """Mark an item as gold with its known answers, or (None) make it an ordinary item again."""
     with transaction.atomic():
-        locked = _locked(StudyItem.objects).get(pk=item.pk)
+        locked = rows_locked(StudyItem.objects).get(pk=item.pk)
         locked.gold_c1, locked.gold_c2, locked.gold_c3 = (
             (answers.c1, answers.c2, answers.c3) if answers else (None, None, None)
         )
@@ -309,7 +309,7 @@ def item_adjudicate(item: StudyItem, answers: Answers, *, reason: str, by: User)
     if len(reason) > MAX_REASON:
         raise StudyRefused({"reason": f"is {len(reason)} characters long; at most {MAX_REASON} are kept"})
     with transaction.atomic():
-        _locked(StudyItem.objects).get(pk=item.pk)
+        rows_locked(StudyItem.objects).get(pk=item.pk)
         adjudication, _ = Adjudication.objects.update_or_create(
             item=item,
             defaults={
