@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from annotation.labelling import selectors as annotator_reads
 from annotation.labelling import services as labelling_services
+from annotation.labelling.order import annotator_order
 from annotation.models import Assignment
 from annotation.studies import services as study_services
 from tests.annotation.conftest import label_all
@@ -45,7 +46,7 @@ def test_each_annotator_meets_the_items_in_their_own_order(pool, annotators, mak
             order.append(a.item_id)
             labelling_services.label_submit(study.pk, a.item.token, annotator, YES)
         seen[annotator.pk] = order
-        assert order == order.annotator_order(item_ids, study.seed, annotator.pk)
+        assert order == annotator_order(item_ids, study.seed, annotator.pk)
     assert len({tuple(o) for o in seen.values()}) == 3
 
 
