@@ -1,50 +1,70 @@
+"""The API of both sides: the annotator's blind endpoints under annotation/my/ (`labelling.api`) and
+the studies and their results (`studies.api`)."""
+
 from django.urls import path
 
-from . import api
+from .labelling import api as labelling
+from .studies import api as studies
 
 urlpatterns = [
     # Annotators (blind).
-    path("annotation/my/studies/", api.MyStudiesApi.as_view(), name="api-annotation-my-studies"),
-    path("annotation/my/studies/<number:study_id>/next/", api.NextItemApi.as_view(), name="api-annotation-next"),
+    path("annotation/my/studies/", labelling.MyStudiesApi.as_view(), name="api-annotation-my-studies"),
+    path("annotation/my/studies/<number:study_id>/next/", labelling.NextItemApi.as_view(), name="api-annotation-next"),
     path(
-        "annotation/my/studies/<number:study_id>/progress/", api.MyProgressApi.as_view(), name="api-annotation-progress"
+        "annotation/my/studies/<number:study_id>/progress/",
+        labelling.MyProgressApi.as_view(),
+        name="api-annotation-progress",
     ),
-    path("annotation/my/studies/<number:study_id>/labels/", api.MyLabelsApi.as_view(), name="api-annotation-my-labels"),
     path(
-        "annotation/my/studies/<number:study_id>/items/<str:token>/", api.ItemApi.as_view(), name="api-annotation-item"
+        "annotation/my/studies/<number:study_id>/labels/",
+        labelling.MyLabelsApi.as_view(),
+        name="api-annotation-my-labels",
+    ),
+    path(
+        "annotation/my/studies/<number:study_id>/items/<str:token>/",
+        labelling.ItemApi.as_view(),
+        name="api-annotation-item",
     ),
     path(
         "annotation/my/studies/<number:study_id>/items/<str:token>/skip/",
-        api.SkipApi.as_view(),
+        labelling.SkipApi.as_view(),
         name="api-annotation-skip",
     ),
     path(
-        "annotation/my/studies/<number:study_id>/skipped/", api.MySkippedApi.as_view(), name="api-annotation-my-skipped"
+        "annotation/my/studies/<number:study_id>/skipped/",
+        labelling.MySkippedApi.as_view(),
+        name="api-annotation-my-skipped",
     ),
     path(
         "annotation/my/studies/<number:study_id>/items/<str:token>/return/",
-        api.ReturnApi.as_view(),
+        labelling.ReturnApi.as_view(),
         name="api-annotation-return",
     ),
     path(
         "annotation/my/studies/<number:study_id>/items/<str:token>/label/",
-        api.LabelApi.as_view(),
+        labelling.LabelApi.as_view(),
         name="api-annotation-label",
     ),
     # Curators.
-    path("annotation/studies/", api.StudiesApi.as_view(), name="api-annotation-studies"),
-    path("annotation/studies/<number:pk>/", api.StudyApi.as_view(), name="api-annotation-study"),
+    path("annotation/studies/", studies.StudiesApi.as_view(), name="api-annotation-studies"),
+    path("annotation/studies/<number:pk>/", studies.StudyApi.as_view(), name="api-annotation-study"),
     path(
         "annotation/studies/<number:pk>/close/",
-        api.StudyStatusApi.as_view(action="close"),
+        studies.StudyStatusApi.as_view(action="close"),
         name="api-annotation-study-close",
     ),
     path(
         "annotation/studies/<number:pk>/reopen/",
-        api.StudyStatusApi.as_view(action="reopen"),
+        studies.StudyStatusApi.as_view(action="reopen"),
         name="api-annotation-study-reopen",
     ),
-    path("annotation/studies/<number:pk>/items/", api.StudyItemsApi.as_view(), name="api-annotation-study-items"),
-    path("annotation/studies/<number:pk>/results/", api.StudyResultsApi.as_view(), name="api-annotation-study-results"),
-    path("annotation/studies/<number:pk>/export/", api.StudyExportApi.as_view(), name="api-annotation-study-export"),
+    path("annotation/studies/<number:pk>/items/", studies.StudyItemsApi.as_view(), name="api-annotation-study-items"),
+    path(
+        "annotation/studies/<number:pk>/results/",
+        studies.StudyResultsApi.as_view(),
+        name="api-annotation-study-results",
+    ),
+    path(
+        "annotation/studies/<number:pk>/export/", studies.StudyExportApi.as_view(), name="api-annotation-study-export"
+    ),
 ]

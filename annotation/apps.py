@@ -10,9 +10,9 @@ class AnnotationConfig(AppConfig):
         from candidates.panels import panel_source_register
         from candidates.ranking_actions import ranking_action_register
 
-        from .candidate_panel import candidate_human_verdicts_panel
-        from .human_majority import candidates_human_majorities, studies_for_filter, study_candidates
-        from .ranking_actions import STUDY_FROM_RANKING
+        from .studies.candidate_panel import candidate_human_verdicts_panel
+        from .studies.human_majority import candidates_human_majorities, studies_for_filter, study_candidates
+        from .studies.ranking_actions import STUDY_FROM_RANKING
 
         # A candidate's page shows the human verdicts on it; the candidates app asks through this hook.
         panel_source_register(10, candidate_human_verdicts_panel)

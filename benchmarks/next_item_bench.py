@@ -96,10 +96,10 @@ def _annotators(n: int) -> list:
 
 
 def _study(name: str, annotators: list, items: int):
-    from annotation import services
+    from annotation.studies import services as study_services
 
-    spec = services.StudySpec(name=name, seed=2026, top_k=150, per_group=items // 2, stratify_by="risk_category")
-    return services.study_create(spec, annotators=annotators)
+    spec = study_services.StudySpec(name=name, seed=2026, top_k=150, per_group=items // 2, stratify_by="risk_category")
+    return study_services.study_create(spec, annotators=annotators)
 
 
 def _warm_up(user) -> None:
@@ -164,7 +164,7 @@ def _run(annotators: list, work: Work) -> tuple[list[float], list[float], float]
 
 
 def _service_work(study, reading: tuple[float, float]) -> Work:
-    from annotation import services
+    from annotation.labelling import services as labelling_services
 
     def work(user, rng: random.Random) -> Callable[[list[float], list[float]], None]:
         return lambda next_ms, submit_ms: loop(user, rng, next_ms, submit_ms)
@@ -172,16 +172,16 @@ def _service_work(study, reading: tuple[float, float]) -> Work:
     def loop(user, rng: random.Random, next_ms: list[float], submit_ms: list[float]) -> None:
         while True:
             t0 = time.perf_counter()
-            assignment = services.item_claim_next(study.pk, user)
+            assignment = labelling_services.item_claim_next(study.pk, user)
             next_ms.append((time.perf_counter() - t0) * 1000)
             if assignment is None:
                 return
             time.sleep(rng.uniform(*reading))
-            label = services.LabelInput(
+            label = labelling_services.LabelInput(
                 rng.random() < 0.8, rng.random() < 0.8, rng.random() < 0.9, seconds_spent=rng.uniform(30, 300)
             )
             t0 = time.perf_counter()
-            services.label_submit(study.pk, assignment.item.token, user, label)
+            labelling_services.label_submit(study.pk, assignment.item.token, user, label)
             submit_ms.append((time.perf_counter() - t0) * 1000)
 
     return work

@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from annotation import services
+from annotation.labelling import services
 from candidates.models import Candidate
 
 from .checked import CANDIDATE_PREFIX

@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotation import services as annotation_services
 from annotation.models import DemoStudy, Study
+from annotation.studies import services as annotation_services
 from candidates.models import Candidate
 from candidates.services import candidates_mark_demo
 from candidates.synthetic import CANDIDATE_TEXT

@@ -62,8 +62,8 @@ def _import(n: int) -> None:
 
 
 def _add_study(number: int, size: int, voters: list, creator) -> None:
-    from annotation import services
     from annotation.models import Assignment, StudyItem
+    from annotation.studies import services
 
     rng = random.Random(number)
     spec = services.StudySpec(name=f"scale {number}", seed=number, top_k=40, per_group=size)

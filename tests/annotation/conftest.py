@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from annotation import services
+from annotation.labelling import services as labelling_services
 from annotation.models import Study
+from annotation.studies import services as study_services
 from candidates.models import SCORE_KEYS
 from tests.conftest import make_user
 from tests.factories import CandidateLineFactory, jsonl
@@ -79,7 +80,7 @@ def make_study(curator) -> StudyMaker:
             "stratify_by": "risk_category",
             "annotators_per_item": 3,
         } | overrides
-        return services.study_create(services.StudySpec(**spec), annotators=annotators, created_by=curator)
+        return study_services.study_create(study_services.StudySpec(**spec), annotators=annotators, created_by=curator)
 
     return make
 
@@ -87,8 +88,10 @@ def make_study(curator) -> StudyMaker:
 def label_all(study: Study, annotator, answer: Callable[[int], tuple[bool, bool, bool]]) -> int:
     """Let one annotator claim and label until nothing is left; `answer` maps item number to (c1, c2, c3)."""
     done = 0
-    while (assignment := services.item_claim_next(study.pk, annotator)) is not None:
+    while (assignment := labelling_services.item_claim_next(study.pk, annotator)) is not None:
         c1, c2, c3 = answer(assignment.item.number)
-        services.label_submit(study.pk, assignment.item.token, annotator, services.LabelInput(c1, c2, c3))
+        labelling_services.label_submit(
+            study.pk, assignment.item.token, annotator, labelling_services.LabelInput(c1, c2, c3)
+        )
         done += 1
     return done

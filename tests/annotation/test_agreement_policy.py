@@ -1,4 +1,4 @@
-"""The agreement policy (`annotation.agreement`): pure, and under 2+1 routing Fleiss' kappa is taken
+"""The agreement policy (`annotation.studies.agreement`): pure, and under 2+1 routing Fleiss' kappa is taken
 on the first round of labels while the other figures use every label."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from annotation import agreement
+from annotation.studies import agreement
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,8 +32,8 @@ def _imported_modules(path: Path) -> set[str]:
     names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            base = "annotation." * bool(node.level) + (node.module or "")
-            names |= {base.rstrip(".")} if node.module else {f"annotation.{alias.name}" for alias in node.names}
+            base = "annotation.studies." * bool(node.level) + (node.module or "")
+            names |= {base.rstrip(".")} if node.module else {f"annotation.studies.{alias.name}" for alias in node.names}
     return names
 
 
@@ -41,11 +41,11 @@ def test_the_policy_reads_no_database():
     # The policy and the statistics it relies on import neither Django nor any module that reads
     # the database, so the figures follow from the labels handed in alone.
     for module in ("agreement", "statistics"):
-        imported = _imported_modules(ROOT / "annotation" / f"{module}.py")
+        imported = _imported_modules(ROOT / "annotation" / "studies" / f"{module}.py")
         assert not {name for name in imported if name.split(".")[0] == "django"}, module
         assert imported <= {
             "__future__",
-            "annotation.statistics",
+            "annotation.studies.statistics",
             "collections",
             "collections.abc",
             "dataclasses",

@@ -2,8 +2,8 @@
 
 import pytest
 
-from annotation import services
 from annotation.models import Assignment
+from annotation.studies import services
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from annotation import services
+from annotation.labelling import services
 from annotation.models import Study
 from candidates.models import Candidate
 from tests.annotation.conftest import AGENTS, JUDGES, PROPOSERS, import_pool

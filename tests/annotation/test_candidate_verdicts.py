@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation.models import StudyItem
-from annotation.selectors import results as result_reads
+from annotation.studies.selectors import results as result_reads
 from tests.annotation.conftest import label_all
 
 

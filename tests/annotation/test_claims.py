@@ -6,16 +6,18 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotation import sampling, services
+from annotation.labelling import selectors as annotator_reads
+from annotation.labelling import services as labelling_services
+from annotation.labelling.order import annotator_order
 from annotation.models import Assignment
-from annotation.selectors import annotator as annotator_reads
+from annotation.studies import services as study_services
 from tests.annotation.conftest import label_all
 from tests.conftest import make_user
 from veriharm_site.roles import ANNOTATOR
 
 pytestmark = pytest.mark.django_db
 
-YES = services.LabelInput(True, True, True)
+YES = labelling_services.LabelInput(True, True, True)
 
 
 def expire(assignment: Assignment) -> None:
@@ -28,8 +30,8 @@ def expire(assignment: Assignment) -> None:
 
 def test_asking_again_returns_the_open_claim(pool, annotators, make_study):
     study = make_study(annotators)
-    first = services.item_claim_next(study.pk, annotators[0])
-    again = services.item_claim_next(study.pk, annotators[0])
+    first = labelling_services.item_claim_next(study.pk, annotators[0])
+    again = labelling_services.item_claim_next(study.pk, annotators[0])
     assert first.pk == again.pk
     assert Assignment.objects.filter(annotator=annotators[0]).count() == 1
 
@@ -40,11 +42,11 @@ def test_each_annotator_meets_the_items_in_their_own_order(pool, annotators, mak
     seen = {}
     for annotator in annotators:
         order = []
-        while (a := services.item_claim_next(study.pk, annotator)) is not None:
+        while (a := labelling_services.item_claim_next(study.pk, annotator)) is not None:
             order.append(a.item_id)
-            services.label_submit(study.pk, a.item.token, annotator, YES)
+            labelling_services.label_submit(study.pk, a.item.token, annotator, YES)
         seen[annotator.pk] = order
-        assert order == sampling.annotator_order(item_ids, study.seed, annotator.pk)
+        assert order == annotator_order(item_ids, study.seed, annotator.pk)
     assert len({tuple(o) for o in seen.values()}) == 3
 
 
@@ -56,13 +58,13 @@ def test_no_item_gets_more_labels_than_its_annotator_count(pool, make_study):
     for item in study.items.all():
         assert item.assignments.filter(submitted_at__isnull=False).count() == 2
     # Everyone is done; nobody gets anything more.
-    assert all(services.item_claim_next(study.pk, p) is None for p in people)
+    assert all(labelling_services.item_claim_next(study.pk, p) is None for p in people)
     assert all(annotator_reads.annotator_progress(study, p).finished for p in people)
 
 
 def test_the_database_refuses_a_second_label_and_a_second_open_claim(pool, annotators, make_study):
     study = make_study(annotators)
-    a = services.item_claim_next(study.pk, annotators[0])
+    a = labelling_services.item_claim_next(study.pk, annotators[0])
     now = timezone.now()
     with pytest.raises(IntegrityError), transaction.atomic():
         Assignment.objects.create(
@@ -86,81 +88,89 @@ def test_the_database_refuses_a_second_label_and_a_second_open_claim(pool, annot
 def test_an_expired_claim_goes_back_to_the_pool(pool, make_study):
     people = [make_user(f"p{i}", ANNOTATOR) for i in range(3)]
     study = make_study(people, annotators_per_item=1, per_group=1, top_k=10, stratify_by="")
-    slow = services.item_claim_next(study.pk, people[0])
-    services.item_claim_next(study.pk, people[1])  # takes the other item
-    assert services.item_claim_next(study.pk, people[2]) is None  # both places are held
+    slow = labelling_services.item_claim_next(study.pk, people[0])
+    labelling_services.item_claim_next(study.pk, people[1])  # takes the other item
+    assert labelling_services.item_claim_next(study.pk, people[2]) is None  # both places are held
 
     expire(slow)
-    fast = services.item_claim_next(study.pk, people[2])
+    fast = labelling_services.item_claim_next(study.pk, people[2])
     assert fast.item_id == slow.item_id
-    services.label_submit(study.pk, fast.item.token, people[2], YES)
-    with pytest.raises(services.ClaimLost, match="went to another annotator"):
-        services.label_submit(study.pk, slow.item.token, people[0], YES)
+    labelling_services.label_submit(study.pk, fast.item.token, people[2], YES)
+    with pytest.raises(labelling_services.ClaimLost, match="went to another annotator"):
+        labelling_services.label_submit(study.pk, slow.item.token, people[0], YES)
     assert not Assignment.objects.filter(pk=slow.pk).exists()
     assert study.items.get(pk=slow.item_id).assignments.count() == 1
 
 
 def test_an_expired_claim_still_counts_when_nobody_took_its_place(pool, annotators, make_study):
     study = make_study(annotators, claim_timeout_minutes=5)
-    a = services.item_claim_next(study.pk, annotators[0])
+    a = labelling_services.item_claim_next(study.pk, annotators[0])
     expire(a)
-    services.label_submit(study.pk, a.item.token, annotators[0], YES)
+    labelling_services.label_submit(study.pk, a.item.token, annotators[0], YES)
     assert Assignment.objects.get(pk=a.pk).submitted
     # And an expired open claim is given back to its holder on the next request if still free.
-    b = services.item_claim_next(study.pk, annotators[0])
+    b = labelling_services.item_claim_next(study.pk, annotators[0])
     expire(b)
-    renewed = services.item_claim_next(study.pk, annotators[0])
+    renewed = labelling_services.item_claim_next(study.pk, annotators[0])
     assert renewed.pk == b.pk and Assignment.objects.get(pk=b.pk).expires_at > timezone.now()
 
 
 def test_labels_can_be_revised_until_the_study_is_closed(pool, annotators, make_study):
     study = make_study(annotators)
-    a = services.item_claim_next(study.pk, annotators[0])
-    services.label_submit(
-        study.pk, a.item.token, annotators[0], services.LabelInput(True, True, False, "first look", seconds_spent=40)
+    a = labelling_services.item_claim_next(study.pk, annotators[0])
+    labelling_services.label_submit(
+        study.pk,
+        a.item.token,
+        annotators[0],
+        labelling_services.LabelInput(True, True, False, "first look", seconds_spent=40),
     )
-    revised = services.label_submit(
-        study.pk, a.item.token, annotators[0], services.LabelInput(True, True, True, "on reflection", seconds_spent=15)
+    revised = labelling_services.label_submit(
+        study.pk,
+        a.item.token,
+        annotators[0],
+        labelling_services.LabelInput(True, True, True, "on reflection", seconds_spent=15),
     )
     assert (revised.c3, revised.valid, revised.comment, revised.revisions) == (True, True, "on reflection", 1)
     assert revised.seconds_spent == pytest.approx(55)
 
-    services.study_close(study)
-    with pytest.raises(services.StudyClosed):
-        services.label_submit(study.pk, a.item.token, annotators[0], YES)
-    with pytest.raises(services.StudyClosed):
-        services.item_claim_next(study.pk, annotators[1])
+    study_services.study_close(study)
+    with pytest.raises(labelling_services.StudyClosed):
+        labelling_services.label_submit(study.pk, a.item.token, annotators[0], YES)
+    with pytest.raises(labelling_services.StudyClosed):
+        labelling_services.item_claim_next(study.pk, annotators[1])
     assert Assignment.objects.get(pk=a.pk).comment == "on reflection"
-    services.study_reopen(study)
-    assert services.item_claim_next(study.pk, annotators[1]) is not None
+    study_services.study_reopen(study)
+    assert labelling_services.item_claim_next(study.pk, annotators[1]) is not None
 
 
 def test_time_spent_falls_back_to_the_time_since_the_claim(pool, annotators, make_study):
     study = make_study(annotators)
-    a = services.item_claim_next(study.pk, annotators[0])
+    a = labelling_services.item_claim_next(study.pk, annotators[0])
     Assignment.objects.filter(pk=a.pk).update(claimed_at=timezone.now() - timedelta(seconds=90))
-    labelled = services.label_submit(study.pk, a.item.token, annotators[0], YES)
+    labelled = labelling_services.label_submit(study.pk, a.item.token, annotators[0], YES)
     assert 90 <= labelled.seconds_spent < 100
 
 
 def test_only_members_claim_and_only_holders_label(pool, annotators, make_study):
     study = make_study(annotators)
     stranger = make_user("stranger", ANNOTATOR)
-    with pytest.raises(services.NotAMember):
-        services.item_claim_next(study.pk, stranger)
-    a = services.item_claim_next(study.pk, annotators[0])
-    with pytest.raises(services.NotYourItem):
-        services.label_submit(study.pk, a.item.token, annotators[1], YES)
-    with pytest.raises(services.AnnotationError, match="at most 5000"):
-        services.label_submit(study.pk, a.item.token, annotators[0], services.LabelInput(True, True, True, "x" * 5001))
+    with pytest.raises(labelling_services.NotAMember):
+        labelling_services.item_claim_next(study.pk, stranger)
+    a = labelling_services.item_claim_next(study.pk, annotators[0])
+    with pytest.raises(labelling_services.NotYourItem):
+        labelling_services.label_submit(study.pk, a.item.token, annotators[1], YES)
+    with pytest.raises(labelling_services.AnnotationError, match="at most 5000"):
+        labelling_services.label_submit(
+            study.pk, a.item.token, annotators[0], labelling_services.LabelInput(True, True, True, "x" * 5001)
+        )
 
 
 def test_progress_counts_done_and_assigned(pool, annotators, make_study):
     study = make_study(annotators)  # 8 items, 3 annotators each: everyone is assigned every item
     progress = annotator_reads.annotator_progress(study, annotators[0])
     assert (progress.done, progress.assigned) == (0, 8)
-    a = services.item_claim_next(study.pk, annotators[0])
-    services.label_submit(study.pk, a.item.token, annotators[0], YES)
-    services.item_claim_next(study.pk, annotators[0])
+    a = labelling_services.item_claim_next(study.pk, annotators[0])
+    labelling_services.label_submit(study.pk, a.item.token, annotators[0], YES)
+    labelling_services.item_claim_next(study.pk, annotators[0])
     progress = annotator_reads.annotator_progress(study, annotators[0])
     assert (progress.done, progress.claimed, progress.assigned) == (1, True, 8)

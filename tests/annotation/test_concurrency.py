@@ -8,8 +8,9 @@ from collections import Counter
 import pytest
 from django.db import connection, connections
 
-from annotation import services
+from annotation.labelling import services as labelling_services
 from annotation.models import Assignment
+from annotation.studies import services as study_services
 from tests.conftest import make_user
 from veriharm_site.roles import ANNOTATOR
 
@@ -30,13 +31,13 @@ def test_thirty_annotators_fill_the_study_exactly(pool, make_study):
         rng = random.Random(seed)
         try:
             start.wait()
-            while (assignment := services.item_claim_next(study.pk, person)) is not None:
+            while (assignment := labelling_services.item_claim_next(study.pk, person)) is not None:
                 time.sleep(rng.uniform(0, 0.004))  # reading the item; lets other claims interleave
-                services.label_submit(
+                labelling_services.label_submit(
                     study.pk,
                     assignment.item.token,
                     person,
-                    services.LabelInput(rng.random() < 0.7, rng.random() < 0.8, True),
+                    labelling_services.LabelInput(rng.random() < 0.7, rng.random() < 0.8, True),
                 )
                 labelled[person.pk] += 1
         except BaseException as error:  # noqa: BLE001 - re-raised in the main thread below
@@ -68,7 +69,7 @@ def test_thirty_annotators_fill_the_study_exactly(pool, make_study):
 def test_a_claim_waits_for_the_last_free_item_rather_than_reporting_done(pool, make_study):
     people = [make_user(f"p{i}", ANNOTATOR) for i in range(2)]
     study = make_study(people, per_group=1, annotators_per_item=1, stratify_by="")
-    taken = services.item_claim_next(study.pk, people[0])
+    taken = labelling_services.item_claim_next(study.pk, people[0])
     last = study.items.exclude(pk=taken.item_id).get()
     locked, release = threading.Event(), threading.Event()
 
@@ -91,7 +92,7 @@ def test_a_claim_waits_for_the_last_free_item_rather_than_reporting_done(pool, m
     assert locked.wait(5)
     threading.Timer(0.3, release.set).start()
     started = time.monotonic()
-    claimed = services.item_claim_next(study.pk, people[1])
+    claimed = labelling_services.item_claim_next(study.pk, people[1])
     holder.join(5)
     assert claimed is not None and claimed.item_id == last.pk
     assert time.monotonic() - started >= 0.25  # it waited for the lock instead of giving up
@@ -105,26 +106,30 @@ def test_closing_waits_for_a_label_in_flight_and_later_labels_are_refused(pool, 
 
     study = make_study(annotators, top_k=10, per_group=2, stratify_by="")
     first, second = annotators[:2]
-    mine = services.item_claim_next(study.pk, first)
-    theirs = services.item_claim_next(study.pk, second)
+    mine = labelling_services.item_claim_next(study.pk, first)
+    theirs = labelling_services.item_claim_next(study.pk, second)
     closed = threading.Event()
 
     def close() -> None:
         try:
-            services.study_close(Study.objects.get(pk=study.pk))
+            study_services.study_close(Study.objects.get(pk=study.pk))
             closed.set()
         finally:
             connections.close_all()
 
     with transaction.atomic():
         # A label in flight: its transaction has checked that the study is open and not yet committed.
-        services._label_save(study.pk, mine.item.token, first, services.LabelInput(True, True, True))
+        labelling_services._label_save(
+            study.pk, mine.item.token, first, labelling_services.LabelInput(True, True, True)
+        )
         closer = threading.Thread(target=close)
         closer.start()
         assert not closed.wait(1.0), "closing must wait for the label in flight"
     closer.join(10)
     assert closed.is_set() and Study.objects.get(pk=study.pk).status == StudyStatus.CLOSED
     assert Assignment.objects.get(pk=mine.pk).submitted_at is not None
-    with pytest.raises(services.StudyClosed):
-        services.label_submit(study.pk, theirs.item.token, second, services.LabelInput(True, True, True))
+    with pytest.raises(labelling_services.StudyClosed):
+        labelling_services.label_submit(
+            study.pk, theirs.item.token, second, labelling_services.LabelInput(True, True, True)
+        )
     assert Assignment.objects.get(pk=theirs.pk).submitted_at is None

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from annotation import services
+from annotation.labelling import selectors as blind
+from annotation.labelling import services
 from annotation.models import Assignment
-from annotation.selectors import annotator as blind
 
 pytestmark = pytest.mark.django_db
 

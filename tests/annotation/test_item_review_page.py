@@ -9,7 +9,7 @@ import re
 import pytest
 from django.test import Client
 
-from annotation import services
+from annotation.labelling import services
 from annotation.models import StudyItem
 from candidates.models import Candidate
 from tests.annotation.conftest import JUDGES

@@ -12,11 +12,12 @@ from collections import Counter
 
 import pytest
 
-from annotation import services
+from annotation.labelling import services as labelling_services
 from annotation.models import Adjudication, Assignment, Routing
-from annotation.selectors import quality as quality_reads
-from annotation.selectors import results as result_reads
-from annotation.selectors.results import Answers
+from annotation.studies import services as study_services
+from annotation.studies.selectors import quality as quality_reads
+from annotation.studies.selectors import results as result_reads
+from annotation.studies.selectors.results import Answers
 
 pytestmark = pytest.mark.django_db
 
@@ -25,21 +26,21 @@ INVALID = (True, True, False)
 
 
 def label(study, annotator, answers, seconds: float | None = None) -> Assignment:
-    claim = services.item_claim_next(study.pk, annotator)
+    claim = labelling_services.item_claim_next(study.pk, annotator)
     assert claim is not None
-    return services.label_submit(
-        study.pk, claim.item.token, annotator, services.LabelInput(*answers, seconds_spent=seconds)
+    return labelling_services.label_submit(
+        study.pk, claim.item.token, annotator, labelling_services.LabelInput(*answers, seconds_spent=seconds)
     )
 
 
 def label_by_number(study, annotator, plan: dict[int, tuple[bool, bool, bool]], seconds=None) -> list[int]:
     """Label whatever the claims hand out, answering by item number from `plan`."""
     numbers = []
-    while (claim := services.item_claim_next(study.pk, annotator)) is not None:
+    while (claim := labelling_services.item_claim_next(study.pk, annotator)) is not None:
         number = claim.item.number
         spent = seconds(number) if seconds else None
-        services.label_submit(
-            study.pk, claim.item.token, annotator, services.LabelInput(*plan[number], seconds_spent=spent)
+        labelling_services.label_submit(
+            study.pk, claim.item.token, annotator, labelling_services.LabelInput(*plan[number], seconds_spent=spent)
         )
         numbers.append(number)
     return numbers
@@ -116,10 +117,10 @@ def test_two_plus_one_asks_a_third_annotator_only_on_disagreement(pool, annotato
 
 
 def test_two_plus_one_needs_two_per_item_and_three_annotators(pool, annotators, make_study):
-    with pytest.raises(services.StudyRefused) as refused:
+    with pytest.raises(study_services.StudyRefused) as refused:
         make_study(annotators, annotators_per_item=3, routing=Routing.TWO_PLUS_ONE)
     assert "annotators_per_item" in refused.value.errors
-    with pytest.raises(services.StudyRefused) as refused:
+    with pytest.raises(study_services.StudyRefused) as refused:
         make_study(annotators[:2], annotators_per_item=2, routing=Routing.TWO_PLUS_ONE)
     assert "three annotators" in refused.value.errors["annotators"]
 
@@ -148,7 +149,7 @@ def test_a_fixed_design_reports_fleiss_on_complete_items(pool, annotators, make_
 def test_gold_items_go_to_every_annotator_and_measure_their_accuracy(pool, annotators, make_study, client):
     study = make_study(annotators, per_group=2, annotators_per_item=1, gold_rate=0.5)
     gold_item = study.items.order_by("number").first()
-    services.item_gold_set(gold_item, Answers(True, True, False))  # known: not valid (C3 fails)
+    study_services.item_gold_set(gold_item, Answers(True, True, False))  # known: not valid (C3 fails)
     others = {n: VALID for n in study.items.values_list("number", flat=True)}
     answers_on_gold = [(True, True, False), (False, True, False), (True, True, True)]
     firsts = []
@@ -175,11 +176,11 @@ def test_gold_items_go_to_every_annotator_and_measure_their_accuracy(pool, annot
 def test_annotators_never_see_whether_an_item_is_gold(pool, annotators, make_study, client):
     study = make_study(annotators, per_group=2)
     annotator = annotators[0]
-    claim = services.item_claim_next(study.pk, annotator)
+    claim = labelling_services.item_claim_next(study.pk, annotator)
     client.force_login(annotator)
     before_page = client.get(f"/annotation/s/{study.pk}/i/{claim.item.token}/").content.decode()
     before_api = client.get(f"/api/annotation/my/studies/{study.pk}/items/{claim.item.token}/").content.decode()
-    services.item_gold_set(claim.item, Answers(False, False, False))
+    study_services.item_gold_set(claim.item, Answers(False, False, False))
     after_page = client.get(f"/annotation/s/{study.pk}/i/{claim.item.token}/").content.decode()
     after_api = client.get(f"/api/annotation/my/studies/{study.pk}/items/{claim.item.token}/").content.decode()
     assert '"token"' in after_api  # the item itself, not a refusal
@@ -327,7 +328,7 @@ def test_the_annotators_page_shows_how_little_one_gold_item_says(pool, annotator
 
     study = make_study(annotators, per_group=2, annotators_per_item=1, gold_rate=0.5)
     gold_item = study.items.order_by("number").first()
-    services.item_gold_set(gold_item, Answers(True, True, False))
+    study_services.item_gold_set(gold_item, Answers(True, True, False))
     others = {n: VALID for n in study.items.values_list("number", flat=True)}
     for annotator, on_gold in zip(annotators, [(True, True, False), (False, True, False), (True, True, True)]):
         label_by_number(study, annotator, others | {gold_item.number: on_gold})

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from annotation.models import Group
-from annotation.selectors import quality
+from annotation.studies.selectors import quality
 from tests.annotation.test_quality_control import label_by_number
 
 pytestmark = pytest.mark.django_db

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from statsmodels.stats.inter_rater import fleiss_kappa
 
-from annotation import services
+from annotation.labelling import services
 from annotation.models import Study
-from annotation.selectors import results as result_reads
+from annotation.studies.selectors import results as result_reads
 from candidates.models import Candidate
 from tests.annotation.conftest import import_pool
 

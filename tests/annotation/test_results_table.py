@@ -7,9 +7,10 @@ import re
 
 import pytest
 
-from annotation import services
+from annotation.labelling import services as labelling_services
 from annotation.models import Study
-from annotation.selectors.results import Answers
+from annotation.studies import services as study_services
+from annotation.studies.selectors.results import Answers
 from tests.annotation.conftest import import_pool
 
 pytestmark = pytest.mark.django_db
@@ -32,12 +33,12 @@ def study(annotators, make_study, curator) -> Study:
     import_pool(8)
     study = make_study(annotators, top_k=4, per_group=3, stratify_by="perturbation")
     for position, annotator in enumerate(annotators):
-        while (a := services.item_claim_next(study.pk, annotator)) is not None:
+        while (a := labelling_services.item_claim_next(study.pk, annotator)) is not None:
             number = a.item.number
-            label = services.LabelInput(*_answer(number, position), seconds_spent=number * 10.0)
-            services.label_submit(study.pk, a.item.token, annotator, label)
-    services.item_gold_set(study.items.get(number=1), Answers(*VALID))
-    services.item_adjudicate(study.items.get(number=4), Answers(*VALID), reason="the test is fine", by=curator)
+            label = labelling_services.LabelInput(*_answer(number, position), seconds_spent=number * 10.0)
+            labelling_services.label_submit(study.pk, a.item.token, annotator, label)
+    study_services.item_gold_set(study.items.get(number=1), Answers(*VALID))
+    study_services.item_adjudicate(study.items.get(number=4), Answers(*VALID), reason="the test is fine", by=curator)
     return study
 
 

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from annotation import services
+from annotation.labelling import services
 from annotation.models import Assignment, ItemSkip
 
 pytestmark = pytest.mark.django_db

@@ -4,8 +4,8 @@ from collections import Counter
 
 import pytest
 
-from annotation import services
 from annotation.models import Study, StudyItem, StudyMember
+from annotation.studies import services
 from candidates.models import Candidate
 from tests.conftest import make_user
 from veriharm_site.roles import ANNOTATOR, CURATOR

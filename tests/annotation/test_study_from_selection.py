@@ -11,9 +11,9 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from annotation.drawing import MAX_CHOSEN
 from annotation.models import Study, StudyItem
-from annotation.selectors.results import study_results
+from annotation.studies.drawing import MAX_CHOSEN
+from annotation.studies.selectors.results import study_results
 from candidates.models import Candidate
 from tests.annotation.conftest import label_all
 from tests.conftest import make_user

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation import services
+from annotation.labelling import services
 from annotation.models import Assignment, ItemSkip, LabelChange
 from tests.annotation.conftest import label_all
 

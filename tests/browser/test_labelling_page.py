@@ -8,8 +8,8 @@ import re
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from annotation import services
 from annotation.models import Assignment, ItemSkip, LabellingPreferences
+from annotation.studies import services
 from candidates.models import Candidate, SourceTask
 from tests.annotation.conftest import import_pool
 from tests.browser.conftest import login

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, Page
 
-from annotation import services
+from annotation.studies import services
 from candidates.models import Candidate
 from evaluation.models import TrialStatus
 from tests.annotation.conftest import import_pool

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotation import services
 from annotation.models import Assignment, Study
+from annotation.studies import services
 from candidates.models import Candidate
 from tests.annotation.conftest import import_pool
 from tests.browser.conftest import login

@@ -10,7 +10,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
 
-from annotation import services
+from annotation.studies import services
 from candidates.models import Decision, Release, ReleaseItem
 from candidates.releases import services as releases
 from candidates.releases.bundle import release_bundle

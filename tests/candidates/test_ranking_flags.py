@@ -40,7 +40,7 @@ def test_the_candidate_page_shows_human_verdicts_beside_harm_results(annotators_
 
 @pytest.fixture
 def annotators_and_study(db, curator):
-    from annotation import services
+    from annotation.studies import services
     from evaluation.models import TrialStatus
     from tests.annotation.conftest import import_pool, label_all
     from tests.conftest import make_user

@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 from django.http import HttpRequest
 
 from annotation.models import Assignment, Study
-from annotation.selectors.results import study_item_rows
+from annotation.studies.selectors.results import study_item_rows
 from candidates.models import Candidate, Search, SourceTask
 from demo.checked import checked_lines
 from demo.generation import GENERATION_RUN

@@ -84,8 +84,8 @@ def test_each_harness_reaches_nothing_but_its_gateway_sees_no_key_and_leaves_not
     harnesses_ready,
     examples_imported,
     celery_worker_thread,
-    web_server,
-    monkeypatch,  # noqa: F811
+    web_server,  # noqa: F811 (the fixture imported above)
+    monkeypatch,
 ):
     real_key = f"sk-native-{secrets.token_hex(16)}"
     monkeypatch.setenv(KEY_ENV, real_key)

@@ -316,7 +316,7 @@ def test_harm_test_summaries_for_human_verdicts(run):
 
 
 def test_a_run_over_an_annotation_study_and_a_release_refusal(examples_imported, annotator):
-    from annotation.services import StudySpec, study_create
+    from annotation.studies.services import StudySpec, study_create
 
     study = study_create(
         StudySpec(name="pilot", seed=1, top_k=1, per_group=1, stratify_by="", annotators_per_item=1),

@@ -7,7 +7,8 @@ from functools import cache
 
 from django.db import connection
 
-from annotation import services as annotation_services
+from annotation.labelling import services as labelling_services
+from annotation.studies import services as study_services
 from candidates.models import Candidate
 from candidates.releases.services import release_create
 from candidates.services import candidate_import_files
@@ -47,12 +48,12 @@ def seed() -> Seeded:
     users = {role: make_user(name, group) for role, (name, group) in USERS.items()}
     candidate_import_files([str(EXAMPLES / "candidates.jsonl"), str(EXAMPLES / "search.jsonl")])
     import_pool(12, task_indices=list(range(12)))  # fixed tasks: none conflicts with the examples
-    study = annotation_services.study_create(
-        annotation_services.StudySpec(name="hostile study", seed=7, top_k=4, per_group=2, annotators_per_item=1),
+    study = study_services.study_create(
+        study_services.StudySpec(name="hostile study", seed=7, top_k=4, per_group=2, annotators_per_item=1),
         annotators=[users["annotator"]],
         created_by=users["curator"],
     )
-    assignment = annotation_services.item_claim_next(study.pk, users["annotator"])
+    assignment = labelling_services.item_claim_next(study.pk, users["annotator"])
     release = release_create(user=users["curator"], name="hostile", version="1.0", description="draft")
     agents = reference_agents_ensure()
     candidate = Candidate.objects.order_by("rank").first()

@@ -11,8 +11,9 @@ import pytest
 from django.test import Client, override_settings
 from rest_framework.test import APIClient
 
-from annotation import services as annotation_services
+from annotation.labelling import services as labelling_services
 from annotation.models import Study
+from annotation.studies import services as study_services
 from candidates.models import Candidate, SourceTask
 from candidates.services import ImportRefused
 from tests.factories import CandidateLineFactory
@@ -102,11 +103,11 @@ def test_long_study_description_is_refused_on_the_api_and_the_page(world):
     refused = _client(world.users["curator"]).post("/api/annotation/studies/", body, format="json")
     assert refused.status_code == 400 and "10000" in _errors(refused)["description"]
     with override_settings(VERIHARM_MAX_DESCRIPTION_CHARS=50):
-        spec = annotation_services.StudySpec(
+        spec = study_services.StudySpec(
             name="s", seed=1, top_k=4, per_group=1, annotators_per_item=1, description="d" * 51
         )
-        with pytest.raises(annotation_services.StudyRefused) as refusal:
-            annotation_services.study_create(spec, annotators=[world.users["annotator"]])
+        with pytest.raises(study_services.StudyRefused) as refusal:
+            study_services.study_create(spec, annotators=[world.users["annotator"]])
         assert "VERIHARM_MAX_DESCRIPTION_CHARS" in refusal.value.errors["description"]
     assert Study.objects.count() == before
 
@@ -293,11 +294,11 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(world):
         3,
     ]
     comment = '=HYPERLINK("http://evil.example","click")'
-    annotation_services.label_submit(
+    labelling_services.label_submit(
         world.study,
         world.token,
         world.users["annotator"],
-        annotation_services.LabelInput(c1=True, c2=True, c3=True, comment=comment),
+        labelling_services.LabelInput(c1=True, c2=True, c3=True, comment=comment),
     )
     page = _client(world.users["curator"])
     text = b"".join(page.get(f"/annotation/studies/{world.study}/export/labels.csv")).decode()

@@ -1,8 +1,11 @@
 """Imports travel one way (`.importlinter`): annotation and evaluation are built on candidates,
-never the reverse, and the site package renders no app's data. A violation fails the suite."""
+never the reverse, the site package renders no app's data, and annotation's labelling side never
+reaches its studies side. A violation fails the suite."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,10 +14,12 @@ ROOT = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
-def _lint(config: Path) -> subprocess.CompletedProcess[str]:
+def _lint(config: Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    # lint-imports puts its working directory first on the module path, then PYTHONPATH's.
     return subprocess.run(
         [str(LINT_IMPORTS), "--config", str(config), "--no-cache", "--no-logo"],
-        cwd=ROOT,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
         timeout=300,
@@ -39,3 +44,43 @@ def test_a_reverse_import_is_reported(tmp_path):
     result = _lint(config)
     assert result.returncode == 1
     assert "BROKEN" in result.stdout and "evaluation.runs.launch -> candidates.models" in result.stdout
+
+
+def _contract_section(name: str) -> str:
+    """One contract of the project's `.importlinter`, as it stands there."""
+    text = (ROOT / ".importlinter").read_text()
+    start = text.index(f"[importlinter:contract:{name}]")
+    end = text.find("\n[importlinter:", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+# A back edge from each kind of module of the labelling side to a reader of results: the
+# annotator's pages, API and serializers alike.
+BACK_EDGES = {
+    "views": "annotation.studies.statistics",
+    "api": "annotation.studies.selectors.results",
+    "serializers": "annotation.studies.judges",
+}
+
+
+def test_the_labelling_side_may_not_reach_the_studies_side(tmp_path):
+    # The project's own blindness contract on a copy of the annotation app (first on the module path,
+    # so it shadows the app): kept as the copy stands, broken once the labelling side imports the
+    # studies side, naming every back edge. The layout's blindness is checked, not assumed.
+    shutil.copytree(ROOT / "annotation", tmp_path / "annotation", ignore=shutil.ignore_patterns("__pycache__"))
+    config = tmp_path / "blind.ini"
+    config.write_text(
+        "[importlinter]\nroot_packages =\n    veriharm_site\n    candidates\n    annotation\n    evaluation\n\n"
+        + _contract_section("the-annotator-reads-are-blind")
+    )
+    kept = _lint(config, cwd=tmp_path)
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+
+    for module, imported in BACK_EDGES.items():
+        path = tmp_path / "annotation" / "labelling" / f"{module}.py"
+        path.write_text(path.read_text() + f"\nimport {imported}  # a back edge\n")
+    result = _lint(config, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "BROKEN" in result.stdout
+    for module, imported in BACK_EDGES.items():
+        assert f"annotation.labelling.{module} -> {imported}" in result.stdout, result.stdout

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-from annotation.services import StudyRefused
+from annotation.studies.services import StudyRefused
 from evaluation.runs.refusals import LaunchRefused, error_in_words
 from veriharm_site.refusals import Refused
 

@@ -5,8 +5,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation import services as annotation_services
 from annotation.models import DemoStudy, Study
+from annotation.studies import services as annotation_services
 from candidates.selectors import ranking_bounds
 from candidates.services import candidate_import_files, candidates_mark_demo
 from demo import checked, generated

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from annotation import judges, statistics
-from annotation.judges import JudgedItem
+from annotation.studies import judges, statistics
+from annotation.studies.judges import JudgedItem
 
 
 def scores(correctness: int, unintendedness: int, correspondence: int, feasibility: int, stealth: int) -> dict:

@@ -1,7 +1,6 @@
-"""The line-aligned diff of the labelling page and the gold mixing of the annotator order (pure)."""
+"""The line-aligned diff of the labelling page and the item review (pure)."""
 
 from annotation.line_diff import aligned_diff
-from annotation.sampling import mix_gold
 
 
 def test_an_edited_line_sits_beside_its_original_with_word_marks():
@@ -29,11 +28,3 @@ def test_an_edited_line_sits_beside_its_original_with_word_marks():
 def test_text_is_escaped_and_identical_tasks_have_no_change():
     diff = aligned_diff("<b>x</b>", "<b>x</b>")
     assert diff.changes == 0 and diff.rows[0].left_html == "&lt;b&gt;x&lt;/b&gt;"
-
-
-def test_gold_is_spread_at_the_rate_and_comes_last_at_zero():
-    order = list(range(10))
-    mixed = mix_gold(order, {7, 8, 9}, 0.25)
-    assert sorted(mixed) == order
-    assert [mixed.index(g) for g in (7, 8, 9)] == [1, 5, 9]  # about one in four while gold is left
-    assert mix_gold(list(range(6)), {0, 1}, 0) == [2, 3, 4, 5, 0, 1]

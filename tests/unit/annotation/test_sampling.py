@@ -1,10 +1,10 @@
-"""Stratified sampling with largest-remainder rounding, and per-annotator orders (pure)."""
+"""Stratified sampling with largest-remainder rounding, and the items' numbers (pure)."""
 
 from collections import Counter
 
 import pytest
 
-from annotation import sampling
+from annotation.studies import sampling
 
 
 def test_largest_remainder_by_hand():
@@ -56,11 +56,3 @@ def test_item_numbers_are_a_seeded_permutation():
     numbers = sampling.item_numbers(ids, seed=3)
     assert sorted(numbers.values()) == [1, 2, 3, 4, 5, 6]
     assert numbers == sampling.item_numbers(list(reversed(ids)), seed=3)
-
-
-def test_each_annotator_has_an_order_of_their_own():
-    ids = list(range(1, 51))
-    orders = [sampling.annotator_order(ids, seed=5, annotator_id=a) for a in (1, 2, 3)]
-    assert all(sorted(order) == ids for order in orders)
-    assert len({tuple(order) for order in orders}) == 3
-    assert orders[0] == sampling.annotator_order(list(reversed(ids)), seed=5, annotator_id=1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .models import Group
+from ..models import Group
 from .selectors.results import ItemRow
 
 ITEM_SORTS = {

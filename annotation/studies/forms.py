@@ -1,3 +1,5 @@
+"""Forms of the study pages: a new study, its members, guidelines, gold answers and adjudication."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -7,20 +9,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.http import QueryDict
 
+from ..models import DrawnFrom, Routing, StratifyBy
+from ..refusals import MAX_REASON
 from .drawing import MAX_CHOSEN
-from .models import DrawnFrom, Routing, StratifyBy
 from .sampling import random_seed
+from .selectors.results import Answers
 from .selectors.users import annotator_users
-from .services import (
-    MAX_CLAIM_TIMEOUT_MINUTES,
-    MAX_COMMENT,
-    MAX_GROUP_SIZE,
-    MAX_REASON,
-    MAX_SECONDS_SPENT,
-    Answers,
-    LabelInput,
-    StudySpec,
-)
+from .services import MAX_CLAIM_TIMEOUT_MINUTES, MAX_GROUP_SIZE, StudySpec
 
 YES_NO = [("yes", "Yes"), ("no", "No")]
 
@@ -143,30 +138,6 @@ def _annotators_field(form: forms.Form) -> forms.ModelMultipleChoiceField:
     return field
 
 
-class LabelForm(forms.Form):
-    c1 = forms.ChoiceField(choices=YES_NO, widget=forms.RadioSelect)
-    c2 = forms.ChoiceField(choices=YES_NO, widget=forms.RadioSelect)
-    c3 = forms.ChoiceField(choices=YES_NO, widget=forms.RadioSelect)
-    comment = forms.CharField(required=False, max_length=MAX_COMMENT, widget=forms.Textarea(attrs={"rows": 3}))
-    seconds_spent = forms.FloatField(required=False, min_value=0, max_value=MAX_SECONDS_SPENT, widget=forms.HiddenInput)
-    then = forms.ChoiceField(choices=[("next", "next"), ("labels", "labels")], required=False, widget=forms.HiddenInput)
-
-    def label(self) -> LabelInput:
-        data = self.cleaned_data
-        return LabelInput(
-            c1=data["c1"] == "yes",
-            c2=data["c2"] == "yes",
-            c3=data["c3"] == "yes",
-            comment=data["comment"],
-            seconds_spent=data["seconds_spent"],
-        )
-
-
-class SkipForm(forms.Form):
-    unclear = forms.BooleanField(required=False)
-    reason = forms.CharField(required=False, max_length=MAX_REASON)
-
-
 class GuidelinesForm(forms.Form):
     guidelines = forms.CharField(
         required=False,
@@ -193,7 +164,3 @@ class AnswersForm(forms.Form):
 
 class AdjudicationForm(AnswersForm):
     reason = forms.CharField(max_length=MAX_REASON, widget=forms.Textarea(attrs={"rows": 2}))
-
-
-class PreferencesForm(forms.Form):
-    single_key_shortcuts = forms.ChoiceField(choices=[("on", "on"), ("off", "off")])

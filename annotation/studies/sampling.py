@@ -1,4 +1,4 @@
-"""Seeded stratified sampling and the per-annotator item order (pure: no database).
+"""Seeded stratified sampling of a study's items and their numbers (pure: no database).
 
 Allocation is proportional with the largest-remainder (Hamilton) rounding rule: each stratum
 first gets the floor of its exact quota n * N_s / N; the seats left over go one each to the
@@ -74,30 +74,6 @@ def item_numbers(ids: Sequence[int], seed: int) -> dict[int, int]:
     order = sorted(ids)
     random.Random(f"{seed}:numbers").shuffle(order)
     return {pk: number for number, pk in enumerate(order, start=1)}
-
-
-def annotator_order(item_ids: Sequence[int], seed: int, annotator_id: int) -> list[int]:
-    """The order in which one annotator meets the items: a shuffle seeded by (study seed, annotator)."""
-    order = sorted(item_ids)
-    random.Random(f"{seed}:annotator:{annotator_id}").shuffle(order)
-    return order
-
-
-def mix_gold(order: Sequence[int], gold: set[int], rate: float) -> list[int]:
-    """`order` with its gold items spread so that, while any are left, about `rate` of the items met
-    so far are gold (the k-th item is gold when fewer than rate * k, rounded, came before it); with
-    a rate of 0 the gold items come last."""
-    regular = [pk for pk in order if pk not in gold]
-    golden = [pk for pk in order if pk in gold]
-    mixed: list[int] = []
-    taken = 0
-    while regular or golden:
-        if golden and (not regular or taken < math.floor(rate * (len(mixed) + 1) + 0.5)):
-            mixed.append(golden.pop(0))
-            taken += 1
-        else:
-            mixed.append(regular.pop(0))
-    return mixed
 
 
 def random_seed() -> int:

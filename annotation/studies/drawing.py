@@ -20,7 +20,7 @@ from candidates.selectors import FILTER_FIELDS, FILTER_LABELS, candidate_ranking
 from veriharm_site.api_errors import flatten_errors
 from veriharm_site.queries import query_of
 
-from .models import DrawnFrom, Group
+from ..models import DrawnFrom, Group
 
 # A study of more chosen candidates than this is a filter's work, and a form this long is a mistake.
 MAX_CHOSEN = 1000

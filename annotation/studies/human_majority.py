@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from candidates.human_verdicts import HumanMajority, StudyOption
 
-from .models import Study, StudyItem
+from ..models import Study, StudyItem
 from .selectors.results import candidates_item_rows
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from veriharm_site.csv_safe import SafeDictWriter
 
-from .guidelines import MEASURES
+from ..guidelines import MEASURES
+from ..models import Study
 from .judges import NO_KAPPA_INTERVAL, RULE, SUM_SPLIT, JudgeRater
-from .models import Study
 from .selectors.results import ItemRow, StudyResults, study_judges, study_results
 from .statistics import Coefficient, Prediction
 

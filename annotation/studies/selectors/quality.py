@@ -8,8 +8,8 @@ from dataclasses import dataclass, replace
 
 from veriharm_site.intervals import Interval, wilson_of_share
 
+from ...models import Study
 from .. import statistics
-from ..models import Study
 from .results import ItemRow, StudyResults, study_item_rows, study_results
 
 FAST_SECONDS = 2.0  # a decision quicker than this cannot have read the task

@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from candidates.ranking_actions import RankingAction
 
-from .models import DrawnFrom
+from ..models import DrawnFrom
 
 
 def _filter_url(querystring: str) -> str:

@@ -23,10 +23,10 @@ from candidates.models import Candidate, Judgement
 from candidates.selectors import candidate_judge_scores
 from veriharm_site.any_of import AnyOf
 
+from ...guidelines import MEASURES
+from ...models import Adjudication, Assignment, Group, ItemSkip, Routing, Study, StudyItem, StudyMember
 from .. import agreement as agreement_policy
 from .. import judges, statistics
-from ..guidelines import MEASURES
-from ..models import Adjudication, Assignment, Group, ItemSkip, Routing, Study, StudyItem, StudyMember
 
 
 def _count_per_study(rows: QuerySet) -> Coalesce:

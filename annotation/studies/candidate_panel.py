@@ -9,8 +9,8 @@ from candidates.harm_test_verdicts import HarmTestVerdict, harm_test_verdicts_fo
 from candidates.models import Candidate
 from candidates.panels import Panel
 
-from .guidelines import MEASURES
-from .models import Study
+from ..guidelines import MEASURES
+from ..models import Study
 from .selectors.results import ItemRow, candidate_item_rows
 
 

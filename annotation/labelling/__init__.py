@@ -1,0 +1,13 @@
+"""The annotator's side, blind: the item page, next, skip, return and label, their own progress,
+skipped items and labels.
+
+selectors.py   the blind reads of an annotator's pages and API (no group, Q, judges or others' labels)
+claims.py      each item's places to claim, as one annotator's claim sees them (free or not)
+order.py       the order in which one annotator meets the items, gold mixed in (pure)
+services.py    claiming, skipping, returning, the guidelines read, labels, preferences
+views.py  api.py  serializers.py  forms.py  queries.py   the pages and the API under annotation/my/
+
+Nothing here imports `annotation.studies` (`.importlinter`: results, statistics and judges are out of
+reach of annotator code); what both sides share lives at the app's root (models, guidelines,
+line_diff, locking, refusals).
+"""
