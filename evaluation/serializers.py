@@ -9,7 +9,7 @@ from rest_framework import serializers
 from candidates.harm_test_verdicts import REFERENCE_STATES
 from evaluation.results import selectors
 from evaluation.results.reference_state import reference_state
-from evaluation.trials.taxonomy import NO_VERDICT_ENDS, TrialEnd
+from evaluation.models.taxonomy import NO_VERDICT_ENDS, TrialEnd
 
 from .models import Agent, ModelCall, Protocol, ReferenceCheck, Rescore, Run, TranscriptStep, Trial, TrialInputs
 
@@ -202,7 +202,7 @@ class TrialSerializer(serializers.ModelSerializer):
         read_only=True,
         help_text="How the trial ended, empty while it runs: "
         + ", ".join(TrialEnd.values)
-        + " (docs: evaluation.trials.taxonomy)",
+        + " (docs: evaluation.models.taxonomy)",
     )
     inputs_digest = serializers.CharField(
         source="inputs.digest",

@@ -22,7 +22,7 @@ from evaluation.runs.retries import retryable_counts, run_retry_unscored
 from evaluation.runs.sandbox_status import sandbox_status
 from evaluation.runs.selection import selection_in_words
 from evaluation.trials import rescoring
-from evaluation.trials.taxonomy import MEANING, TrialEnd
+from evaluation.models.taxonomy import MEANING, TrialEnd
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import PageNumberQuery, QueryPageMixin, query_string

@@ -16,7 +16,7 @@ from candidates.releases.interop.common import TEST_TIMEOUT_SECONDS
 from candidates.releases.interop.harbor_export import release_harbor_tasks
 from evaluation.runs.selection import release_candidates
 from evaluation.trials import pinning
-from evaluation.trials.taxonomy import TrialEnd
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.v3ast import outcomes
 
 from ..models import Agent, AgentKind, Backend, Protocol, Run, TranscriptStep, Trial, TrialKind, TrialStatus

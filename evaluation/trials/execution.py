@@ -4,7 +4,7 @@ Failures before a verdict (SandboxError, AgentError, anything unexpected) are
 retried in place up to VERIHARM_TRIAL_MAX_ATTEMPTS attempts in all, each after a
 longer wait (`veriharm_site.backoff`: exponential, capped, with jitter), then the
 trial is recorded unresolved, as an agent error or an infrastructure failure
-(`evaluation.trials.taxonomy`); a verifier whose start-of-run audit failed (VerifierAuditFailed)
+(`evaluation.models.taxonomy`); a verifier whose start-of-run audit failed (VerifierAuditFailed)
 is an infrastructure failure at once, as another attempt would find the same system. The trial runs its pinned inputs and agent only, after
 checking their hashes, and its final state is kept for re-scoring. A worker that dies mid-trial leaves a running
 trial whose heartbeat stops; the next delivery of its task takes it over once
@@ -41,7 +41,7 @@ from evaluation.trials.heartbeat import LeaseHeartbeat
 from evaluation.trials.model_access import gateway_for_trial
 from evaluation.trials.protocol import TrialCancelled, TrialOutcome, TrialSpec, trial_run
 from evaluation.trials.sandboxes import default_backend_factory, sandbox_limits
-from evaluation.trials.taxonomy import TrialEnd
+from evaluation.models.taxonomy import TrialEnd
 from veriharm_site.backoff import infrastructure_retry_delay
 
 logger = logging.getLogger(__name__)

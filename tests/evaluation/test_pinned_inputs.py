@@ -18,7 +18,7 @@ from evaluation.runs.agents import agent_create, reference_agents_ensure
 from evaluation.runs.launch import run_launch
 from evaluation.runs.refusals import LaunchRefused
 from evaluation.trials import execution, pinning
-from evaluation.trials.taxonomy import TrialEnd
+from evaluation.models.taxonomy import TrialEnd
 from tests.candidates.curation_support import decide
 from tests.evaluation.conftest import wait_for_run
 from tests.evaluation.fake_sandbox import FakeBackend, ok

@@ -11,7 +11,7 @@ from evaluation.models import AgentKind, Trial, TrialStatus
 from evaluation.runs.agents import agent_create
 from evaluation.runs.launch import run_launch
 from evaluation.sandbox import base
-from evaluation.trials.taxonomy import TrialEnd
+from evaluation.models.taxonomy import TrialEnd
 from tests.conftest import EXAMPLES
 from tests.evaluation.conftest import wait_for_run
 

@@ -18,7 +18,7 @@ from evaluation.sandbox.base import SandboxError
 from evaluation.trials import execution
 from evaluation.trials.leases import trial_claim, trial_fail, trial_record
 from evaluation.trials.protocol import TrialOutcome, VerifierOutcome
-from evaluation.trials.taxonomy import TrialEnd
+from evaluation.models.taxonomy import TrialEnd
 from tests.evaluation.conftest import wait_for_run
 
 SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"

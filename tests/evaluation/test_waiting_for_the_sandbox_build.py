@@ -27,7 +27,7 @@ from evaluation.sandbox.base import ExecResult
 from evaluation.trials import execution
 from evaluation.trials.leases import AttemptResult
 from evaluation.trials.recovery import trials_needing_a_message
-from evaluation.trials.taxonomy import TrialEnd
+from evaluation.models.taxonomy import TrialEnd
 from tests.evaluation.conftest import mini_swe_agent_create, wait_until
 from tests.evaluation.fake_sandbox import FakeBackend, ok
 from tests.sandbox_fakes import harness_built, sandbox_built

@@ -201,7 +201,7 @@ SPECTACULAR_SETTINGS = {
         "ReferenceStateEnum": "candidates.harm_test_verdicts.REFERENCE_STATES",
         "RescoreStatusEnum": "evaluation.models.RescoreStatus",
         "TrialStatusEnum": "evaluation.models.TrialStatus",
-        "TrialEndEnum": "evaluation.trials.taxonomy.TrialEnd",
+        "TrialEndEnum": "evaluation.models.taxonomy.TrialEnd",
     },
 }
 
