@@ -6,8 +6,8 @@ from typing import Any
 from django import forms
 
 from candidates import selectors as candidate_selectors
-from evaluation.runs.selection import releases_available, studies_available
 from evaluation.models.taxonomy import NO_VERDICT_ENDS, TrialEnd
+from evaluation.runs.selection import releases_available, studies_available
 
 from .models import LAUNCHABLE_BACKENDS, Agent, Protocol
 

@@ -7,9 +7,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from candidates.harm_test_verdicts import REFERENCE_STATES
+from evaluation.models.taxonomy import NO_VERDICT_ENDS, TrialEnd
 from evaluation.results import selectors
 from evaluation.results.reference_state import reference_state
-from evaluation.models.taxonomy import NO_VERDICT_ENDS, TrialEnd
 
 from .models import Agent, ModelCall, Protocol, ReferenceCheck, Rescore, Run, TranscriptStep, Trial, TrialInputs
 

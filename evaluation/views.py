@@ -13,6 +13,7 @@ from django.views import View
 from django.views.generic import TemplateView
 
 from candidates.models import Candidate
+from evaluation.models.taxonomy import MEANING, TrialEnd
 from evaluation.results import presentation, selectors, transcript_view
 from evaluation.runs import exports, metrics, paired
 from evaluation.runs.agents import reference_agents_ensure
@@ -22,7 +23,6 @@ from evaluation.runs.retries import retryable_counts, run_retry_unscored
 from evaluation.runs.sandbox_status import sandbox_status
 from evaluation.runs.selection import selection_in_words
 from evaluation.trials import rescoring
-from evaluation.models.taxonomy import MEANING, TrialEnd
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import PageNumberQuery, QueryPageMixin, query_string

@@ -26,11 +26,11 @@ from evaluation.models import (
     Trial,
     TrialKind,
     TrialStatus,
+    taxonomy,
 )
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.results.reference_state import reference_next_step, reference_state, reference_state_detail
 from evaluation.runs import metrics, paired
-from evaluation.models import taxonomy
-from evaluation.models.taxonomy import TrialEnd
 from veriharm_site.any_of import AnyOf
 from veriharm_site.distinct_on import first_of_each
 from veriharm_site.paging import KeysFirst

@@ -33,6 +33,7 @@ from evaluation.agents.base import AgentError, AgentRunner, Step
 from evaluation.agents.factory import NoReferenceScript, agent_models, model_upstream, pin_runtimes
 from evaluation.gateway import BudgetExhausted, Upstream
 from evaluation.models import Trial
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.results import selectors
 from evaluation.runs.sandbox_status import sandbox_status
 from evaluation.sandbox.base import Environment, SandboxBackend, SandboxError, VerifierAuditFailed
@@ -41,7 +42,6 @@ from evaluation.trials.heartbeat import LeaseHeartbeat
 from evaluation.trials.model_access import gateway_for_trial
 from evaluation.trials.protocol import TrialCancelled, TrialOutcome, TrialSpec, trial_run
 from evaluation.trials.sandboxes import default_backend_factory, sandbox_limits
-from evaluation.models.taxonomy import TrialEnd
 from veriharm_site.backoff import infrastructure_retry_delay
 
 logger = logging.getLogger(__name__)

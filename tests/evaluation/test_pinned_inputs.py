@@ -13,12 +13,12 @@ from candidates.models import Candidate
 from candidates.pipeline.format import canonical_json
 from candidates.releases.services import release_create, release_freeze
 from evaluation.models import Agent, AgentKind, Trial, TrialInputs, TrialStatus
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.results import selectors
 from evaluation.runs.agents import agent_create, reference_agents_ensure
 from evaluation.runs.launch import run_launch
 from evaluation.runs.refusals import LaunchRefused
 from evaluation.trials import execution, pinning
-from evaluation.models.taxonomy import TrialEnd
 from tests.candidates.curation_support import decide
 from tests.evaluation.conftest import wait_for_run
 from tests.evaluation.fake_sandbox import FakeBackend, ok

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from evaluation.agents.base import AgentError, AgentOutcome
 from evaluation.models import Trial, TrialStatus
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.results import selectors
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_cancel, run_launch
@@ -18,7 +19,6 @@ from evaluation.sandbox.base import SandboxError
 from evaluation.trials import execution
 from evaluation.trials.leases import trial_claim, trial_fail, trial_record
 from evaluation.trials.protocol import TrialOutcome, VerifierOutcome
-from evaluation.models.taxonomy import TrialEnd
 from tests.evaluation.conftest import wait_for_run
 
 SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"

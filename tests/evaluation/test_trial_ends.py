@@ -6,12 +6,12 @@ import pytest
 
 from evaluation.agents.base import AgentOutcome
 from evaluation.models import Trial, TrialStatus
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.results import selectors
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
 from evaluation.trials.leases import trial_cancelled, trial_claim, trial_fail, trial_record
 from evaluation.trials.protocol import TrialOutcome, VerifierOutcome
-from evaluation.models.taxonomy import TrialEnd
 
 SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
 

@@ -18,6 +18,7 @@ from evaluation.generation import engine
 from evaluation.generation.launch import generation_launch
 from evaluation.generation.states import SearchStatus
 from evaluation.models import Trial, TrialStatus
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
 from evaluation.runs.refusals import LaunchRefused
@@ -27,7 +28,6 @@ from evaluation.sandbox.base import ExecResult
 from evaluation.trials import execution
 from evaluation.trials.leases import AttemptResult
 from evaluation.trials.recovery import trials_needing_a_message
-from evaluation.models.taxonomy import TrialEnd
 from tests.evaluation.conftest import mini_swe_agent_create, wait_until
 from tests.evaluation.fake_sandbox import FakeBackend, ok
 from tests.sandbox_fakes import harness_built, sandbox_built
