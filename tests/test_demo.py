@@ -163,7 +163,7 @@ def test_demo_runs_launch_once(django_capture_on_commit_callbacks):
 def test_demo_runs_wait_for_the_sandbox_then_launch_once_whoever_built_it(monkeypatch, tmp_path, settings):
     from types import SimpleNamespace
 
-    from evaluation.runs.sandbox_status import sandbox_status
+    from evaluation.trials.sandbox_status import sandbox_status
     from veriharm_site.management.commands import demo_evaluate
 
     call_command("load_demo", tasks=5, password="veriharm-demo", stdout=io.StringIO())

@@ -17,7 +17,7 @@ from candidates import demo_checked
 from candidates.models import Candidate
 from evaluation.runs.agents import agent_create, reference_agents_ensure
 from evaluation.runs.launch import run_launch, run_mark_demo
-from evaluation.runs.sandbox_status import runtimes_of
+from evaluation.trials.sandbox_status import runtimes_of
 from veriharm_site.demo_users import demo_refusal
 
 from ..models import Agent, DemoRun, Protocol, Run

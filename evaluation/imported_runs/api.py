@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from veriharm_site.api_errors import API_ERRORS
 from veriharm_site.permissions import api_permission, signed_in_user
 
-from ..serializers import RunSerializer
+from ..runs.serializers import RunSerializer
 from .readers import READERS, read_upload
 from .services import run_import
 

@@ -34,9 +34,9 @@ from evaluation.models import (
     TrialStatus,
 )
 from evaluation.models.taxonomy import MEANING, VERDICT_ENDS, ExitStatus, TrialEnd, end_of_tests
-from evaluation.runs.reference_checks import reference_check_update
 from evaluation.trials import final_states
 from evaluation.trials.protocol import TrialOutcome
+from evaluation.trials.reference_checks import reference_check_update
 from evaluation.v3ast import outcomes
 
 

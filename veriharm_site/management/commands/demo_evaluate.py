@@ -19,7 +19,7 @@ from annotation.models import Study
 from evaluation.demo.generation import demo_generation_launch
 from evaluation.demo.runs import demo_runs_launch, demo_runtimes
 from evaluation.runs.refusals import LaunchRefused
-from evaluation.runs.sandbox_status import sandbox_status
+from evaluation.trials.sandbox_status import sandbox_status
 from veriharm_site.demo_users import demo_refusal
 from veriharm_site.refusals import Refused
 
