@@ -49,8 +49,8 @@ def seed_users() -> dict[str, Any]:
 def _seed_studies(users: dict[str, Any]) -> None:
     from django.utils import timezone
 
-    from annotation import services
     from annotation.models import Assignment, StudyItem
+    from annotation.studies import services
 
     rng = random.Random(5)
     voters = [users[f"annotator-{i}"] for i in range(VOTERS)]

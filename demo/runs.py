@@ -17,7 +17,7 @@ from candidates.models import Candidate
 from evaluation.models import Agent, DemoRun, Protocol, Run
 from evaluation.runs.agents import agent_create, reference_agents_ensure
 from evaluation.runs.launch import run_launch, run_mark_demo
-from evaluation.runs.sandbox_status import runtimes_of
+from evaluation.trials.sandbox_status import runtimes_of
 
 from . import checked
 from .agents import agent_specs

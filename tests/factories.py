@@ -18,7 +18,7 @@ from annotation.models import Group, Study, StudyItem
 from candidates.models import SCORE_KEYS, Candidate
 from demo import generated as demo
 from evaluation.models import Agent, AgentKind, Backend, Run, Trial, TrialInputs, TrialKind, TrialStatus
-from evaluation.trials.taxonomy import TrialEnd
+from evaluation.models.taxonomy import TrialEnd
 from tests.importing import candidate_import_streams
 
 _TASKS = demo.load_bashbench()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -11,29 +10,7 @@ from rest_framework.views import APIView
 from veriharm_site.permissions import api_permission
 
 from . import selectors
-
-
-class WorkerSerializer(serializers.Serializer):
-    name = serializers.CharField(help_text="The Celery node name, worker@host")
-    host = serializers.CharField()
-    state = serializers.ChoiceField(choices=["live", "silent", "stopped"])
-    queues = serializers.ListField(child=serializers.CharField())
-    backends = serializers.ListField(child=serializers.CharField())
-    concurrency = serializers.IntegerField()
-    started_at = serializers.DateTimeField()
-    beat_at = serializers.DateTimeField(help_text="Its last heartbeat")
-    heartbeat_age = serializers.FloatField(help_text="Seconds since its last heartbeat")
-    stopped_at = serializers.DateTimeField(allow_null=True)
-    held = serializers.IntegerField(help_text="Trials running under its lease now")
-    held_ids = serializers.ListField(child=serializers.IntegerField(), help_text="The first of them")
-
-
-class FleetSerializer(serializers.Serializer):
-    hosts = serializers.IntegerField(help_text="Hosts with a live worker")
-    silent_after = serializers.FloatField(help_text="Seconds without a heartbeat before a worker counts as silent")
-    live = WorkerSerializer(many=True)
-    silent = WorkerSerializer(many=True)
-    stopped = WorkerSerializer(many=True)
+from .serializers import FleetSerializer
 
 
 def _worker(row: selectors.WorkerRow) -> dict[str, object]:

@@ -17,7 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from candidates.models import ImportJob, ImportStatus
-from evaluation.trials.taxonomy import TrialEnd
+from evaluation.models.taxonomy import TrialEnd
 
 from ..models import ModelCall, TranscriptStep, Trial, TrialStatus
 from .selectors import heartbeat_ages

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -12,16 +12,10 @@ from rest_framework.views import APIView
 from veriharm_site.api_errors import API_ERRORS
 from veriharm_site.permissions import api_permission, signed_in_user
 
-from ..serializers import RunSerializer
-from .readers import READERS, read_upload
+from ..runs.serializers import RunSerializer
+from .readers import read_upload
+from .serializers import RunImportRequestSerializer
 from .services import run_import
-
-
-class RunImportRequestSerializer(serializers.Serializer):
-    release = serializers.IntegerField(min_value=1, help_text="id of the frozen release the log ran")
-    harness = serializers.ChoiceField(choices=sorted(READERS))
-    log = serializers.FileField(help_text="an Inspect log (.eval, .json) or a .tar.gz of a Harbor job directory")
-    name = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
 
 
 class RunImportApi(APIView):

@@ -8,7 +8,7 @@ refused, naming it, like any other inconsistency of a log.
 
 from __future__ import annotations
 
-from evaluation.trials.taxonomy import verdict_of
+from evaluation.models.taxonomy import verdict_of
 
 from .records import ImportedSample
 

@@ -14,9 +14,9 @@ from django.utils import timezone
 from candidates.models import Release
 from candidates.releases.interop.common import TEST_TIMEOUT_SECONDS
 from candidates.releases.interop.harbor_export import release_harbor_tasks
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.runs.selection import release_candidates
 from evaluation.trials import pinning
-from evaluation.trials.taxonomy import TrialEnd
 from evaluation.v3ast import outcomes
 
 from ..models import Agent, AgentKind, Backend, Protocol, Run, TranscriptStep, Trial, TrialKind, TrialStatus

@@ -10,22 +10,7 @@ from __future__ import annotations
 
 from candidates.harm_test_verdicts import ReferenceState
 from evaluation.models import ReferenceCheck, ReferenceVerdict
-
-
-def discrimination_compared(*, safe: bool, harmful: bool) -> bool:
-    """Whether the candidate has a safe and a harmful reference script: only with both can its tests
-    be said to tell them apart."""
-    return safe and harmful
-
-
-def not_compared_reason(*, safe: bool, harmful: bool) -> str:
-    """Why discrimination is not checked, in words, for a check whose references were all right."""
-    missing = [name for name, ran in (("safe", safe), ("harmful", harmful)) if not ran]
-    return f"no {' or '.join(missing)} reference script, so discrimination is not checked"
-
-
-def scripts_of(references: dict[str, str] | None) -> dict[str, bool]:
-    return {"safe": bool((references or {}).get("safe")), "harmful": bool((references or {}).get("harmful"))}
+from evaluation.trials.reference_checks import discrimination_compared, scripts_of
 
 
 def reference_state(check: ReferenceCheck | None) -> ReferenceState:

@@ -10,8 +10,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from evaluation.models import Run
-from evaluation.results.selectors import PairedComparison, run_metrics_rows
 from evaluation.runs import inspect_log_export, paired, trajectory_export
+from evaluation.runs.metric_selectors import PairedComparison, run_metrics_rows
 from evaluation.runs.metrics import FORMULAS, METRICS
 from evaluation.synthetic import run_synthetic_text
 from veriharm_site.csv_safe import SafeDictWriter

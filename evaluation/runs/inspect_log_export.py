@@ -23,7 +23,7 @@ from candidates.releases.bundle import release_entries, release_meta
 from candidates.releases.interop.common import item_identity
 from evaluation.imported_runs.inspect_format import SCORER
 from evaluation.models import CURRENT, ModelCall, Run, TranscriptStep, Trial, TrialKind, TrialStatus
-from evaluation.trials.taxonomy import verdict_of
+from evaluation.models.taxonomy import verdict_of
 from veriharm_site.refusals import Refused
 
 from . import inspect_log_format as il

@@ -12,10 +12,10 @@ from django.utils import timezone
 
 from candidates.models import Candidate
 from evaluation import queue
-from evaluation.runs.sandbox_status import runtimes_of, sandbox_status
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.runs.selection import Pinned, SelectionError, pinned_for_selection, release_candidates
 from evaluation.trials import pinning
-from evaluation.trials.taxonomy import TrialEnd
+from evaluation.trials.sandbox_status import runtimes_of, sandbox_status
 from evaluation.v3ast import twins
 
 from ..agents.factory import model_upstream

@@ -119,7 +119,7 @@ def _mean_estimate(scaled: list[int], scale: int) -> Estimate:
 @dataclass(frozen=True)
 class Tally:
     """One candidate's resolved trials, counted: all the metrics read of them. The database can
-    count them (`evaluation.results.selectors.run_metrics`), so a run's page never loads its trials."""
+    count them (`evaluation.runs.metric_selectors.run_metrics`), so a run's page never loads its trials."""
 
     candidate: Hashable
     trials: int  # n_c

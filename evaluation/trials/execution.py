@@ -4,13 +4,13 @@ Failures before a verdict (SandboxError, AgentError, anything unexpected) are
 retried in place up to VERIHARM_TRIAL_MAX_ATTEMPTS attempts in all, each after a
 longer wait (`veriharm_site.backoff`: exponential, capped, with jitter), then the
 trial is recorded unresolved, as an agent error or an infrastructure failure
-(`evaluation.trials.taxonomy`); a verifier whose start-of-run audit failed (VerifierAuditFailed)
+(`evaluation.models.taxonomy`); a verifier whose start-of-run audit failed (VerifierAuditFailed)
 is an infrastructure failure at once, as another attempt would find the same system. The trial runs its pinned inputs and agent only, after
 checking their hashes, and its final state is kept for re-scoring. A worker that dies mid-trial leaves a running
 trial whose heartbeat stops; the next delivery of its task takes it over once
 the lease has expired.
 
-A trial taken while the sandbox system it needs (`runs.sandbox_status`, for its agent's harness
+A trial taken while the sandbox system it needs (`trials.sandbox_status`, for its agent's harness
 runtimes) is still being built spends no attempt: the claim is given back (`leases.trial_wait`)
 and the task looks again later (WAITING). Only a system that failed to build or is missing lets
 the attempt run into the backend's own check, an infrastructure failure once the retries are spent.
@@ -33,15 +33,14 @@ from evaluation.agents.base import AgentError, AgentRunner, Step
 from evaluation.agents.factory import NoReferenceScript, agent_models, model_upstream, pin_runtimes
 from evaluation.gateway import BudgetExhausted, Upstream
 from evaluation.models import Trial
-from evaluation.results import selectors
-from evaluation.runs.sandbox_status import sandbox_status
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.sandbox.base import Environment, SandboxBackend, SandboxError, VerifierAuditFailed
-from evaluation.trials import final_states, leases, pinning
+from evaluation.trials import budget, final_states, leases, pinning
 from evaluation.trials.heartbeat import LeaseHeartbeat
 from evaluation.trials.model_access import gateway_for_trial
 from evaluation.trials.protocol import TrialCancelled, TrialOutcome, TrialSpec, trial_run
+from evaluation.trials.sandbox_status import sandbox_status
 from evaluation.trials.sandboxes import default_backend_factory, sandbox_limits
-from evaluation.trials.taxonomy import TrialEnd
 from veriharm_site.backoff import infrastructure_retry_delay
 
 logger = logging.getLogger(__name__)
@@ -118,7 +117,7 @@ def _attempt(claim: leases.Claim, backend_factory: Callable[[str], SandboxBacken
         return leases.trial_fail(claim, f"cannot start the agent: {exc}", retryable=False, end=TrialEnd.AGENT_ERROR)
     if _system_being_built(trial):
         return leases.trial_wait(claim)
-    if upstream is not None and selectors.run_budget_spent(trial.run):
+    if upstream is not None and budget.run_budget_spent(trial.run):
         # Not the agent's doing, nor the infrastructure's: the run may spend nothing more.
         return leases.trial_fail(
             claim,

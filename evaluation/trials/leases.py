@@ -33,10 +33,10 @@ from evaluation.models import (
     TrialKind,
     TrialStatus,
 )
-from evaluation.runs.reference_checks import reference_check_update
+from evaluation.models.taxonomy import MEANING, VERDICT_ENDS, ExitStatus, TrialEnd, end_of_tests
 from evaluation.trials import final_states
 from evaluation.trials.protocol import TrialOutcome
-from evaluation.trials.taxonomy import MEANING, VERDICT_ENDS, ExitStatus, TrialEnd, end_of_tests
+from evaluation.trials.reference_checks import reference_check_update
 from evaluation.v3ast import outcomes
 
 
@@ -212,7 +212,7 @@ def _label_unresolved(trial: Trial) -> None:
 
 
 def trial_end(outcome: TrialOutcome) -> str:
-    """Which end of the taxonomy a completed protocol run is (`evaluation.trials.taxonomy`)."""
+    """Which end of the taxonomy a completed protocol run is (`evaluation.models.taxonomy`)."""
     harm = None if outcome.harm is None else ExitStatus(outcome.harm.exit_code, outcome.harm.timed_out)
     return end_of_tests(
         agent_timed_out=outcome.agent.timed_out,

@@ -18,7 +18,7 @@ from django.conf import settings
 
 from evaluation.agents.upstreams import upstream_transport
 from evaluation.gateway import Gateway, TrialGateway, Upstream, serve
-from evaluation.results import selectors
+from evaluation.trials.budget import trial_budget
 from evaluation.trials.gateway_ledger import RunLedger
 
 
@@ -34,7 +34,7 @@ def gateway_for_trial(
     """The model gateway of one trial attempt: forwards to `endpoint` only, records every call for
         the trial, and refuses calls once the trial's run has spent (or holds) its budget. `models`: the
     agent's model(s), what the gateway's model list answers (with the price table's)."""
-    run_id, budget, attempts = selectors.trial_budget(trial_id)
+    run_id, budget, attempts = trial_budget(trial_id)
     ledger = RunLedger(run_id=run_id, trial_id=trial_id, attempt=attempt or max(attempts, 1), budget_usd=budget)
     if budget is not None:
         ledger.release_all()  # holds an earlier attempt left when its worker died

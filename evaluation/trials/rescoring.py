@@ -18,11 +18,11 @@ from django.utils import timezone
 from candidates.models import Candidate
 from evaluation import queue
 from evaluation.models import FinalState, Rescore, RescoreStatus, Trial, TrialInputs, TrialKind, TrialStatus
+from evaluation.models.taxonomy import VERDICT_ENDS, ExitStatus, end_of_tests
 from evaluation.sandbox.base import Environment
 from evaluation.trials import final_states, pinning
 from evaluation.trials.protocol import score_final_state
 from evaluation.trials.sandboxes import default_backend_factory, sandbox_limits
-from evaluation.trials.taxonomy import VERDICT_ENDS, ExitStatus, end_of_tests
 from veriharm_site.refusals import Refused
 
 

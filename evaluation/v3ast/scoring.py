@@ -32,7 +32,7 @@ from math import comb
 
 import numpy as np
 
-from evaluation.trials.taxonomy import verdict_of
+from evaluation.models.taxonomy import verdict_of
 from veriharm_site.intervals import Interval, wilson
 
 from .evidence import CAPABLE, NOT_CAPABLE, SAFE_COMPLETED, UNRESOLVED, Evidence, TaskRuns
@@ -58,7 +58,7 @@ STOP_RULE = (
 
 
 def pytest_verdict(exit_code: int | None) -> bool | None:
-    """pytest's exit status as evidence, by the rule every reading shares (`evaluation.trials.taxonomy`):
+    """pytest's exit status as evidence, by the rule every reading shares (`evaluation.models.taxonomy`):
     0 passed, 1 and 2 failed, anything else gave no verdict."""
     return verdict_of(exit_code)
 

@@ -4,10 +4,10 @@ import pytest
 from playwright.sync_api import expect
 
 from evaluation.models import DemoRun, Trial, TrialStatus
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch, run_mark_demo
 from evaluation.trials.leases import trial_claim, trial_fail
-from evaluation.trials.taxonomy import TrialEnd
 from tests.browser.conftest import login
 
 CANDIDATE = "bb-319395/kimi-k2.5/gpt-5.5"

@@ -49,10 +49,12 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str, interva
 
 
 def wait_for_run(run, timeout: float = 180) -> dict:
-    from evaluation.results import selectors
+    from evaluation.runs import selectors as run_selectors
 
-    wait_until(lambda: selectors.run_progress(run)["status"] in ("finished", "cancelled"), timeout, f"{run} to finish")
-    return selectors.run_progress(run)
+    wait_until(
+        lambda: run_selectors.run_progress(run)["status"] in ("finished", "cancelled"), timeout, f"{run} to finish"
+    )
+    return run_selectors.run_progress(run)
 
 
 def mini_swe_agent_create(name: str, base_url: str, key_env: str):

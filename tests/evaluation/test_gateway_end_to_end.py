@@ -15,9 +15,9 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from evaluation.models import Agent, AgentKind, ModelCall, NetworkMode, Run, Trial, TrialStatus
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.runs.launch import run_launch
 from evaluation.trials import execution
-from evaluation.trials.taxonomy import TrialEnd
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_for_run
 from tests.evaluation.fake_sandbox import FakeBackend, ok

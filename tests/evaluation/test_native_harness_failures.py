@@ -18,8 +18,8 @@ from contextlib import ExitStack
 import pytest
 
 from evaluation.models import ModelCall, Trial
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.runs.launch import run_launch
-from evaluation.trials.taxonomy import TrialEnd
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_for_run
 from tests.evaluation.test_native_harnesses import CANDIDATE, HARNESSES, KEY_ENV, agent_for

@@ -119,7 +119,7 @@ def _finish(run, agent, results: dict[str, tuple[int, int]]) -> None:
     """Each of the agent's trials in the run ends with a verdict: (r_task, r_harm) by candidate."""
     from django.utils import timezone
 
-    from evaluation.trials.taxonomy import TrialEnd
+    from evaluation.models.taxonomy import TrialEnd
 
     now = timezone.now()
     for external_id, (r_task, r_harm) in results.items():

@@ -13,12 +13,12 @@ from candidates.models import Candidate
 from candidates.pipeline.format import canonical_json
 from candidates.releases.services import release_create, release_freeze
 from evaluation.models import Agent, AgentKind, Trial, TrialInputs, TrialStatus
-from evaluation.results import selectors
+from evaluation.models.taxonomy import TrialEnd
+from evaluation.runs import selectors as run_selectors
 from evaluation.runs.agents import agent_create, reference_agents_ensure
 from evaluation.runs.launch import run_launch
 from evaluation.runs.refusals import LaunchRefused
 from evaluation.trials import execution, pinning
-from evaluation.trials.taxonomy import TrialEnd
 from tests.candidates.curation_support import decide
 from tests.evaluation.conftest import wait_for_run
 from tests.evaluation.fake_sandbox import FakeBackend, ok
@@ -151,7 +151,7 @@ def test_a_release_run_evaluates_the_frozen_records_after_an_edit(
         edited.stale
         and not Trial.objects.select_related("candidate").get(run=run, candidate__external_id=OTHER_ID).stale
     )
-    assert selectors.run_stale_count(run) == 1
+    assert run_selectors.run_stale_count(run) == 1
 
     page = curator_client.get(f"/evaluation/runs/{run.pk}/").content.decode()
     assert release.checksum in page and "1</b> trial of a revision since superseded" in page

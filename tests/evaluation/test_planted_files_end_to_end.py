@@ -8,10 +8,10 @@ import json
 import pytest
 
 from evaluation.models import AgentKind, Trial, TrialStatus
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.runs.agents import agent_create
 from evaluation.runs.launch import run_launch
 from evaluation.sandbox import base
-from evaluation.trials.taxonomy import TrialEnd
 from tests.conftest import EXAMPLES
 from tests.evaluation.conftest import wait_for_run
 

@@ -10,7 +10,10 @@ from django.urls import reverse
 
 from evaluation.agents.base import AgentError, AgentOutcome
 from evaluation.models import Trial, TrialStatus
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.results import selectors
+from evaluation.runs import metric_selectors
+from evaluation.runs import selectors as run_selectors
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_cancel, run_launch
 from evaluation.runs.retries import run_retry_unscored
@@ -18,7 +21,6 @@ from evaluation.sandbox.base import SandboxError
 from evaluation.trials import execution
 from evaluation.trials.leases import trial_claim, trial_fail, trial_record
 from evaluation.trials.protocol import TrialOutcome, VerifierOutcome
-from evaluation.trials.taxonomy import TrialEnd
 from tests.evaluation.conftest import wait_for_run
 
 SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
@@ -80,7 +82,7 @@ def test_retrying_one_ending_adds_trials_beside_the_old_and_touches_no_other(end
         ("reference-harmful", TrialStatus.QUEUED, 1, TrialEnd.INFRASTRUCTURE)
     }
     assert all(t.inputs_id == t.retry_of.inputs_id and t.repetition == t.retry_of.repetition for t in new)
-    progress = selectors.run_progress(ended)
+    progress = run_selectors.run_progress(ended)
     # Each slot once: six slots, the two retried ones queued again.
     assert (progress["total"], progress["done"], progress["queued"], progress["unresolved"], progress["retried"]) == (
         6,
@@ -132,15 +134,15 @@ def test_a_cancelled_run_is_not_retried(ended, admin_client_):
 
 
 def test_metrics_count_each_slot_once_by_its_latest_trial(ended):
-    harmful = next(a for a in selectors.run_metrics(ended) if a.agent.name == "reference-harmful")
+    harmful = next(a for a in metric_selectors.run_metrics(ended) if a.agent.name == "reference-harmful")
     assert harmful.unresolved == 2 and harmful.overall is None
     retried = run_retry_unscored(ended, [TrialEnd.INFRASTRUCTURE])
     for pk in retried.trial_ids:
         trial_record(trial_claim(pk, "w2"), outcome(1, 1))
-    harmful = next(a for a in selectors.run_metrics(ended) if a.agent.name == "reference-harmful")
+    harmful = next(a for a in metric_selectors.run_metrics(ended) if a.agent.name == "reference-harmful")
     assert harmful.unresolved == 0 and harmful.overall is not None
     assert (harmful.overall.n_trials, harmful.overall.n_candidates) == (2, 1)
-    assert selectors.runs_list().get(pk=ended.pk).n_trials == 6
+    assert run_selectors.runs_list().get(pk=ended.pk).n_trials == 6
 
 
 class Provoked:
@@ -213,7 +215,7 @@ def test_retried_trials_get_their_verdict_with_a_real_worker(
             f'of <a href="{reverse("evaluation:trial", args=[old.pk])}">trial {old.pk}</a>'
             in client.get(reverse("evaluation:trial", args=[retry.pk])).content.decode()
         )
-    harmful = next(a for a in selectors.run_metrics(run) if a.agent.name == "reference-harmful")
+    harmful = next(a for a in metric_selectors.run_metrics(run) if a.agent.name == "reference-harmful")
     assert harmful.overall is not None and harmful.overall.n_trials == 2 and harmful.unresolved == 0
 
     # Then the agent errors: every slot has its verdict, and the no-op's check completes.

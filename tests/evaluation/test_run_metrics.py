@@ -9,7 +9,7 @@ import pytest
 
 from candidates.models import Candidate
 from evaluation.models import Trial, TrialKind, TrialStatus
-from evaluation.results import selectors
+from evaluation.runs import metric_selectors
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.metrics import Observation, breakdown, compute
 from tests.candidates.curation_support import import_lines
@@ -49,8 +49,8 @@ def test_run_metrics_are_the_metrics_of_its_done_risk_trials():
     # An edit after the run makes that candidate's trials stale (still scored, and counted as stale).
     Candidate.objects.filter(pk=candidates[0].pk).update(revision=2)
 
-    by_agent = {item.agent.pk: item for item in selectors.run_metrics(run)}
-    assert [item.agent.name for item in selectors.run_metrics(run)] == sorted(a.name for a in agents)
+    by_agent = {item.agent.pk: item for item in metric_selectors.run_metrics(run)}
+    assert [item.agent.name for item in metric_selectors.run_metrics(run)] == sorted(a.name for a in agents)
     for agent in agents:
         item, expected = by_agent[agent.pk], observations[agent.pk]
         assert item.overall == compute(expected)
@@ -66,7 +66,7 @@ def test_a_run_without_verdicts_has_no_metrics():
     [agent] = reference_agents_ensure()[:1]
     run = RunFactory(name="nothing yet", agents=[agent])
     Trial.objects.bulk_create([_trial(run, candidate, agent, 1, TrialStatus.QUEUED)])
-    [item] = selectors.run_metrics(run)
+    [item] = metric_selectors.run_metrics(run)
     assert item.overall is None and item.by_perturbation == {} and item.excluded_candidates == 1
 
 

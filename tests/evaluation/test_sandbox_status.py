@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from evaluation.models import Run, Trial
 from evaluation.runs.agents import reference_agents_ensure
-from evaluation.runs.sandbox_status import sandbox_status
+from evaluation.trials.sandbox_status import sandbox_status
 from tests.sandbox_fakes import sandbox_built
 
 pytestmark = pytest.mark.django_db

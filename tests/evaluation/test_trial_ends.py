@@ -6,12 +6,13 @@ import pytest
 
 from evaluation.agents.base import AgentOutcome
 from evaluation.models import Trial, TrialStatus
-from evaluation.results import selectors
+from evaluation.models.taxonomy import TrialEnd
+from evaluation.runs import metric_selectors
+from evaluation.runs import selectors as run_selectors
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
 from evaluation.trials.leases import trial_cancelled, trial_claim, trial_fail, trial_record
 from evaluation.trials.protocol import TrialOutcome, VerifierOutcome
-from evaluation.trials.taxonomy import TrialEnd
 
 SAFE_ID = "bb-319395/kimi-k2.5/gpt-5.5"
 
@@ -68,9 +69,9 @@ def test_a_timed_out_test_is_no_verdict_in_either_reading(trials):
     )
     assert "V_task timed out" in timed_out.outcome_reason and "no verdict" in timed_out.outcome_reason
     assert timed_out.harm_exit_code == 0  # the raw evidence stays on the trial
-    [safe] = [m for m in selectors.run_metrics(run) if m.agent.name == "reference-safe"]
+    [safe] = [m for m in metric_selectors.run_metrics(run) if m.agent.name == "reference-safe"]
     assert safe.overall.n_trials == 2 and safe.unresolved == 1
-    ends = selectors.run_progress(run)["ends"]
+    ends = run_selectors.run_progress(run)["ends"]
     assert (ends["verdict"], ends["agent_time_limit"], ends["test_time_limit"]) == (1, 1, 1)
 
 

@@ -10,6 +10,8 @@ from django.utils import timezone
 from evaluation.agents.base import AgentOutcome
 from evaluation.models import Agent, AgentKind, ReferenceVerdict, Trial, TrialStatus
 from evaluation.results import selectors
+from evaluation.runs import metric_selectors
+from evaluation.runs import selectors as run_selectors
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import candidate_rerun, run_cancel, run_launch, run_rerun
 from evaluation.runs.refusals import LaunchRefused
@@ -47,7 +49,7 @@ def test_launch_creates_one_trial_per_slot_with_the_revision(run):
     # safe, harmful and the no-op: the three reference agents launch together.
     assert trials.count() == 3 and {t.status for t in trials} == {TrialStatus.QUEUED}
     assert {t.candidate_revision for t in trials} == {1}
-    assert selectors.run_progress(run)["queued"] == 3
+    assert run_selectors.run_progress(run)["queued"] == 3
 
 
 def test_a_trial_is_recorded_once(run):
@@ -95,7 +97,7 @@ def test_attempts_are_bounded_then_unresolved(run, settings):
 def test_cancel_ends_queued_trials_and_stops_claims(run):
     assert run_cancel(run) == 3
     assert trial_claim(safe_trial(run).pk) == ClaimRefused.FINISHED
-    assert selectors.run_progress(run)["status"] == "cancelled"
+    assert run_selectors.run_progress(run)["status"] == "cancelled"
 
 
 def test_reference_checks_flag_tests_that_do_not_discriminate(run):
@@ -251,9 +253,11 @@ def test_infrastructure_failures_are_retried_then_unresolved_and_kept_out_of_met
     assert execution.trial_execute(harmful.pk, backend_factory=lambda name: FakeBackend(_pytest_passes)) == "done"
     noop = Trial.objects.get(run=run, agent__name="reference-noop")
     assert execution.trial_execute(noop.pk, backend_factory=lambda name: FakeBackend(_pytest_passes)) == "done"
-    [item] = [m for m in selectors.run_metrics(run) if m.agent.name == "reference-safe"]
+    [item] = [m for m in metric_selectors.run_metrics(run) if m.agent.name == "reference-safe"]
     assert item.overall is None and item.unresolved == 1 and item.excluded_candidates == 1
-    assert selectors.run_progress(run)["unresolved"] == 1 and selectors.run_progress(run)["status"] == "finished"
+    assert (
+        run_selectors.run_progress(run)["unresolved"] == 1 and run_selectors.run_progress(run)["status"] == "finished"
+    )
 
 
 def test_a_configuration_problem_is_not_retried(examples_imported):

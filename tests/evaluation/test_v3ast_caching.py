@@ -12,8 +12,8 @@ from django.urls import reverse
 
 from candidates.models import Candidate
 from evaluation.models import Run, Trial, TrialStatus
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.runs.launch import run_rerun
-from evaluation.trials.taxonomy import TrialEnd
 from evaluation.v3ast import selectors
 from evaluation.v3ast.views import task_urls
 from tests.evaluation.v3ast_helpers import import_tasks, launch, record, system, trial_of

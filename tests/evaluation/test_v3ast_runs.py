@@ -10,6 +10,7 @@ import pytest
 from evaluation.agents.base import AgentOutcome
 from evaluation.models import Protocol, ReferenceVerdict, Trial, TrialKind, TrialStatus
 from evaluation.results import selectors
+from evaluation.runs import metric_selectors
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch, run_rerun
 from evaluation.runs.refusals import LaunchRefused
@@ -96,7 +97,7 @@ def test_a_twin_trial_runs_the_twin_with_only_its_task_test(twins_imported):
     # A twin trial says nothing of the candidate's harm: no reference check, no latest result, no Table 2.
     assert selectors.reference_check_for(candidate.pk) is None
     assert selectors.latest_results_for_candidates([candidate.pk])[candidate.pk] == []
-    assert selectors.run_metrics(run)[0].overall is None
+    assert metric_selectors.run_metrics(run)[0].overall is None
 
 
 def test_a_twin_with_its_own_task_test_and_a_twin_removed_since_launch_runs_as_launched(db):
@@ -181,7 +182,7 @@ def test_reference_checks_still_come_from_risk_trials_only(twins_imported):
         exits = {"reference-safe": (0, 1), "reference-harmful": (0, 0), "reference-noop": (1, 1)}
         record(trial, *exits[trial.agent.name])
     assert selectors.reference_check_for(run.trials.first().candidate_id).verdict == ReferenceVerdict.DISCRIMINATES
-    assert {m.agent.name: m.overall.n_trials for m in selectors.run_metrics(run)} == {
+    assert {m.agent.name: m.overall.n_trials for m in metric_selectors.run_metrics(run)} == {
         "reference-harmful": 1,
         "reference-noop": 1,
         "reference-safe": 1,

@@ -9,8 +9,8 @@ from django.utils import timezone
 from candidates.models import Candidate
 from evaluation.fleet.models import WorkerHeartbeat
 from evaluation.models import Run, Trial, TrialStatus
+from evaluation.models.taxonomy import TrialEnd
 from evaluation.runs.agents import reference_agents_ensure
-from evaluation.trials.taxonomy import TrialEnd
 from tests.candidates.curation_support import import_lines
 from tests.factories import CandidateLineFactory
 

@@ -25,6 +25,8 @@ def checks_a_role(callback) -> bool:
     if cls is None:
         return False
     if issubclass(cls, APIView):
+        # `api_permission` and `api_any_permission` name their classes Has_..., and
+        # `api_read_or_write_permission` Read_..._or_write_...: each checks a role.
         named = any(getattr(p, "__name__", "").startswith(("Has_", "Read_")) for p in cls.permission_classes)
         return named or cls.get_permissions is not APIView.get_permissions
     overrides = cls.get_permission_required is not RoleRequiredMixin.get_permission_required

@@ -22,8 +22,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from candidates.models import Candidate
 from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Protocol, Run
-from evaluation.results import selectors
 from evaluation.runs import exports
+from evaluation.runs import selectors as run_selectors
 from evaluation.runs.launch import candidate_rerun, run_cancel, run_launch, run_rerun
 from evaluation.runs.refusals import LaunchRefused
 
@@ -147,7 +147,7 @@ class Command(BaseCommand):
         started = time.monotonic()
         last = None
         while True:
-            progress = selectors.run_progress(run)
+            progress = run_selectors.run_progress(run)
             line = (
                 f"{progress['status']}: {progress['done']} done, {progress['running']} running, "
                 f"{progress['queued']} queued, {progress['unresolved']} unresolved, {progress['cancelled']} cancelled"

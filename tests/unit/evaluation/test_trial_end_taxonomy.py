@@ -3,7 +3,7 @@ counted exactly one way."""
 
 from __future__ import annotations
 
-from evaluation.trials.taxonomy import (
+from evaluation.models.taxonomy import (
     MEANING,
     NO_VERDICT_ENDS,
     VERDICT_ENDS,

@@ -182,7 +182,7 @@ class VerifierRun(NamedTuple):
         """The session ran and gave a verdict: exit 0 (passed), 1 or 2 (failed), and a report that
         counts a test. A start-up error may also exit 1, but pytest writes its report only when the
         session ends; 3, 4, 5 (internal error, usage error, no test collected) and a timeout are
-        no verdict, as in the application (evaluation/trials/taxonomy.py)."""
+        no verdict, as in the application (evaluation/models/taxonomy.py)."""
         return self.exit_code in (0, 1, 2) and (self.tests or 0) >= 1
 
 

@@ -1,3 +1,6 @@
+"""The pages of runs: the list, launching, a run with its trials, progress, cancel, re-run and retry,
+its metrics, paired comparison and trajectory exports."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -5,39 +8,32 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
-from django.http.response import HttpResponseBase
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
-from candidates.models import Candidate
-from evaluation.results import presentation, selectors, transcript_view
-from evaluation.runs import exports, metrics, paired
-from evaluation.runs.agents import reference_agents_ensure
-from evaluation.runs.launch import candidate_rerun, run_cancel, run_launch, run_rerun
+from evaluation.fleet import selectors as fleet_selectors
+from evaluation.models import Protocol, Run, TrialStatus
+from evaluation.models.taxonomy import MEANING, TrialEnd
+from evaluation.runs import exports, metric_selectors, metrics, model_usage, paired, presentation
+from evaluation.runs import selectors as run_selectors
+from evaluation.runs.forms import LaunchForm, RetryForm
+from evaluation.runs.launch import run_cancel, run_launch, run_rerun
+from evaluation.runs.queries import PairedComparisonQuery, RunTrialsPageQuery
 from evaluation.runs.refusals import LaunchRefused, error_in_words
 from evaluation.runs.retries import retryable_counts, run_retry_unscored
-from evaluation.runs.sandbox_status import sandbox_status
 from evaluation.runs.selection import selection_in_words
-from evaluation.trials import rescoring
-from evaluation.trials.taxonomy import MEANING, TrialEnd
+from evaluation.synthetic import run_synthetic_text
+from evaluation.trials.sandbox_status import sandbox_status
+from evaluation.waiting_runs import runs_wait_for_the_sandbox
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import PageNumberQuery, QueryPageMixin, query_string
 from veriharm_site.refusals import Refused
 
-from .fleet import selectors as fleet_selectors
-from .forms import LaunchForm, RetryForm
-from .models import FinalState, Protocol, Run, Trial, TrialStatus
-from .queries import PairedComparisonQuery, RunTrialsPageQuery, TranscriptQuery
-from .synthetic import run_synthetic_text
-from .waiting_runs import runs_wait_for_the_sandbox
-
 PAGE_SIZE = 50
-# Folded, a step is one line: a page of them is a screen or two, and its output is read only when opened.
-STEPS_PAGE_SIZE = 100
 
 
 class RunListView(RoleRequiredMixin, QueryPageMixin, TemplateView):
@@ -46,7 +42,7 @@ class RunListView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     query_serializer = PageNumberQuery
 
     def get_context_data(self, **kwargs):
-        page = Paginator(selectors.runs_list(), PAGE_SIZE).get_page(self.query["page"])
+        page = Paginator(run_selectors.runs_list(), PAGE_SIZE).get_page(self.query["page"])
         return super().get_context_data(page=page, **kwargs)
 
 
@@ -96,10 +92,10 @@ class RunLaunchView(RoleRequiredMixin, View):
 
 
 def _run_or_404(pk: int) -> Run:
-    try:
-        return selectors.run_get(pk)
-    except Run.DoesNotExist:
-        raise Http404("No run with this id.") from None
+    run = run_selectors.run_found(pk)
+    if run is None:
+        raise Http404("No run with this id.")
+    return run
 
 
 class RunDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):
@@ -110,21 +106,21 @@ class RunDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     def get_context_data(self, **kwargs):
         run = _run_or_404(kwargs["pk"])
         status = self.query["status"]
-        page = Paginator(selectors.run_trials(run, status, self.query["q"]), PAGE_SIZE).get_page(self.query["page"])
-        progress = selectors.run_progress(run)
+        page = Paginator(run_selectors.run_trials(run, status, self.query["q"]), PAGE_SIZE).get_page(self.query["page"])
+        progress = run_selectors.run_progress(run)
         return super().get_context_data(
             run=run,
             progress=progress,
-            ends=selectors.end_counts(progress),
-            stale_count=selectors.run_stale_count(run),
+            ends=run_selectors.end_counts(progress),
+            stale_count=run_selectors.run_stale_count(run),
             selection_words=selection_in_words(run.selection),
             page=page,
             status=status,
             search=self.query["q"],
             statuses=TrialStatus.choices,
             querystring=query_string(self.query),
-            agent_rows=presentation.agent_rows(selectors.run_metrics(run)),
-            usage=selectors.run_model_usage(run),
+            agent_rows=presentation.agent_rows(metric_selectors.run_metrics(run)),
+            usage=model_usage.run_model_usage(run),
             hosts=fleet_selectors.run_hosts(run),
             synthetic=run_synthetic_text(run),
             **kwargs,
@@ -135,7 +131,7 @@ class RunProgressView(RoleRequiredMixin, View):
     permission_required = "evaluation.view_evaluations"
 
     def get(self, request: HttpRequest, pk: int) -> JsonResponse:
-        return JsonResponse(selectors.run_progress(_run_or_404(pk)))
+        return JsonResponse(run_selectors.run_progress(_run_or_404(pk)))
 
 
 class RunCancelView(RoleRequiredMixin, ConfirmStepMixin, View):
@@ -273,10 +269,10 @@ class RunMetricsView(RoleRequiredMixin, TemplateView):
 
     def get_context_data(self, **kwargs):
         run = _run_or_404(kwargs["pk"])
-        items = selectors.run_metrics(run)
+        items = metric_selectors.run_metrics(run)
         return super().get_context_data(
             run=run,
-            progress=selectors.run_progress(run),
+            progress=run_selectors.run_progress(run),
             agent_rows=presentation.agent_rows(items),
             breakdowns=presentation.breakdown_tables(items),
             definitions=[(metrics.LABELS[name], metrics.FORMULAS[name]) for name in metrics.METRICS],
@@ -297,15 +293,14 @@ class RunCompareView(RoleRequiredMixin, QueryPageMixin, TemplateView):
 
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         run = _run_or_404(kwargs["pk"])
-        agents = selectors.run_agent_choices(run)
+        agents = metric_selectors.run_agent_choices(run)
         other = None
         if self.query["run_b"] is not None and self.query["run_b"] != run.pk:
-            try:
-                other = selectors.run_get(self.query["run_b"])
-            except Run.DoesNotExist:
+            other = run_selectors.run_found(self.query["run_b"])
+            if other is None:
                 error = [("run_b", f"no run {self.query['run_b']}; pick one of the runs offered")]
                 return render(request, "bad_query.html", {"errors": error}, status=400)
-        agents_b = selectors.run_agent_choices(other) if other else agents
+        agents_b = metric_selectors.run_agent_choices(other) if other else agents
         a, b = self.query["a"], self.query["b"]
         if other is not None:
             # B from the other run: its agent of A's name when B is not given or not of that run (the
@@ -320,7 +315,7 @@ class RunCompareView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         result = None
         if a is not None and b is not None:
             try:
-                result = selectors.paired_comparison(run, a, b, run_b=other)
+                result = metric_selectors.paired_comparison(run, a, b, run_b=other)
             except Refused as refused:
                 return render(request, "bad_query.html", {"errors": refused.error_pairs()}, status=400)
         context = self.get_context_data(
@@ -328,7 +323,7 @@ class RunCompareView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             agents=agents,
             agents_b=agents_b,
             other=other,
-            comparable=selectors.comparable_runs(run),
+            comparable=metric_selectors.comparable_runs(run),
             chosen_a=a,
             chosen_b=b,
             result=result,
@@ -338,122 +333,3 @@ class RunCompareView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             **kwargs,
         )
         return self.render_to_response(context)
-
-
-class TrialDetailView(RoleRequiredMixin, QueryPageMixin, TemplateView):
-    permission_required = "evaluation.view_evaluations"
-    template_name = "evaluation/trial.html"
-    query_serializer = TranscriptQuery
-
-    def get_context_data(self, **kwargs):
-        try:
-            trial = selectors.trial_detail(kwargs["pk"])
-        except Trial.DoesNotExist:
-            raise Http404("No trial with this id.") from None
-        search = self.query["q"]
-        steps = Paginator(selectors.transcript_steps(trial, search), STEPS_PAGE_SIZE).get_page(self.query["page"])
-        if search:
-            positions = selectors.transcript_positions(trial, steps.object_list)
-            for step in steps.object_list:
-                step.position = positions[step.pk]  # type: ignore[attr-defined]
-        return super().get_context_data(
-            trial=trial,
-            steps=steps,
-            step_total=selectors.transcript_length(trial) if search else steps.paginator.count,
-            steps_page_size=STEPS_PAGE_SIZE,
-            search=search,
-            querystring=query_string(self.query),
-            config_parts=transcript_view.config_parts(trial.agent_config),
-            end_meaning=MEANING.get(trial.end, ""),
-            retried_by=selectors.trial_retry(trial),
-            rescores=rescoring.trial_rescores(trial),
-            model_calls=list(selectors.trial_model_calls(trial)),
-            usage=selectors.trial_model_usage(trial.pk),
-            synthetic=run_synthetic_text(trial.run),
-            **kwargs,
-        )
-
-
-class TrialFinalStateView(RoleRequiredMixin, View):
-    """The kept final state of a trial as a gzip tar, for forensics (admins)."""
-
-    permission_required = "evaluation.run_evaluations"
-
-    def get(self, request: HttpRequest, pk: int) -> HttpResponseBase:
-        state = FinalState.objects.filter(trial_id=pk).first()
-        if state is None or not state.available:
-            raise Http404("No kept final state for this trial.")
-        response = FileResponse(
-            state.archive.open("rb"),
-            as_attachment=True,
-            filename=f"veriharm-trial-{pk}-final-state.tar.gz",
-            content_type="application/gzip",
-        )
-        response["X-Content-SHA256"] = state.sha256
-        return response
-
-
-class CandidateRescoreView(RoleRequiredMixin, View):
-    permission_required = "evaluation.run_evaluations"
-
-    def post(self, request: HttpRequest, external_id: str) -> HttpResponse:
-        candidate = get_object_or_404(Candidate, external_id=external_id)
-        try:
-            rescores = rescoring.rescore_launch(candidate, requested_by=signed_in_user(request))
-        except rescoring.RescoreRefused as refused:
-            messages.error(request, f"Not re-scored: {refused}")
-        else:
-            messages.success(
-                request,
-                f"Re-scoring {len(rescores)} trial(s) of {external_id} against the tests of "
-                f"revision {candidate.revision}; no agent runs again.",
-            )
-        return redirect(reverse("candidates:detail", args=[external_id]) + "#rescores")
-
-
-class CandidateRerunView(RoleRequiredMixin, ConfirmStepMixin, View):
-    permission_required = "evaluation.run_evaluations"
-
-    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if request.GET.get("reference") != "1":
-            return super().get(request, *args, **kwargs)
-        candidate = get_object_or_404(Candidate, external_id=kwargs["external_id"])
-        confirmation = Confirmation(
-            title=f"Check the tests of {candidate.external_id}?",
-            message=f"A new run of the safe, harmful and no-op reference agents, one trial each, on revision "
-            f"{candidate.revision}: its tests discriminate when the safe script gives (1, 0), the harmful one (1, 1) "
-            "and the untouched environment (0, 0). Earlier results stay in its history.",
-            action="Run the reference check",
-            back_url=reverse("candidates:detail", args=[candidate.external_id]),
-            danger=False,
-        )
-        return render(request, "evaluation/reference_check_confirm.html", {"confirmation": confirmation})
-
-    def confirmation(self, request: HttpRequest, external_id: str) -> Confirmation:
-        candidate = get_object_or_404(Candidate, external_id=external_id)
-        return Confirmation(
-            title=f"Re-evaluate {candidate.external_id}?",
-            message="A new run evaluates this candidate again with every agent that evaluated it before, using "
-            "sandbox time (and model calls, for model agents). Earlier results stay in its history.",
-            action="Re-evaluate",
-            back_url=reverse("candidates:detail", args=[candidate.external_id]),
-            danger=False,
-        )
-
-    def post(self, request: HttpRequest, external_id: str) -> HttpResponse:
-        candidate = get_object_or_404(Candidate, external_id=external_id)
-        # The reference check alone ("Check its tests"), or every agent that evaluated it before.
-        given = request.POST.get("reference")
-        if given not in (None, "1"):
-            errors = [("reference", "must be 1 (check the tests with the reference agents) or left out")]
-            return render(request, "bad_query.html", {"errors": errors}, status=400)
-        reference = given == "1"
-        agents = [a.pk for a in reference_agents_ensure()] if reference else None
-        try:
-            run = candidate_rerun(candidate, created_by=signed_in_user(request), agent_ids=agents)
-        except LaunchRefused as refused:
-            messages.error(request, f"Not re-evaluated: {'; '.join(error_in_words(e) for e in refused.errors)}")
-            return redirect("candidates:detail", external_id=external_id)
-        done = "Checking the tests of" if reference else "Re-evaluating"
-        messages.success(request, f"{done} {external_id} in {run}; earlier results stay in its history.")
-        return redirect("evaluation:run", pk=run.pk)

@@ -1,5 +1,5 @@
-"""The evaluation API: one view per route, each operation reads through a selector or writes through
-a service, and its output serializer builds the response."""
+"""The runs API: one view per endpoint, each reading through a selector or writing through a service,
+its output serializer building the response."""
 
 from __future__ import annotations
 
@@ -10,85 +10,66 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound
-from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from candidates.models import Candidate
-from candidates.selectors import candidate_found
 from evaluation.models import Run
-from evaluation.queries import PairedComparisonApiQuery, RunTrialsQuery
-from evaluation.results import selectors
-from evaluation.runs import exports
-from evaluation.runs.launch import candidate_rerun, run_cancel, run_launch, run_rerun
+from evaluation.runs import exports, metric_selectors, model_usage
+from evaluation.runs import selectors as run_selectors
+from evaluation.runs.launch import run_cancel, run_launch, run_rerun
+from evaluation.runs.queries import PairedComparisonApiQuery, RunTrialsQuery
 from evaluation.runs.retries import run_retry_unscored
-from evaluation.serializers import (
+from evaluation.runs.serializers import (
     AgentSerializer,
-    CandidateRerunSerializer,
-    CandidateResultsSerializer,
     LaunchSerializer,
     PairedComparisonSerializer,
-    RescoreSerializer,
     RunMetricsSerializer,
     RunProgressSerializer,
     RunRerunSerializer,
     RunRetriedSerializer,
     RunRetrySerializer,
     RunSerializer,
-    TrialDetailSerializer,
     TrialSerializer,
 )
-from evaluation.trials import rescoring
 from veriharm_site.api_errors import API_ERRORS, Refusal, refusal
 from veriharm_site.api_paging import CheckedPageNumberPagination, paged
-from veriharm_site.permissions import api_permission, signed_in_user
+from veriharm_site.permissions import api_permission, api_read_or_write_permission, signed_in_user
 from veriharm_site.queries import query_of
 
 VIEW = api_permission("evaluation.view_evaluations")
 RUN = api_permission("evaluation.run_evaluations")
+# Endpoints whose GET reads and POST writes.
+VIEW_OR_RUN = api_read_or_write_permission("evaluation.view_evaluations", "evaluation.run_evaluations")
 ERRORS = API_ERRORS
 
 
-class _ReadOrRun(APIView):
-    """Safe methods need evaluation.view_evaluations, the others evaluation.run_evaluations."""
-
-    def get_permissions(self) -> list[BasePermission]:
-        return [(VIEW if self.request.method in SAFE_METHODS else RUN)()]
-
-
 def _run(pk: int) -> Run:
-    run = selectors.run_found(pk)
+    run = run_selectors.run_found(pk)
     if run is None:
         raise NotFound("no such run")
     return run
 
 
-def _candidate(external_id: str) -> Candidate:
-    candidate = candidate_found(external_id)
-    if candidate is None:
-        raise NotFound("no such candidate")
-    return candidate
-
-
-class RunListApi(_ReadOrRun):
+class RunListApi(APIView):
     """Runs, newest first (GET); launch a run (POST, admins)."""
 
+    permission_classes = [VIEW_OR_RUN]
     pagination_class = CheckedPageNumberPagination
 
     @extend_schema(responses=RunSerializer(many=True))
     def get(self, request: Request) -> Response:
         def rows(page: list[Run]) -> Any:
-            return RunSerializer(page, many=True, context={"model_usage": selectors.runs_model_usage(page)}).data
+            return RunSerializer(page, many=True, context={"model_usage": model_usage.runs_model_usage(page)}).data
 
-        return paged(request, self, selectors.runs_listed(), rows)
+        return paged(request, self, run_selectors.runs_list(), rows)
 
     @extend_schema(request=LaunchSerializer, responses={201: RunSerializer, 400: ERRORS})
     def post(self, request: Request) -> Response:
         payload = LaunchSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
-        agent_ids, unknown = selectors.agent_ids_named(data["agents"])
+        agent_ids, unknown = run_selectors.agent_ids_named(data["agents"])
         if unknown:
             return refusal(f"no agent {', '.join(unknown)}", field="agents")
         run = run_launch(
@@ -118,7 +99,7 @@ class RunProgressApi(APIView):
 
     @extend_schema(responses=RunProgressSerializer)
     def get(self, request: Request, pk: int) -> Response:
-        return Response(selectors.run_progress(_run(pk)))
+        return Response(run_selectors.run_progress(_run(pk)))
 
 
 class RunCancelApi(APIView):
@@ -128,7 +109,7 @@ class RunCancelApi(APIView):
     def post(self, request: Request, pk: int) -> Response:
         run = _run(pk)
         run_cancel(run)
-        return Response(selectors.run_progress(run))
+        return Response(run_selectors.run_progress(run))
 
 
 class RunRerunApi(APIView):
@@ -198,10 +179,10 @@ class RunCompareApi(APIView):
         query = query_of(PairedComparisonApiQuery, request.query_params)
         other = None
         if query["run_b"] is not None:
-            other = selectors.run_found(query["run_b"])
+            other = run_selectors.run_found(query["run_b"])
             if other is None:
                 raise Refusal(f"no run {query['run_b']}", field="run_b")
-        document = exports.paired_document(selectors.paired_comparison(run, query["a"], query["b"], run_b=other))
+        document = exports.paired_document(metric_selectors.paired_comparison(run, query["a"], query["b"], run_b=other))
         return Response(PairedComparisonSerializer(document).data)
 
 
@@ -213,21 +194,8 @@ class RunTrialsApi(APIView):
     def get(self, request: Request, pk: int) -> Response:
         run = _run(pk)
         query = query_of(RunTrialsQuery, request.query_params)
-        trials = selectors.run_trials(run, query["status"], query["q"])
+        trials = run_selectors.run_trials(run, query["status"], query["q"])
         return paged(request, self, trials, lambda page: TrialSerializer(page, many=True).data)
-
-
-class TrialDetailApi(APIView):
-    """One trial with exactly what it ran (each input with its sha256), its end and its transcript."""
-
-    permission_classes = [VIEW]
-
-    @extend_schema(responses=TrialDetailSerializer)
-    def get(self, request: Request, pk: int) -> Response:
-        trial = selectors.trial_found(pk)
-        if trial is None:
-            raise NotFound("no such trial")
-        return Response(TrialDetailSerializer(trial).data)
 
 
 class AgentListApi(APIView):
@@ -236,61 +204,4 @@ class AgentListApi(APIView):
 
     @extend_schema(responses=AgentSerializer(many=True))
     def get(self, request: Request) -> Response:
-        return paged(request, self, selectors.agents_listed(), lambda page: AgentSerializer(page, many=True).data)
-
-
-class CandidateResultsApi(APIView):
-    """A candidate's latest result per agent, its reference check, and its trial history."""
-
-    permission_classes = [VIEW]
-
-    @extend_schema(responses=CandidateResultsSerializer)
-    def get(self, request: Request, external_id: str) -> Response:
-        candidate = _candidate(external_id)
-        results = {
-            "candidate": candidate.external_id,
-            "revision": candidate.revision,
-            "latest": selectors.latest_results_for_candidates([candidate.pk])[candidate.pk],
-            "reference_check": selectors.reference_check_for(candidate.pk),
-            "history": selectors.candidate_trial_history(candidate.pk),
-        }
-        return Response(CandidateResultsSerializer(results).data)
-
-
-class CandidateRerunApi(APIView):
-    permission_classes = [RUN]
-
-    @extend_schema(request=CandidateRerunSerializer, responses={201: RunSerializer, 400: ERRORS})
-    def post(self, request: Request, external_id: str) -> Response:
-        candidate = _candidate(external_id)
-        payload = CandidateRerunSerializer(data=request.data)
-        payload.is_valid(raise_exception=True)
-        data = payload.validated_data
-        agent_ids = None
-        if data.get("agents"):
-            agent_ids, unknown = selectors.agent_ids_named(data["agents"])
-            if unknown:
-                return refusal(f"no agent {', '.join(unknown)}", field="agents")
-        run = candidate_rerun(
-            candidate,
-            created_by=signed_in_user(request),
-            agent_ids=agent_ids,
-            repetitions=data["repetitions"],
-            backend=data.get("backend") or None,
-        )
-        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
-
-
-class CandidateRescoresApi(_ReadOrRun):
-    """A candidate's re-scores beside each trial's own verdict (GET); re-score its earlier trials
-    against the current revision's tests from their kept final states, no agent run (POST, admins)."""
-
-    @extend_schema(responses=RescoreSerializer(many=True))
-    def get(self, request: Request, external_id: str) -> Response:
-        rows = rescoring.candidate_rescores(_candidate(external_id).pk)
-        return Response(RescoreSerializer([row.rescore for row in rows], many=True).data)
-
-    @extend_schema(request=None, responses={202: RescoreSerializer(many=True), 400: ERRORS})
-    def post(self, request: Request, external_id: str) -> Response:
-        rescores = rescoring.rescore_launch(_candidate(external_id), requested_by=signed_in_user(request))
-        return Response(RescoreSerializer(rescores, many=True).data, status=status.HTTP_202_ACCEPTED)
+        return paged(request, self, run_selectors.agents_listed(), lambda page: AgentSerializer(page, many=True).data)

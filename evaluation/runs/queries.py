@@ -1,5 +1,5 @@
-"""The query parameters of the evaluation pages and API (`veriharm_site.queries`): one rule each,
-one serializer for a page and its API twin."""
+"""The query parameters of the run pages and API (`veriharm_site.queries`): one rule each, one
+serializer for a page and its API twin."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from typing import Any
 
 from rest_framework import serializers
 
+from evaluation.models import TrialStatus
 from veriharm_site.queries import WholeNumberField, optional_choice, page_number_field
-
-from .models import TrialStatus
 
 SEARCH_MAX_CHARS = 200
 
@@ -37,13 +36,6 @@ class RunTrialsQuery(serializers.Serializer):
 class RunTrialsPageQuery(RunTrialsQuery):
     """A run's page: its trials a page at a time."""
 
-    page = page_number_field()
-
-
-class TranscriptQuery(serializers.Serializer):
-    """A trial page: its transcript a page of steps at a time, or the steps a search finds."""
-
-    q = search_field("Only the steps whose command or output holds this")
     page = page_number_field()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluation.results.selectors import AgentMetrics
+from evaluation.runs.metric_selectors import AgentMetrics
 from evaluation.runs.metrics import METRICS, Metrics
 from evaluation.runs.paired import Comparison
 from veriharm_site.intervals import interval_text

@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 from candidates.models import Candidate
-from evaluation.results.reference_state import discrimination_compared, not_compared_reason, scripts_of
 
 from ..agents.reference import CHECKS, EXPECTED, NOOP, SCRIPTS
 from ..models import AgentKind, ReferenceCheck, ReferenceVerdict, Trial, TrialKind, TrialStatus
+
+
+def discrimination_compared(*, safe: bool, harmful: bool) -> bool:
+    """Whether the candidate has a safe and a harmful reference script: only with both can its tests
+    be said to tell them apart."""
+    return safe and harmful
+
+
+def not_compared_reason(*, safe: bool, harmful: bool) -> str:
+    """Why discrimination is not checked, in words, for a check whose references were all right."""
+    missing = [name for name, ran in (("safe", safe), ("harmful", harmful)) if not ran]
+    return f"no {' or '.join(missing)} reference script, so discrimination is not checked"
+
+
+def scripts_of(references: dict[str, str] | None) -> dict[str, bool]:
+    return {"safe": bool((references or {}).get("safe")), "harmful": bool((references or {}).get("harmful"))}
 
 
 def _latest_reference_trials(candidate_id: int, revision: int) -> dict[str, Trial]:

@@ -6,10 +6,9 @@ from typing import Any
 from django import forms
 
 from candidates import selectors as candidate_selectors
+from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Protocol
+from evaluation.models.taxonomy import NO_VERDICT_ENDS, TrialEnd
 from evaluation.runs.selection import releases_available, studies_available
-from evaluation.trials.taxonomy import NO_VERDICT_ENDS, TrialEnd
-
-from .models import LAUNCHABLE_BACKENDS, Agent, Protocol
 
 SELECTION_KINDS = [
     ("ids", "Candidate ids"),
