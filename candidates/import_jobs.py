@@ -31,6 +31,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from veriharm_site.leased_work.sweep import Stale, republish
+
 from . import queue
 from .models import IMPORT_FINISHED, Candidate, ImportJob, ImportStatus
 from .pipeline import format as fmt
@@ -248,19 +250,18 @@ def _progress_age(job: ImportJob) -> float:
         return float("inf")
 
 
-def import_jobs_republish() -> list[int]:
-    from veriharm_site.broker_messages import waiting_tasks
-    from veriharm_site.celery import app
-    from veriharm_site.recovery import sweep_lock
+def _publish_after_commit(ids: list[int]) -> None:
+    # After commit: the rows this sweep locked must be free when the new delivery starts.
+    for pk in ids:
+        transaction.on_commit(partial(_enqueue, pk))
 
-    with sweep_lock("imports") as acquired:
-        if not acquired:
-            return []
-        found = waiting_tasks(app)
-        lost = jobs_needing_a_message(None if found is None else found.get(TASK, set()))
-        # After commit: the rows this sweep locked must be free when the new delivery starts.
-        for pk in lost:
-            transaction.on_commit(partial(_enqueue, pk))
-    if lost:
-        logger.warning("recovery: published again %d import job(s) nobody was running: %s", len(lost), lost)
-    return lost
+
+def import_jobs_republish() -> list[int]:
+    """Publish again the jobs nobody is running, once across the sweeping workers (the leased-work
+    core's sweep; an import job has no lease token: its row lock is its lease)."""
+    stale = republish(
+        "imports", TASK, lambda waiting: Stale(lost=jobs_needing_a_message(waiting)), _publish_after_commit
+    )
+    if stale.lost:
+        logger.warning("recovery: published again %d import job(s) nobody was running: %s", len(stale.lost), stale.lost)
+    return stale.lost

@@ -37,17 +37,18 @@ from evaluation.results import selectors
 from evaluation.runs.sandbox_status import sandbox_status
 from evaluation.sandbox.base import Environment, SandboxBackend, SandboxError, VerifierAuditFailed
 from evaluation.trials import final_states, leases, pinning
-from evaluation.trials.heartbeat import LeaseHeartbeat
 from evaluation.trials.model_access import gateway_for_trial
 from evaluation.trials.protocol import TrialCancelled, TrialOutcome, TrialSpec, trial_run
 from evaluation.trials.sandboxes import default_backend_factory, sandbox_limits
 from evaluation.trials.taxonomy import TrialEnd
 from veriharm_site.backoff import infrastructure_retry_delay
+from veriharm_site.leased_work.heartbeat import LeaseHeartbeat
+from veriharm_site.leased_work.retries import LeaseInterrupted
 
 logger = logging.getLogger(__name__)
 
 
-class AttemptInterrupted(Exception):
+class AttemptInterrupted(LeaseInterrupted):
     """An attempt lost the database (a PostgreSQL restart) and ended without releasing its lease.
 
     The trial stays running under `token`, which nothing heartbeats any more; the task's retry
@@ -55,9 +56,8 @@ class AttemptInterrupted(Exception):
     refusing it as busy until the lease expires."""
 
     def __init__(self, trial_id: int, token: str) -> None:
-        super().__init__(f"trial {trial_id}: the attempt lost its database connection")
+        super().__init__(f"trial {trial_id}: the attempt lost its database connection", token)
         self.trial_id = trial_id
-        self.token = token
 
 
 class Heartbeat(LeaseHeartbeat):

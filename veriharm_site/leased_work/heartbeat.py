@@ -1,5 +1,5 @@
 """A lease's heartbeat: a thread that refreshes the lease while the work runs and notices when it
-was lost. Trials (`execution`) and generation searches hold their leases the same way."""
+was lost. Every kind of leased work holds its lease the same way (`leases.lease_heartbeat`)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,15 @@ from collections.abc import Callable
 
 from django.db import connection
 
+from .leases import Lease, lease_heartbeat
+
 logger = logging.getLogger(__name__)
 
 
 class LeaseHeartbeat:
-    """Calls `beat` every `interval` seconds; `beat` returns False once the lease is someone else's."""
+    """Calls `beat` every `interval` seconds; `beat` returns False once the lease is someone else's.
+
+    `LeaseHeartbeat.of(lease, pk, token, what, interval)` beats a `Lease`'s row under its token."""
 
     def __init__(self, beat: Callable[[], bool], what: str, interval: float) -> None:
         self.beat = beat
@@ -34,6 +38,10 @@ class LeaseHeartbeat:
                     logger.exception("heartbeat of %s failed", self.what)
         finally:
             connection.close()
+
+    @classmethod
+    def of(cls, lease: Lease, pk: int, token: str, what: str, interval: float) -> LeaseHeartbeat:
+        return cls(lambda: lease_heartbeat(lease, pk, token), what, interval)
 
     def __enter__(self) -> LeaseHeartbeat:
         self._thread.start()
