@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
@@ -27,7 +26,6 @@ from evaluation.models import (
     FINISHED_STATUSES,
     AgentKind,
     FinalState,
-    ModelCall,
     Run,
     TranscriptStep,
     Trial,
@@ -353,47 +351,6 @@ def trial_cancelled(claim: Claim) -> bool:
             status=TrialStatus.CANCELLED, end=TrialEnd.CANCELLED, lease_token="", finished_at=timezone.now()
         )
         == 1
-    )
-
-
-def model_call_record(
-    *,
-    trial_id: int,
-    attempt: int,
-    route: str,
-    model: str,
-    streamed: bool,
-    status_code: int,
-    input_tokens: int,
-    output_tokens: int,
-    usage_reported: bool,
-    latency: float,
-    retries: int,
-    cost_usd: Decimal | None,
-    error: str = "",
-    usage_estimated: bool = False,
-    gateway_failure: bool = False,
-) -> ModelCall:
-    """Record one model call the gateway passed on, once its answer has ended.
-
-    Its own statement, committed at once (the gateway calls it outside any transaction): the next
-    budget check of any trial of the run counts it."""
-    return ModelCall.objects.create(
-        trial_id=trial_id,
-        attempt=attempt,
-        route=route,
-        model=model[:200],
-        streamed=streamed,
-        status_code=status_code,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        usage_reported=usage_reported,
-        usage_estimated=usage_estimated,
-        gateway_failure=gateway_failure,
-        latency=max(latency, 0.0),
-        retries=retries,
-        cost_usd=None if cost_usd is None else cost_usd.quantize(Decimal("0.00000001")),
-        error=error.replace("\x00", "")[:2000],
     )
 
 
