@@ -8,7 +8,9 @@
   done with its summary, or refused with every bad line. A second delivery either waits on the row
   lock and then finds the job finished, or skips it while another worker holds it; an import is
   applied at most once. A worker killed mid-import rolls its transaction back: nothing of the
-  import is left, and the recovery sweep publishes the job again.
+  import is left, and the recovery sweep publishes the job again. The claim (`row_lock_claim`),
+  the sweep's lock and publish (`republish`) and the task's retries are the leased-work core's
+  (`veriharm_site.leased_work`); this module says what an import does and how it ends.
 - Progress goes to a small file beside the upload, not to the database: the import's own
   transaction is still open while it runs, and on SQLite it holds the only write lock.
 """
@@ -31,6 +33,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from veriharm_site.leased_work.leases import ClaimRefused, Lease, row_lock_claim
 from veriharm_site.leased_work.sweep import Stale, republish
 
 from . import queue
@@ -164,20 +167,22 @@ def _end(job: ImportJob, status: str, **fields: Any) -> None:
     transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
+# An import job is held by its row lock for the length of its import (no token, no heartbeat).
+IMPORT_JOB_LEASE = Lease(
+    model=ImportJob, queued=ImportStatus.QUEUED, running=ImportStatus.RUNNING, finished=tuple(IMPORT_FINISHED)
+)
+
+
+def _count_attempt(job: ImportJob, now: datetime) -> list[str]:
+    job.attempts += 1
+    return ["attempts"]
+
+
 def _start(job_id: int) -> str | None:
-    """Mark the job running (visible at once); a reason not to run it otherwise."""
-    with transaction.atomic():
-        # skip_locked: a job whose row another worker holds is being imported right now.
-        job = ImportJob.objects.select_for_update(skip_locked=True).filter(pk=job_id).first()
-        if job is None:
-            return "busy" if ImportJob.objects.filter(pk=job_id).exists() else "missing"
-        if job.status in IMPORT_FINISHED:
-            return "finished"
-        job.status = ImportStatus.RUNNING
-        job.attempts += 1
-        job.started_at = job.started_at or timezone.now()
-        job.save(update_fields=["status", "attempts", "started_at"])
-    return None
+    """Mark the job running (visible at once); a reason not to run it otherwise ("busy": another
+    worker holds its row lock and is importing it right now)."""
+    taken = row_lock_claim(IMPORT_JOB_LEASE, job_id, _count_attempt)
+    return taken.value if isinstance(taken, ClaimRefused) else None
 
 
 def import_job_execute(job_id: int) -> str:

@@ -182,3 +182,23 @@ def lease_release(lease: Lease, pk: int, token: str, on_release: Callable[[Any],
         fields = [lease.status_field, lease.token_field, lease.heartbeat_field, lease.queued_at_field]
         row.save(update_fields=[*dict.fromkeys([*changed, *fields])])
         return True
+
+
+def row_lock_claim(lease: Lease, pk: int, on_take: OnTake | None = None) -> Any | Refusal:
+    """Mark row `pk` running for work held by its row lock instead of a token (the work locks the row
+    for its whole transaction, so a dead worker's lock ends with its connection and no heartbeat is
+    needed); only the lease's status and start fields are used. A row another transaction has
+    locked is being worked on right now (BUSY); a missing or finished one is refused as by
+    `lease_claim`. Returns the row as saved."""
+    with transaction.atomic():
+        row = lease.objects().select_for_update(skip_locked=True).filter(pk=pk).first()
+        if row is None:
+            return ClaimRefused.BUSY if lease.objects().filter(pk=pk).exists() else ClaimRefused.MISSING
+        if getattr(row, lease.status_field) in lease.finished:
+            return ClaimRefused.FINISHED
+        now = timezone.now()
+        changed = on_take(row, now) if on_take is not None else []
+        setattr(row, lease.status_field, lease.running)
+        setattr(row, lease.started_field, getattr(row, lease.started_field) or now)
+        row.save(update_fields=[lease.status_field, *changed, lease.started_field])
+        return row
