@@ -7,14 +7,13 @@ from __future__ import annotations
 import logging
 
 from celery import Task, shared_task
-from django.db import InterfaceError, OperationalError
 
 from evaluation import queue
 from evaluation.generation import engine as generation_engine
 from evaluation.sandbox.base import SandboxError
 from evaluation.trials import execution, final_states, rescoring
 from veriharm_site.backoff import infrastructure_retry_delay
-from veriharm_site.leased_work.retries import leased_task_run
+from veriharm_site.leased_work.retries import DATABASE_ERRORS, leased_task_run, retry_later
 
 logger = logging.getLogger(__name__)
 
@@ -50,10 +49,10 @@ def rescore_execute(self: Task, rescore_id: int) -> str:
     """Score a kept final state against a revision's tests; a second delivery records nothing new."""
     try:
         return rescoring.rescore_execute(rescore_id)
-    except (OperationalError, InterfaceError, SandboxError) as exc:
+    except (*DATABASE_ERRORS, SandboxError) as exc:
         if self.request.retries >= RESCORE_RETRIES:
             return rescoring.rescore_fail(rescore_id, f"gave up after {self.request.retries + 1} attempts: {exc}")
-        raise self.retry(exc=exc, countdown=infrastructure_retry_delay(self.request.retries + 1)) from exc
+        retry_later(self, exc, infrastructure_retry_delay(self.request.retries + 1))
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None, name=queue.GENERATION_SEARCH_EXECUTE)
