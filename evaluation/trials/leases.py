@@ -115,9 +115,8 @@ def trial_claim(trial_id: int, worker: str = "", *, abandoned: str = "") -> Clai
         trial.finished_at = now
         trial.lease_token = ""
         reason = f"worker {previous} stopped answering" if previous else "infrastructure failures"
-        trial.error = (
-            trial.error + "\n" if trial.error else ""
-        ) + f"gave up after {trial.attempts} attempt(s): {reason}"
+        note = f"gave up after {trial.attempts} attempt(s): {reason}"
+        trial.error = f"{trial.error}\n{note}" if trial.error else note
         _label_unresolved(trial)
         trial.save(update_fields=["status", "end", "finished_at", "lease_token", "error", "outcome", "outcome_reason"])
         return ClaimRefused.EXHAUSTED
