@@ -9,15 +9,12 @@ from collections.abc import Callable
 
 from django.db import connection
 
-from .leases import Lease, lease_heartbeat
-
 logger = logging.getLogger(__name__)
 
 
 class LeaseHeartbeat:
     """Calls `beat` every `interval` seconds; `beat` returns False once the lease is someone else's.
-
-    `LeaseHeartbeat.of(lease, pk, token, what, interval)` beats a `Lease`'s row under its token."""
+    Each kind of work's `beat` is `leases.lease_heartbeat` over its own `Lease` and token."""
 
     def __init__(self, beat: Callable[[], bool], what: str, interval: float) -> None:
         self.beat = beat
@@ -38,10 +35,6 @@ class LeaseHeartbeat:
                     logger.exception("heartbeat of %s failed", self.what)
         finally:
             connection.close()
-
-    @classmethod
-    def of(cls, lease: Lease, pk: int, token: str, what: str, interval: float) -> LeaseHeartbeat:
-        return cls(lambda: lease_heartbeat(lease, pk, token), what, interval)
 
     def __enter__(self) -> LeaseHeartbeat:
         self._thread.start()
