@@ -8,7 +8,9 @@
   done with its summary, or refused with every bad line. A second delivery either waits on the row
   lock and then finds the job finished, or skips it while another worker holds it; an import is
   applied at most once. A worker killed mid-import rolls its transaction back: nothing of the
-  import is left, and the recovery sweep publishes the job again.
+  import is left, and the recovery sweep publishes the job again. The claim (`row_lock_claim`),
+  the sweep's lock and publish (`republish`) and the task's retries are the leased-work core's
+  (`veriharm_site.leased_work`); this module says what an import does and how it ends.
 - Progress goes to a small file beside the upload, not to the database: the import's own
   transaction is still open while it runs, and on SQLite it holds the only write lock.
 """
@@ -30,6 +32,9 @@ from typing import Any, Protocol
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+
+from veriharm_site.leased_work.leases import ClaimRefused, Lease, row_lock_claim
+from veriharm_site.leased_work.sweep import Stale, republish
 
 from . import queue
 from .models import IMPORT_FINISHED, Candidate, ImportJob, ImportStatus
@@ -162,20 +167,22 @@ def _end(job: ImportJob, status: str, **fields: Any) -> None:
     transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
+# An import job is held by its row lock for the length of its import (no token, no heartbeat).
+IMPORT_JOB_LEASE = Lease(
+    model=ImportJob, queued=ImportStatus.QUEUED, running=ImportStatus.RUNNING, finished=tuple(IMPORT_FINISHED)
+)
+
+
+def _count_attempt(job: ImportJob, now: datetime) -> list[str]:
+    job.attempts += 1
+    return ["attempts"]
+
+
 def _start(job_id: int) -> str | None:
-    """Mark the job running (visible at once); a reason not to run it otherwise."""
-    with transaction.atomic():
-        # skip_locked: a job whose row another worker holds is being imported right now.
-        job = ImportJob.objects.select_for_update(skip_locked=True).filter(pk=job_id).first()
-        if job is None:
-            return "busy" if ImportJob.objects.filter(pk=job_id).exists() else "missing"
-        if job.status in IMPORT_FINISHED:
-            return "finished"
-        job.status = ImportStatus.RUNNING
-        job.attempts += 1
-        job.started_at = job.started_at or timezone.now()
-        job.save(update_fields=["status", "attempts", "started_at"])
-    return None
+    """Mark the job running (visible at once); a reason not to run it otherwise ("busy": another
+    worker holds its row lock and is importing it right now)."""
+    taken = row_lock_claim(IMPORT_JOB_LEASE, job_id, _count_attempt)
+    return taken.value if isinstance(taken, ClaimRefused) else None
 
 
 def import_job_execute(job_id: int) -> str:
@@ -248,19 +255,18 @@ def _progress_age(job: ImportJob) -> float:
         return float("inf")
 
 
-def import_jobs_republish() -> list[int]:
-    from veriharm_site.broker_messages import waiting_tasks
-    from veriharm_site.celery import app
-    from veriharm_site.recovery import sweep_lock
+def _publish_after_commit(ids: list[int]) -> None:
+    # After commit: the rows this sweep locked must be free when the new delivery starts.
+    for pk in ids:
+        transaction.on_commit(partial(_enqueue, pk))
 
-    with sweep_lock("imports") as acquired:
-        if not acquired:
-            return []
-        found = waiting_tasks(app)
-        lost = jobs_needing_a_message(None if found is None else found.get(TASK, set()))
-        # After commit: the rows this sweep locked must be free when the new delivery starts.
-        for pk in lost:
-            transaction.on_commit(partial(_enqueue, pk))
-    if lost:
-        logger.warning("recovery: published again %d import job(s) nobody was running: %s", len(lost), lost)
-    return lost
+
+def import_jobs_republish() -> list[int]:
+    """Publish again the jobs nobody is running, once across the sweeping workers (the leased-work
+    core's sweep; an import job has no lease token: its row lock is its lease)."""
+    stale = republish(
+        "imports", TASK, lambda waiting: Stale(lost=jobs_needing_a_message(waiting)), _publish_after_commit
+    )
+    if stale.lost:
+        logger.warning("recovery: published again %d import job(s) nobody was running: %s", len(stale.lost), stale.lost)
+    return stale.lost

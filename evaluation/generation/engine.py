@@ -30,6 +30,7 @@ from evaluation.trials.protocol import TrialCancelled
 from evaluation.trials.sandbox_status import sandbox_status
 from evaluation.trials.sandboxes import default_backend_factory
 from veriharm_site.backoff import infrastructure_retry_delay
+from veriharm_site.leased_work.retries import WAITING
 
 from . import decision, steps
 from .leases import Claim, ClaimRefused, Heartbeat, search_claim, search_heartbeat, search_release
@@ -42,8 +43,8 @@ __all__ = ["WAITING", "ClaimRefused", "search_execute"]
 
 logger = logging.getLogger(__name__)
 
-# What `search_execute` returns when the sandbox system is being built: the task comes back later.
-WAITING = "waiting"
+# `search_execute` returns the core's WAITING when the sandbox system is being built: the task
+# comes back later (`veriharm_site.leased_work.retries`).
 
 
 def _do(

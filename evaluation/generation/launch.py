@@ -4,7 +4,6 @@ each published to the workers once the run is committed."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.conf import settings
@@ -15,6 +14,7 @@ from candidates.models import Search
 from candidates.pipeline.models import PERTURBATIONS
 from evaluation import queue
 from evaluation.agents.factory import check_network, model_upstream
+from evaluation.budgets import budget_usd_parse
 from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Backend
 from evaluation.trials.pinning import agent_pin_sha256
 from evaluation.trials.sandbox_status import runtimes_of, sandbox_status
@@ -60,18 +60,6 @@ def _refuse_unpriced(configs: list[dict[str, Any]], role: str) -> None:
                 f"{role} {config['name']}: its prices have no entry for its model {model!r}, "
                 "and a run with a USD budget must count every call",
             )
-
-
-def _budget_usd(value: Any) -> Decimal | None:
-    if value in (None, ""):
-        return None
-    try:
-        budget = Decimal(str(value))
-    except InvalidOperation:
-        raise Refused("budget_usd", "the USD budget must be a number") from None
-    if not budget.is_finite() or not Decimal(0) <= budget <= Decimal("10000000"):
-        raise Refused("budget_usd", "the USD budget must be between 0 and 10,000,000")
-    return budget
 
 
 def _agents(agent_ids: Iterable[Any]) -> list[Agent]:
@@ -149,7 +137,7 @@ def generation_launch(
     kinds = list(dict.fromkeys(PERTURBATIONS if perturbations is None else perturbations))
     if not kinds or any(k not in PERTURBATIONS for k in kinds):
         raise Refused("perturbations", f"perturbations must be some of {', '.join(PERTURBATIONS)}")
-    usd = _budget_usd(budget_usd)
+    usd = budget_usd_parse(budget_usd)
     backend = backend or settings.VERIHARM_SANDBOX_BACKEND
     if backend not in LAUNCHABLE_BACKENDS:
         raise Refused("backend", f"backend must be one of {', '.join(LAUNCHABLE_BACKENDS)}")

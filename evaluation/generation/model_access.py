@@ -1,6 +1,7 @@
 """A search's model calls and the generation run's USD budget: the ledger every gateway of a search
 is handed (a model-mode target's in a rollout, the proposer's, the judges'), and the target's
-gateway for a rollout (the trials' gateway)."""
+gateway for a rollout (the trials' gateway). Calls are recorded, and the budget held, as a
+trial's are (`evaluation.model_ledger`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from django.db.models import F
 from evaluation.agents.upstreams import upstream_transport
 from evaluation.gateway import Gateway, TrialGateway, Upstream, serve
 from evaluation.gateway.ledger import CallRecord, Reservation
-from evaluation.trials.gateway_ledger import budget_hold, database_slot
+from evaluation.model_ledger.calls import model_call_create
+from evaluation.model_ledger.holds import budget_hold, database_slot
 
 from .models import GenerationBudgetHold, GenerationModelCall, GenerationRun
 
@@ -59,23 +61,8 @@ class SearchLedger:
 
     def settle(self, reservation: Reservation | None, call: CallRecord) -> None:
         with database_slot(self._owner), transaction.atomic():
-            GenerationModelCall.objects.create(
-                search_id=self.search_id,
-                step_kind=self.step_kind,
-                iteration=self.iteration,
-                route=call.route[:40],
-                model=call.model[:200],
-                streamed=call.streamed,
-                status_code=call.status_code,
-                input_tokens=call.input_tokens,
-                output_tokens=call.output_tokens,
-                usage_reported=call.usage_reported,
-                usage_estimated=call.usage_estimated,
-                gateway_failure=call.gateway_failure,
-                latency=call.latency,
-                retries=call.retries,
-                cost_usd=call.cost_usd,
-                error=call.error,
+            model_call_create(
+                GenerationModelCall, call, search_id=self.search_id, step_kind=self.step_kind, iteration=self.iteration
             )
             if call.cost_usd:
                 GenerationRun.objects.filter(pk=self.run_id).update(spent_usd=F("spent_usd") + call.cost_usd)

@@ -18,6 +18,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from evaluation.model_ledger.calls import ModelCallFields
+
 from .states import RunStatus, SearchEnding, SearchStatus, StepKind
 
 # The sandbox backends a search's rollouts may run on (`evaluation.sandbox.registry`).
@@ -254,28 +256,21 @@ __all__ = [
 ]
 
 
-class GenerationModelCall(models.Model):
+class GenerationModelCall(ModelCallFields):
     """One model call through the model gateway, kept when it ends as a trial's calls are
     (`evaluation.ModelCall`) and charged to the run's budget: a model-mode target's in a seed
-    rollout or rollout, or the proposer's or a judge's (whose prompt and reply the step keeps)."""
+    rollout or rollout, or the proposer's or a judge's (whose prompt and reply the step keeps).
+    The fields both tables share are `evaluation.model_ledger.calls.ModelCallFields`."""
 
     search = models.ForeignKey(GenerationSearch, on_delete=models.CASCADE, related_name="model_calls")
     step_kind = models.CharField(max_length=20, choices=StepKind.choices)
     iteration = models.PositiveSmallIntegerField()
     route = models.CharField(max_length=40)
     model = models.CharField(max_length=200, blank=True)
-    streamed = models.BooleanField(default=False)
     status_code = models.IntegerField()
-    input_tokens = models.PositiveIntegerField(default=0)
-    output_tokens = models.PositiveIntegerField(default=0)
     usage_reported = models.BooleanField(default=True)
-    usage_estimated = models.BooleanField(default=False)
-    gateway_failure = models.BooleanField(default=False)
     latency = models.FloatField(default=0.0)
-    retries = models.PositiveSmallIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
     error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         app_label = "evaluation"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from evaluation.model_ledger.calls import ModelCallFields
+
 from .runs import Run
 from .trials import Trial
 
@@ -21,7 +23,7 @@ class ModelRoute(models.TextChoices):
     COUNT_TOKENS = "count_tokens", "Token count (estimated by the gateway)"
 
 
-class ModelCall(models.Model):
+class ModelCall(ModelCallFields):
     """One model call a trial's agent made through the model gateway, as the upstream answered it.
 
     Written once when the answer has been passed on (for a streamed answer, when the stream ended).
@@ -37,21 +39,11 @@ class ModelCall(models.Model):
     attempt = models.PositiveSmallIntegerField()
     route = models.CharField(max_length=30, choices=ModelRoute.choices)
     model = models.CharField(max_length=200, blank=True, default="")
-    streamed = models.BooleanField(default=False)
     # The status the client received: the upstream's final one, or 502 / 504 when it never answered.
     status_code = models.PositiveSmallIntegerField()
-    input_tokens = models.PositiveIntegerField(default=0)
-    output_tokens = models.PositiveIntegerField(default=0)
     usage_reported = models.BooleanField(default=False)
-    # The tokens are the gateway's estimate (no usage sent, or the stream cut short): docs/results.md.
-    usage_estimated = models.BooleanField(default=False)
-    # The gateway refused or failed the call itself (its limits, its key, its own error).
-    gateway_failure = models.BooleanField(default=False)
     latency = models.FloatField(help_text="Seconds from the request to the end of the answer, retries included")
-    retries = models.PositiveSmallIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
     error = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["trial", "attempt", "created_at", "id"]

@@ -12,11 +12,13 @@ from django.utils import timezone
 
 from candidates.models import Candidate
 from evaluation import queue
+from evaluation.budgets import budget_usd_parse
 from evaluation.models.taxonomy import TrialEnd
 from evaluation.runs.selection import Pinned, SelectionError, pinned_for_selection, release_candidates
 from evaluation.trials import pinning
 from evaluation.trials.sandbox_status import runtimes_of, sandbox_status
 from evaluation.v3ast import twins
+from veriharm_site.refusals import Refused
 
 from ..agents.factory import model_upstream
 from ..agents.reference import SCRIPTS
@@ -215,21 +217,16 @@ def _check_common(
     return agents, repetitions, test_timeout
 
 
-MAX_BUDGET_USD = Decimal("100000000")
-
-
 def _check_budget(budget: Any, agents: list[Agent], errors: list[str]) -> Decimal | None:
-    """The run's budget in USD (None: none). With one, every agent that calls a model must have a
-    price for its model, or its calls could not be counted against it."""
-    if budget in (None, ""):
-        return None
+    """The run's budget in USD (None: none; its range is `evaluation.budgets`'). With one, every
+    agent that calls a model must have a price for its model, or its calls could not be counted
+    against it."""
     try:
-        value = Decimal(str(budget).strip())
-    except (ArithmeticError, ValueError):
-        errors.append(f"budget_usd must be an amount in USD, got {budget!r}")
+        value = budget_usd_parse(budget)
+    except Refused as refused:
+        errors.append(refused.message)
         return None
-    if not value.is_finite() or not Decimal("0.0001") <= value < MAX_BUDGET_USD:
-        errors.append(f"budget_usd must be between 0.0001 and {MAX_BUDGET_USD} USD, got {budget!r}")
+    if value is None:
         return None
     for agent in agents:
         try:
@@ -244,7 +241,7 @@ def _check_budget(budget: Any, agents: list[Agent], errors: list[str]) -> Decima
                 f"agent {agent.name} has no price for {model or 'its models'} in its price table: "
                 "a budget cannot count its calls"
             )
-    return value.quantize(Decimal("0.0001"))
+    return value
 
 
 def run_launch(

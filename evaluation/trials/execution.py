@@ -36,17 +36,18 @@ from evaluation.models import Trial
 from evaluation.models.taxonomy import TrialEnd
 from evaluation.sandbox.base import Environment, SandboxBackend, SandboxError, VerifierAuditFailed
 from evaluation.trials import budget, final_states, leases, pinning
-from evaluation.trials.heartbeat import LeaseHeartbeat
 from evaluation.trials.model_access import gateway_for_trial
 from evaluation.trials.protocol import TrialCancelled, TrialOutcome, TrialSpec, trial_run
 from evaluation.trials.sandbox_status import sandbox_status
 from evaluation.trials.sandboxes import default_backend_factory, sandbox_limits
 from veriharm_site.backoff import infrastructure_retry_delay
+from veriharm_site.leased_work.heartbeat import LeaseHeartbeat
+from veriharm_site.leased_work.retries import LeaseInterrupted
 
 logger = logging.getLogger(__name__)
 
 
-class AttemptInterrupted(Exception):
+class AttemptInterrupted(LeaseInterrupted):
     """An attempt lost the database (a PostgreSQL restart) and ended without releasing its lease.
 
     The trial stays running under `token`, which nothing heartbeats any more; the task's retry
@@ -54,9 +55,8 @@ class AttemptInterrupted(Exception):
     refusing it as busy until the lease expires."""
 
     def __init__(self, trial_id: int, token: str) -> None:
-        super().__init__(f"trial {trial_id}: the attempt lost its database connection")
+        super().__init__(f"trial {trial_id}: the attempt lost its database connection", token)
         self.trial_id = trial_id
-        self.token = token
 
 
 class Heartbeat(LeaseHeartbeat):

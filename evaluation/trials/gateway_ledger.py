@@ -1,76 +1,23 @@
 """The model gateway's accounts in the database: budget holds and recorded calls of one trial attempt.
 
-Every method is one short transaction, and when it runs on a thread of the gateway's socket server it
-gives its database connection back at once: a call waiting for a slot or for its upstream holds no
-connection. At most VERIHARM_GATEWAY_DB_CONNECTIONS of those threads in a worker process use the
-database at the same moment, so a harness sending many calls at once cannot fill the server's
-max_connections.
+Every method is one short transaction in one of the worker's bounded database slots, and the call is
+recorded as a generation search's are (`evaluation.model_ledger`: `database_slot`, `budget_hold`,
+`model_call_create`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
-from datetime import timedelta
+from contextlib import AbstractContextManager
 from decimal import Decimal
 
-from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Model, Sum
-from django.utils import timezone
+from django.db import transaction
+from django.db.models import Sum
 
-from evaluation.gateway.ledger import BudgetSpent, CallRecord, Reservation
+from evaluation.gateway.ledger import CallRecord, Reservation
+from evaluation.model_ledger.calls import model_call_create
+from evaluation.model_ledger.holds import budget_hold, database_slot
 from evaluation.models import ModelBudgetHold, ModelCall, Run
-from evaluation.trials.leases import model_call_record
-
-_connections_lock = threading.Lock()
-_connections: threading.BoundedSemaphore | None = None
-
-
-def _connection_slots() -> threading.BoundedSemaphore:
-    global _connections
-    with _connections_lock:
-        if _connections is None:
-            _connections = threading.BoundedSemaphore(max(int(settings.VERIHARM_GATEWAY_DB_CONNECTIONS), 1))
-        return _connections
-
-
-@contextmanager
-def database_slot(owner: int) -> Iterator[None]:
-    """One of the worker's bounded database slots for a ledger's write; on a gateway thread (not
-    `owner`, the thread that runs the agent) the connection is given back at once."""
-    with _connection_slots():
-        try:
-            yield
-        finally:
-            if threading.get_ident() != owner and not connection.in_atomic_block:
-                connection.close()
-
-
-def budget_hold(
-    hold_model: type[Model],
-    *,
-    run_id: int,
-    spent: Decimal,
-    budget: Decimal,
-    amount: Decimal,
-    hold_seconds: float,
-    holder: dict[str, int],
-) -> Reservation:
-    """Hold `amount` of a run's budget unless what it spent and what live holds keep already reach
-    it (raises BudgetSpent). Called in the transaction that locked the run's row, so that the check
-    and the hold are one step across every worker. Trials' and generation searches' ledgers share it,
-    each with its own hold model (run_id, amount_usd, expires_at and its holder's column)."""
-    now = timezone.now()
-    held = hold_model._default_manager.filter(run_id=run_id, expires_at__gt=now).aggregate(s=Sum("amount_usd"))["s"]
-    committed = spent + Decimal(held or 0)
-    if committed >= budget:
-        raise BudgetSpent(budget, committed)
-    hold = hold_model._default_manager.create(
-        run_id=run_id, amount_usd=amount, expires_at=now + timedelta(seconds=hold_seconds), **holder
-    )
-    return Reservation(id=hold.pk, amount_usd=amount)
 
 
 class RunLedger:
@@ -115,23 +62,7 @@ class RunLedger:
                 # statements, and a call settled between them would be counted in neither (its hold
                 # gone, its record not yet seen), letting one more call through.
                 Run.objects.select_for_update().filter(pk=self.run_id).values_list("pk", flat=True).get()
-            model_call_record(
-                trial_id=self.trial_id,
-                attempt=self.attempt,
-                route=call.route,
-                model=call.model,
-                streamed=call.streamed,
-                status_code=call.status_code,
-                input_tokens=call.input_tokens,
-                output_tokens=call.output_tokens,
-                usage_reported=call.usage_reported,
-                usage_estimated=call.usage_estimated,
-                gateway_failure=call.gateway_failure,
-                latency=call.latency,
-                retries=call.retries,
-                cost_usd=call.cost_usd,
-                error=call.error,
-            )
+            model_call_create(ModelCall, call, trial_id=self.trial_id, attempt=self.attempt)
             if reservation is not None:
                 ModelBudgetHold.objects.filter(pk=reservation.id).delete()
 

@@ -4,15 +4,15 @@ A trial moves queued -> running -> done | unresolved | cancelled. A worker holds
 a trial through a lease: `trial_claim` hands out a fresh token, and every later
 write (`trial_record`, `trial_fail`, `trial_cancelled`) is a conditional UPDATE
 on that token, so a second delivery of the same task, or a worker that lost
-its lease, can never record a second outcome.
+its lease, can never record a second outcome. The lease itself (claim, heartbeat, release, the
+row under the token) is `veriharm_site.leased_work`'s, over `TRIAL_LEASE`; this module states a
+trial's own rules (cancelled runs, attempts) and how each step and the outcome are recorded.
 """
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from decimal import Decimal
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -26,7 +26,6 @@ from evaluation.models import (
     FINISHED_STATUSES,
     AgentKind,
     FinalState,
-    ModelCall,
     Run,
     TranscriptStep,
     Trial,
@@ -38,6 +37,15 @@ from evaluation.trials import final_states
 from evaluation.trials.protocol import TrialOutcome
 from evaluation.trials.reference_checks import reference_check_update
 from evaluation.v3ast import outcomes
+from veriharm_site.leased_work.leases import (
+    Lease,
+    Taken,
+    lease_claim,
+    lease_heartbeat,
+    lease_held,
+    lease_locked,
+    lease_release,
+)
 
 
 @dataclass(frozen=True)
@@ -50,7 +58,7 @@ class Claim:
 
 
 class ClaimRefused(StrEnum):
-    """Why a delivery of a trial's task does not run it."""
+    """Why a delivery of a trial's task does not run it: the core's reasons and a trial's own two."""
 
     MISSING = "missing"
     FINISHED = "finished"
@@ -64,14 +72,20 @@ class AttemptResult(StrEnum):
 
     DONE = "done"  # recorded with a verdict
     REQUEUED = "requeued"  # failed, queued for another attempt
-    WAITING = "waiting"  # the sandbox system is being built: queued again, the attempt not spent
+    # The sandbox system is being built: queued again, the attempt not spent (the core's WAITING).
+    WAITING = "waiting"
     UNRESOLVED = "unresolved"  # failed for good
     CANCELLED = "cancelled"
     LOST = "lost"  # this worker no longer held the trial
 
 
-def _lease_expired_before(now: datetime) -> datetime:
-    return now - timedelta(seconds=settings.VERIHARM_TRIAL_LEASE_SECONDS)
+# How a trial holds its lease: the core's claim, heartbeat and conditional writes over these fields.
+TRIAL_LEASE = Lease(
+    model=Trial,
+    queued=TrialStatus.QUEUED,
+    running=TrialStatus.RUNNING,
+    finished=tuple(FINISHED_STATUSES),
+)
 
 
 def trial_claim(trial_id: int, worker: str = "", *, abandoned: str = "") -> Claim | ClaimRefused:
@@ -80,68 +94,71 @@ def trial_claim(trial_id: int, worker: str = "", *, abandoned: str = "") -> Clai
     `abandoned` is the lease token of an attempt that ended without releasing its lease (it lost
     the database mid-trial): while the trial still holds that very token, nobody else has taken
     it over and nobody heartbeats it any more, so it is taken back at once instead of waiting for
-    the lease to expire."""
-    with transaction.atomic():
-        trial = Trial.objects.select_for_update().filter(pk=trial_id).first()
-        if trial is None:
-            return ClaimRefused.MISSING
-        if trial.status in FINISHED_STATUSES:
-            return ClaimRefused.FINISHED
-        now = timezone.now()
-        if Run.objects.filter(pk=trial.run_id, cancelled_at__isnull=False).exists():
-            trial.status = TrialStatus.CANCELLED
-            trial.end = TrialEnd.CANCELLED
-            trial.finished_at = now
-            trial.lease_token = ""
-            trial.save(update_fields=["status", "end", "finished_at", "lease_token"])
-            return ClaimRefused.CANCELLED
-        took_over = ""
-        taken_back = bool(abandoned) and trial.status == TrialStatus.RUNNING and trial.lease_token == abandoned
-        if trial.status == TrialStatus.RUNNING:
-            if not taken_back and trial.heartbeat_at and trial.heartbeat_at > _lease_expired_before(now):
-                return ClaimRefused.BUSY
-            took_over = trial.worker or "an unknown worker"
-        if trial.attempts >= settings.VERIHARM_TRIAL_MAX_ATTEMPTS:
-            trial.status = TrialStatus.UNRESOLVED
-            trial.end = TrialEnd.INFRASTRUCTURE
-            trial.finished_at = now
-            trial.lease_token = ""
-            reason = f"worker {took_over} stopped answering" if took_over else "infrastructure failures"
-            trial.error = (trial.error + "\n" if trial.error else "") + (
-                f"gave up after {trial.attempts} attempt(s): {reason}"
-            )
-            _label_unresolved(trial)
-            trial.save(
-                update_fields=["status", "end", "finished_at", "lease_token", "error", "outcome", "outcome_reason"]
-            )
-            return ClaimRefused.EXHAUSTED
-        trial.attempts += 1
-        trial.status = TrialStatus.RUNNING
-        trial.lease_token = secrets.token_hex(16)
-        trial.worker = worker[:200]
-        trial.started_at = trial.started_at or now
-        trial.heartbeat_at = now
+    the lease to expire. A trial's own rules beside the core's: a cancelled run's trial ends
+    cancelled, a trial out of attempts ends unresolved, and each take counts an attempt."""
+
+    def cancelled(trial: Trial, now: datetime) -> ClaimRefused | None:
+        if not Run.objects.filter(pk=trial.run_id, cancelled_at__isnull=False).exists():
+            return None
+        trial.status = TrialStatus.CANCELLED
+        trial.end = TrialEnd.CANCELLED
+        trial.finished_at = now
+        trial.lease_token = ""
+        trial.save(update_fields=["status", "end", "finished_at", "lease_token"])
+        return ClaimRefused.CANCELLED
+
+    def exhausted(trial: Trial, now: datetime, previous: str) -> ClaimRefused | None:
+        if trial.attempts < settings.VERIHARM_TRIAL_MAX_ATTEMPTS:
+            return None
+        trial.status = TrialStatus.UNRESOLVED
+        trial.end = TrialEnd.INFRASTRUCTURE
+        trial.finished_at = now
+        trial.lease_token = ""
+        reason = f"worker {previous} stopped answering" if previous else "infrastructure failures"
+        note = f"gave up after {trial.attempts} attempt(s): {reason}"
+        trial.error = f"{trial.error}\n{note}" if trial.error else note
+        _label_unresolved(trial)
+        trial.save(update_fields=["status", "end", "finished_at", "lease_token", "error", "outcome", "outcome_reason"])
+        return ClaimRefused.EXHAUSTED
+
+    def count_attempt(trial: Trial, now: datetime) -> list[str]:
         # candidate_revision stays as launched: the trial runs its pinned inputs, whatever was edited since.
-        trial.save(update_fields=["attempts", "status", "lease_token", "worker", "started_at", "heartbeat_at"])
-        if took_over:
-            why = "whose attempt lost its database connection" if taken_back else "whose lease had expired"
+        trial.attempts += 1
+        return ["attempts"]
+
+    with transaction.atomic():
+        taken = lease_claim(
+            TRIAL_LEASE,
+            trial_id,
+            worker,
+            abandoned=abandoned,
+            before_busy=cancelled,
+            before_take=exhausted,
+            on_take=count_attempt,
+        )
+        if not isinstance(taken, Taken):
+            return ClaimRefused(taken)
+        trial = taken.row
+        if taken.previous:
+            why = "whose attempt lost its database connection" if taken.taken_back else "whose lease had expired"
             TranscriptStep.objects.create(
                 trial=trial,
                 attempt=trial.attempts,
                 index=0,
                 kind=TranscriptStep.Kind.NOTE,
-                content=f"attempt {trial.attempts} took over from {took_over}, {why}",
+                content=f"attempt {trial.attempts} took over from {taken.previous}, {why}",
             )
-        return Claim(trial_id=trial.pk, token=trial.lease_token, attempt=trial.attempts, took_over=bool(took_over))
+        # An abandoned attempt taken back may have left sandboxes as a dead worker does.
+        return Claim(trial_id=trial.pk, token=taken.token, attempt=trial.attempts, took_over=bool(taken.previous))
 
 
 def _held(claim: Claim) -> QuerySet[Trial]:
-    return Trial.objects.filter(pk=claim.trial_id, status=TrialStatus.RUNNING, lease_token=claim.token)
+    return lease_held(TRIAL_LEASE, claim.trial_id, claim.token)
 
 
 def trial_heartbeat(claim: Claim) -> bool:
     """Extend the lease; False means it was lost (taken over or the trial ended elsewhere)."""
-    return _held(claim).update(heartbeat_at=timezone.now()) == 1
+    return lease_heartbeat(TRIAL_LEASE, claim.trial_id, claim.token)
 
 
 def trial_cancel_requested(claim: Claim) -> bool:
@@ -277,7 +294,7 @@ def trial_fail(claim: Claim, error: str, *, retryable: bool, end: str = TrialEnd
     held the trial).
     """
     with transaction.atomic():
-        trial = _held(claim).select_for_update().first()
+        trial = lease_locked(TRIAL_LEASE, claim.trial_id, claim.token)
         if trial is None:
             return AttemptResult.LOST
         error = f"attempt {claim.attempt}: {error}".replace("\x00", "")
@@ -316,19 +333,15 @@ def trial_wait(claim: Claim) -> AttemptResult:
     recovery sweep cannot see it, so a trial waiting longer than VERIHARM_RECOVERY_QUEUED_SECONDS
     would otherwise be published again at every sweep. While its task keeps coming back the trial
     never looks lost; once no task does (its worker died), the sweep publishes it as any other."""
-    with transaction.atomic():
-        trial = _held(claim).select_for_update().first()
-        if trial is None:
-            return AttemptResult.LOST
-        trial.status = TrialStatus.QUEUED
+
+    def give_back_attempt(trial: Trial) -> list[str]:
         trial.attempts = max(trial.attempts - 1, 0)
-        trial.lease_token = ""
-        trial.heartbeat_at = None
-        trial.queued_at = timezone.now()
         if trial.attempts == 0:
             trial.started_at = None  # nothing has run yet
-        trial.save(update_fields=["status", "attempts", "lease_token", "heartbeat_at", "started_at", "queued_at"])
-        return AttemptResult.WAITING
+        return ["attempts", "started_at"]
+
+    released = lease_release(TRIAL_LEASE, claim.trial_id, claim.token, give_back_attempt)
+    return AttemptResult.WAITING if released else AttemptResult.LOST
 
 
 def trial_cancelled(claim: Claim) -> bool:
@@ -337,47 +350,6 @@ def trial_cancelled(claim: Claim) -> bool:
             status=TrialStatus.CANCELLED, end=TrialEnd.CANCELLED, lease_token="", finished_at=timezone.now()
         )
         == 1
-    )
-
-
-def model_call_record(
-    *,
-    trial_id: int,
-    attempt: int,
-    route: str,
-    model: str,
-    streamed: bool,
-    status_code: int,
-    input_tokens: int,
-    output_tokens: int,
-    usage_reported: bool,
-    latency: float,
-    retries: int,
-    cost_usd: Decimal | None,
-    error: str = "",
-    usage_estimated: bool = False,
-    gateway_failure: bool = False,
-) -> ModelCall:
-    """Record one model call the gateway passed on, once its answer has ended.
-
-    Its own statement, committed at once (the gateway calls it outside any transaction): the next
-    budget check of any trial of the run counts it."""
-    return ModelCall.objects.create(
-        trial_id=trial_id,
-        attempt=attempt,
-        route=route,
-        model=model[:200],
-        streamed=streamed,
-        status_code=status_code,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        usage_reported=usage_reported,
-        usage_estimated=usage_estimated,
-        gateway_failure=gateway_failure,
-        latency=max(latency, 0.0),
-        retries=retries,
-        cost_usd=None if cost_usd is None else cost_usd.quantize(Decimal("0.00000001")),
-        error=error.replace("\x00", "")[:2000],
     )
 
 

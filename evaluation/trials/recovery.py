@@ -1,10 +1,9 @@
 """What the recovery sweep does for evaluations (registered in EvaluationConfig.ready).
 
-- A running trial whose heartbeat is older than its lease lost its worker: its task is published
-  again, and the delivery takes it over (`leases.trial_claim`: a new attempt, a transcript note,
-  the dead worker's sandboxes removed) instead of waiting out the broker's visibility timeout.
-- A queued trial older than VERIHARM_RECOVERY_QUEUED_SECONDS with no message waiting in the
-  broker lost its publish (or a killed worker took its message along): it is published again.
+- Trials that need a message again, found and published once across every worker by the
+  leased-work core (`veriharm_site.leased_work.sweep`): a running trial whose lease expired lost
+  its worker, and its delivery takes it over (`leases.trial_claim`: a new attempt, a transcript
+  note, the dead worker's sandboxes removed); a queued one with no message waiting lost its publish.
 - Sandboxes whose owning worker process is gone are removed from this host, for every backend in
   VERIHARM_SANDBOX_CLEANUP_BACKENDS, whether or not a trial is ever taken over.
 
@@ -17,24 +16,20 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Q
-from django.utils import timezone
 
 from evaluation import queue
-from evaluation.models import Trial, TrialStatus
+from evaluation.models import Trial
 from evaluation.sandbox.registry import get_backend
 from evaluation.trials import final_states
-from veriharm_site.broker_messages import waiting_tasks
-from veriharm_site.recovery import sweep_lock
+from evaluation.trials.leases import TRIAL_LEASE
+from veriharm_site.leased_work.sweep import republish, stale_leases
 
 logger = logging.getLogger(__name__)
 
 TRIAL_TASK = queue.TRIAL_EXECUTE
-# Enough for any backlog a sweep should act on at once; the next sweep takes the rest.
-BATCH = 500
 
 
 @dataclass
@@ -46,41 +41,20 @@ class SweepReport:
 
 def trials_needing_a_message(waiting: set[int] | None, now: datetime | None = None) -> tuple[list[int], list[int]]:
     """(running trials whose lease expired, queued trials past the threshold) that have no message
-    waiting. With an unreadable broker (`waiting` None) queued trials are left alone: without
-    knowing what waits, publishing them every sweep could multiply a long backlog."""
-    now = now or timezone.now()
-    lease_start = now - timedelta(seconds=settings.VERIHARM_TRIAL_LEASE_SECONDS)
-    expired = list(
-        Trial.objects.filter(status=TrialStatus.RUNNING)
-        .filter(Q(heartbeat_at__lt=lease_start) | Q(heartbeat_at__isnull=True))
-        .order_by("heartbeat_at", "pk")
-        .values_list("pk", flat=True)[:BATCH]
-    )
-    lost: list[int] = []
-    if waiting is not None:
-        queued_before = now - timedelta(seconds=settings.VERIHARM_RECOVERY_QUEUED_SECONDS)
-        lost = list(
-            Trial.objects.filter(status=TrialStatus.QUEUED, queued_at__lt=queued_before)
-            .order_by("queued_at", "pk")
-            .values_list("pk", flat=True)[:BATCH]
-        )
-    waiting = waiting or set()
-    return [pk for pk in expired if pk not in waiting], [pk for pk in lost if pk not in waiting]
+    waiting (`waiting` None: the broker could not be read, and queued trials are left alone)."""
+    stale = stale_leases(TRIAL_LEASE, waiting, now)
+    return stale.expired, stale.lost
+
+
+def _publish(ids: list[int]) -> None:
+    backends = dict(Trial.objects.filter(pk__in=ids).values_list("pk", "run__backend"))
+    queue.trials_publish([(pk, backends[pk]) for pk in ids], takeover=True)
 
 
 def trials_republish() -> SweepReport:
     """Publish again every trial that needs a message, once across all sweeping workers."""
-    from veriharm_site.celery import app
-
-    report = SweepReport()
-    with sweep_lock("trials") as acquired:
-        if not acquired:
-            return report
-        found = waiting_tasks(app)
-        report.expired, report.lost = trials_needing_a_message(None if found is None else found.get(TRIAL_TASK, set()))
-        # Published while the lock is held: a worker sweeping next reads these messages as waiting.
-        backends = dict(Trial.objects.filter(pk__in=report.expired + report.lost).values_list("pk", "run__backend"))
-        queue.trials_publish([(pk, backends[pk]) for pk in report.expired + report.lost], takeover=True)
+    stale = republish("trials", TRIAL_TASK, lambda waiting: stale_leases(TRIAL_LEASE, waiting), _publish)
+    report = SweepReport(expired=stale.expired, lost=stale.lost)
     if report.expired:
         logger.warning(
             "recovery: published again %d trial(s) whose worker stopped answering: %s",

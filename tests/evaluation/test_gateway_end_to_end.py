@@ -166,7 +166,7 @@ def test_launching_with_a_budget_checks_it_and_the_agents_prices(examples_import
     answer = browser.post("/evaluation/launch/", {**form, "agents": [unpriced.pk], "budget_usd": "3"})
     assert answer.status_code == 400 and "agent unpriced has no price for x" in answer.content.decode()
     with pytest.raises(CommandError, match="budget_usd must be"):
-        call_command("evaluate", "--agent", "priced-launch", "--ids", SAFE_ID, "--budget", "0")
+        call_command("evaluate", "--agent", "priced-launch", "--ids", SAFE_ID, "--budget", "100000000")
     assert not Run.objects.exists()
     answer = admin_client_.post(
         "/api/evaluation/runs/", {**launch, "agents": ["priced-launch"], "budget_usd": "2.5"}, format="json"

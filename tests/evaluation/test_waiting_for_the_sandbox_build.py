@@ -221,11 +221,11 @@ def test_a_search_claimed_while_the_system_is_built_counts_no_failure(build):
 def test_the_worker_comes_back_to_a_waiting_trial_and_runs_it_once_the_build_is_done(
     examples_imported, build, celery_worker_thread, monkeypatch
 ):
-    from evaluation import tasks
+    from veriharm_site.leased_work import retries
 
     monkeypatch.setattr(execution, "default_backend_factory", lambda name: FakeBackend(_verdicts))
     # Looks seconds apart as shipped (veriharm_site.backoff.SYSTEM_BUILD_POLL); a fraction of one here.
-    monkeypatch.setattr(tasks, "system_build_poll_delay", lambda look: 0.2)
+    monkeypatch.setattr(retries, "system_build_poll_delay", lambda look: 0.2)
     looks: list[bool] = []
     original = execution._system_being_built
 

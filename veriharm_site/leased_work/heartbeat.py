@@ -1,5 +1,5 @@
 """A lease's heartbeat: a thread that refreshes the lease while the work runs and notices when it
-was lost. Trials (`execution`) and generation searches hold their leases the same way."""
+was lost. Every kind of leased work holds its lease the same way (`leases.lease_heartbeat`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ logger = logging.getLogger(__name__)
 
 
 class LeaseHeartbeat:
-    """Calls `beat` every `interval` seconds; `beat` returns False once the lease is someone else's."""
+    """Calls `beat` every `interval` seconds; `beat` returns False once the lease is someone else's.
+    Each kind of work's `beat` is `leases.lease_heartbeat` over its own `Lease` and token."""
 
     def __init__(self, beat: Callable[[], bool], what: str, interval: float) -> None:
         self.beat = beat
