@@ -60,7 +60,7 @@ class Run(models.Model):
     # USD the run's model calls may cost in all, set at launch; once the recorded cost reaches it
     # the model gateway refuses new calls and the trials still running end as stopped by budget.
     budget_usd = models.DecimalField(
-        max_digits=12, decimal_places=4, null=True, blank=True, validators=[MinValueValidator(Decimal("0.0001"))]
+        max_digits=12, decimal_places=4, null=True, blank=True, validators=[MinValueValidator(Decimal(0))]
     )
     demo = models.CharField(max_length=16, choices=DemoRun.choices, blank=True, default=DemoRun.NONE)
     # An imported run's source, as its pages say it: the harness, the log's file name and sha256,
@@ -80,7 +80,7 @@ class Run(models.Model):
             models.CheckConstraint(condition=Q(repetitions__gte=1, repetitions__lte=100), name="run_repetitions_range"),
             models.CheckConstraint(condition=Q(test_timeout__gte=1), name="run_test_timeout_positive"),
             models.CheckConstraint(
-                condition=Q(budget_usd__isnull=True) | Q(budget_usd__gt=0), name="run_budget_positive"
+                condition=Q(budget_usd__isnull=True) | Q(budget_usd__gte=0), name="run_budget_not_negative"
             ),
             models.CheckConstraint(
                 condition=(Q(release__isnull=True) & Q(release_checksum=""))

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from django import forms
 
 from candidates import selectors as candidate_selectors
+from evaluation.budgets import MIN_BUDGET_USD
 from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Protocol
 from evaluation.models.taxonomy import NO_VERDICT_ENDS, TrialEnd
 from evaluation.runs.selection import releases_available, studies_available
@@ -47,7 +47,7 @@ class LaunchForm(forms.Form):
     test_timeout = forms.IntegerField(min_value=1, max_value=3600, required=False, help_text="Seconds per test")
     budget_usd = forms.DecimalField(
         required=False,
-        min_value=Decimal("0.0001"),
+        min_value=MIN_BUDGET_USD,
         max_digits=12,
         decimal_places=4,
         label="Budget (USD)",

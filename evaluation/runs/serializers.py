@@ -3,12 +3,12 @@ retries, trials in a list, metrics and paired comparisons."""
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from evaluation.budgets import MIN_BUDGET_USD
 from evaluation.models import (
     Agent,
     Protocol,
@@ -157,7 +157,7 @@ class LaunchSerializer(serializers.Serializer):
         decimal_places=4,
         required=False,
         allow_null=True,
-        min_value=Decimal("0.0001"),
+        min_value=MIN_BUDGET_USD,
         help_text="USD the run's model calls may cost in all; none: no budget",
     )
 
