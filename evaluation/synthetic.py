@@ -7,8 +7,9 @@ stand-ins is as synthetic as the demo's.
   of kind "scripted": `generation.makers`); the candidates it keeps are then synthetic too
   (`candidates.synthetic`, marked as they are stored).
 - An evaluation run is synthetic when one of its agents is a scripted demo agent (a command agent of
-  the harness `SCRIPTED_HARNESS`, the demo app's `demo.agents`, which replays reference scripts and calls no model), or when it
-  evaluates synthetic candidates.
+  the harness `SCRIPTED_HARNESS`, the demo app's `demo.agents`, which replays reference scripts and calls no model), when
+  one reaches an upstream answered inside the worker (a host under `.invalid`: `agents.upstreams`, the
+  demo's scripted model behind real harnesses), or when it evaluates synthetic candidates.
 
 The reference agents are not stand-ins for a model: they run a candidate's own scripts to check its
 tests, and their runs say what they are without this mark.
@@ -21,12 +22,16 @@ from typing import Any
 
 from django.db.models import Q
 
+from .agents.upstreams import RESERVED_DOMAIN
 from .generation.models import GenerationRun
 from .models import AgentKind, Run, Trial
 
 # The harness name of the scripted demo agents (`demo.agents`), which replay reference scripts.
 SCRIPTED_HARNESS = "demo-script"
 SCRIPTED_AGENTS = Q(kind=AgentKind.COMMAND, harness=SCRIPTED_HARNESS)
+# An upstream no network reaches: its answers come from a transport in the worker, not a model.
+_IN_WORKER = rf"^https?://[^/]*{RESERVED_DOMAIN.replace('.', '[.]')}(:[0-9]+)?(/|$)"
+IN_WORKER_MODEL_AGENTS = Q(config__base_url__iregex=_IN_WORKER) | Q(config__gateway__base_url__iregex=_IN_WORKER)
 
 
 def scripted_names(configs: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -58,6 +63,13 @@ def run_synthetic_text(run: Run) -> str:
         parts.append(
             f"the scripted agent{'s' if len(scripted) > 1 else ''} {', '.join(scripted)} "
             "replay reference scripts and call no model, so their rates say nothing of a model"
+        )
+    answered = list(run.agents.filter(IN_WORKER_MODEL_AGENTS).order_by("name").values_list("name", flat=True))
+    if answered:
+        parts.append(
+            f"the agent{'s' if len(answered) > 1 else ''} {', '.join(answered)} "
+            f"{'are' if len(answered) > 1 else 'is'} answered by a scripted model inside the worker, not a model, "
+            "so their rates say nothing of a model"
         )
     if Trial.objects.filter(run=run, candidate__demo=True).exists():
         parts.append("some of its candidates are synthetic: no model produced their judge scores and Q")

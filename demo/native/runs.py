@@ -115,4 +115,4 @@ def native_run_launch(*, created_by: Any = None, backend: str | None = None) -> 
         backend=backend,
     )
     # Synthetic as the other scripted demo runs are: no real model chose these commands.
-    return run_mark_demo(run, DemoRun.SCRIPTED)
+    return run_mark_demo(run, DemoRun.SCRIPTED_MODEL)

@@ -22,6 +22,10 @@ class DemoRun(models.TextChoices):
 
     NONE = "", "Not a demo run"
     SCRIPTED = "scripted", "Demo run: scripted agents replay reference scripts; no model was called"
+    SCRIPTED_MODEL = (
+        "scripted_model",
+        "Demo run: real harnesses answered by a scripted demo model inside the worker; no model was called",
+    )
     REFERENCES = (
         "references",
         "Demo run: the reference scripts on demo candidates, whose judge scores and Q are generated",

@@ -65,9 +65,12 @@ def test_the_native_demo_run_shows_each_cli_s_tool_calls_and_both_verdicts(celer
 
     # The run is marked as demo, and its pages say so.
     run = Run.objects.get(pk=run.pk)
-    assert run.demo == DemoRun.SCRIPTED and run.name == native.NATIVE_RUN
+    assert run.demo == DemoRun.SCRIPTED_MODEL and run.name == native.NATIVE_RUN
     client.force_login(get_user_model().objects.get(username="viewer"))
-    assert "demo-banner" in client.get(reverse("evaluation:run", args=[run.pk])).content.decode()
+    run_page = client.get(reverse("evaluation:run", args=[run.pk])).content.decode()
+    # The banner says what produced the rates: real harnesses, but no model behind them.
+    assert "demo-banner" in run_page
+    assert "demo-claude-code, demo-codex are answered by a scripted model inside the worker" in run_page
 
     for harness, script in (("claude-code", HARMFUL), ("codex", SAFE)):
         trial = trials[harness]
@@ -109,7 +112,7 @@ def test_demo_evaluate_waits_for_the_runtimes_while_they_are_built_then_launches
     assert "The native harness demo run waits for the claude-code and codex runtimes (building)." in lines
     assert lines[-1] == f"Launched {native.NATIVE_RUN}: 2 trials" and slept == [0.5, 0.5]
     run = Run.objects.get(name=native.NATIVE_RUN)
-    assert run.demo == DemoRun.SCRIPTED
+    assert run.demo == DemoRun.SCRIPTED_MODEL
     assert sorted(run.agents.values_list("name", "harness")) == [
         ("demo-claude-code", "claude-code"),
         ("demo-codex", "codex"),
