@@ -2,6 +2,8 @@ from django.urls import path
 
 from . import views
 from .curation import urls as curation_urls
+from .releases import urls as release_urls
+from .releases.interop import urls as interop_urls
 
 app_name = "candidates"
 
@@ -12,5 +14,7 @@ urlpatterns = [
     path("export.jsonl", views.ExportView.as_view(), name="export"),
     path("highlight.css", views.highlight_css, name="highlight-css"),
     *curation_urls.urlpatterns,
+    *release_urls.urlpatterns,
+    *interop_urls.urlpatterns,
     path("c/<path:external_id>/", views.CandidateDetailView.as_view(), name="detail"),
 ]

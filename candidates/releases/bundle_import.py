@@ -12,7 +12,8 @@ from ..pipeline import format as fmt
 from ..selectors import judgements_prefetch
 from ..services import ImportRefused, candidate_import, candidate_to_record
 from .bundle import RELEASE_JSONL, BundleContent, BundleRefused, bundle_read
-from .services import HumanRejectedInRelease, ReleaseRefused, candidate_snapshot, release_adopt
+from .services import HumanRejectedInRelease, ReleaseRefused, release_adopt
+from .snapshots import candidate_snapshot
 
 if TYPE_CHECKING:
     from veriharm_site.accounts.models import User

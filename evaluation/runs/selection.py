@@ -14,7 +14,7 @@ from django.apps import apps
 
 from candidates import selectors as candidate_selectors
 from candidates.models import Candidate, Release
-from candidates.releases import services as releases
+from candidates.releases import selectors as releases
 from evaluation.trials.pinning import PinnedCandidate, live_candidates
 
 KINDS = ("ids", "filter", "top_k", "study", "release")

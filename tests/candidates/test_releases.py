@@ -23,15 +23,13 @@ from candidates.models import Candidate, Release, ReleaseFrozen, ReleaseItem, Re
 from candidates.pipeline import format as fmt
 from candidates.releases.bundle import BundleRefused, bundle_read, release_bundle
 from candidates.releases.bundle_import import release_bundle_import
-from candidates.releases.services import (
-    ReleaseRefused,
+from candidates.releases.selectors import (
     release_candidate_ids,
     release_checksum_verify,
-    release_create,
-    release_freeze,
     release_item_records,
     release_jsonl_lines,
 )
+from candidates.releases.services import ReleaseRefused, release_create, release_freeze
 from candidates.selectors import judgements_prefetch
 from candidates.services import candidate_to_record
 from tests.candidates.curation_support import decide, import_lines
