@@ -25,7 +25,8 @@ def checks_a_role(callback) -> bool:
     if cls is None:
         return False
     if issubclass(cls, APIView):
-        named = any(getattr(p, "__name__", "").startswith("Has_") for p in cls.permission_classes)
+        # Has_...: api_permission and api_any_permission; Read_..._or_write_...: api_read_or_write_permission.
+        named = any(getattr(p, "__name__", "").startswith(("Has_", "Read_")) for p in cls.permission_classes)
         return named or cls.get_permissions is not APIView.get_permissions
     overrides = cls.get_permission_required is not RoleRequiredMixin.get_permission_required
     return issubclass(cls, RoleRequiredMixin) and (bool(getattr(cls, "permission_required", None)) or overrides)
