@@ -131,6 +131,27 @@ def release_candidate_ids(release: Release) -> list[int]:
     return list(release.items.order_by("position").values_list("candidate_id", flat=True))
 
 
+def release_member_ids(release_id: int) -> list[int] | None:
+    """The candidates of a release's items in release order (none for a draft: items are written when
+    it is frozen); None when no release has this id."""
+    if not Release.objects.filter(pk=release_id).exists():
+        return None
+    return list(
+        ReleaseItem.objects.filter(release_id=release_id).order_by("position").values_list("candidate_id", flat=True)
+    )
+
+
+def releases_with_items() -> list[tuple[int, str]]:
+    """(id, "name version") of the releases with items, newest first: what a run may evaluate."""
+    return [
+        (pk, f"{name} {version}")
+        for pk, name, version in Release.objects.filter(items__isnull=False)
+        .distinct()
+        .order_by("-pk")
+        .values_list("pk", "name", "version")
+    ]
+
+
 @dataclass(frozen=True)
 class ItemRecord:
     candidate_id: int
