@@ -22,7 +22,7 @@ from veriharm_site.queries import query_of
 from ..harm_test_verdicts import reference_states_for
 from ..models import Candidate, Perturbation
 from ..queries import ReviewQueueQuery
-from . import review, revisions
+from . import review, revisions, selectors
 from .descriptive import breakdown
 from .queue_listing import review_queue_listing
 from .search_report import search_report
@@ -70,7 +70,7 @@ class DecisionListApi(APIView):
         candidate = _candidate(request.query_params.get("candidate", ""))
         if candidate is None:
             return _candidate_not_found()
-        return Response(DecisionSerializer(review.decision_history(candidate.pk), many=True).data)
+        return Response(DecisionSerializer(selectors.decision_history(candidate.pk), many=True).data)
 
     def post(self, request: Request) -> Response:
         payload = DecisionRequestSerializer(data=request.data)
@@ -107,7 +107,7 @@ class RevisionListApi(APIView):
         candidate = _candidate(request.query_params.get("candidate", ""))
         if candidate is None:
             return _candidate_not_found()
-        return Response(RevisionSerializer(revisions.candidate_revisions(candidate.pk), many=True).data)
+        return Response(RevisionSerializer(selectors.candidate_revisions(candidate.pk), many=True).data)
 
     def post(self, request: Request) -> Response:
         payload = RevisionRequestSerializer(data=request.data)
@@ -137,7 +137,7 @@ class ReviewQueueApi(APIView):
     @extend_schema(parameters=[ReviewQueueQuery], responses=ReviewQueueSerializer)
     def get(self, request: Request) -> Response:
         query = query_of(ReviewQueueQuery, request.query_params)
-        queue = review.review_queue(query["k"])
+        queue = selectors.review_queue(query["k"])
         listing = review_queue_listing(query, queue)
         references = reference_states_for(request.user, [row.pk for row in listing.rows])
         return Response(

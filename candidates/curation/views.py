@@ -29,7 +29,7 @@ from ..queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueue
 from ..selectors import demo_candidate_count, filter_choices
 from ..synthetic import synthetic_ids
 from ..views import CandidateDetailView
-from . import review, revisions
+from . import review, revisions, selectors
 from .decision_forms import decided_message, decision_from_form, field_of
 from .descriptive import breakdown
 from .forms import (
@@ -72,7 +72,7 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
 
     def get_context_data(self, bulk_form: BulkDecisionForm | None = None, **kwargs: Any) -> dict[str, Any]:
         query = self.query
-        queue = review.review_queue(query["k"])
+        queue = selectors.review_queue(query["k"])
         listing = review_queue_listing(query, queue)
         page = Paginator(listing.rows, QUEUE_PAGE_SIZE).get_page(query["page"])
         querystring = query_string(query)
@@ -221,13 +221,13 @@ class ReviewView(QueryPageMixin, CandidateDetailView):
 
     def _candidate(self) -> Candidate:
         try:
-            return review.candidate_at_rank(self.kwargs["rank"])
+            return selectors.candidate_at_rank(self.kwargs["rank"])
         except Candidate.DoesNotExist:
             raise Http404("No candidate has this rank.") from None
 
     def get_context_data(self, form: DecisionForm | None = None, **kwargs: Any) -> dict[str, Any]:
         candidate = self._candidate()
-        queue = review.review_queue(self.query["k"])
+        queue = selectors.review_queue(self.query["k"])
         listing = review_queue_listing(self.query, queue)
         querystring = query_string(self.query)
         rank: int = self.kwargs["rank"]  # the candidate's own rank: it was read by it
@@ -274,7 +274,7 @@ class ReviseView(RoleRequiredMixin, View):
     def _render(
         self, request: HttpRequest, candidate: Candidate, form: RevisionForm, status: int = 200
     ) -> HttpResponse:
-        context = {"candidate": candidate, "form": form, "history": revisions.revision_history(candidate.pk)}
+        context = {"candidate": candidate, "form": form, "history": selectors.revision_history(candidate.pk)}
         return render(request, self.template_name, context, status=status)
 
     def get(self, request: HttpRequest, external_id: str) -> HttpResponse:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..curation.review import approved_candidates
+from ..curation.selectors import approved_candidates
 from ..models import Candidate
 from ..pipeline import format as fmt
 from ..selectors import judgements_prefetch

@@ -18,7 +18,7 @@ from django.views.generic import TemplateView
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 
-from ..curation import review
+from ..curation import selectors as curation_selectors
 from ..curation.decision_forms import field_of
 from ..flags import candidate_flags
 from ..harm_test_verdicts import reference_states_for
@@ -84,7 +84,7 @@ class ReleaseDetailView(RoleRequiredMixin, TemplateView):
             context["description_form"] = kwargs.pop("description_form", None) or ReleaseDescriptionForm(
                 initial={"description": release.description}
             )
-        warned = review.approvals_with_warning([pk for pk, _ in shown])
+        warned = curation_selectors.approvals_with_warning([pk for pk, _ in shown])
         context["approved_with_warning"] = [(ext, warned[pk]) for pk, ext in shown if pk in warned]
         if not release.is_frozen:
             # What freezing weighs, item by item: human majority, reference check, flags.
