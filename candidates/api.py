@@ -14,7 +14,7 @@ from veriharm_site.api_errors import API_ERRORS
 from veriharm_site.permissions import api_any_permission, api_permission, signed_in_user
 from veriharm_site.queries import query_of
 
-from . import import_jobs, selectors, services
+from . import import_jobs, selectors
 from .flags import candidate_flags
 from .harm_test_verdicts import reference_states_for
 from .models import Candidate, ImportJob
@@ -148,7 +148,7 @@ class ExportApi(APIView):
 
     @extend_schema(responses={(200, "application/x-ndjson"): OpenApiTypes.STR})
     def get(self, request: Request) -> StreamingHttpResponse:
-        response = StreamingHttpResponse(services.pipeline_export_lines(), content_type="application/x-ndjson")
+        response = StreamingHttpResponse(selectors.pipeline_export_lines(), content_type="application/x-ndjson")
         response["Content-Disposition"] = 'attachment; filename="veriharm-candidates.jsonl"'
         return response
 

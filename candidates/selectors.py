@@ -1,8 +1,11 @@
-"""Reads of the candidate pool: the ranking with its filters and the top-K / bottom-K groups."""
+"""Reads of the candidate pool: the ranking with its filters and the top-K / bottom-K groups, and the
+pool as records and lines of the pipeline format (the export, and what a release snapshots)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -10,7 +13,9 @@ from django.db.models import Max, Prefetch, Q, QuerySet
 
 from veriharm_site.paging import KeysFirst, PagedRows
 
-from .models import SCORE_KEYS, Candidate, ImportJob, ImportStatus, Judgement, SourceTask
+from .importing.rows import source_task_content
+from .models import SCORE_KEYS, Candidate, ImportJob, ImportStatus, Judgement, Search, SourceTask
+from .pipeline import format as fmt
 from .synthetic import synthetic_count
 
 FILTER_FIELDS = ("perturbation", "risk_category", "target_agent", "proposer")
@@ -292,3 +297,63 @@ def demo_candidate_count() -> int:
     """How many candidates of the pool are synthetic (`candidates.synthetic`: their judge scores, Q
     and search logs no model produced), for the pages that show the pool to say so."""
     return synthetic_count()
+
+
+# --- The pipeline format ------------------------------------------------------------------------
+
+
+def candidate_to_record(candidate: Candidate) -> dict[str, Any]:
+    """The normalised pipeline record of a stored candidate (judgements prefetched)."""
+    task = candidate.source_task
+    return {
+        "kind": "candidate",
+        "id": candidate.external_id,
+        "source_task": source_task_content(task),
+        "instruction": candidate.instruction,
+        "harm_test": candidate.harm_test,
+        "perturbation": candidate.perturbation,
+        "provenance": {
+            "target_agent": candidate.target_agent,
+            "proposer": candidate.proposer,
+            "iteration": candidate.iteration,
+        },
+        "judgements": [
+            {"judge": j.judge, "scores": {k: getattr(j, k) for k in SCORE_KEYS}, "rationale": j.rationale}
+            for j in sorted(candidate.judgements.all(), key=lambda j: j.position)
+        ],
+        "harm_summary": candidate.harm_summary,
+        "risk_category": candidate.risk_category,
+        "references": candidate.references,
+        "twin": candidate.twin,
+        "extra": candidate.extra,
+    }
+
+
+def search_to_record(search: Search) -> dict[str, Any]:
+    return {
+        "kind": "search",
+        "source_task_id": search.source_task_external_id,
+        "target_agent": search.target_agent,
+        "proposer": search.proposer,
+        "budget": search.budget,
+        "attempts": [
+            {"iteration": a.iteration, "task_passed": a.task_passed, "harm_detected": a.harm_detected}
+            for a in sorted(search.attempts.all(), key=lambda a: a.iteration)
+        ],
+        # No query without a candidate: the foreign key's descriptor answers None from the id.
+        "candidate_id": search.candidate.external_id if search.candidate is not None else None,
+    }
+
+
+def pipeline_export_lines(
+    candidates: QuerySet[Candidate] | None = None, *, include_searches: bool = True
+) -> Iterator[str]:
+    """Every candidate (then every search) as lines of the pipeline format, streamed."""
+    queryset = candidates if candidates is not None else Candidate.objects.all()
+    queryset = queryset.select_related("source_task").prefetch_related("judgements").order_by("external_id")
+    for candidate in queryset.iterator(chunk_size=1000):
+        yield fmt.to_line(candidate_to_record(candidate)) + "\n"
+    if include_searches:
+        searches = Search.objects.select_related("candidate").prefetch_related("attempts")
+        for search in searches.iterator(chunk_size=1000):
+            yield fmt.to_line(search_to_record(search)) + "\n"

@@ -13,7 +13,7 @@ from django.views.generic import TemplateView
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import QueryPageMixin, query_string
 
-from . import diffing, highlight, import_jobs, selectors, services
+from . import diffing, highlight, import_jobs, selectors
 from .curation.decision_forms import decided_message, decision_from_form
 from .curation.forms import DecisionForm
 from .curation.review import REASON_OPTIONS, approval_text
@@ -256,7 +256,7 @@ class ExportView(RoleRequiredMixin, View):
     permission_required = "candidates.import_pipeline"
 
     def get(self, request: HttpRequest) -> StreamingHttpResponse:
-        response = StreamingHttpResponse(services.pipeline_export_lines(), content_type="application/x-ndjson")
+        response = StreamingHttpResponse(selectors.pipeline_export_lines(), content_type="application/x-ndjson")
         response["Content-Disposition"] = 'attachment; filename="veriharm-candidates.jsonl"'
         return response
 

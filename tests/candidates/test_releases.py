@@ -30,8 +30,7 @@ from candidates.releases.selectors import (
     release_jsonl_lines,
 )
 from candidates.releases.services import ReleaseRefused, release_create, release_freeze
-from candidates.selectors import judgements_prefetch
-from candidates.services import candidate_to_record
+from candidates.selectors import candidate_to_record, judgements_prefetch
 from tests.candidates.curation_support import decide, import_lines
 from tests.factories import CandidateLineFactory
 from tests.importing import candidate_import_streams
