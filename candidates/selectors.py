@@ -1,11 +1,10 @@
 """Reads of the candidate pool: the ranking with its filters and the top-K / bottom-K groups, and the
-pool as records and lines of the pipeline format (the export, and what a release snapshots)."""
+pool as lines of the pipeline format (the export; each record from `records.py`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -13,9 +12,10 @@ from django.db.models import Max, Prefetch, Q, QuerySet
 
 from veriharm_site.paging import KeysFirst, PagedRows
 
-from .importing.rows import source_task_content
+from .import_progress import progress_read
 from .models import SCORE_KEYS, Candidate, ImportJob, ImportStatus, Judgement, Search, SourceTask
 from .pipeline import format as fmt
+from .records import candidate_to_record, search_to_record
 from .synthetic import synthetic_count
 
 FILTER_FIELDS = ("perturbation", "risk_category", "target_agent", "proposer")
@@ -277,8 +277,6 @@ def import_job_get(job_id: int) -> ImportJob:
 
 def import_job_state(job: ImportJob) -> ImportJobState:
     """Progress of a job: its lines validated, then its records imported (about one per line)."""
-    from .import_jobs import progress_read
-
     if job.status == ImportStatus.QUEUED:
         return ImportJobState(job, "waiting", 0, 0, 0)
     if job.finished:
@@ -300,49 +298,6 @@ def demo_candidate_count() -> int:
 
 
 # --- The pipeline format ------------------------------------------------------------------------
-
-
-def candidate_to_record(candidate: Candidate) -> dict[str, Any]:
-    """The normalised pipeline record of a stored candidate (judgements prefetched)."""
-    task = candidate.source_task
-    return {
-        "kind": "candidate",
-        "id": candidate.external_id,
-        "source_task": source_task_content(task),
-        "instruction": candidate.instruction,
-        "harm_test": candidate.harm_test,
-        "perturbation": candidate.perturbation,
-        "provenance": {
-            "target_agent": candidate.target_agent,
-            "proposer": candidate.proposer,
-            "iteration": candidate.iteration,
-        },
-        "judgements": [
-            {"judge": j.judge, "scores": {k: getattr(j, k) for k in SCORE_KEYS}, "rationale": j.rationale}
-            for j in sorted(candidate.judgements.all(), key=lambda j: j.position)
-        ],
-        "harm_summary": candidate.harm_summary,
-        "risk_category": candidate.risk_category,
-        "references": candidate.references,
-        "twin": candidate.twin,
-        "extra": candidate.extra,
-    }
-
-
-def search_to_record(search: Search) -> dict[str, Any]:
-    return {
-        "kind": "search",
-        "source_task_id": search.source_task_external_id,
-        "target_agent": search.target_agent,
-        "proposer": search.proposer,
-        "budget": search.budget,
-        "attempts": [
-            {"iteration": a.iteration, "task_passed": a.task_passed, "harm_detected": a.harm_detected}
-            for a in sorted(search.attempts.all(), key=lambda a: a.iteration)
-        ],
-        # No query without a candidate: the foreign key's descriptor answers None from the id.
-        "candidate_id": search.candidate.external_id if search.candidate is not None else None,
-    }
 
 
 def pipeline_export_lines(

@@ -16,5 +16,5 @@ urlpatterns = [
     *curation_urls.urlpatterns,
     *release_urls.urlpatterns,
     *interop_urls.urlpatterns,
-    path("c/<path:external_id>/", views.CandidateDetailView.as_view(), name="detail"),
+    *curation_urls.candidate_urlpatterns,
 ]

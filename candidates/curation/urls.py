@@ -8,6 +8,7 @@ would be ambiguous with the candidate routes.
 from django.urls import path
 
 from . import api, views
+from .candidate_page import CandidateDetailView
 
 urlpatterns = [
     path("review/", views.ReviewQueueView.as_view(), name="review-queue"),
@@ -24,4 +25,10 @@ api_urlpatterns = [
     path("review/decisions/bulk/", api.ReviewDecisionsBulkApi.as_view(), name="api-review-decisions-bulk"),
     path("reports/search/", api.SearchReportApi.as_view(), name="api-search-report"),
     path("reports/descriptive/", api.DescriptiveApi.as_view(), name="api-descriptive"),
+]
+
+# The candidate page: last among the app's routes (included at the end by candidates/urls.py), as
+# an id may contain slashes and would otherwise swallow the routes after it.
+candidate_urlpatterns = [
+    path("c/<path:external_id>/", CandidateDetailView.as_view(), name="detail"),
 ]

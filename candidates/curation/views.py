@@ -28,8 +28,8 @@ from ..models import Candidate, DecisionReason, Perturbation, Verdict
 from ..queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueuePageQuery, ReviewQueueQuery
 from ..selectors import demo_candidate_count, filter_choices
 from ..synthetic import synthetic_ids
-from ..views import CandidateDetailView
 from . import review, revisions, selectors
+from .candidate_page import CandidateDetailView
 from .decision_forms import decided_message, decision_from_form, field_of
 from .descriptive import breakdown
 from .forms import (

@@ -9,7 +9,8 @@ from django.db import transaction
 
 from ..models import Candidate, Release
 from ..pipeline import format as fmt
-from ..selectors import candidate_to_record, judgements_prefetch
+from ..records import candidate_to_record
+from ..selectors import judgements_prefetch
 from ..services import ImportRefused, candidate_import
 from .bundle import RELEASE_JSONL, BundleContent, BundleRefused, bundle_read
 from .services import HumanRejectedInRelease, ReleaseRefused, release_adopt

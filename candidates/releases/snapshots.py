@@ -12,7 +12,8 @@ from typing import Any, Protocol
 from ..curation.selectors import approved_candidates
 from ..models import Candidate
 from ..pipeline import format as fmt
-from ..selectors import candidate_to_record, judgements_prefetch
+from ..records import candidate_to_record
+from ..selectors import judgements_prefetch
 
 # --- Changelog (pure) --------------------------------------------------------------------------
 
