@@ -61,8 +61,9 @@ def _candidate_not_found() -> Response:
     post=extend_schema(request=DecisionRequestSerializer, responses={201: DecisionSerializer}),
 )
 class DecisionListApi(APIView):
-    """A candidate's decisions, latest first (the first is the current one); POST records a new one.
-    A refusal because the candidate moved on (another revision) is a 409, any other a 400."""
+    """A candidate's decisions, latest first (the first is the current one); POST records a new one."""
+
+    # A refusal because the candidate moved on (another revision) is a 409, any other a 400.
 
     permission_classes = [api_read_or_write_permission(READ, CURATE)]
 
@@ -98,8 +99,9 @@ class DecisionListApi(APIView):
     post=extend_schema(request=RevisionRequestSerializer, responses={201: RevisionSerializer}),
 )
 class RevisionListApi(APIView):
-    """A candidate's stored revisions, oldest first (none until its first edit); POST edits it.
-    A refusal because the candidate moved on (another revision) is a 409, any other a 400."""
+    """A candidate's stored revisions, oldest first (none until its first edit); POST edits it."""
+
+    # A refusal because the candidate moved on (another revision) is a 409, any other a 400.
 
     permission_classes = [api_read_or_write_permission(READ, CURATE)]
 
