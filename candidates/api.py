@@ -1,5 +1,5 @@
-"""API of the candidate pool: the ranking, one candidate, the import (a background job) and its
-progress, the export in the pipeline format and the format's JSON Schema. One APIView per
+"""API of the candidate pool: the ranking, one candidate, the export in the pipeline format and the
+format's JSON Schema (the import and its jobs have theirs in `import_jobs.api`). One APIView per
 endpoint; the serializers beside them in serializers.py."""
 
 from typing import Any
@@ -7,31 +7,25 @@ from typing import Any
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
-from rest_framework.exceptions import NotFound
 from rest_framework.generics import get_object_or_404
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from veriharm_site.api_errors import API_ERRORS
 from veriharm_site.api_paging import CheckedPageNumberPagination, paged
-from veriharm_site.permissions import api_any_permission, api_permission, signed_in_user
+from veriharm_site.permissions import api_any_permission, api_permission
 from veriharm_site.queries import query_of
 
-from . import import_jobs, selectors
+from . import selectors
 from .flags import candidate_flags
 from .harm_test_verdicts import reference_states_for
-from .models import Candidate, ImportJob
+from .models import Candidate
 from .pipeline.schema import pipeline_schema
 from .queries import RankingQuery
 from .selectors import RankingBounds
 from .serializers import (
     CandidateDetailSerializer,
     CandidateListSerializer,
-    ImportJobSerializer,
-    ImportRequestSerializer,
 )
 
 
@@ -96,42 +90,6 @@ class CandidateDetailApi(APIView):
             "references": reference_states_for(request.user, [candidate.pk]),
         }
         return Response(CandidateDetailSerializer(candidate, context=context).data)
-
-
-class ImportApi(APIView):
-    """Upload pipeline files for a background import, all or nothing: 202 with the job and its
-    status URL; the job ends imported (with its counts) or refused (with every bad line named)."""
-
-    permission_classes = [api_permission("candidates.import_pipeline")]
-    parser_classes = [MultiPartParser, FormParser]
-
-    @extend_schema(
-        request={"multipart/form-data": ImportRequestSerializer}, responses={202: ImportJobSerializer, 400: API_ERRORS}
-    )
-    def post(self, request: Request) -> Response:
-        payload = ImportRequestSerializer(data=request.data)
-        payload.is_valid(raise_exception=True)
-        job = import_jobs.import_job_create(
-            user=signed_in_user(request),
-            uploads=payload.validated_data["files"],
-            replace=payload.validated_data["replace"],
-        )
-        data = ImportJobSerializer(selectors.import_job_state(job), context={"request": request}).data
-        return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["status_url"]})
-
-
-class ImportJobApi(APIView):
-    """An import job's status, progress and result."""
-
-    permission_classes = [api_permission("candidates.import_pipeline")]
-
-    @extend_schema(responses={200: ImportJobSerializer})
-    def get(self, request: Request, pk: int) -> Response:
-        try:
-            job = selectors.import_job_get(pk)
-        except ImportJob.DoesNotExist:
-            raise NotFound("No import job with this id.") from None
-        return Response(ImportJobSerializer(selectors.import_job_state(job), context={"request": request}).data)
 
 
 class ExportApi(APIView):

@@ -1,23 +1,21 @@
-"""Pages of the candidate pool: the ranking, the import and its jobs, the export in the pipeline
-format. The candidate page is `curation.candidate_page` (curators decide there), curation's and
+"""Pages of the candidate pool: the ranking and the export in the pipeline format (the import and its
+jobs have theirs in `import_jobs.views`). The candidate page is `curation.candidate_page` (curators decide there), curation's and
 releases' pages are in their packages."""
 
 from __future__ import annotations
 
 from django.core.paginator import Page, Paginator
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import redirect, render
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views import View
 from django.views.generic import TemplateView
 
-from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
+from veriharm_site.permissions import RoleRequiredMixin
 from veriharm_site.queries import QueryPageMixin, query_string
 
-from . import highlight, import_jobs, selectors
+from . import highlight, selectors
 from .flags import candidate_flags
-from .forms import ImportForm
 from .harm_test_verdicts import reference_states_for
-from .models import Candidate, ImportJob, Perturbation
+from .models import Candidate, Perturbation
 from .queries import RankingPageQuery
 from .ranking_actions import ranking_actions_for
 from .synthetic import synthetic_ids
@@ -134,37 +132,6 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             import_job=selectors.import_job_get(query["import_job"]) if query["import_job"] else None,
             **kwargs,
         )
-
-
-class ImportView(RoleRequiredMixin, View):
-    permission_required = "candidates.import_pipeline"
-    template_name = "candidates/import.html"
-
-    def get(self, request: HttpRequest) -> HttpResponse:
-        return render(request, self.template_name, {"form": ImportForm()})
-
-    def post(self, request: HttpRequest) -> HttpResponse:
-        form = ImportForm(request.POST, request.FILES)
-        if not form.is_valid():
-            return render(request, self.template_name, {"form": form}, status=400)
-        job = import_jobs.import_job_create(
-            user=signed_in_user(request), uploads=form.cleaned_data["files"], replace=form.cleaned_data["replace"]
-        )
-        return redirect("candidates:import-job", pk=job.pk)
-
-
-class ImportJobView(RoleRequiredMixin, TemplateView):
-    """An import job: a progress bar while it runs, then its counts or every bad line."""
-
-    permission_required = "candidates.import_pipeline"
-    template_name = "candidates/import_job.html"
-
-    def get_context_data(self, **kwargs):
-        try:
-            job = selectors.import_job_get(kwargs["pk"])
-        except ImportJob.DoesNotExist:
-            raise Http404("No import job with this id.") from None
-        return super().get_context_data(state=selectors.import_job_state(job), job=job, **kwargs)
 
 
 class ExportView(RoleRequiredMixin, View):

@@ -1,5 +1,5 @@
 """An import job's progress and its folder: the job writes how far it got (validated lines, imported
-records) into a small file beside its uploads, and its page reads it (`selectors.import_job_state`)
+records) into a small file beside its uploads, and its page reads it (`import_jobs.selectors.import_job_state`)
 without importing the job's machinery."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .models import ImportJob
+from ..models import ImportJob
 
 logger = logging.getLogger(__name__)
 

@@ -30,11 +30,11 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from . import queue
-from .import_progress import PROGRESS_FILE, JobProgress, job_dir
-from .models import IMPORT_FINISHED, Candidate, ImportJob, ImportStatus
-from .pipeline import format as fmt
-from .services import ImportRefused, candidate_import_lines
+from .. import queue
+from ..importing import ImportRefused, candidate_import_lines
+from ..models import IMPORT_FINISHED, Candidate, ImportJob, ImportStatus
+from ..pipeline import format as fmt
+from .progress import PROGRESS_FILE, JobProgress, job_dir
 
 logger = logging.getLogger(__name__)
 
