@@ -47,9 +47,8 @@ def human_majorities_for(user: Any, candidate_ids: Iterable[int]) -> dict[int, H
     return human_majorities(candidate_ids) if human_majorities_visible(user) else None
 
 
-# The review queue's filter by study: the studies that labelled candidates, and a study's candidates.
-# Registered by annotation as the majority source is.
-
+# The studies and their candidates, registered by annotation as the majority source is: the review
+# queue filters by study, and a run may evaluate a study's items (`evaluation.runs.selection`).
 
 # What the queue may filter by: each candidate's human majority, or none yet.
 HUMAN_STATES = ("valid", "invalid", "undecided", "unlabelled")
