@@ -6,9 +6,12 @@ class AnnotationConfig(AppConfig):
     verbose_name = "Annotation studies"
 
     def ready(self) -> None:
-        from candidates.human_verdicts import human_majority_source_register, human_study_source_register
-        from candidates.panels import panel_source_register
-        from candidates.ranking_actions import ranking_action_register
+        from candidates.hooks import (
+            human_majority_source_register,
+            human_study_source_register,
+            panel_source_register,
+            ranking_action_register,
+        )
 
         from .studies.candidate_panel import candidate_human_verdicts_panel
         from .studies.human_majority import candidates_human_majorities, studies_for_filter, study_candidates
@@ -19,7 +22,9 @@ class AnnotationConfig(AppConfig):
         # Approving or freezing a candidate humans judged invalid asks for an acknowledgement; the
         # candidates app reads the majority through this hook.
         human_majority_source_register(candidates_human_majorities)
-        # The review queue filters by study (its human majority, votes and flags are columns there).
+        # The review queue filters by study (its human majority, votes and flags are columns there),
+        # and a run may evaluate a study's items: both read the studies and their candidates through
+        # this hook, never annotation's models.
         human_study_source_register(studies_for_filter, study_candidates)
         # The ranking page offers a study drawn from its filter or its ticked rows.
         ranking_action_register(STUDY_FROM_RANKING)

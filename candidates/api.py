@@ -1,146 +1,95 @@
-from typing import Any, cast
+"""API of the candidate pool: the ranking, one candidate, the export in the pipeline format and the
+format's JSON Schema (the import and its jobs have theirs in `import_jobs.api`). One APIView per
+endpoint; the serializers beside them in serializers.py."""
+
+from typing import Any
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import generics, status
-from rest_framework.exceptions import NotFound
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.generics import get_object_or_404
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from veriharm_site.api_errors import API_ERRORS
-from veriharm_site.permissions import api_any_permission, api_permission, signed_in_user
+from veriharm_site.api_paging import CheckedPageNumberPagination, paged
+from veriharm_site.permissions import api_any_permission, api_permission
 from veriharm_site.queries import query_of
 
-from . import import_jobs, selectors, services
+from . import selectors
 from .flags import candidate_flags
 from .harm_test_verdicts import reference_states_for
-from .models import Candidate, ImportJob
+from .models import Candidate
 from .pipeline.schema import pipeline_schema
 from .queries import RankingQuery
+from .selectors import RankingBounds
 from .serializers import (
     CandidateDetailSerializer,
     CandidateListSerializer,
-    ImportJobSerializer,
-    ImportRequestSerializer,
 )
 
 
-class CandidateListApi(generics.ListAPIView):
+def _row_context(request: Request, bounds: RankingBounds, rows: list[Candidate]) -> dict[str, Any]:
+    """What the candidate serializers read beside the rows: the K groups, judge sums, flags and
+    reference states, each read once for the rows shown."""
+    return {
+        "request": request,
+        "bounds": bounds,
+        "sums": selectors.candidate_judge_sums([c.pk for c in rows]),
+        "flags": candidate_flags(c.pk for c in rows),
+        "references": reference_states_for(request.user, [c.pk for c in rows]),
+    }
+
+
+class CandidateListApi(APIView):
     """The ranking: Q descending, ties by id (or in `sort`'s order); each row says whether it is in the
     top-K or bottom-K."""
 
     permission_classes = [api_permission("candidates.view_ranking")]
-    serializer_class = CandidateListSerializer
-
-    def _query(self) -> dict:
-        if not hasattr(self, "_cached_query"):
-            self._cached_query = query_of(RankingQuery, self.request.query_params)
-        return self._cached_query
-
-    def _bounds(self):
-        if not hasattr(self, "_cached_bounds"):
-            self._cached_bounds = selectors.ranking_bounds(self._query()["k"])
-        return self._cached_bounds
-
-    def get_queryset(self):
-        # The page's own reading: a rank range where the selection is contiguous in rank, so the
-        # last page of 100,000 candidates reads its 50 rows instead of skipping 99,950 (OFFSET).
-        query = self._query()
-        filters = {name: query[name] for name in selectors.FILTER_FIELDS}
-        return selectors.candidate_ranking_pageable(
-            search=query["q"],
-            group=query["group"],
-            bounds=self._bounds(),
-            sort=query["sort"],
-            import_job=query["import_job"],
-            **filters,
-        )
-
-    def get_serializer(self, *args, **kwargs):
-        if not args:  # schema generation: no rows, no database
-            return self.serializer_class(*args, **kwargs)
-        rows = args[0]
-        kwargs["context"] = {
-            **self.get_serializer_context(),
-            "bounds": self._bounds(),
-            "sums": selectors.candidate_judge_sums([c.pk for c in rows]),
-            "flags": candidate_flags(c.pk for c in rows),
-            "references": reference_states_for(self.request.user, [c.pk for c in rows]),
-        }
-        return self.serializer_class(*args, **kwargs)
-
-    @extend_schema(parameters=[RankingQuery], operation_id="candidates_list")
-    def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)
-
-
-class CandidateDetailApi(generics.RetrieveAPIView):
-    permission_classes = [api_permission("candidates.view_ranking")]
-    serializer_class = CandidateDetailSerializer
-    lookup_field = "external_id"
-    lookup_url_kwarg = "external_id"
-
-    def get_queryset(self):
-        return Candidate.objects.select_related("source_task").prefetch_related(selectors.judgements_prefetch())
-
-    def get_serializer_context(self) -> dict[str, Any]:
-        # DRF makes a new dict each time; its stubs call it a Mapping.
-        context = cast(dict[str, Any], super().get_serializer_context())
-        obj = getattr(self, "_object", None)
-        context["bounds"] = selectors.ranking_bounds()
-        context["sums"] = {}
-        if obj is not None:
-            context["sums"] = {obj.pk: [(j.judge, j.total) for j in obj.judgements.all()]}
-            context["flags"] = candidate_flags([obj.pk])
-            context["references"] = reference_states_for(self.request.user, [obj.pk])
-        return context
-
-    def get_object(self):
-        self._object = super().get_object()
-        return self._object
-
-    @extend_schema(operation_id="candidates_retrieve")
-    def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)
-
-
-class ImportApi(APIView):
-    """Upload pipeline files for a background import, all or nothing: 202 with the job and its
-    status URL; the job ends imported (with its counts) or refused (with every bad line named)."""
-
-    permission_classes = [api_permission("candidates.import_pipeline")]
-    parser_classes = [MultiPartParser, FormParser]
+    pagination_class = CheckedPageNumberPagination
 
     @extend_schema(
-        request={"multipart/form-data": ImportRequestSerializer}, responses={202: ImportJobSerializer, 400: API_ERRORS}
+        parameters=[RankingQuery], responses=CandidateListSerializer(many=True), operation_id="candidates_list"
     )
-    def post(self, request: Request) -> Response:
-        payload = ImportRequestSerializer(data=request.data)
-        payload.is_valid(raise_exception=True)
-        job = import_jobs.import_job_create(
-            user=signed_in_user(request),
-            uploads=payload.validated_data["files"],
-            replace=payload.validated_data["replace"],
+    def get(self, request: Request) -> Response:
+        query = query_of(RankingQuery, request.query_params)
+        bounds = selectors.ranking_bounds(query["k"])
+        # The page's own reading: a rank range where the selection is contiguous in rank, so the
+        # last page of 100,000 candidates reads its 50 rows instead of skipping 99,950 (OFFSET).
+        rows = selectors.candidate_ranking_pageable(
+            search=query["q"],
+            group=query["group"],
+            bounds=bounds,
+            sort=query["sort"],
+            import_job=query["import_job"],
+            **{name: query[name] for name in selectors.FILTER_FIELDS},
         )
-        data = ImportJobSerializer(selectors.import_job_state(job), context={"request": request}).data
-        return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["status_url"]})
+        return paged(
+            request,
+            self,
+            rows,
+            lambda page: CandidateListSerializer(page, many=True, context=_row_context(request, bounds, page)).data,
+        )
 
 
-class ImportJobApi(APIView):
-    """An import job's status, progress and result."""
+class CandidateDetailApi(APIView):
+    permission_classes = [api_permission("candidates.view_ranking")]
 
-    permission_classes = [api_permission("candidates.import_pipeline")]
-
-    @extend_schema(responses={200: ImportJobSerializer})
-    def get(self, request: Request, pk: int) -> Response:
-        try:
-            job = selectors.import_job_get(pk)
-        except ImportJob.DoesNotExist:
-            raise NotFound("No import job with this id.") from None
-        return Response(ImportJobSerializer(selectors.import_job_state(job), context={"request": request}).data)
+    @extend_schema(responses=CandidateDetailSerializer, operation_id="candidates_retrieve")
+    def get(self, request: Request, external_id: str) -> Response:
+        candidate = get_object_or_404(
+            Candidate.objects.select_related("source_task").prefetch_related(selectors.judgements_prefetch()),
+            external_id=external_id,
+        )
+        context = {
+            "request": request,
+            "bounds": selectors.ranking_bounds(),
+            # The judgements are prefetched: their sums need no query.
+            "sums": {candidate.pk: [(j.judge, j.total) for j in candidate.judgements.all()]},
+            "flags": candidate_flags([candidate.pk]),
+            "references": reference_states_for(request.user, [candidate.pk]),
+        }
+        return Response(CandidateDetailSerializer(candidate, context=context).data)
 
 
 class ExportApi(APIView):
@@ -148,7 +97,7 @@ class ExportApi(APIView):
 
     @extend_schema(responses={(200, "application/x-ndjson"): OpenApiTypes.STR})
     def get(self, request: Request) -> StreamingHttpResponse:
-        response = StreamingHttpResponse(services.pipeline_export_lines(), content_type="application/x-ndjson")
+        response = StreamingHttpResponse(selectors.pipeline_export_lines(), content_type="application/x-ndjson")
         response["Content-Disposition"] = 'attachment; filename="veriharm-candidates.jsonl"'
         return response
 

@@ -1,24 +1,17 @@
 """Flags against approving a candidate, raised by other apps, in words.
 
 The candidates app never imports the apps built on it (evaluation reads candidates, not the
-reverse), so they register a source of flags here when they load (`AppConfig.ready`). A
-source takes candidate pks and returns, for each flagged one, its reasons in words, e.g. the
-evaluation app's "V_harm passes on the untouched environment".
+reverse), so they register a source of flags in `candidates.hooks` when they load
+(`AppConfig.ready`). A source takes candidate pks and returns, for each flagged one, its reasons
+in words, e.g. the evaluation app's "V_harm passes on the untouched environment".
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
-FlagSource = Callable[[list[int]], dict[int, list[str]]]
-
-_sources: list[FlagSource] = []
-
-
-def flag_source_register(source: FlagSource) -> None:
-    """Add a source of flags (idempotent: an app's ready() may run more than once in tests)."""
-    if source not in _sources:
-        _sources.append(source)
+# Registered through candidates.hooks; named here too for the apps that register through this module.
+from .hooks import flag_sources
 
 
 def candidate_flags(candidate_ids: Iterable[int]) -> dict[int, list[str]]:
@@ -27,7 +20,7 @@ def candidate_flags(candidate_ids: Iterable[int]) -> dict[int, list[str]]:
     flags: dict[int, list[str]] = {}
     if not pks:
         return flags
-    for source in _sources:
+    for source in flag_sources():
         for pk, reasons in source(pks).items():
             if reasons:
                 flags.setdefault(pk, []).extend(reasons)

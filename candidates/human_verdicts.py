@@ -1,7 +1,7 @@
 """What blind annotators concluded of a candidate, for the pages and services that approve and freeze.
 
-The candidates app never imports annotation, which registers a source here when it loads
-(`AppConfig.ready`), as the sources of flags (`candidates.flags`) and harm-test verdicts do. A
+The candidates app never imports annotation, which registers a source in `candidates.hooks` when it
+loads (`AppConfig.ready`), as the sources of flags (`candidates.flags`) and harm-test verdicts do. A
 source takes candidate pks and returns, for each candidate some study labelled, the human
 majority of its latest study with a decided Valid (an adjudication replaces the majority).
 Approving or freezing a candidate humans judged invalid needs an acknowledgement, which the
@@ -10,53 +10,14 @@ decision or the release keeps (`candidates.curation.review`, `candidates.release
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
+
+# Registered through candidates.hooks; named here too for the apps that register through this module.
+from .hooks import HumanMajority, StudyOption, human_majority_sources, human_study_sources
 
 # Human majorities are study results: shown to those who may read them.
 VIEW_PERMISSION = "annotation.view_results"
-
-
-@dataclass(frozen=True)
-class HumanMajority:
-    valid: bool | None  # Valid_agg (or the adjudicated Valid); None: a tie, or too few labels yet
-    votes_valid: int
-    votes: int
-    study: str
-    adjudicated: bool = False
-    earlier_revision: bool = False  # the candidate was edited after the study sampled it
-
-    @property
-    def rejected(self) -> bool:
-        return self.valid is False
-
-    @property
-    def verdict(self) -> str:
-        return {True: "valid", False: "invalid", None: "undecided"}[self.valid]
-
-    @property
-    def votes_text(self) -> str:
-        """ "0 of 3 votes valid (study “Pilot”)" """
-        how = "adjudicated; " if self.adjudicated else ""
-        when = ", on an earlier revision" if self.earlier_revision else ""
-        return f"{how}{self.votes_valid} of {self.votes} votes valid (study “{self.study}”{when})"
-
-    @property
-    def text(self) -> str:
-        """ "invalid, 0 of 3 votes valid (study “Pilot”)" """
-        return f"{self.verdict}, {self.votes_text}"
-
-
-HumanMajoritySource = Callable[[list[int]], dict[int, HumanMajority]]
-
-_sources: list[HumanMajoritySource] = []
-
-
-def human_majority_source_register(source: HumanMajoritySource) -> None:
-    """Add a source (idempotent: an app's ready() may run more than once in tests)."""
-    if source not in _sources:
-        _sources.append(source)
 
 
 def human_majorities(candidate_ids: Iterable[int]) -> dict[int, HumanMajority]:
@@ -66,7 +27,7 @@ def human_majorities(candidate_ids: Iterable[int]) -> dict[int, HumanMajority]:
     majorities: dict[int, HumanMajority] = {}
     if not pks:
         return majorities
-    for source in _sources:
+    for source in human_majority_sources():
         majorities.update(source(pks))
     return majorities
 
@@ -81,42 +42,31 @@ def human_majorities_for(user: Any, candidate_ids: Iterable[int]) -> dict[int, H
     return human_majorities(candidate_ids) if human_majorities_visible(user) else None
 
 
-# The review queue's filter by study: the studies that labelled candidates, and a study's candidates.
-# Registered by annotation as the majority source is.
-
-
-@dataclass(frozen=True)
-class StudyOption:
-    id: int
-    name: str
-
-
-StudyListing = Callable[[], list[StudyOption]]
-StudyMembers = Callable[[int], "list[int] | None"]  # a study's candidate pks; None: no such study
-
-_study_sources: list[tuple[StudyListing, StudyMembers]] = []
+# The studies and their candidates, registered by annotation as the majority source is: the review
+# queue filters by study, and a run may evaluate a study's items (`evaluation.runs.selection`).
 
 # What the queue may filter by: each candidate's human majority, or none yet.
 HUMAN_STATES = ("valid", "invalid", "undecided", "unlabelled")
 
 
-def human_study_source_register(listing: StudyListing, members: StudyMembers) -> None:
-    """Add the studies' source (idempotent: an app's ready() may run more than once in tests)."""
-    if all(existing is not listing for existing, _ in _study_sources):
-        _study_sources.append((listing, members))
-
-
 def human_studies() -> list[StudyOption]:
     """Every study, newest first, for the queue's filter."""
-    return [study for listing, _ in _study_sources for study in listing()]
+    return [study for listing, _ in human_study_sources() for study in listing()]
 
 
 def study_candidate_ids(study_id: int) -> set[int] | None:
     """The candidates a study sampled; None when no study has this id."""
-    for _, members in _study_sources:
+    found = study_candidates_in_order(study_id)
+    return None if found is None else set(found)
+
+
+def study_candidates_in_order(study_id: int) -> list[int] | None:
+    """The candidates a study sampled, in its items' order (what a run of the study evaluates); None
+    when no study has this id."""
+    for _, members in human_study_sources():
         found = members(study_id)
         if found is not None:
-            return set(found)
+            return list(found)
     return None
 
 

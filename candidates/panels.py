@@ -1,7 +1,7 @@
 """Panels that the apps built on candidates add to a candidate's page, as read models.
 
-The candidates app never imports those apps: each registers a source here when it loads
-(`AppConfig.ready`). A source takes the candidate and the reader and returns a `Panel` (its
+The candidates app never imports those apps: each registers a source in `candidates.hooks` when it
+loads (`AppConfig.ready`). A source takes the candidate and the reader and returns a `Panel` (its
 template and a frozen read model, built and permission-gated by the source), or None when this
 reader sees nothing of it. The page's view asks for them; templates only render what it got.
 Sources that show the same facts read them once per page through `panel_read`.
@@ -9,36 +9,14 @@ Sources that show the same facts read them once per page through `panel_read`.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
+# Registered through candidates.hooks; named here too for the apps that register through this module.
+from .hooks import Panel, panel_sources
 from .models import Candidate
-
-
-@dataclass(frozen=True)
-class Panel:
-    template: str  # rendered with the read model's fields as its context
-    data: Any  # a frozen dataclass
-
-    def fields(self) -> dict[str, Any]:
-        return {f.name: getattr(self.data, f.name) for f in dataclasses.fields(self.data)}
-
-
-PanelSource = Callable[[Candidate, Any], "Panel | None"]
-
-_sources: list[tuple[int, PanelSource]] = []
-
-
-def panel_source_register(order: int, source: PanelSource) -> None:
-    """Add a source; panels show by `order` (idempotent: ready() may run more than once in tests)."""
-    if all(existing is not source for _, existing in _sources):
-        _sources.append((order, source))
-        _sources.sort(key=lambda entry: entry[0])
-
 
 # What the panels of one page have read so far; None outside `candidate_panels`.
 _page_reads: ContextVar[dict[Hashable, Any] | None] = ContextVar("candidate_panel_reads", default=None)
@@ -73,4 +51,4 @@ def shared_page_reads() -> Iterator[None]:
 
 def candidate_panels(candidate: Candidate, user: Any) -> list[Panel]:
     with shared_page_reads():
-        return [panel for _, source in _sources if (panel := source(candidate, user)) is not None]
+        return [panel for source in panel_sources() if (panel := source(candidate, user)) is not None]

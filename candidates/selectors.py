@@ -1,7 +1,9 @@
-"""Reads of the candidate pool: the ranking with its filters and the top-K / bottom-K groups."""
+"""Reads of the candidate pool: the ranking with its filters and the top-K / bottom-K groups, and the
+pool as lines of the pipeline format (the export; each record from `records.py`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -10,7 +12,9 @@ from django.db.models import Max, Prefetch, Q, QuerySet
 
 from veriharm_site.paging import KeysFirst, PagedRows
 
-from .models import SCORE_KEYS, Candidate, ImportJob, ImportStatus, Judgement, SourceTask
+from .models import SCORE_KEYS, Candidate, ImportJob, Judgement, Search, SourceTask
+from .pipeline import format as fmt
+from .records import candidate_to_record, search_to_record
 from .synthetic import synthetic_count
 
 FILTER_FIELDS = ("perturbation", "risk_category", "target_agent", "proposer")
@@ -251,44 +255,28 @@ def candidate_ranking_pageable(
 # --- import jobs ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ImportJobState:
-    """What the job page and the API show of an import job while it runs and once it ended."""
-
-    job: ImportJob
-    phase: str  # "waiting", "validating", "importing", or the job's end
-    validated: int
-    imported: int
-    percent: int
-
-    @property
-    def errors(self) -> list[dict]:
-        return self.job.errors
-
-
 def import_job_get(job_id: int) -> ImportJob:
     return ImportJob.objects.select_related("created_by").get(pk=job_id)
-
-
-def import_job_state(job: ImportJob) -> ImportJobState:
-    """Progress of a job: its lines validated, then its records imported (about one per line)."""
-    from .import_jobs import progress_read
-
-    if job.status == ImportStatus.QUEUED:
-        return ImportJobState(job, "waiting", 0, 0, 0)
-    if job.finished:
-        validated = job.total_lines if job.status != ImportStatus.FAILED else 0
-        imported = job.total_lines if job.status == ImportStatus.DONE else 0
-        return ImportJobState(job, job.status, validated, imported, 100)
-    seen = progress_read(job)
-    total = max(job.total_lines, 1) * 2
-    # Never 100 before the end is recorded: the last step (commit) still has to happen.
-    percent = min(99, (100 * (min(seen["validated"], job.total_lines) + seen["imported"])) // total)
-    phase = "importing" if seen["validated"] >= job.total_lines and job.total_lines else "validating"
-    return ImportJobState(job, phase, seen["validated"], seen["imported"], percent)
 
 
 def demo_candidate_count() -> int:
     """How many candidates of the pool are synthetic (`candidates.synthetic`: their judge scores, Q
     and search logs no model produced), for the pages that show the pool to say so."""
     return synthetic_count()
+
+
+# --- The pipeline format ------------------------------------------------------------------------
+
+
+def pipeline_export_lines(
+    candidates: QuerySet[Candidate] | None = None, *, include_searches: bool = True
+) -> Iterator[str]:
+    """Every candidate (then every search) as lines of the pipeline format, streamed."""
+    queryset = candidates if candidates is not None else Candidate.objects.all()
+    queryset = queryset.select_related("source_task").prefetch_related("judgements").order_by("external_id")
+    for candidate in queryset.iterator(chunk_size=1000):
+        yield fmt.to_line(candidate_to_record(candidate)) + "\n"
+    if include_searches:
+        searches = Search.objects.select_related("candidate").prefetch_related("attempts")
+        for search in searches.iterator(chunk_size=1000):
+            yield fmt.to_line(search_to_record(search)) + "\n"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from candidates.harm_test_verdicts import HarmTestVerdict, harm_test_verdicts_for
+from candidates.harm_test_verdicts import harm_test_verdicts_for
+from candidates.hooks import HarmTestVerdict, Panel
 from candidates.models import Candidate
-from candidates.panels import Panel
 
 from ..guidelines import MEASURES
 from ..models import Study

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from candidates.human_verdicts import HumanMajority, StudyOption
+from candidates.hooks import HumanMajority, StudyOption
 
 from ..models import Study, StudyItem
 from .selectors.results import candidates_item_rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from candidates.ranking_actions import RankingAction
+from candidates.hooks import RankingAction
 
 from ..models import DrawnFrom
 

@@ -115,37 +115,3 @@ class RevisionForm(forms.Form):
     reason = forms.CharField(
         max_length=2000, widget=forms.Textarea(attrs={"rows": 2}), label="Why (kept with the revision)"
     )
-
-
-class ReleaseForm(forms.Form):
-    name = forms.CharField(max_length=100, initial="veriharm-bench")
-    version = forms.CharField(max_length=50, widget=forms.TextInput(attrs={"placeholder": "1.0"}))
-    description = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS
-    )
-
-
-class ReleaseFreezeForm(forms.Form):
-    acknowledge_human_verdict = forms.BooleanField(
-        required=False, label="Humans judged some of these invalid: I have checked them and freeze anyway"
-    )
-    acknowledge_synthetic = forms.BooleanField(
-        required=False,
-        label="Some of these are synthetic (no model produced their judge scores and Q): freeze them anyway",
-    )
-
-
-class ReleaseDescriptionForm(forms.Form):
-    description = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 3}), max_length=settings.VERIHARM_MAX_DESCRIPTION_CHARS
-    )
-
-
-class BundleImportForm(forms.Form):
-    bundle = forms.FileField(
-        label="Release bundle (.tar.gz)", widget=forms.ClearableFileInput(attrs={"accept": ".gz,.tgz"})
-    )
-    acknowledge_human_verdict = forms.BooleanField(
-        required=False,
-        label="If humans here judged some of its candidates invalid: I have checked them and import anyway",
-    )

@@ -13,7 +13,7 @@ from django.db.models import F, QuerySet
 from ..human_verdicts import human_majorities, human_state, study_candidate_ids
 from ..models import Candidate, Verdict
 from ..selectors import candidate_ranking
-from .review import ReviewQueue, review_queue
+from .selectors import ReviewQueue, review_queue
 
 # Every order ends on the rank, so equal keys keep the ranking's order and pages are stable. The
 # orders by decision time are applied to the rows (`_by_decision_time`): the queue holds the times.

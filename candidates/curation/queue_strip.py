@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .review import ReviewQueue
+from .selectors import ReviewQueue
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""Curators' decisions on candidates and the review queue over the top-K in rank order.
+"""Curators' decisions on candidates: one, or a batch of the review queue's ticked rows, with the
+acknowledgements a flagged, humanly rejected or synthetic candidate needs. The reads (each
+candidate's current decision, the approved set, the review queue) are in `selectors.py`.
 
 Decisions are append-only: recording one never changes an earlier one, and a candidate's
 current decision is simply its latest (by time, then id). Keeping the history as rows
@@ -10,20 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
-from veriharm_site.distinct_on import first_of_each
 from veriharm_site.refusals import Refused
 
 from ..flags import candidate_flags, flag_warning
-from ..human_verdicts import HumanMajority, human_majorities, human_warning
+from ..hooks import HumanMajority
+from ..human_verdicts import human_majorities, human_warning
 from ..models import APPROVE_REASONS, REJECT_REASONS, Candidate, Decision, DecisionReason, Verdict
-from ..selectors import RankingBounds, ranking_bounds
 from ..synthetic import synthetic_ids, synthetic_warning
 
 if TYPE_CHECKING:
@@ -370,144 +368,3 @@ def decisions_record_bulk(
         return Decision.objects.bulk_create(
             [_new_decision(c, user, verdict, reason, note, plan.warnings.get(c.pk, "")) for c in plan.candidates]
         )
-
-
-def current_decision_rows() -> QuerySet[Decision]:
-    """Each decided candidate's latest decision (no later one exists). Read from the decisions,
-    which are few, rather than by a subquery per candidate, which reads every candidate."""
-    later = Decision.objects.filter(candidate_id=OuterRef("candidate_id")).filter(
-        Q(decided_at__gt=OuterRef("decided_at")) | Q(decided_at=OuterRef("decided_at"), id__gt=OuterRef("id"))
-    )
-    return Decision.objects.filter(~Exists(later))
-
-
-def approved_candidates() -> QuerySet[Candidate]:
-    """Candidates whose current decision is an approval, in rank order (unranked last)."""
-    approved = current_decision_rows().filter(verdict=Verdict.APPROVE).values("candidate_id")
-    return Candidate.objects.filter(pk__in=approved).order_by(F("rank").asc(nulls_last=True), "external_id")
-
-
-def current_decisions(candidate_ids: list[int]) -> dict[int, Decision]:
-    current: dict[int, Decision] = {}
-    rows = Decision.objects.filter(candidate_id__in=candidate_ids).select_related("decided_by")
-    for decision in rows.order_by("candidate_id", "-decided_at", "-id"):
-        current.setdefault(decision.candidate_id, decision)
-    return current
-
-
-def decision_history(candidate_id: int) -> list[Decision]:
-    """Every decision on the candidate, latest first."""
-    return list(
-        Decision.objects.filter(candidate_id=candidate_id).select_related("decided_by").order_by("-decided_at", "-id")
-    )
-
-
-@dataclass(frozen=True)
-class QueueEntry:
-    pk: int
-    rank: int
-    external_id: str
-    verdict: str  # "" while undecided
-    reason: str = ""
-    decided_at: datetime | None = None
-    flags: tuple[str, ...] = ()  # why its tests are flagged, in words (`candidates.flags`)
-
-
-@dataclass(frozen=True)
-class ReviewQueue:
-    """The top-K in rank order with each one's current verdict."""
-
-    bounds: RankingBounds
-    entries: tuple[QueueEntry, ...]
-
-    @property
-    def k(self) -> int:
-        return self.bounds.k
-
-    @cached_property
-    def by_pk(self) -> dict[int, QueueEntry]:
-        return {e.pk: e for e in self.entries}
-
-    def _count(self, verdict: str) -> int:
-        return sum(1 for e in self.entries if e.verdict == verdict)
-
-    @property
-    def total(self) -> int:
-        return len(self.entries)
-
-    @property
-    def approved(self) -> int:
-        return self._count(Verdict.APPROVE)
-
-    @property
-    def rejected(self) -> int:
-        return self._count(Verdict.REJECT)
-
-    @property
-    def flagged(self) -> int:
-        return sum(1 for e in self.entries if e.flags)
-
-    @property
-    def decided(self) -> int:
-        return self.approved + self.rejected
-
-    @property
-    def share_decided(self) -> float:
-        return self.decided / self.total if self.total else 0.0
-
-    def first_undecided(self) -> int | None:
-        return next((e.rank for e in self.entries if not e.verdict), None)
-
-    def next_undecided(self, rank: int) -> int | None:
-        """The first undecided entry after `rank`, wrapping around to the start."""
-        after = [e.rank for e in self.entries if not e.verdict and e.rank > rank]
-        return after[0] if after else self.first_undecided()
-
-    def contains(self, rank: int) -> bool:
-        return bool(self.entries) and self.entries[0].rank <= rank <= self.entries[-1].rank
-
-    def neighbour(self, rank: int, step: int) -> int | None:
-        target = rank + step
-        return target if self.contains(target) else None
-
-
-def _current_decisions_up_to(top_end: int) -> dict[int, tuple[str, str, datetime]]:
-    """(verdict, reason, decided_at) of the current decision of each decided candidate ranked up to
-    `top_end`: one pass over the decisions (DISTINCT ON the latest), not a subquery per candidate."""
-    ordered = (
-        Decision.objects.filter(candidate__rank__lte=top_end)
-        .order_by("candidate_id", "-decided_at", "-id")
-        .values_list("candidate_id", "verdict", "reason", "decided_at")
-    )
-    latest = first_of_each(ordered, ("candidate_id",), key=lambda row: row[0])
-    return {pk: (verdict, reason, decided_at) for pk, verdict, reason, decided_at in latest}
-
-
-def review_queue(k: int | None = None) -> ReviewQueue:
-    """The top-K with each one's current decision and flags: four queries, however large K is."""
-    bounds = ranking_bounds(k)
-    rows = list(
-        Candidate.objects.filter(rank__lte=bounds.top_end).order_by("rank").values_list("pk", "rank", "external_id")
-    )
-    # As a Mapping (covariant), so that an undecided default's None fits the decided_at slot.
-    decisions: Mapping[int, tuple[str, str, datetime | None]] = _current_decisions_up_to(bounds.top_end)
-    flags = candidate_flags(pk for pk, *_ in rows)
-    undecided = ("", "", None)
-    return ReviewQueue(
-        bounds=bounds,
-        entries=tuple(
-            QueueEntry(pk, rank or 0, ext, *decisions.get(pk, undecided), flags=tuple(flags.get(pk, ())))
-            for pk, rank, ext in rows
-        ),
-    )
-
-
-def approvals_with_warning(candidate_ids: list[int]) -> dict[int, Decision]:
-    """The current decision of each of these candidates that was approved despite a warning."""
-    return {
-        pk: d for pk, d in current_decisions(candidate_ids).items() if d.verdict == Verdict.APPROVE and d.flag_warning
-    }
-
-
-def candidate_at_rank(rank: int) -> Candidate:
-    return Candidate.objects.only("pk", "external_id", "revision", "rank").get(rank=rank)

@@ -8,19 +8,18 @@ Re-imports after an edit: `Candidate.content_hash` stays the hash of the importe
 line, so importing that same line again is "unchanged" and leaves the edit in place. A line
 with other content is a conflict, as for any stored candidate; only the explicit replace
 mode overwrites, and then the pipeline's text wins over the edit.
+
+The reads (a candidate's revisions, each with what it changed) are in `selectors.py`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.db import transaction
-from django.utils.safestring import SafeString, mark_safe
 
 from veriharm_site.refusals import Refused
 
-from .. import diffing
 from ..diffing import AddedWords, search_text
 from ..models import Candidate, Revision
 
@@ -110,38 +109,3 @@ def candidate_revise(
         candidate.revision = revision.number
         candidate.save(update_fields=["instruction", "search_text", "harm_test", "revision", "updated_at"])
     return revision
-
-
-@dataclass(frozen=True)
-class RevisionView:
-    """A revision with what it changed against the one before (inline diffs, None if unchanged)."""
-
-    revision: Revision
-    instruction_diff_html: SafeString | None
-    harm_test_diff_html: SafeString | None
-
-
-def _inline_diff(before: str, after: str) -> SafeString | None:
-    if before == after:
-        return None
-    # segments_html escapes every segment's text.
-    return mark_safe(diffing.segments_html(diffing.diff_segments(before, after)))
-
-
-def candidate_revisions(candidate_id: int) -> list[Revision]:
-    """Every stored revision, oldest first; empty for a candidate never edited."""
-    return list(Revision.objects.filter(candidate_id=candidate_id).select_related("author").order_by("number"))
-
-
-def revision_history(candidate_id: int) -> list[RevisionView]:
-    """Latest first; each edit with the words it changed (diff against the revision before)."""
-    revisions = candidate_revisions(candidate_id)
-    views = [
-        RevisionView(
-            revision=after,
-            instruction_diff_html=_inline_diff(before.instruction, after.instruction) if before else None,
-            harm_test_diff_html=_inline_diff(before.harm_test, after.harm_test) if before else None,
-        )
-        for before, after in zip([None, *revisions], revisions)
-    ]
-    return views[::-1]

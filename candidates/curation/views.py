@@ -1,5 +1,6 @@
-"""Pages of curation: the review queue, edits, releases and the reports. Thin: they call the
-services and selectors and show refusals on the form field they name."""
+"""Pages of curation: the review queue, edits and the reports (releases have theirs in
+`candidates.releases.views`). Thin: they call the services and selectors and show refusals on the
+form field they name."""
 
 from __future__ import annotations
 
@@ -8,15 +9,14 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
-from django.http.response import HttpResponseBase
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
 from veriharm_site.charts import BarSpec, Chart, count_label, nice_ceiling, stacked_bars
-from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
+from veriharm_site.confirmation import Confirmation
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import QueryPageMixin, query_string
 from veriharm_site.url_filling import url_filler
@@ -24,25 +24,17 @@ from veriharm_site.url_filling import url_filler
 from ..flags import candidate_flags
 from ..harm_test_verdicts import reference_states_for
 from ..human_verdicts import HUMAN_STATES, human_majorities_for, human_studies
-from ..models import Candidate, DecisionReason, Perturbation, Release, ReleaseFrozen, Verdict
+from ..models import Candidate, DecisionReason, Perturbation, Verdict
 from ..queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueuePageQuery, ReviewQueueQuery
-from ..releases import services as releases
-from ..releases.bundle import BundleRefused, release_bundle
-from ..releases.bundle_import import release_bundle_import
-from ..releases.interop.exports import HARNESS_EXPORTS
 from ..selectors import demo_candidate_count, filter_choices
 from ..synthetic import synthetic_ids
-from ..views import CandidateDetailView
-from . import review, revisions
+from . import review, revisions, selectors
+from .candidate_page import CandidateDetailView
 from .decision_forms import decided_message, decision_from_form, field_of
 from .descriptive import breakdown
 from .forms import (
     BulkDecisionForm,
-    BundleImportForm,
     DecisionForm,
-    ReleaseDescriptionForm,
-    ReleaseForm,
-    ReleaseFreezeForm,
     RevisionForm,
 )
 from .queue_listing import review_queue_listing
@@ -80,7 +72,7 @@ class ReviewQueueView(RoleRequiredMixin, QueryPageMixin, TemplateView):
 
     def get_context_data(self, bulk_form: BulkDecisionForm | None = None, **kwargs: Any) -> dict[str, Any]:
         query = self.query
-        queue = review.review_queue(query["k"])
+        queue = selectors.review_queue(query["k"])
         listing = review_queue_listing(query, queue)
         page = Paginator(listing.rows, QUEUE_PAGE_SIZE).get_page(query["page"])
         querystring = query_string(query)
@@ -229,13 +221,13 @@ class ReviewView(QueryPageMixin, CandidateDetailView):
 
     def _candidate(self) -> Candidate:
         try:
-            return review.candidate_at_rank(self.kwargs["rank"])
+            return selectors.candidate_at_rank(self.kwargs["rank"])
         except Candidate.DoesNotExist:
             raise Http404("No candidate has this rank.") from None
 
     def get_context_data(self, form: DecisionForm | None = None, **kwargs: Any) -> dict[str, Any]:
         candidate = self._candidate()
-        queue = review.review_queue(self.query["k"])
+        queue = selectors.review_queue(self.query["k"])
         listing = review_queue_listing(self.query, queue)
         querystring = query_string(self.query)
         rank: int = self.kwargs["rank"]  # the candidate's own rank: it was read by it
@@ -282,7 +274,7 @@ class ReviseView(RoleRequiredMixin, View):
     def _render(
         self, request: HttpRequest, candidate: Candidate, form: RevisionForm, status: int = 200
     ) -> HttpResponse:
-        context = {"candidate": candidate, "form": form, "history": revisions.revision_history(candidate.pk)}
+        context = {"candidate": candidate, "form": form, "history": selectors.revision_history(candidate.pk)}
         return render(request, self.template_name, context, status=status)
 
     def get(self, request: HttpRequest, external_id: str) -> HttpResponse:
@@ -315,251 +307,6 @@ class ReviseView(RoleRequiredMixin, View):
                 messages.success(request, f"Saved revision {revision.number} of {candidate.external_id}.")
                 return redirect("candidates:detail", candidate.external_id)
         return self._render(request, candidate, form, status=400)
-
-
-# --- Releases ------------------------------------------------------------------------------------
-
-
-def _release_list(request: HttpRequest, status: int = 200, **context: Any) -> HttpResponse:
-    context.setdefault("form", ReleaseForm())
-    context.setdefault("import_form", BundleImportForm())
-    return render(
-        request, "candidates/release_list.html", {"releases": releases.release_list(), **context}, status=status
-    )
-
-
-class ReleaseListView(RoleRequiredMixin, View):
-    """GET lists the releases (for readers); POST creates a draft (for curators)."""
-
-    def get_permission_required(self) -> tuple[str, ...]:
-        return ("candidates.curate",) if self.request.method == "POST" else ("candidates.view_ranking",)
-
-    def get(self, request: HttpRequest) -> HttpResponse:
-        return _release_list(request)
-
-    def post(self, request: HttpRequest) -> HttpResponse:
-        form = ReleaseForm(request.POST)
-        if form.is_valid():
-            try:
-                release = releases.release_create(user=signed_in_user(request), **form.cleaned_data)
-            except releases.ReleaseRefused as refused:
-                form.add_error(field_of(form, refused.field), refused.message)
-            else:
-                messages.success(request, f"Draft release {release.label} created: check it, then freeze it.")
-                return redirect("candidates:release", release.pk)
-        return _release_list(request, status=400, form=form)
-
-
-def _release_or_404(pk: int) -> Release:
-    try:
-        return releases.release_get(pk)
-    except Release.DoesNotExist:
-        raise Http404("No such release.") from None
-
-
-class ReleaseDetailView(RoleRequiredMixin, TemplateView):
-    permission_required = "candidates.view_ranking"
-    template_name = "candidates/release_detail.html"
-
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        release = _release_or_404(kwargs["pk"])
-        context: dict[str, Any] = {"release": release}
-        if release.is_frozen:
-            context["items"] = list(releases.release_items(release))
-            context["changelog"] = releases.release_changelog(release)
-            context["checksum_ok"] = releases.release_checksum_verify(release)
-            shown = [(item.candidate.pk, item.external_id) for item in context["items"]]
-        else:
-            preview = releases.release_preview(release)
-            shown = [(s.candidate_id, s.external_id) for s in preview.snapshots]
-            context["preview"] = preview
-            context["changelog"] = preview.changelog
-            context["description_form"] = kwargs.pop("description_form", None) or ReleaseDescriptionForm(
-                initial={"description": release.description}
-            )
-        warned = review.approvals_with_warning([pk for pk, _ in shown])
-        context["approved_with_warning"] = [(ext, warned[pk]) for pk, ext in shown if pk in warned]
-        if not release.is_frozen:
-            # What freezing weighs, item by item: human majority, reference check, flags.
-            pks = [pk for pk, _ in shown]
-            humans = human_majorities_for(self.request.user, pks)
-            references = reference_states_for(self.request.user, pks)
-            flags = candidate_flags(pks)
-            synthetic = synthetic_ids(pks)
-            context["synthetic"] = [ext for pk, ext in shown if pk in synthetic]
-            context["humans_visible"] = humans is not None
-            context["references"] = references
-            context["facts"] = {
-                pk: {
-                    "human": (humans or {}).get(pk),
-                    "reference": (references or {}).get(pk),
-                    "flags": flags.get(pk, []),
-                    "synthetic": pk in synthetic,
-                }
-                for pk in pks
-            }
-            context["human_rejected"] = sum(1 for f in context["facts"].values() if f["human"] and f["human"].rejected)
-        return super().get_context_data(**context, **kwargs)
-
-
-class _ReleaseAction(RoleRequiredMixin, View):
-    """POST-only actions on one release; a frozen release answers with the reason, unchanged."""
-
-    permission_required = "candidates.curate"
-
-    def act(self, request: HttpRequest, release: Release) -> HttpResponse:
-        raise NotImplementedError
-
-    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
-        release = _release_or_404(pk)
-        try:
-            return self.act(request, release)
-        except ReleaseFrozen as frozen:
-            messages.error(request, str(frozen))
-        except releases.ReleaseRefused as refused:
-            messages.error(request, refused.message)
-        return redirect("candidates:release", pk)
-
-
-class ReleaseFreezeView(ConfirmStepMixin, _ReleaseAction):
-    def confirmation(self, request: HttpRequest, pk: int) -> Confirmation:
-        release = _release_or_404(pk)
-        return Confirmation(
-            title=f"Freeze {release.label}?",
-            message="Freezing takes every approved candidate at its current revision. A frozen release can never "
-            "change or be deleted; a later edit of a candidate makes a new revision the release does not see.",
-            action=f"Freeze {release.label}",
-            back_url=reverse("candidates:release", args=[release.pk]),
-        )
-
-    def _confirm(self, request: HttpRequest, pk: int, form: ReleaseFreezeForm, status: int = 200) -> HttpResponse:
-        """The confirm step, with the approved candidates humans judged invalid or synthetic and the boxes
-        to acknowledge them."""
-        snapshots = releases.approved_snapshot()
-        context = {
-            "confirmation": self.confirmation(request, pk),
-            "form": form,
-            "human_rejected": sorted(releases.human_rejected_in(snapshots).items()),
-            "synthetic": releases.synthetic_in(snapshots),
-        }
-        return render(request, "candidates/release_freeze_confirm.html", context, status=status)
-
-    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        return self._confirm(request, kwargs["pk"], ReleaseFreezeForm())
-
-    def act(self, request: HttpRequest, release: Release) -> HttpResponse:
-        form = ReleaseFreezeForm(request.POST)
-        form.is_valid()  # one optional box: always valid
-        try:
-            frozen = releases.release_freeze(
-                release.pk,
-                user=signed_in_user(request),
-                acknowledge_human_verdict=form.cleaned_data["acknowledge_human_verdict"],
-                acknowledge_synthetic=form.cleaned_data["acknowledge_synthetic"],
-            )
-        except (releases.HumanRejectedInRelease, releases.SyntheticInRelease) as refused:
-            form.add_error(field_of(form, refused.field), refused.message)
-            return self._confirm(request, release.pk, form, status=400)
-        count = frozen.items.count()
-        messages.success(request, f"Froze {frozen.label} with {count} instance{'s' if count != 1 else ''}.")
-        return redirect("candidates:release", release.pk)
-
-
-class ReleaseDescriptionView(_ReleaseAction):
-    def act(self, request: HttpRequest, release: Release) -> HttpResponse:
-        form = ReleaseDescriptionForm(request.POST)
-        if not form.is_valid():
-            return HttpResponse(status=400)
-        releases.release_update(release.pk, description=form.cleaned_data["description"])
-        messages.success(request, "Description saved.")
-        return redirect("candidates:release", release.pk)
-
-
-class ReleaseDeleteView(ConfirmStepMixin, _ReleaseAction):
-    def confirmation(self, request: HttpRequest, pk: int) -> Confirmation:
-        release = _release_or_404(pk)
-        return Confirmation(
-            title=f"Delete the draft {release.label}?",
-            message="The draft, its description and its list of candidates are removed. The candidates themselves and "
-            "their decisions stay.",
-            action="Delete the draft",
-            back_url=reverse("candidates:release", args=[release.pk]),
-        )
-
-    def act(self, request: HttpRequest, release: Release) -> HttpResponse:
-        releases.release_delete(release.pk)
-        messages.success(request, f"Deleted the draft {release.label}.")
-        return redirect("candidates:releases")
-
-
-class _FrozenDownload(RoleRequiredMixin, View):
-    permission_required = "candidates.view_ranking"
-
-    def frozen(self, request: HttpRequest, pk: int) -> Release | HttpResponseRedirect:
-        release = _release_or_404(pk)
-        if not release.is_frozen:
-            messages.error(request, f"{release.label} is a draft: freeze it to export it.")
-            return redirect("candidates:release", pk)
-        return release
-
-
-class ReleaseJsonlView(_FrozenDownload):
-    def get(self, request: HttpRequest, pk: int) -> HttpResponseBase:
-        release = self.frozen(request, pk)
-        if not isinstance(release, Release):
-            return release
-        response = StreamingHttpResponse(releases.release_jsonl_lines(release), content_type="application/x-ndjson")
-        response["Content-Disposition"] = f'attachment; filename="{release.name}-{release.version}.jsonl"'
-        return response
-
-
-class ReleaseBundleView(_FrozenDownload):
-    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
-        release = self.frozen(request, pk)
-        if not isinstance(release, Release):
-            return release
-        name, data = release_bundle(release)
-        response = HttpResponse(data, content_type="application/gzip")
-        response["Content-Disposition"] = f'attachment; filename="{name}"'
-        return response
-
-
-class ReleaseHarnessExportView(_FrozenDownload):
-    """A frozen release as another harness runs it (`candidates.releases.interop.exports`)."""
-
-    harness = ""
-
-    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
-        release = self.frozen(request, pk)
-        if not isinstance(release, Release):
-            return release
-        name, data = HARNESS_EXPORTS[self.harness].archive(release)
-        response = HttpResponse(data, content_type="application/gzip")
-        response["Content-Disposition"] = f'attachment; filename="{name}"'
-        return response
-
-
-class BundleImportView(RoleRequiredMixin, View):
-    permission_required = ("candidates.curate", "candidates.import_pipeline")
-
-    def post(self, request: HttpRequest) -> HttpResponse:
-        form = BundleImportForm(request.POST, request.FILES)
-        errors: list[str] = []
-        if form.is_valid():
-            try:
-                summary = release_bundle_import(
-                    form.cleaned_data["bundle"],
-                    user=signed_in_user(request),
-                    acknowledge_human_verdict=form.cleaned_data["acknowledge_human_verdict"],
-                )
-            except BundleRefused as refused:
-                errors = refused.messages
-            except releases.HumanRejectedInRelease as refused:
-                errors = [refused.message]
-            else:
-                messages.success(request, f"{form.cleaned_data['bundle'].name}: {summary}.")
-                return redirect("candidates:release", summary.release.pk)
-        return _release_list(request, status=400, import_form=form, import_errors=errors)
 
 
 # --- Reports -------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from ..bulk import insert_rows, update_column
 from ..diffing import AddedWords
 from ..models import Candidate, Judgement, SourceTask
 from ..pipeline import format as fmt
+from ..records import source_task_content
 from .outcome import ImportRefused, ImportSummary
 from .ranking import ranks_after_import
 from .rows import (
@@ -24,7 +25,6 @@ from .rows import (
     judgement_rows,
     refresh_statistics,
     replacement_revision,
-    source_task_content,
 )
 
 

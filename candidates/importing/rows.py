@@ -28,15 +28,6 @@ def chunks(items: list, size: int = CHUNK) -> Iterator[list]:
         yield items[start : start + size]
 
 
-def source_task_content(task: SourceTask) -> dict[str, Any]:
-    return {
-        "id": task.external_id,
-        "instruction": task.instruction,
-        "task_test": task.task_test,
-        "environment": task.environment,
-    }
-
-
 def candidate_fields(
     data: dict[str, Any], source_task_id: int, digest: str, added: AddedWords | None = None
 ) -> dict[str, Any]:

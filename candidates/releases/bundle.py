@@ -33,7 +33,7 @@ from ..models import Release
 from ..pipeline import format as fmt
 from .archives import tar_gz
 from .bundle_manifest import Manifest, ManifestHead, manifest_problems
-from .services import jsonl_bytes, lines_in_id_order
+from .snapshots import jsonl_bytes, lines_in_id_order
 
 FORMAT = "veriharm-release-bundle"
 FORMAT_VERSION = 1

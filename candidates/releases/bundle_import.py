@@ -7,12 +7,14 @@ from typing import IO, TYPE_CHECKING
 
 from django.db import transaction
 
+from ..importing import ImportRefused, candidate_import
 from ..models import Candidate, Release
 from ..pipeline import format as fmt
+from ..records import candidate_to_record
 from ..selectors import judgements_prefetch
-from ..services import ImportRefused, candidate_import, candidate_to_record
 from .bundle import RELEASE_JSONL, BundleContent, BundleRefused, bundle_read
-from .services import HumanRejectedInRelease, ReleaseRefused, candidate_snapshot, release_adopt
+from .services import HumanRejectedInRelease, ReleaseRefused, release_adopt
+from .snapshots import candidate_snapshot
 
 if TYPE_CHECKING:
     from veriharm_site.accounts.models import User

@@ -9,37 +9,31 @@ The checksum is the sha256 of the release's JSONL export: one canonical JSON lin
 (sorted keys, no spaces) per item, in id order, each ending in a newline. So
 `sha256sum veriharm-bench-1.0.jsonl` on a downloaded export gives the checksum shown in the
 application, and the checksum is recomputable from the stored lines at any time.
+
+This module holds the writes (create, describe, delete, freeze, adopt from a bundle); the reads are in
+`selectors.py`, the snapshots, changelog and checksum they share in `snapshots.py`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from veriharm_site.refusals import Refused
 
-from ..curation.review import approved_candidates
-from ..human_verdicts import human_majorities
 from ..models import (
     RELEASE_NAME_PATTERN,
     RELEASE_VERSION_PATTERN,
-    Candidate,
     Release,
     ReleaseFrozen,
     ReleaseItem,
 )
-from ..pipeline import format as fmt
-from ..selectors import judgements_prefetch
-from ..services import candidate_to_record
-from ..synthetic import synthetic_ids
+from .selectors import human_rejected_in, item_states, previous_release, snapshot_states, synthetic_in
+from .snapshots import Snapshot, approved_snapshot, changelog, checksum, lines_in_id_order
 
 if TYPE_CHECKING:
     from veriharm_site.accounts.models import User
@@ -58,263 +52,6 @@ class HumanRejectedInRelease(ReleaseRefused):
 
     def error_extra(self) -> dict[str, dict[str, str]]:
         return {"human_rejected": self.rejected}  # per candidate id, the human majority in words
-
-
-# --- Changelog (pure) --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ItemState:
-    revision: int
-    content_hash: str
-
-
-@dataclass(frozen=True)
-class ChangelogEntry:
-    id: str
-    revision: int
-    previous_revision: int | None = None
-
-
-@dataclass(frozen=True)
-class Changelog:
-    previous: str | None  # the label of the release compared against, None for a first release
-    added: tuple[ChangelogEntry, ...] = ()
-    removed: tuple[ChangelogEntry, ...] = ()
-    changed: tuple[ChangelogEntry, ...] = ()
-    unchanged: int = 0
-
-    def as_json(self) -> dict[str, Any]:
-        def entries(items: Sequence[ChangelogEntry]) -> list[dict[str, Any]]:
-            return [
-                {"id": e.id, "revision": e.revision}
-                | ({"previous_revision": e.previous_revision} if e.previous_revision is not None else {})
-                for e in items
-            ]
-
-        return {
-            "previous": self.previous,
-            "added": entries(self.added),
-            "removed": entries(self.removed),
-            "changed": entries(self.changed),
-            "unchanged": self.unchanged,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Changelog:
-        def entries(key: str) -> tuple[ChangelogEntry, ...]:
-            return tuple(ChangelogEntry(e["id"], e["revision"], e.get("previous_revision")) for e in data.get(key, []))
-
-        return cls(
-            previous=data.get("previous"),
-            added=entries("added"),
-            removed=entries("removed"),
-            changed=entries("changed"),
-            unchanged=data.get("unchanged", 0),
-        )
-
-
-def changelog(
-    previous: Mapping[str, ItemState] | None, current: Mapping[str, ItemState], previous_label: str | None
-) -> Changelog:
-    """Instances added, removed and changed (other content) since the previous release, by id."""
-    if previous is None:
-        added = tuple(ChangelogEntry(i, current[i].revision) for i in sorted(current))
-        return Changelog(previous=None, added=added)
-    added = tuple(ChangelogEntry(i, current[i].revision) for i in sorted(current.keys() - previous.keys()))
-    removed = tuple(ChangelogEntry(i, previous[i].revision) for i in sorted(previous.keys() - current.keys()))
-    both = sorted(current.keys() & previous.keys())
-    changed = tuple(
-        ChangelogEntry(i, current[i].revision, previous[i].revision)
-        for i in both
-        if current[i].content_hash != previous[i].content_hash
-    )
-    return Changelog(
-        previous=previous_label, added=added, removed=removed, changed=changed, unchanged=len(both) - len(changed)
-    )
-
-
-# --- Snapshots and checksums ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """What a release item will hold: one candidate's record at one revision."""
-
-    candidate_id: int
-    external_id: str
-    revision: int
-    line: str  # canonical JSON of the pipeline record
-    position: int
-
-    @property
-    def id(self) -> str:
-        return self.external_id
-
-    @property
-    def content_hash(self) -> str:
-        # The same hash the import gives the line, so an unedited item matches Candidate.content_hash.
-        return hashlib.sha256(self.line.encode("utf-8")).hexdigest()
-
-
-def jsonl_bytes(lines: Iterable[str]) -> bytes:
-    return "".join(line + "\n" for line in lines).encode("utf-8")
-
-
-class _HasLine(Protocol):
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def line(self) -> str: ...
-
-
-def lines_in_id_order(items: Iterable[_HasLine]) -> list[str]:
-    """Code point order, in Python: a database collation could order ids differently."""
-    return [item.line for item in sorted(items, key=lambda item: item.id)]
-
-
-def checksum(lines_by_id: Iterable[str]) -> str:
-    return hashlib.sha256(jsonl_bytes(lines_by_id)).hexdigest()
-
-
-def candidate_snapshot(candidate: Candidate, position: int) -> Snapshot:
-    """One candidate's current record (judgements prefetched) as a snapshot."""
-    return Snapshot(
-        candidate_id=candidate.pk,
-        external_id=candidate.external_id,
-        revision=candidate.revision,
-        line=fmt.canonical_json(candidate_to_record(candidate)),
-        position=position,
-    )
-
-
-def approved_snapshot(*, lock: bool = False) -> list[Snapshot]:
-    """Every approved candidate's current record, in rank order (unranked last)."""
-    queryset = approved_candidates().select_related("source_task").prefetch_related(judgements_prefetch())
-    if lock:
-        # Edits and decisions lock the candidate row too: none can slip in while a freeze reads.
-        queryset = queryset.select_for_update(of=("self",))
-    return [candidate_snapshot(candidate, position) for position, candidate in enumerate(queryset, start=1)]
-
-
-# --- Reads ---------------------------------------------------------------------------------------
-
-
-def release_list() -> QuerySet[Release]:
-    # Meta.ordering, said again: a query grouped for the count leaves it out, and pages need an order.
-    return (
-        Release.objects.select_related("created_by", "frozen_by")
-        .annotate(item_count=Count("items"))
-        .order_by("name", "-created_at", "-id")
-    )
-
-
-def release_get(release_id: int) -> Release:
-    return Release.objects.select_related("created_by", "frozen_by", "previous").get(pk=release_id)
-
-
-def release_items(release: Release) -> QuerySet[ReleaseItem]:
-    return (
-        release.items.select_related("candidate")
-        .only(
-            "id",
-            "release_id",
-            "external_id",
-            "revision",
-            "position",
-            "content_hash",
-            "candidate__id",
-            "candidate__revision",
-            "candidate__rank",
-            "candidate__risk_category",
-            "candidate__perturbation",
-        )
-        .order_by("position")
-    )
-
-
-def previous_release(name: str, *, exclude: int | None = None) -> Release | None:
-    """The latest frozen release of this name: what a new freeze is compared against."""
-    queryset = Release.objects.filter(name=name, frozen_at__isnull=False)
-    if exclude is not None:
-        queryset = queryset.exclude(pk=exclude)
-    return queryset.order_by("-frozen_at", "-id").first()
-
-
-def _item_states(release: Release) -> dict[str, ItemState]:
-    return {
-        ext: ItemState(revision, digest)
-        for ext, revision, digest in release.items.values_list("external_id", "revision", "content_hash")
-    }
-
-
-def _states(snapshots: Iterable[Snapshot]) -> dict[str, ItemState]:
-    return {s.external_id: ItemState(s.revision, s.content_hash) for s in snapshots}
-
-
-@dataclass(frozen=True)
-class Preview:
-    """What freezing a draft now would give."""
-
-    snapshots: list[Snapshot]
-    changelog: Changelog
-    checksum: str
-
-
-def release_preview(release: Release) -> Preview:
-    snapshots = approved_snapshot()
-    previous = previous_release(release.name, exclude=release.pk)
-    log = changelog(
-        _item_states(previous) if previous else None, _states(snapshots), previous.label if previous else None
-    )
-    return Preview(snapshots=snapshots, changelog=log, checksum=checksum(lines_in_id_order(snapshots)))
-
-
-def release_changelog(release: Release) -> Changelog:
-    return Changelog.from_json(release.changelog)
-
-
-@dataclass(frozen=True)
-class _StoredLine:
-    id: str
-    line: str
-
-
-def _stored_lines(release: Release) -> list[str]:
-    return lines_in_id_order(_StoredLine(ext, line) for ext, line in release.items.values_list("external_id", "line"))
-
-
-def release_jsonl_lines(release: Release) -> Iterator[str]:
-    """The release's export, line by line: exactly the bytes its checksum covers."""
-    for line in _stored_lines(release):
-        yield line + "\n"
-
-
-def release_checksum_verify(release: Release) -> bool:
-    """Recompute the checksum from the stored items (a frozen release must always agree)."""
-    return release.is_frozen and checksum(_stored_lines(release)) == release.checksum
-
-
-def release_candidate_ids(release: Release) -> list[int]:
-    """The candidates a run targeting this release evaluates, in release order.
-
-    A candidate may have been edited since the freeze; `release_item_records` gives the frozen
-    text and revision of each, for a run that must evaluate the release exactly as frozen.
-    """
-    return list(release.items.order_by("position").values_list("candidate_id", flat=True))
-
-
-@dataclass(frozen=True)
-class ItemRecord:
-    candidate_id: int
-    revision: int
-    record: dict[str, Any] = field(hash=False)
-
-
-def release_item_records(release: Release) -> list[ItemRecord]:
-    rows = release.items.order_by("position").values_list("candidate_id", "revision", "line")
-    return [ItemRecord(candidate_id, revision, json.loads(line)) for candidate_id, revision, line in rows]
 
 
 # --- Writes --------------------------------------------------------------------------------------
@@ -381,7 +118,7 @@ def _freeze(release: Release, snapshots: Sequence[Snapshot], user: User) -> Rele
     )
     previous = previous_release(release.name, exclude=release.pk)
     log = changelog(
-        _item_states(previous) if previous else None, _states(snapshots), previous.label if previous else None
+        item_states(previous) if previous else None, snapshot_states(snapshots), previous.label if previous else None
     )
     release.previous = previous
     release.changelog = log.as_json()
@@ -390,16 +127,6 @@ def _freeze(release: Release, snapshots: Sequence[Snapshot], user: User) -> Rele
     release.frozen_by = user
     release.save()
     return release
-
-
-def human_rejected_in(snapshots: Sequence[Snapshot]) -> dict[str, str]:
-    """The snapshots' candidates humans judged invalid, by id, with their majority in words."""
-    majorities = human_majorities(s.candidate_id for s in snapshots)
-    return {
-        s.external_id: majorities[s.candidate_id].text
-        for s in snapshots
-        if s.candidate_id in majorities and majorities[s.candidate_id].rejected
-    }
 
 
 def _acknowledged(snapshots: Sequence[Snapshot], acknowledged: bool, what: str, action: str, outcome: str) -> str:
@@ -426,12 +153,6 @@ class SyntheticInRelease(ReleaseRefused):
 
     def error_extra(self) -> dict[str, list[str]]:
         return {"synthetic": self.synthetic}
-
-
-def synthetic_in(snapshots: Sequence[Snapshot]) -> list[str]:
-    """The ids of the snapshots' synthetic candidates, sorted."""
-    synthetic = synthetic_ids(s.candidate_id for s in snapshots)
-    return sorted(s.external_id for s in snapshots if s.candidate_id in synthetic)
 
 
 def _synthetic_acknowledged(snapshots: Sequence[Snapshot], acknowledged: bool) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from candidates.hooks import Panel
 from candidates.models import Candidate
-from candidates.panels import Panel
 
 from .selectors import candidate_search
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from candidates.harm_test_verdicts import VIEW_PERMISSION, ReferenceState
+from candidates.harm_test_verdicts import VIEW_PERMISSION
+from candidates.hooks import Panel, ReferenceState
 from candidates.models import Candidate
-from candidates.panels import Panel
 from evaluation.models import ReferenceCheck, Trial
 from evaluation.results import selectors
 from evaluation.results.reference_state import reference_next_step, reference_state

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import F, QuerySet
 
-from candidates.harm_test_verdicts import AgentResult, HarmTestVerdict, ReferenceState
+from candidates.hooks import AgentResult, HarmTestVerdict, ReferenceState
 from candidates.panels import panel_read
 from evaluation.models import (
     ReferenceCheck,

@@ -7,14 +7,15 @@ with a message naming what is wrong.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.apps import apps
-
 from candidates import selectors as candidate_selectors
+from candidates.hooks import human_study_sources
+from candidates.human_verdicts import human_studies, study_candidates_in_order
 from candidates.models import Candidate, Release
-from candidates.releases import services as releases
+from candidates.releases import selectors as releases
 from evaluation.trials.pinning import PinnedCandidate, live_candidates
 
 KINDS = ("ids", "filter", "top_k", "study", "release")
@@ -73,31 +74,27 @@ def _by_top_k(selection: dict[str, Any]) -> list[int]:
     return candidate_selectors.candidate_group_ids("top", _positive_int(selection.get("k"), "k"))
 
 
-def _members(app_label: str, item_model: str, parent: str, selection: dict[str, Any], order: str) -> list[int]:
-    """Candidates of a study's items or a release's items. Those apps are looked up by name, never
-    imported: evaluations work without them, and either side can land first."""
-    try:
-        items = apps.get_model(app_label, item_model)
-    except LookupError:
-        raise SelectionError(f"{parent}s are not available in this installation") from None
+def _members(parent: str, members: Callable[[int], list[int] | None], selection: dict[str, Any]) -> list[int]:
+    """Candidates of a study's items (read through the candidates app's hook, which annotation fills:
+    never annotation's models) or of a release's items."""
     parent_id = _positive_int(selection.get(parent), parent)
-    if not items._meta.get_field(parent).related_model.objects.filter(pk=parent_id).exists():
+    pks = members(parent_id)
+    if pks is None:
         raise SelectionError(f"no {parent} with id {parent_id}")
-    pks = list(
-        items.objects.filter(**{f"{parent}_id": parent_id}).order_by(order).values_list("candidate_id", flat=True)
-    )
     if not pks:
         raise SelectionError(f"{parent} {parent_id} has no items")
     return pks
 
 
 def _by_study(selection: dict[str, Any]) -> list[int]:
-    return _members("annotation", "StudyItem", "study", selection, "pk")
+    if not human_study_sources():
+        raise SelectionError("studys are not available in this installation")
+    return _members("study", study_candidates_in_order, selection)
 
 
 def _by_release(selection: dict[str, Any]) -> list[int]:
     # A draft release has no items: they are written when it is frozen.
-    return _members("candidates", "ReleaseItem", "release", selection, "position")
+    return _members("release", releases.release_member_ids, selection)
 
 
 @dataclass(frozen=True)
@@ -158,26 +155,12 @@ def candidates_for_selection(selection: dict[str, Any]) -> list[int]:
 
 def releases_available() -> list[tuple[int, str]]:
     """(id, "name version") of the releases with items, for the launch form."""
-    try:
-        release = apps.get_model("candidates", "Release")
-    except LookupError:
-        return []
-    return [
-        (pk, f"{name} {version}")
-        for pk, name, version in release.objects.filter(items__isnull=False)
-        .distinct()
-        .order_by("-pk")
-        .values_list("pk", "name", "version")
-    ]
+    return releases.releases_with_items()
 
 
 def studies_available() -> list[tuple[int, str]]:
     """(id, name) of the annotation studies, for the launch form; empty without the annotation app."""
-    try:
-        study = apps.get_model("annotation", "Study")
-    except LookupError:
-        return []
-    return list(study.objects.order_by("-pk").values_list("pk", "name"))
+    return [(study.id, study.name) for study in human_studies()]
 
 
 def _listed(values: list[str], shown: int = 5) -> str:

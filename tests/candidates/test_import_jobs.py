@@ -14,7 +14,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection, transaction
 from django.utils import timezone
 
-from candidates import import_jobs, selectors
+from candidates import import_jobs
+from candidates.import_jobs.selectors import import_job_state
 from candidates.models import Candidate, ImportJob, ImportStatus
 from tests.evaluation.conftest import wait_until
 from tests.factories import CandidateLineFactory, jsonl
@@ -118,10 +119,10 @@ def test_progress_is_read_from_the_running_job(curator, import_dir):
         user=curator, uploads=[upload("a.jsonl", *[CandidateLineFactory() for _ in range(4)])]
     )
     app.control.purge()
-    assert selectors.import_job_state(job).phase == "waiting" and selectors.import_job_state(job).percent == 0
+    assert import_job_state(job).phase == "waiting" and import_job_state(job).percent == 0
     ImportJob.objects.filter(pk=job.pk).update(status=ImportStatus.RUNNING)
     (import_dir / job.token / "progress.json").write_text(json.dumps({"validated": 4, "imported": 2}))
-    state = selectors.import_job_state(ImportJob.objects.get(pk=job.pk))
+    state = import_job_state(ImportJob.objects.get(pk=job.pk))
     assert (state.phase, state.validated, state.imported, state.percent) == ("importing", 4, 2, 75)
 
 

@@ -21,19 +21,17 @@ from django.db.models import ProtectedError
 from candidates.curation.revisions import candidate_revise
 from candidates.models import Candidate, Release, ReleaseFrozen, ReleaseItem, Revision, Search, SourceTask
 from candidates.pipeline import format as fmt
+from candidates.records import candidate_to_record
 from candidates.releases.bundle import BundleRefused, bundle_read, release_bundle
 from candidates.releases.bundle_import import release_bundle_import
-from candidates.releases.services import (
-    ReleaseRefused,
+from candidates.releases.selectors import (
     release_candidate_ids,
     release_checksum_verify,
-    release_create,
-    release_freeze,
     release_item_records,
     release_jsonl_lines,
 )
+from candidates.releases.services import ReleaseRefused, release_create, release_freeze
 from candidates.selectors import judgements_prefetch
-from candidates.services import candidate_to_record
 from tests.candidates.curation_support import decide, import_lines
 from tests.factories import CandidateLineFactory
 from tests.importing import candidate_import_streams

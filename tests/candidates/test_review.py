@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, transaction
 
-from candidates.curation.review import DecisionRefused, decision_history, decision_record, review_queue
+from candidates.curation.review import DecisionRefused, decision_record
 from candidates.curation.revisions import candidate_revise
+from candidates.curation.selectors import decision_history, review_queue
 from candidates.models import AppendOnly, Candidate, Decision, Release, Revision
 from tests.candidates.curation_support import decide
 

@@ -7,10 +7,12 @@ import json
 import pytest
 from django.db import IntegrityError, transaction
 
-from candidates.curation.revisions import RevisionRefused, candidate_revise, revision_history
+from candidates.curation.revisions import RevisionRefused, candidate_revise
+from candidates.curation.selectors import revision_history
 from candidates.models import AppendOnly, Candidate, Revision
 from candidates.pipeline import format as fmt
-from candidates.services import candidate_import_files, pipeline_export_lines
+from candidates.selectors import pipeline_export_lines
+from candidates.services import candidate_import_files
 from tests.conftest import EXAMPLES
 
 pytestmark = pytest.mark.django_db

@@ -21,7 +21,7 @@ from candidates.pipeline import format as fmt
 from candidates.releases.bundle import BundleEntry, BundleMeta, bundle_archive, release_entries, release_meta
 from candidates.releases.interop.common import item_identity
 from candidates.releases.interop.harbor_export import release_harbor_tasks
-from candidates.releases.services import checksum, lines_in_id_order
+from candidates.releases.snapshots import checksum, lines_in_id_order
 from tests.conftest import EXAMPLES
 
 NAN = float("nan")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from candidates.releases.services import release_item_records
+from candidates.releases.selectors import release_item_records
 from evaluation.imported_runs.readers import read_log
 from evaluation.imported_runs.services import run_import
 from evaluation.models import Run

@@ -4,7 +4,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from candidates.models import Release
-from candidates.releases import services as releases
+from candidates.releases import selectors as release_selectors
 from candidates.releases.bundle import release_bundle
 from candidates.releases.interop.exports import HARNESS_EXPORTS
 
@@ -57,7 +57,7 @@ class Command(BaseCommand):
             default_name, data = HARNESS_EXPORTS[format].archive(release)
         else:
             default_name = f"{name}-{version}.jsonl"
-            data = "".join(releases.release_jsonl_lines(release)).encode("utf-8")
+            data = "".join(release_selectors.release_jsonl_lines(release)).encode("utf-8")
         path = Path(output or default_name)
         path.write_bytes(data)
         self.stdout.write(self.style.SUCCESS(f"Wrote {release.label} to {path} (release checksum {release.checksum})"))

@@ -4,6 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from candidates.models import Release, ReleaseFrozen
+from candidates.releases import selectors as release_selectors
 from candidates.releases import services as releases
 
 
@@ -30,7 +31,7 @@ class Command(BaseCommand):
             release = releases.release_freeze(release.pk, user=account)
         except (releases.ReleaseRefused, ReleaseFrozen) as refused:
             raise CommandError(str(refused)) from None
-        log = releases.release_changelog(release)
+        log = release_selectors.release_changelog(release)
         self.stdout.write(
             self.style.SUCCESS(
                 f"Froze {release.label}: {release.items.count()} instances, checksum {release.checksum}; "

@@ -30,7 +30,7 @@ from django.template.loader import render_to_string
 
 from ...models import Release
 from ..bundle import BundleEntry, BundleMeta, release_entries, release_meta
-from ..services import jsonl_bytes, lines_in_id_order
+from ..snapshots import jsonl_bytes, lines_in_id_order
 from .common import (
     SANDBOX_IMAGE,
     TEST_TIMEOUT_SECONDS,

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import secrets
@@ -36,16 +35,14 @@ from django.utils import timezone
 from veriharm_site.leased_work.leases import ClaimRefused, Lease, row_lock_claim
 from veriharm_site.leased_work.sweep import Stale, republish
 
-from . import queue
-from .models import IMPORT_FINISHED, Candidate, ImportJob, ImportStatus
-from .pipeline import format as fmt
-from .services import ImportRefused, candidate_import_lines
+from .. import queue
+from ..importing import ImportRefused, candidate_import_lines
+from ..models import IMPORT_FINISHED, Candidate, ImportJob, ImportStatus
+from ..pipeline import format as fmt
+from .progress import PROGRESS_FILE, JobProgress, job_dir
 
 logger = logging.getLogger(__name__)
 
-PROGRESS_FILE = "progress.json"
-# Progress is written at most this often (seconds): enough for a bar, cheap for a large file.
-PROGRESS_EVERY = 0.25
 TASK = queue.IMPORT_JOB_EXECUTE
 
 
@@ -53,10 +50,6 @@ class Upload(Protocol):
     name: str
 
     def chunks(self) -> Iterable[bytes]: ...
-
-
-def job_dir(job: ImportJob) -> Path:
-    return Path(settings.VERIHARM_IMPORT_DIR) / job.token
 
 
 def _count_lines(path: Path) -> int:
@@ -103,46 +96,7 @@ def _enqueue(job_id: int) -> None:
     queue.import_job_publish(job_id)
 
 
-class _Progress:
-    """Counts validated lines and imported records into the job's progress file."""
-
-    def __init__(self, job: ImportJob) -> None:
-        self.path = job_dir(job) / PROGRESS_FILE
-        self.validated = 0
-        self.imported = 0
-        self._written = 0.0
-
-    def line(self) -> None:
-        self.validated += 1
-        self._write()
-
-    def records(self, count: int) -> None:
-        self.imported += count
-        self._write()
-
-    def _write(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._written < PROGRESS_EVERY:
-            return
-        self._written = now
-        temporary = self.path.with_suffix(".tmp")
-        try:
-            temporary.write_text(json.dumps({"validated": self.validated, "imported": self.imported}))
-            temporary.replace(self.path)  # readers see the old file or the new one, never half of one
-        except OSError:
-            logger.warning("could not write the progress of %s", self.path, exc_info=True)
-
-
-def progress_read(job: ImportJob) -> dict[str, int]:
-    """What a running job has got through: validated lines and imported records."""
-    try:
-        data = json.loads((job_dir(job) / PROGRESS_FILE).read_text())
-        return {"validated": int(data.get("validated", 0)), "imported": int(data.get("imported", 0))}
-    except (OSError, ValueError, AttributeError):
-        return {"validated": 0, "imported": 0}
-
-
-def _lines(job: ImportJob, progress: _Progress) -> Iterator[tuple[fmt.Location, str | bytes]]:
+def _lines(job: ImportJob, progress: JobProgress) -> Iterator[tuple[fmt.Location, str | bytes]]:
     folder = job_dir(job)
     for entry in job.files:
         with (folder / entry["stored"]).open("rb") as handle:
@@ -195,7 +149,7 @@ def import_job_execute(job_id: int) -> str:
         job = ImportJob.objects.select_for_update().get(pk=job_id)
         if job.status in IMPORT_FINISHED:
             return "finished"
-        progress = _Progress(job)
+        progress = JobProgress(job)
         try:
             summary = candidate_import_lines(_lines(job, progress), replace=job.replace, progress=progress.records)
         except ImportRefused as refusal:

@@ -1,3 +1,5 @@
+"""The import page's form: one or more pipeline files, and whether to replace conflicting content."""
+
 from typing import Any
 
 from django import forms
