@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Time of the intervals that are bootstrapped: a paired comparison of two systems
 (`evaluation.runs.paired.compare`, 2000 resamples over the paired candidates) and Q's figures as a
-predictor (`annotation.studies.statistics.prediction_intervals`), at growing numbers of candidates or items.
+predictor (`annotation.studies.measures.statistics.prediction_intervals`), at growing numbers of candidates or items.
 Pure computation, no database: prints the median of a few calls per size.
 
     python benchmarks/paired_bench.py [--repeat 5]
@@ -24,7 +24,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from annotation.studies.statistics import Prediction, prediction_intervals  # noqa: E402
+from annotation.studies.measures.statistics import Prediction, prediction_intervals  # noqa: E402
 from evaluation.runs.metrics import Tally  # noqa: E402
 from evaluation.runs.paired import compare  # noqa: E402
 

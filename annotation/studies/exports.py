@@ -13,9 +13,9 @@ from veriharm_site.csv_safe import SafeDictWriter
 
 from ..guidelines import MEASURES
 from ..models import Study
-from .judges import NO_KAPPA_INTERVAL, RULE, SUM_SPLIT, JudgeRater
+from .measures.judges import NO_KAPPA_INTERVAL, RULE, SUM_SPLIT, JudgeRater
+from .measures.statistics import Coefficient, Prediction
 from .selectors.results import ItemRow, StudyResults, study_judges, study_results
-from .statistics import Coefficient, Prediction
 
 LABEL_COLUMNS = [
     "study",

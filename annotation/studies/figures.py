@@ -17,7 +17,7 @@ from veriharm_site.charts import (
 )
 from veriharm_site.intervals import interval_text
 
-from .statistics import LANDIS_KOCH, Prediction, landis_koch
+from .measures.statistics import LANDIS_KOCH, Prediction, landis_koch
 
 
 def _share_tick(value: float) -> str:

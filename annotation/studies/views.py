@@ -20,9 +20,10 @@ from veriharm_site.queries import QueryPageMixin, query_string
 from .. import line_diff
 from ..guidelines import MEASURES
 from ..models import DrawnFrom, Study
-from . import exports, figures, judges, services
+from . import exports, figures, services
 from .forms import AdjudicationForm, AnswersForm, GuidelinesForm, MembersForm, StudyForm
 from .item_table import ITEM_SORTS, MAJORITIES, item_table
+from .measures import judges
 from .queries import ExportQuery, ItemsQuery, StudyDrawQuery
 from .selectors import quality
 from .selectors import results as tables

@@ -8,7 +8,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from annotation.studies.statistics import Coefficient
+from annotation.studies.measures.statistics import Coefficient
 
 register = template.Library()
 

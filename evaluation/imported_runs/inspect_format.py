@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from .bounds import MAX_ITEMS, Cost, Epoch, ExitCode, Foreign, Name, Reward, Seconds, Text, TokenCount
+from evaluation.runs.inspect_log_format import SCORER as SCORER
 
-SCORER = "veriharm_scorer"
+from .bounds import MAX_ITEMS, Cost, Epoch, ExitCode, Foreign, Name, Reward, Seconds, Text, TokenCount
 
 
 class Content(Foreign):

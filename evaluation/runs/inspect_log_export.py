@@ -21,7 +21,6 @@ from typing import Any
 
 from candidates.releases.bundle import release_entries, release_meta
 from candidates.releases.interop.common import item_identity
-from evaluation.imported_runs.inspect_format import SCORER
 from evaluation.models import CURRENT, ModelCall, Run, TranscriptStep, Trial, TrialKind, TrialStatus
 from evaluation.models.taxonomy import verdict_of
 from veriharm_site.refusals import Refused
@@ -129,7 +128,7 @@ def _sample(
         input=messages[0].content,
         messages=messages,
         metadata={**identity, "veriharm_trial": trial_record(trial), "veriharm_notes": notes},
-        scores={SCORER: _score(trial)},
+        scores={il.SCORER: _score(trial)},
         model_usage=_usage(model, trial, calls),
         error=il.SampleError(message=trial.error) if trial.error else None,
         total_time=trial.agent_duration,

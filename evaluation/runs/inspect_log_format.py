@@ -10,6 +10,9 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict
 
 LOG_SCHEMA_VERSION: Final = 2
+# The scorer a release's Inspect task runs, and whose scores an imported Inspect log is read by
+# (`evaluation.imported_runs`, built on runs, takes it from here).
+SCORER: Final = "veriharm_scorer"
 
 
 class Inspect(BaseModel):

@@ -1,4 +1,4 @@
-"""The agreement policy (`annotation.studies.agreement`): pure, and under 2+1 routing Fleiss' kappa is taken
+"""The agreement policy (`annotation.studies.measures.agreement`): pure, and under 2+1 routing Fleiss' kappa is taken
 on the first round of labels while the other figures use every label."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from annotation.studies import agreement
+from annotation.studies.measures import agreement
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +45,7 @@ def test_the_policy_reads_no_database():
         assert not {name for name in imported if name.split(".")[0] == "django"}, module
         assert imported <= {
             "__future__",
-            "annotation.studies.statistics",
+            "annotation.studies.measures.statistics",
             "collections",
             "collections.abc",
             "dataclasses",

@@ -11,7 +11,8 @@ import pytest
 from playwright.sync_api import Page, expect
 from statsmodels.stats.inter_rater import fleiss_kappa
 
-from annotation.studies import services, statistics
+from annotation.studies import services
+from annotation.studies.measures import statistics
 from tests.annotation.conftest import import_pool
 from tests.browser.conftest import login
 from tests.conftest import PASSWORD, make_user

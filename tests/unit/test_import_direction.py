@@ -57,9 +57,9 @@ def _contract_section(name: str) -> str:
 # A back edge from each kind of module of the labelling side to a reader of results: the
 # annotator's pages, API and serializers alike.
 BACK_EDGES = {
-    "views": "annotation.studies.statistics",
+    "views": "annotation.studies.measures.statistics",
     "api": "annotation.studies.selectors.results",
-    "serializers": "annotation.studies.judges",
+    "serializers": "annotation.studies.measures.judges",
 }
 
 

@@ -5,5 +5,5 @@ annotator's blind reads are `annotation.labelling.selectors` and `annotation.lab
 - `quality`: each annotator's quality, for curators;
 - `users`: who may be made an annotator.
 
-The agreement policy itself (which statistic, its prose) is the pure `annotation.studies.agreement`.
+The agreement policy itself (which statistic, its prose) is the pure `annotation.studies.measures.agreement`.
 """

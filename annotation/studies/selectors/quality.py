@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from veriharm_site.intervals import Interval, wilson_of_share
 
 from ...models import Study
-from .. import statistics
+from ..measures import statistics
 from .results import ItemRow, StudyResults, study_item_rows, study_results
 
 FAST_SECONDS = 2.0  # a decision quicker than this cannot have read the task

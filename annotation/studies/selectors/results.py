@@ -26,8 +26,8 @@ from veriharm_site.any_of import AnyOf
 
 from ...guidelines import MEASURES
 from ...models import Adjudication, Assignment, Group, ItemSkip, Routing, Study, StudyItem, StudyMember
-from .. import agreement as agreement_policy
-from .. import judges, statistics
+from ..measures import agreement as agreement_policy
+from ..measures import judges, statistics
 
 
 def _count_per_study(rows: QuerySet) -> Coalesce:

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from annotation.studies import judges, statistics
-from annotation.studies.judges import JudgedItem
+from annotation.studies.measures import judges, statistics
+from annotation.studies.measures.judges import JudgedItem
 
 
 def scores(correctness: int, unintendedness: int, correspondence: int, feasibility: int, stealth: int) -> dict:

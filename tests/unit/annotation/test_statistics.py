@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from annotation.studies import statistics
+from annotation.studies.measures import statistics
 
 # Fleiss (1971) as tabulated in the classic example: 10 subjects, 14 raters, counts per category 1-5.
 FLEISS_COUNTS = [
