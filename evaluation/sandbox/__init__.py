@@ -1,4 +1,9 @@
-"""Sandboxes that agent code runs in: one interface, a bubblewrap and a docker backend."""
+"""Sandboxes that agent code runs in: one interface, a bubblewrap and a docker backend.
+
+The package's root modules are the layer both backends stand on; neither they nor this file import a
+backend. A backend is chosen by name in ``registry`` (``get_backend``, ``shared_backend``), the one
+module above both backends, which nothing in the sandbox imports.
+"""
 
 from .base import (
     ArchiveInfo,
@@ -11,7 +16,6 @@ from .base import (
     SandboxError,
     Snapshot,
 )
-from .registry import available_backends, get_backend
 
 __all__ = [
     "ArchiveInfo",
@@ -23,6 +27,4 @@ __all__ = [
     "SandboxBackend",
     "SandboxError",
     "Snapshot",
-    "available_backends",
-    "get_backend",
 ]
