@@ -5,17 +5,9 @@ backend. A backend is chosen by name in ``registry`` (``get_backend``, ``shared_
 module above both backends, which nothing in the sandbox imports.
 """
 
-from .base import (
-    ArchiveInfo,
-    ArchiveTooLarge,
-    Environment,
-    ExecResult,
-    Limits,
-    Sandbox,
-    SandboxBackend,
-    SandboxError,
-    Snapshot,
-)
+from .archives import ArchiveInfo, ArchiveTooLarge
+from .environment import Environment, ExecResult, Limits, SandboxError
+from .interface import Sandbox, SandboxBackend, Snapshot
 
 __all__ = [
     "ArchiveInfo",

@@ -31,7 +31,8 @@ a test itself runs (``subprocess.run(["./solution.sh"])``) is the agent's
 system, as it should be: that is what the test examines.
 
 The parts live in modules named for what they do, and this module names them all, so that a caller
-(or a backend) imports the interface from one place:
+outside the sandbox imports the interface from one place (the sandbox's own modules import each part
+from its module):
 
 - ``environment``: the writable layout, the task's ``Environment``, ``Limits``, ``ExecResult``,
   ``SandboxError``

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .base import SandboxBackend
+from .interface import SandboxBackend
 
 logger = logging.getLogger(__name__)
 
