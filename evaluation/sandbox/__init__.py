@@ -2,7 +2,7 @@
 
 The package's root modules are the layer both backends stand on; neither they nor this file import a
 backend. A backend is chosen by name in ``registry`` (``get_backend``, ``shared_backend``), the one
-module above both backends, which nothing in the sandbox imports.
+package above both backends, which nothing in the sandbox imports.
 """
 
 from .archives import ArchiveInfo, ArchiveTooLarge
