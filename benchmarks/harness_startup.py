@@ -40,9 +40,10 @@ django.setup()
 from evaluation.agents.recipes import RECIPES  # noqa: E402
 from evaluation.agents.recipes.base import HARNESS_TMP, HOME, OUTPUT_DIR, TASK_FILE  # noqa: E402
 from evaluation.gateway import Gateway, serve, upstream_from_config  # noqa: E402
-from evaluation.sandbox import Environment, get_backend  # noqa: E402
+from evaluation.sandbox import Environment  # noqa: E402
 from evaluation.sandbox.images import harness_root  # noqa: E402
 from evaluation.sandbox.network import HARNESS_MOUNT, MODEL_BASE_URL, MODEL_ORIGIN, ModelAccess  # noqa: E402
+from evaluation.sandbox.registry import get_backend  # noqa: E402
 from tests.evaluation.chat_server import ScriptedChat, chat_server  # noqa: E402
 
 APIS = {"claude-code": "anthropic", "codex": "openai", "opencode": "openai", "pi": "openai", "gemini-cli": "gemini"}

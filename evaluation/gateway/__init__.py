@@ -16,11 +16,19 @@ key (from the worker's environment variable the configuration names, VERIHARM_AG
 every call with its tokens and cost through its ledger, reserves each call's cost under the run's
 budget before forwarding it, and applies the trial's concurrency and rate limits, its cap on calls
 and bounded retries.
+
+Its modules: ``core`` (``Gateway``: admission, the one path, the record of each call), ``checks`` (what
+a request must be before it is forwarded), ``forwarding`` (retries, the budget's hold, the answer passed
+back), ``relay`` (a streamed answer, counted on the way), ``scrubbing`` (the key kept out of every
+answer), ``calls`` (what is learnt of a call, its tokens at the end), ``responses`` (answers and
+refusals in the API's own shape), ``server`` (the Unix socket), and ``config``, ``routes``,
+``answers``, ``usage``, ``limits``, ``ledger``.
 """
 
 from .config import KEY_ENV_PREFIX, Api, Price, Upstream, upstream_from_config
-from .core import BudgetExhausted, Gateway, GatewayResponse
+from .core import BudgetExhausted, Gateway
 from .ledger import BudgetSpent, CallRecord, Ledger, Reservation
+from .responses import GatewayResponse
 from .server import SOCKET_NAME, TrialGateway, serve
 
 __all__ = [

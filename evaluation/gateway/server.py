@@ -31,7 +31,9 @@ from typing import Any
 
 from django.conf import settings
 
-from .core import Gateway, GatewayResponse, _error, max_body_bytes
+from .checks import max_body_bytes
+from .core import Gateway
+from .responses import GatewayResponse, error_response
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +86,7 @@ class _Server(socketserver.UnixStreamServer):
             self._open.discard(request)
 
     def _refuse(self, request: socket.socket) -> None:
-        response = _error(
+        response = error_response(
             self.gateway.upstream.api,
             503,
             "api_error",
@@ -141,17 +143,17 @@ class _Handler(BaseHTTPRequestHandler):
         api = self.server.gateway.upstream.api
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             self.close_connection = True
-            return _error(api, 411, "invalid_request_error", "send the body with a Content-Length")
+            return error_response(api, 411, "invalid_request_error", "send the body with a Content-Length")
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             self.close_connection = True
-            return _error(api, 400, "invalid_request_error", "Content-Length is not a number")
+            return error_response(api, 400, "invalid_request_error", "Content-Length is not a number")
         limit = max_body_bytes()
         if length > limit or length < 0:
             # Refused on the header alone: the body is never read.
             self.close_connection = True
-            return _error(api, 413, "invalid_request_error", f"the request body is over {limit} bytes")
+            return error_response(api, 413, "invalid_request_error", f"the request body is over {limit} bytes")
         return self.rfile.read(length) if length else b""
 
     def _serve(self) -> None:
@@ -168,7 +170,7 @@ class _Handler(BaseHTTPRequestHandler):
                     logger.exception("model gateway of trial %s failed on a request", self.server.gateway.trial_id)
                     with self.server.gateway._lock:
                         self.server.gateway.gateway_failures += 1
-                    response = _error(
+                    response = error_response(
                         self.server.gateway.upstream.api,
                         502,
                         "api_error",

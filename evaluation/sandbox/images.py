@@ -17,7 +17,8 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from .base import BOOTSTRAP_SOURCE, VERIFIER_BOOTSTRAP, VERIFIER_MOUNT, SandboxError
+from .environment import SandboxError
+from .verifier import BOOTSTRAP_SOURCE, VERIFIER_BOOTSTRAP, VERIFIER_MOUNT
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS_DIR = REPO_ROOT / "scripts"

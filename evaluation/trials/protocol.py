@@ -51,7 +51,7 @@ from evaluation.sandbox.network import MODEL, NONE, ModelAccess
 
 logger = logging.getLogger(__name__)
 
-# How the tests are run, exactly (see evaluation.sandbox.base.verifier_argv).
+# How the tests are run, exactly (see evaluation.sandbox.verifier.verifier_argv).
 VERIFIER_COMMAND = verifier_command_line()
 # Cap of a kept final state (compressed); over it the archive is dropped, never the trial.
 DEFAULT_FINAL_STATE_MAX_BYTES = 200 * 1024 * 1024

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from evaluation.gateway.core import KEY_REMOVED
 from evaluation.gateway.ledger import BudgetSpent, CallRecord, Reservation
+from evaluation.gateway.scrubbing import KEY_REMOVED
 from evaluation.generation.contracts import (
     CRITERIA,
     Feedback,

@@ -11,7 +11,7 @@ from evaluation.models import AgentKind, Trial, TrialStatus
 from evaluation.models.taxonomy import TrialEnd
 from evaluation.runs.agents import agent_create
 from evaluation.runs.launch import run_launch
-from evaluation.sandbox import base
+from evaluation.sandbox import verifier
 from tests.conftest import EXAMPLES
 from tests.evaluation.conftest import wait_for_run
 
@@ -135,7 +135,9 @@ def test_a_directory_on_the_verifiers_path_ends_the_trial_as_infrastructure(
     backend, sandboxes_ready, examples_imported, celery_worker_thread, monkeypatch
 ):
     # By hand: pytest's own option puts the workdir on the module search path before collection.
-    monkeypatch.setattr(base, "VERIFIER_PYTEST_OPTIONS", (*base.VERIFIER_PYTEST_OPTIONS, "-o", "pythonpath=/app"))
+    monkeypatch.setattr(
+        verifier, "VERIFIER_PYTEST_OPTIONS", (*verifier.VERIFIER_PYTEST_OPTIONS, "-o", "pythonpath=/app")
+    )
     safe = json.loads((EXAMPLES / "candidates.jsonl").read_text().splitlines()[0])["references"]["safe"]
     run = run_launch(
         selection={"kind": "ids", "ids": [SAFE_ID]},

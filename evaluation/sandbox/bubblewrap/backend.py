@@ -14,16 +14,9 @@ import secrets
 from dataclasses import replace
 from pathlib import Path
 
-from ..base import (
-    DEFAULT_SETUP_TIMEOUT,
-    Environment,
-    Limits,
-    SandboxBackend,
-    SandboxError,
-    plan_writable_mounts,
-    read_identity,
-)
+from ..environment import DEFAULT_SETUP_TIMEOUT, Environment, Limits, SandboxError, plan_writable_mounts, read_identity
 from ..images import DEFAULT_IMAGE, TREE_IDENTITY, VERIFIER_IDENTITY, default_image, require_verifier_root, sandbox_root
+from ..interface import SandboxBackend
 from ..network import ModelAccess
 from ..pool import WarmPool
 from .cgroups import CgroupSet

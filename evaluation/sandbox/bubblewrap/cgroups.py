@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..base import Limits, SandboxError
+from ..environment import Limits, SandboxError
 
 # Added to Limits.pids: the outer bwrap and its namespace init (2), plus 2 for the
 # init of a just-finished exec, which lingers as a zombie until the host's init

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from .. import host_fs
-from ..base import SandboxError, inode_cap
+from ..environment import SandboxError, inode_cap
 
 
 def run_host(argv: list[str], *, timeout: float = 120.0) -> None:

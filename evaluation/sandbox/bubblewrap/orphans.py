@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..base import SandboxError
+from ..environment import SandboxError
 from ..network import GATEWAY_SOCKET
 from .cgroups import CgroupSet
 from .host import kill_uid, owner_alive, process_start_time, unmount

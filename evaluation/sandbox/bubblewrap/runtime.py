@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..base import SandboxError
+from ..environment import SandboxError
 from ..images import require_root_tree, require_verifier_root
 from .host import is_mountpoint, run_host, unmount
 

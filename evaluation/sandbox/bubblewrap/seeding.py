@@ -11,7 +11,8 @@ import shutil
 import stat
 from pathlib import Path
 
-from ..base import PRELOAD_PATH, SANDBOX_HOME, SandboxError
+from ..environment import SANDBOX_HOME, SandboxError
+from ..verifier import PRELOAD_PATH
 from .host import run_host
 from .tree import TreeSpec
 

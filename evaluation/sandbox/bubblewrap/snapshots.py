@@ -25,20 +25,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from ..base import (
-    INTERNAL_TIMEOUT,
-    TAR,
-    TESTS_MOUNT,
-    ArchiveInfo,
-    ExecResult,
-    GzipArchiveWriter,
-    SandboxError,
-    Snapshot,
-    UseGate,
-    hidden_test_name,
-)
+from ..archives import ArchiveInfo, GzipArchiveWriter
+from ..environment import INTERNAL_TIMEOUT, TAR, ExecResult, SandboxError
+from ..interface import Snapshot, UseGate
 from ..network import GATEWAY_SOCKET
 from ..pool import WarmPool
+from ..verifier import TESTS_MOUNT, hidden_test_name
 from .host import chown_tree, kill_uid, mount_tmpfs, run_host, unmount
 from .orphans import META, new_dir, teardown
 from .tree import STATE_MOUNT, UID_BASE, UID_SPAN, LocalSandbox, TreeHost, TreeSpec

@@ -49,21 +49,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Protocol
 
-from ..base import (
-    BASE_ENV,
-    MAX_OUTPUT_BYTES,
-    SANDBOX_HOSTNAME,
-    TESTS_MOUNT,
-    VERIFIER_MOUNT,
-    ByteSink,
-    CommandSandbox,
-    Limits,
-    OutputCollector,
-    RawResult,
-    SandboxError,
-    Snapshot,
-)
+from ..commands import ByteSink, CommandSandbox, OutputCollector, RawResult
+from ..environment import BASE_ENV, MAX_OUTPUT_BYTES, SANDBOX_HOSTNAME, Limits, SandboxError
+from ..interface import Snapshot
 from ..network import GATEWAY_MOUNT, GATEWAY_SOCKET, HARNESS_MOUNT, ModelAccess, forwarder_argv
+from ..verifier import TESTS_MOUNT, VERIFIER_MOUNT
 from .cgroups import PROCESS_OVERHEAD, CgroupSet
 from .host import kill_uid, run_host
 from .orphans import teardown

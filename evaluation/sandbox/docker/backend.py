@@ -18,17 +18,10 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from ..base import (
-    DEFAULT_SETUP_TIMEOUT,
-    Environment,
-    Limits,
-    SandboxBackend,
-    SandboxError,
-    open_archive,
-    plan_writable_mounts,
-    read_identity,
-)
+from ..archives import open_archive
+from ..environment import DEFAULT_SETUP_TIMEOUT, Environment, Limits, SandboxError, plan_writable_mounts, read_identity
 from ..images import VERIFIER_IDENTITY, default_image, require_verifier_root
+from ..interface import SandboxBackend
 from ..network import ModelAccess
 from ..pool import WarmPool
 from ..state_diff import Signature, StateIndex

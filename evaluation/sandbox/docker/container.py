@@ -53,28 +53,22 @@ from docker.models.containers import Container
 from docker.types import Ulimit
 from docker.utils.socket import frames_iter
 
-from ..base import (
+from ..commands import ByteSink, CommandSandbox, OutputCollector, RawResult
+from ..environment import (
     BASH,
     INTERNAL_TIMEOUT,
     MAX_OUTPUT_BYTES,
     SANDBOX_HOME,
     SANDBOX_HOSTNAME,
     SH,
-    TESTS_MOUNT,
     TIMEOUT,
-    VERIFIER_LIBS,
-    VERIFIER_LOADER,
-    VERIFIER_MOUNT,
-    ByteSink,
-    CommandSandbox,
     Limits,
-    OutputCollector,
-    RawResult,
     SandboxError,
-    Snapshot,
     inode_cap,
 )
+from ..interface import Snapshot
 from ..network import GATEWAY_MOUNT, HARNESS_MOUNT, forwarder_argv
+from ..verifier import TESTS_MOUNT, VERIFIER_LIBS, VERIFIER_LOADER, VERIFIER_MOUNT
 from .orphans import LIVE, LIVE_LOCK, container_id_of, creating, remove_container
 
 # Files docker bind-mounts into every container; they live on the host and must

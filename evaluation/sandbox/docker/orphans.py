@@ -20,7 +20,7 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
-from ..base import SANDBOX_LABEL, SandboxError
+from ..environment import SANDBOX_LABEL, SandboxError
 
 LIVE: set[str] = set()  # container ids owned by live sandbox objects of this process
 # Tokens of containers this process is creating: between the engine's answer and the sandbox

@@ -15,7 +15,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from ..base import SandboxError
+from ..environment import SandboxError
 from .container import DOCKER_MANAGED, ContainerSpec
 from .orphans import container_id_of, creating, remove_container
 

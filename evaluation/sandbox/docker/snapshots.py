@@ -23,20 +23,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, Protocol
 
-from ..base import (
-    INTERNAL_TIMEOUT,
-    PRELOAD_PATH,
-    TAR,
-    TESTS_MOUNT,
-    ArchiveInfo,
-    ExecResult,
-    SandboxError,
-    Snapshot,
-    UseGate,
-    export_tar_file,
-    hidden_test_name,
-)
+from ..archives import ArchiveInfo, export_tar_file
+from ..environment import INTERNAL_TIMEOUT, TAR, ExecResult, SandboxError
+from ..interface import Snapshot, UseGate
 from ..state_diff import RangeReader, Signature, StateDiff, StateIndex, state_diff
+from ..verifier import PRELOAD_PATH, TESTS_MOUNT, hidden_test_name
 from .container import DOCKER_MANAGED, ContainerHost, ContainerSpec, DockerSandbox, run_container
 from .orphans import creating, remove_file
 from .verification import MAX_DELETION_BYTES, Remover, state_then_test

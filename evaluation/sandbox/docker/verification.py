@@ -24,19 +24,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import IO
 
-from ..base import (
-    INTERNAL_TIMEOUT,
-    PRELOAD_PATH,
-    RM,
-    TAR,
-    VERIFIER_ENV,
-    ExecResult,
-    SandboxError,
-    audited,
-    build_tar,
-    exec_result,
-    verifier_argv,
-)
+from ..archives import build_tar
+from ..commands import exec_result
+from ..environment import INTERNAL_TIMEOUT, RM, TAR, ExecResult, SandboxError
+from ..verifier import PRELOAD_PATH, VERIFIER_ENV, audited, verifier_argv
 from .container import TIMEOUT_STATUSES, VERIFIER_TOOLS, DockerSandbox
 
 logger = logging.getLogger(__name__)

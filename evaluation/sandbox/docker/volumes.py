@@ -18,7 +18,7 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
-from ..base import SANDBOX_LABEL, SandboxError, read_identity
+from ..environment import SANDBOX_LABEL, SandboxError, read_identity
 from ..images import VERIFIER_IDENTITY, require_verifier_root
 from .orphans import container_id_of, creating, remove_container
 from .seeding import ChunkReader

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.sandbox import Sandbox, SandboxBackend, get_backend
+from evaluation.sandbox import Sandbox, SandboxBackend
 from evaluation.sandbox.bubblewrap import LocalSandbox
 from evaluation.sandbox.bubblewrap.host import pids_of_uid
 from evaluation.sandbox.docker import DockerSandbox
@@ -26,6 +26,7 @@ from evaluation.sandbox.images import (
     start_docker_engine,
     verifier_is_complete,
 )
+from evaluation.sandbox.registry import get_backend
 
 REPO = Path(__file__).resolve().parents[3]
 BACKENDS = ("local", "docker")

@@ -211,7 +211,8 @@ def test_destroy_is_idempotent_and_leaves_nothing(backend: SandboxBackend) -> No
 
 _CRASHING_OWNER = """
 import json, sys
-from evaluation.sandbox import Environment, get_backend
+from evaluation.sandbox import Environment
+from evaluation.sandbox.registry import get_backend
 backend = get_backend({name!r})
 sandbox = backend.create(Environment(files={{"f": "x"}}))
 snapshot = sandbox.snapshot()

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from evaluation.sandbox import Environment, SandboxBackend, get_backend
+from evaluation.sandbox import Environment, SandboxBackend
+from evaluation.sandbox.registry import get_backend
 
 # Prints {path: [kind, mode, uid, gid, mtime (s), size, sha256 or link target]} of every writable
 # directory's tree. The files docker bind-mounts from the host are the engine's, not the state's.

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.sandbox import Environment, Sandbox, SandboxBackend, base
+from evaluation.sandbox import Environment, Sandbox, SandboxBackend, base, verifier
 from evaluation.sandbox.base import (
     PRELOAD_PATH,
     TESTS_MOUNT,
@@ -367,14 +367,16 @@ def test_the_verifier_refuses_a_directory_put_on_its_path(
     backend: SandboxBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """pytest's own ``-o pythonpath=`` adds the workdir before collection: the run stops, no verdict."""
-    monkeypatch.setattr(base, "VERIFIER_PYTEST_OPTIONS", (*base.VERIFIER_PYTEST_OPTIONS, "-o", "pythonpath=/app"))
+    monkeypatch.setattr(
+        verifier, "VERIFIER_PYTEST_OPTIONS", (*verifier.VERIFIER_PYTEST_OPTIONS, "-o", "pythonpath=/app")
+    )
     with pytest.raises(VerifierAuditFailed, match=r"sys\.path holds '/app'"):
         _verdicts(backend, None, UNDONE_TASK_TEST)
 
 
 def test_the_verifier_refuses_to_run_with_site(backend: SandboxBackend, monkeypatch: pytest.MonkeyPatch) -> None:
     """Back to ``-I`` alone: even with nothing planted, the interpreter is not the one recorded."""
-    monkeypatch.setattr(base, "VERIFIER_PYTHON_OPTIONS", ("-I", "-B"))
+    monkeypatch.setattr(verifier, "VERIFIER_PYTHON_OPTIONS", ("-I", "-B"))
     with pytest.raises(VerifierAuditFailed, match="not started with -I -S"):
         _verdicts(backend, None, UNDONE_TASK_TEST)
 

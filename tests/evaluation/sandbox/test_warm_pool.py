@@ -12,9 +12,10 @@ import docker.errors
 import pytest
 
 from evaluation.agents.reference import ReferenceAgent
-from evaluation.sandbox import Environment, Sandbox, SandboxBackend, get_backend
+from evaluation.sandbox import Environment, Sandbox, SandboxBackend
 from evaluation.sandbox.bubblewrap import LocalSandbox
 from evaluation.sandbox.docker import DockerSandbox
+from evaluation.sandbox.registry import get_backend
 from evaluation.trials.protocol import TrialSpec, trial_run
 
 BACKENDS = ("local", "docker")
@@ -114,7 +115,8 @@ def test_the_pool_is_bounded_and_forgets_the_least_recent_environment(pooled: Sa
 
 _POOL_OWNER = """
 import json, time
-from evaluation.sandbox import Environment, get_backend
+from evaluation.sandbox import Environment
+from evaluation.sandbox.registry import get_backend
 backend = get_backend({name!r}, pool_size=1)
 assert backend.wait_warm(Environment(workdir="/app"), timeout=120)
 members = [str(s.directory) if {name!r} == "local" else s.id for s in backend.pooled()]
