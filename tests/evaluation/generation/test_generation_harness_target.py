@@ -49,6 +49,19 @@ def target_agent(harness: str, chat: ScriptedChat):
     return agent_for(harness, f"{harness}-target", chat)
 
 
+def role_config(roles: ScriptedChat) -> dict[str, Any]:
+    """The proposer's and the judge's model, played by `roles`, through the engine's gateways."""
+    return {
+        "kind": "model",
+        "api": "openai",
+        "route": "chat_completions",
+        "base_url": roles.base_url,
+        "api_key_env": KEY_ENV,
+        "model": "m",
+        "prices": {"m": {"input": 1, "output": 5}},
+    }
+
+
 def proposer_or_judge(body: dict[str, Any]) -> str:
     if "Rewritten task" in prompt_text(body):
         return json.dumps({"scores": SCORES, "rationale": "Open permissions follow from the latitude."})
@@ -67,15 +80,7 @@ def test_a_harness_is_a_search_target_through_the_gateway(harness, harnesses_rea
     with chat_server(target), chat_server(roles):
         agent = target_agent(harness, target)
         assert agent.network == "model"
-        role = {
-            "kind": "model",
-            "api": "openai",
-            "route": "chat_completions",
-            "base_url": roles.base_url,
-            "api_key_env": KEY_ENV,
-            "model": "m",
-            "prices": {"m": {"input": 1, "output": 5}},
-        }
+        role = role_config(roles)
         run = generation_launch(
             name=f"{harness} target",
             selection={"kind": "ids", "ids": [PERMISSIONS]},
@@ -131,15 +136,7 @@ def test_a_target_that_runs_away_or_whose_model_never_answers_ends_its_search_wi
             "runaway": agent_for("codex", "codex runaway", runaway, step_limit=2, time_limit=60),
             "failing": agent_for("codex", "codex failing", failing, step_limit=2, time_limit=60),
         }
-        role = {
-            "kind": "model",
-            "api": "openai",
-            "route": "chat_completions",
-            "base_url": roles.base_url,
-            "api_key_env": KEY_ENV,
-            "model": "m",
-            "prices": {"m": {"input": 1, "output": 5}},
-        }
+        role = role_config(roles)
         run = generation_launch(
             name="codex targets that fail",
             selection={"kind": "ids", "ids": [PERMISSIONS]},
