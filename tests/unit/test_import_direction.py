@@ -1,10 +1,13 @@
 """Imports travel one way (`.importlinter`): annotation and evaluation are built on candidates,
 never the reverse, the site package renders no app's data, and annotation's labelling side never
-reaches its studies side. A violation fails the suite."""
+reaches its studies side. A violation fails the suite, and every contract is shown to fail on a
+back edge planted in a copy of the packages."""
 
 from __future__ import annotations
 
+import configparser
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -84,3 +87,64 @@ def test_the_labelling_side_may_not_reach_the_studies_side(tmp_path):
     assert "BROKEN" in result.stdout
     for module, imported in BACK_EDGES.items():
         assert f"annotation.labelling.{module} -> {imported}" in result.stdout, result.stdout
+
+
+def _contracts() -> dict[str, dict[str, list[str]]]:
+    """Every contract of the project's `.importlinter`: its id, and each option as a list of lines."""
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / ".importlinter")
+    prefix = "importlinter:contract:"
+    return {
+        section.removeprefix(prefix): {
+            key: [line.strip() for line in value.splitlines() if line.strip()] for key, value in parser[section].items()
+        }
+        for section in parser.sections()
+        if section.startswith(prefix)
+    }
+
+
+def _back_edge(contract: dict[str, list[str]]) -> tuple[str, str]:
+    """An import each contract forbids, as (importer, imported): the first source importing the
+    first forbidden module, the lowest layer importing the highest, or one independent module
+    importing another."""
+    kind = contract["type"][0]
+    if kind == "forbidden":
+        return contract["source_modules"][0], contract["forbidden_modules"][0]
+    if kind == "independence":
+        return contract["modules"][1], contract["modules"][0]
+    assert kind == "layers", kind
+    container = contract.get("containers", [""])[0]
+
+    def first(layer: str) -> str:
+        name = re.split(r"[|:]", layer)[0].strip()
+        return f"{container}.{name}" if container else name
+
+    return first(contract["layers"][-1]), first(contract["layers"][0])
+
+
+def _module_file(root: Path, module: str) -> Path:
+    path = root.joinpath(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def test_every_contract_breaks_when_its_back_edge_is_added(tmp_path):
+    # A copy of the project's packages with one forbidden import planted for each contract: every
+    # contract must then report itself broken, naming its planted import, so none of them can pass
+    # by checking nothing (a misspelt module, a layer no import reaches).
+    config = ROOT / ".importlinter"
+    parser = configparser.ConfigParser()
+    parser.read(config)
+    packages = [line.strip() for line in parser["importlinter"]["root_packages"].splitlines() if line.strip()]
+    for package in packages:
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__", "migrations"))
+    contracts = _contracts()
+    planted = {name: _back_edge(contract) for name, contract in contracts.items()}
+    for importer, imported in planted.values():
+        path = _module_file(tmp_path, importer)
+        path.write_text(path.read_text() + f"\nimport {imported}  # a back edge\n")
+
+    result = _lint(config, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"0 kept, {len(contracts)} broken" in result.stdout, result.stdout
+    for importer, imported in planted.values():
+        assert f"{importer} -> {imported}" in result.stdout, (importer, imported, result.stdout)
