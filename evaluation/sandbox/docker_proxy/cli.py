@@ -22,7 +22,9 @@ def _split(value: str | None) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation.sandbox.docker_proxy", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument(
         "--listen",
         default=os.environ.get("VERIHARM_PROXY_LISTEN", "0.0.0.0:2375"),
