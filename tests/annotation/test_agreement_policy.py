@@ -32,8 +32,12 @@ def _imported_modules(path: Path) -> set[str]:
     names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            base = "annotation.studies." * bool(node.level) + (node.module or "")
-            names |= {base.rstrip(".")} if node.module else {f"annotation.studies.{alias.name}" for alias in node.names}
+            base = "annotation.studies.measures." * bool(node.level) + (node.module or "")
+            names |= (
+                {base.rstrip(".")}
+                if node.module
+                else {f"annotation.studies.measures.{alias.name}" for alias in node.names}
+            )
     return names
 
 
@@ -41,7 +45,7 @@ def test_the_policy_reads_no_database():
     # The policy and the statistics it relies on import neither Django nor any module that reads
     # the database, so the figures follow from the labels handed in alone.
     for module in ("agreement", "statistics"):
-        imported = _imported_modules(ROOT / "annotation" / "studies" / f"{module}.py")
+        imported = _imported_modules(ROOT / "annotation" / "studies" / "measures" / f"{module}.py")
         assert not {name for name in imported if name.split(".")[0] == "django"}, module
         assert imported <= {
             "__future__",
