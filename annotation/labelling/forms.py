@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from ..refusals import MAX_REASON
+from ..write_rules.refusals import MAX_REASON
 from .services import MAX_COMMENT, MAX_SECONDS_SPENT, LabelInput
 
 YES_NO = [("yes", "Yes"), ("no", "No")]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from ..refusals import MAX_REASON
+from ..write_rules.refusals import MAX_REASON
 from .services import MAX_COMMENT, MAX_SECONDS_SPENT
 
 

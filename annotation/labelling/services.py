@@ -16,7 +16,6 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ..locking import rows_locked
 from ..models import (
     Assignment,
     ItemSkip,
@@ -28,7 +27,8 @@ from ..models import (
     StudyMember,
     StudyStatus,
 )
-from ..refusals import MAX_REASON, AnnotationError
+from ..write_rules.locking import rows_locked
+from ..write_rules.refusals import MAX_REASON, AnnotationError
 from . import order
 from .claims import item_limit, item_places
 

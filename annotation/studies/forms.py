@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.http import QueryDict
 
 from ..models import DrawnFrom, Routing, StratifyBy
-from ..refusals import MAX_REASON
+from ..write_rules.refusals import MAX_REASON
 from .drawing import MAX_CHOSEN
 from .sampling import random_seed
 from .selectors.results import Answers

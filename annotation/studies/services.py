@@ -1,7 +1,7 @@
 """Writes of annotation studies, for curators: creating a study from the ranked pool, its members,
 its status, its guidelines and gold items, and a curator's final label on an item.
 
-Locks are taken in the order the annotators' writes take them (`annotation.locking`).
+Locks are taken in the order the annotators' writes take them (`annotation.write_rules.locking`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from django.utils import timezone
 from candidates.models import Candidate
 from candidates.selectors import candidate_group_ids, ranking_bounds
 
-from ..locking import rows_locked
 from ..models import (
     Adjudication,
     DemoStudy,
@@ -31,7 +30,8 @@ from ..models import (
     StudyMember,
     StudyStatus,
 )
-from ..refusals import MAX_REASON, AnnotationError
+from ..write_rules.locking import rows_locked
+from ..write_rules.refusals import MAX_REASON, AnnotationError
 from . import sampling
 from .drawing import Pool, drawn_pool
 from .selectors.results import Answers

@@ -1,7 +1,7 @@
 """Imports travel one way (`.importlinter`): annotation and evaluation are built on candidates,
 never the reverse, the site package renders no app's data, and annotation's labelling side never
-reaches its studies side. A violation fails the suite, and every contract is shown to fail on a
-back edge planted in a copy of the packages."""
+reaches its studies side, directly or through the write rules below both. A violation fails the
+suite, and every contract is shown to fail on a back edge planted in a copy of the packages."""
 
 from __future__ import annotations
 
@@ -66,16 +66,22 @@ BACK_EDGES = {
 }
 
 
-def test_the_labelling_side_may_not_reach_the_studies_side(tmp_path):
-    # The project's own blindness contract on a copy of the annotation app (first on the module path,
-    # so it shadows the app): kept as the copy stands, broken once the labelling side imports the
-    # studies side, naming every back edge. The layout's blindness is checked, not assumed.
+def _blindness_on_a_copy(tmp_path: Path) -> Path:
+    """The project's own blindness contract, over a copy of the annotation app (first on the module
+    path, so it shadows the app): the copy to plant back edges in, and the contract's configuration."""
     shutil.copytree(ROOT / "annotation", tmp_path / "annotation", ignore=shutil.ignore_patterns("__pycache__"))
     config = tmp_path / "blind.ini"
     config.write_text(
         "[importlinter]\nroot_packages =\n    veriharm_site\n    candidates\n    annotation\n    evaluation\n\n"
         + _contract_section("the-annotator-reads-are-blind")
     )
+    return config
+
+
+def test_the_labelling_side_may_not_reach_the_studies_side(tmp_path):
+    # Kept as the copy stands, broken once the labelling side imports the studies side, naming every
+    # back edge. The layout's blindness is checked, not assumed.
+    config = _blindness_on_a_copy(tmp_path)
     kept = _lint(config, cwd=tmp_path)
     assert kept.returncode == 0, kept.stdout + kept.stderr
 
@@ -87,6 +93,20 @@ def test_the_labelling_side_may_not_reach_the_studies_side(tmp_path):
     assert "BROKEN" in result.stdout
     for module, imported in BACK_EDGES.items():
         assert f"annotation.labelling.{module} -> {imported}" in result.stdout, result.stdout
+
+
+def test_the_labelling_side_may_not_reach_the_studies_side_through_what_it_stands_on(tmp_path):
+    # The write rules are below both sides: were they to import a reader of results, every labelling
+    # module that refuses or locks would reach it, and blindness breaks on that chain too.
+    config = _blindness_on_a_copy(tmp_path)
+    path = tmp_path / "annotation" / "write_rules" / "refusals.py"
+    path.write_text(path.read_text() + "\nimport annotation.studies.selectors.users  # a back edge\n")
+    result = _lint(config, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "annotation.labelling is not allowed to import annotation.studies.selectors.users" in " ".join(
+        result.stdout.split()
+    ), result.stdout
+    assert "annotation.write_rules.refusals -> annotation.studies.selectors.users" in result.stdout, result.stdout
 
 
 def _contracts() -> dict[str, dict[str, list[str]]]:
