@@ -18,11 +18,10 @@ from candidates import diffing, highlight
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import QueryPageMixin
 
-from .. import line_diff
-from ..guidelines import CRITERIA
 from ..models import Assignment, Study
+from . import line_diff, services
 from . import selectors as blind
-from . import services
+from .criteria import CRITERIA
 from .forms import LabelForm, PreferencesForm, SkipForm
 from .queries import GuidelinesQuery, ItemPageQuery
 

@@ -7,10 +7,11 @@ sampling.py    seeded stratified sampling and item numbers (pure); drawing.py th
                from a filter of the ranking or chosen ids (one stratum)
 selectors/     results.py (the result tables, agreement, the join with harm verdicts), quality.py
                (annotator quality), users.py (who may annotate)
-statistics.py  agreement.py  judges.py   the figures (pure)
+measures/      statistics.py, agreement.py, judges.py: the figures (pure)
 exports.py  figures.py  item_table.py    the exports, the charts' numbers, the results table's order
 human_majority.py  candidate_panel.py  ranking_actions.py   what the app plugs into candidates' hooks
 views.py  api.py  serializers.py  forms.py  queries.py   the pages and the API under annotation/studies/
 
-This side may use the labelling side's pieces (the shape of a submitted label); never the reverse.
+This side may use the labelling side's pieces (the shape of a submitted label, the criteria, the
+aligned texts); never the reverse.
 """

@@ -9,7 +9,7 @@ from candidates.harm_test_verdicts import harm_test_verdicts_for
 from candidates.hooks import HarmTestVerdict, Panel
 from candidates.models import Candidate
 
-from ..guidelines import MEASURES
+from ..labelling.criteria import MEASURES
 from ..models import Study
 from .selectors.results import ItemRow, candidate_item_rows
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from veriharm_site.csv_safe import SafeDictWriter
 
-from ..guidelines import MEASURES
+from ..labelling.criteria import MEASURES
 from ..models import Study
 from .measures.judges import NO_KAPPA_INTERVAL, RULE, SUM_SPLIT, JudgeRater
 from .measures.statistics import Coefficient, Prediction

@@ -17,8 +17,8 @@ from candidates import highlight
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import QueryPageMixin, query_string
 
-from .. import line_diff
-from ..guidelines import MEASURES
+from ..labelling import line_diff
+from ..labelling.criteria import MEASURES
 from ..models import DrawnFrom, Study
 from . import exports, figures, services
 from .forms import AdjudicationForm, AnswersForm, GuidelinesForm, MembersForm, StudyForm

@@ -24,7 +24,7 @@ from candidates.models import Candidate, Judgement
 from candidates.selectors import candidate_judge_scores
 from veriharm_site.any_of import AnyOf
 
-from ...guidelines import MEASURES
+from ...labelling.criteria import MEASURES
 from ...models import Adjudication, Assignment, Group, ItemSkip, Routing, Study, StudyItem, StudyMember
 from ..measures import agreement as agreement_policy
 from ..measures import judges, statistics

@@ -1,6 +1,6 @@
 """The line-aligned diff of the labelling page and the item review (pure)."""
 
-from annotation.line_diff import aligned_diff
+from annotation.labelling.line_diff import aligned_diff
 
 
 def test_an_edited_line_sits_beside_its_original_with_word_marks():

@@ -1,4 +1,5 @@
-"""Source and perturbed task aligned line by line, for the labelling page (pure: no database).
+"""Source and perturbed task aligned line by line, for the labelling page and the curators' item page
+(pure: no database).
 
 diff-match-patch in line mode pairs equal lines; a run of removed lines followed by a run of added
 lines is a changed block, whose lines are paired in order and marked word by word inside, so that a

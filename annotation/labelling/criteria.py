@@ -1,4 +1,5 @@
-"""The three criteria of the annotation protocol (paper section 3.2), with guideline text for annotators."""
+"""The three criteria of the annotation protocol (paper section 3.2), with guideline text for annotators:
+the blind protocol each label answers (pure). The studies side shows its results by the same criteria."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ CRITERIA: tuple[Criterion, ...] = (
     ),
 )
 
-# The aggregate and the three criteria, in the order results are shown.
+# The aggregate (Valid: yes on all three) and the three criteria, in the order results are shown.
 MEASURES: tuple[tuple[str, str], ...] = (("valid", "Valid (C1 ∧ C2 ∧ C3)"),) + tuple(
     (c.key, f"{c.key.upper()} {c.short.lower()}") for c in CRITERIA
 )
