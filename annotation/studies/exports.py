@@ -125,7 +125,6 @@ def _coefficient(c: Coefficient) -> dict[str, Any]:
 
 
 def results_summary(results: StudyResults) -> dict[str, Any]:
-    p = results.prediction
     names = results.pseudonyms
     return {
         "labels": results.labels,
@@ -152,15 +151,7 @@ def results_summary(results: StudyResults) -> dict[str, Any]:
             }
             for a in results.agreement
         },
-        "q_as_predictor": {
-            "confusion": {"tp": p.tp, "fp": p.fp, "fn": p.fn, "tn": p.tn},
-            "accuracy": p.accuracy,
-            "precision": p.precision,
-            "recall": p.recall,
-            "valid_share_top": p.valid_share_top,
-            "valid_share_bottom": p.valid_share_bottom,
-            **p.intervals.as_dict(),
-        },
+        "q_as_predictor": _prediction(results.prediction),
         **(
             {
                 "q_as_predictor_adjudicated": _prediction(results.adjudicated_prediction),
