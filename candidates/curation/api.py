@@ -19,11 +19,11 @@ from veriharm_site.api_errors import API_ERRORS, refusal
 from veriharm_site.permissions import api_permission, api_read_or_write_permission, signed_in_user
 from veriharm_site.queries import query_of
 
-from ..harm_test_verdicts import reference_states_for
+from ..hooks.harm_test_verdicts import reference_states_for
 from ..models import Candidate, Perturbation
-from ..queries import ReviewQueueQuery
 from . import review, revisions, selectors
 from .descriptive import breakdown
+from .queries import ReviewQueueQuery
 from .queue_listing import review_queue_listing
 from .search_report import search_report
 from .selectors import descriptive_cells, search_funnel, search_rows
