@@ -128,6 +128,12 @@ def current_decisions(candidate_ids: list[int]) -> dict[int, Decision]:
     return current
 
 
+def candidate_to_curate(external_id: str) -> Candidate | None:
+    """The candidate with this id, with the revision a decision or an edit is checked against; None
+    when no candidate has it."""
+    return Candidate.objects.filter(external_id=external_id).only("pk", "external_id", "revision").first()
+
+
 def decision_history(candidate_id: int) -> list[Decision]:
     """Every decision on the candidate, latest first."""
     return list(
