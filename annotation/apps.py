@@ -6,12 +6,9 @@ class AnnotationConfig(AppConfig):
     verbose_name = "Annotation studies"
 
     def ready(self) -> None:
-        from candidates.hooks import (
-            human_majority_source_register,
-            human_study_source_register,
-            panel_source_register,
-            ranking_action_register,
-        )
+        from candidates.hooks.human_verdicts import human_majority_source_register, human_study_source_register
+        from candidates.hooks.panels import panel_source_register
+        from candidates.hooks.ranking_actions import ranking_action_register
 
         from .studies.candidate_panel import candidate_human_verdicts_panel
         from .studies.human_majority import candidates_human_majorities, studies_for_filter, study_candidates

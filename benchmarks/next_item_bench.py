@@ -107,7 +107,7 @@ def _warm_up(user) -> None:
     web server has done long before; otherwise every child pays for it on its first request."""
     from django.test import Client
 
-    from candidates.diffing import side_by_side
+    from candidates.diffs.diffing import side_by_side
 
     client = Client()
     client.force_login(user)

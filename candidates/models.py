@@ -70,7 +70,7 @@ class Candidate(models.Model):
     revision = models.PositiveIntegerField(default=1)
     quality = models.FloatField(null=True, blank=True)
     rank = models.PositiveIntegerField(null=True, blank=True)
-    # Synthetic (`candidates.synthetic`): made by `manage.py load_demo`, or kept by a generation run
+    # Synthetic (`candidates.pool.synthetic`): made by `manage.py load_demo`, or kept by a generation run
     # with a scripted proposer or judges; no model produced its judge scores and Q, and the pages say
     # so. Not part of the pipeline line, so re-imports keep it.
     demo = models.BooleanField(default=False, db_default=False)

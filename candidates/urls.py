@@ -1,18 +1,16 @@
-from django.urls import path
-
-from . import views
 from .curation import urls as curation_urls
+from .diffs import urls as diff_urls
 from .import_jobs import urls as import_job_urls
+from .ranking import urls as ranking_urls
 from .releases import urls as release_urls
 from .releases.interop import urls as interop_urls
 
 app_name = "candidates"
 
 urlpatterns = [
-    path("", views.RankingView.as_view(), name="ranking"),
+    *ranking_urls.urlpatterns,
     *import_job_urls.urlpatterns,
-    path("export.jsonl", views.ExportView.as_view(), name="export"),
-    path("highlight.css", views.highlight_css, name="highlight-css"),
+    *diff_urls.urlpatterns,
     *curation_urls.urlpatterns,
     *release_urls.urlpatterns,
     *interop_urls.urlpatterns,

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from candidates.bashbench import load_bashbench
 from candidates.models import SCORE_KEYS
+from candidates.pool.bashbench import load_bashbench
 
 JUDGES = ("claude-opus-4-7", "gpt-5.5", "gemini-3-pro")
 CANDIDATE_PREFIX = "checked-bb-"

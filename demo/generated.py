@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from candidates.bashbench import BASHBENCH_PATH, DATA_DIR, EXAMPLES_DIR, load_bashbench
 from candidates.models import SCORE_KEYS
+from candidates.pool.bashbench import BASHBENCH_PATH, DATA_DIR, EXAMPLES_DIR, load_bashbench
 
 __all__ = [
     "BASHBENCH_PATH",

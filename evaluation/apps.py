@@ -6,14 +6,17 @@ class EvaluationConfig(AppConfig):
     verbose_name = "Evaluations"
 
     def ready(self) -> None:
-        from candidates.hooks import flag_source_register
+        from candidates.hooks.flags import flag_source_register
         from evaluation.results.selectors import candidate_flag_reasons
 
         # Curators see a candidate's failed reference check wherever they decide, and are warned
         # before approving it; the candidates app asks through this hook, never importing us.
         flag_source_register(candidate_flag_reasons)
 
-        from candidates.hooks import harm_test_verdict_source_register, reference_state_source_register
+        from candidates.hooks.harm_test_verdicts import (
+            harm_test_verdict_source_register,
+            reference_state_source_register,
+        )
         from evaluation.results.selectors import harm_test_verdicts, reference_states
 
         # Pages and API that set test verdicts beside human verdicts read them through this hook,
@@ -21,7 +24,7 @@ class EvaluationConfig(AppConfig):
         harm_test_verdict_source_register(harm_test_verdicts)
         reference_state_source_register(reference_states)
 
-        from candidates.hooks import panel_source_register
+        from candidates.hooks.panels import panel_source_register
         from evaluation.results.candidate_panel import candidate_evaluation_panel
 
         # A candidate's page shows its evaluation results to those who may read them.

@@ -5,7 +5,7 @@ stand-ins is as synthetic as the demo's.
 
 - A generation run is synthetic when its proposer or any of its judges is scripted (a configuration
   of kind "scripted": `generation.makers`); the candidates it keeps are then synthetic too
-  (`candidates.synthetic`, marked as they are stored).
+  (`candidates.pool.synthetic`, marked as they are stored).
 - An evaluation run is synthetic when one of its agents is a scripted demo agent (a command agent of
   the harness `SCRIPTED_HARNESS`, the demo app's `demo.agents`, which replays reference scripts and calls no model), when
   one reaches an upstream answered inside the worker (a host under `.invalid`: `agents.upstreams`, the

@@ -12,8 +12,8 @@ from django.urls import reverse
 from annotation.models import DemoStudy, Study
 from annotation.studies import services as annotation_services
 from candidates.models import Candidate
+from candidates.pool.synthetic import CANDIDATE_TEXT
 from candidates.services import candidates_mark_demo
-from candidates.synthetic import CANDIDATE_TEXT
 from demo.checked import checked_lines
 from demo.runs import demo_agents_ensure
 from demo.votes import LABELLED_STUDY

@@ -13,7 +13,7 @@ from html import escape
 
 from diff_match_patch import diff_match_patch
 
-from candidates.diffing import Segment, diff_segments, segments_html
+from candidates.diffs.diffing import Segment, diff_segments, segments_html
 
 EQUAL, CHANGE, REMOVED, ADDED = "equal", "change", "removed", "added"
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from candidates.diffing import SideBySide, side_by_side
+from candidates.diffs.diffing import SideBySide, side_by_side
 from candidates.models import Candidate
 
 from ..models import Assignment, ItemSkip, LabellingPreferences, Study, StudyMember

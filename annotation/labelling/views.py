@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.views import View
 from django.views.generic import TemplateView
 
-from candidates import diffing, highlight
+from candidates.diffs import diffing, highlight
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import QueryPageMixin
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from candidates.harm_test_verdicts import harm_test_verdicts_for
-from candidates.hooks import HarmTestVerdict, Panel
+from candidates.hooks.harm_test_verdicts import HarmTestVerdict, harm_test_verdicts_for
+from candidates.hooks.panels import Panel
 from candidates.models import Candidate
 
 from ..labelling.criteria import MEASURES

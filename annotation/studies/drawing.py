@@ -15,8 +15,8 @@ from django.conf import settings
 from rest_framework.exceptions import ValidationError
 
 from candidates.models import Candidate
-from candidates.queries import RankingQuery
-from candidates.selectors import FILTER_FIELDS, FILTER_LABELS, candidate_ranking, ranking_bounds
+from candidates.pool.selectors import FILTER_FIELDS, FILTER_LABELS, candidate_ranking, ranking_bounds
+from candidates.ranking.queries import RankingQuery
 from veriharm_site.api_errors import flatten_errors
 from veriharm_site.queries import query_of
 

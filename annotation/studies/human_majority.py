@@ -1,8 +1,8 @@
-"""The human majority on candidates, for `candidates.human_verdicts` (registered in AnnotationConfig.ready)."""
+"""The human majority on candidates, for `candidates.hooks.human_verdicts` (registered in AnnotationConfig.ready)."""
 
 from __future__ import annotations
 
-from candidates.hooks import HumanMajority, StudyOption
+from candidates.hooks.human_verdicts import HumanMajority, StudyOption
 
 from ..models import Study, StudyItem
 from .selectors.results import candidates_item_rows
@@ -30,7 +30,7 @@ def candidates_human_majorities(candidate_ids: list[int]) -> dict[int, HumanMajo
 
 
 def studies_for_filter() -> list[StudyOption]:
-    """Every study, newest first: the review queue's filter by study (`candidates.human_verdicts`)."""
+    """Every study, newest first: the review queue's filter by study (`candidates.hooks.human_verdicts`)."""
     return [
         StudyOption(pk, name) for pk, name in Study.objects.order_by("-created_at", "-id").values_list("pk", "name")
     ]

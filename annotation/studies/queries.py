@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from candidates.queries import RankingQuery
+from candidates.ranking.queries import RankingQuery
 from veriharm_site.queries import FlagField, optional_choice
 
 from ..models import DrawnFrom

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from candidates.hooks import RankingAction
+from candidates.hooks.ranking_actions import RankingAction
 
 from ..models import DrawnFrom
 

@@ -11,7 +11,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from candidates.hooks import REFERENCE_STATES
+from candidates.hooks.harm_test_verdicts import REFERENCE_STATES
 
 from ..labelling.serializers import SubmittedLabelSerializer
 from ..models import DrawnFrom, StratifyBy

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from candidates.models import Candidate
-from candidates.selectors import candidate_group_ids, ranking_bounds
+from candidates.pool.selectors import candidate_group_ids, ranking_bounds
 
 from ..models import (
     Adjudication,

@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views import View
 from django.views.generic import TemplateView
 
-from candidates import highlight
+from candidates.diffs import highlight
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import QueryPageMixin, query_string
 

@@ -15,15 +15,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from veriharm_site.api_errors import API_ERRORS, refusal
+from veriharm_site.api_errors import API_ERRORS, Refusal
 from veriharm_site.permissions import api_permission, api_read_or_write_permission, signed_in_user
 from veriharm_site.queries import query_of
 
-from ..harm_test_verdicts import reference_states_for
+from ..hooks.harm_test_verdicts import reference_states_for
 from ..models import Candidate, Perturbation
-from ..queries import ReviewQueueQuery
 from . import review, revisions, selectors
 from .descriptive import breakdown
+from .queries import ReviewQueueQuery
 from .queue_listing import review_queue_listing
 from .search_report import search_report
 from .selectors import descriptive_cells, search_funnel, search_rows
@@ -44,16 +44,13 @@ CURATE = "candidates.curate"
 CANDIDATE_PARAMETER = OpenApiParameter("candidate", str, description="A candidate's id", required=True)
 
 
-def _candidate(external_id: str) -> Candidate | None:
-    return Candidate.objects.filter(external_id=external_id).only("pk", "external_id", "revision").first()
-
-
-def _not_found(what: str, field: str = "") -> Response:
-    return refusal(f"No {what}.", field=field, code=status.HTTP_404_NOT_FOUND)
-
-
-def _candidate_not_found() -> Response:
-    return _not_found("candidate with this id", "candidate")
+def _candidate(external_id: str) -> Candidate:
+    """The candidate whose decisions or revisions are listed or added to; refused (404, on
+    `candidate`) when no candidate has this id."""
+    candidate = selectors.candidate_to_curate(external_id)
+    if candidate is None:
+        raise Refusal("No candidate with this id.", field="candidate", code=status.HTTP_404_NOT_FOUND)
+    return candidate
 
 
 @extend_schema_view(
@@ -69,19 +66,14 @@ class DecisionListApi(APIView):
 
     def get(self, request: Request) -> Response:
         candidate = _candidate(request.query_params.get("candidate", ""))
-        if candidate is None:
-            return _candidate_not_found()
         return Response(DecisionSerializer(selectors.decision_history(candidate.pk), many=True).data)
 
     def post(self, request: Request) -> Response:
         payload = DecisionRequestSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
-        candidate = _candidate(data["candidate"])
-        if candidate is None:
-            return _candidate_not_found()
         decision = review.decision_record(
-            candidate_id=candidate.pk,
+            candidate_id=_candidate(data["candidate"]).pk,
             user=signed_in_user(request),
             verdict=data["verdict"],
             reason=data["reason"],
@@ -107,19 +99,14 @@ class RevisionListApi(APIView):
 
     def get(self, request: Request) -> Response:
         candidate = _candidate(request.query_params.get("candidate", ""))
-        if candidate is None:
-            return _candidate_not_found()
         return Response(RevisionSerializer(selectors.candidate_revisions(candidate.pk), many=True).data)
 
     def post(self, request: Request) -> Response:
         payload = RevisionRequestSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
-        candidate = _candidate(data["candidate"])
-        if candidate is None:
-            return _candidate_not_found()
         revision = revisions.candidate_revise(
-            candidate_id=candidate.pk,
+            candidate_id=_candidate(data["candidate"]).pk,
             user=signed_in_user(request),
             instruction=data["instruction"],
             harm_test=data["harm_test"],

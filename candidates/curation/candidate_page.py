@@ -15,13 +15,14 @@ from django.views.generic import TemplateView
 
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 
-from .. import diffing, highlight, selectors
-from ..flags import candidate_flags, flag_warning
-from ..harm_test_verdicts import harm_test_verdicts_for, reference_states_for
-from ..human_verdicts import human_majorities, human_majorities_visible
+from ..diffs import diffing, highlight
+from ..hooks.flags import candidate_flags, flag_warning
+from ..hooks.harm_test_verdicts import harm_test_verdicts_for, reference_states_for
+from ..hooks.human_verdicts import human_majorities, human_majorities_visible
+from ..hooks.panels import candidate_panels, shared_page_reads
 from ..models import Candidate
-from ..panels import candidate_panels, shared_page_reads
-from ..synthetic import CANDIDATE_TEXT, synthetic_ids
+from ..pool import selectors as pool
+from ..pool.synthetic import CANDIDATE_TEXT, synthetic_ids
 from .decision_forms import decided_message, decision_from_form
 from .forms import DecisionForm
 from .review import REASON_OPTIONS, approval_text
@@ -42,7 +43,7 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
 
     def _detail(self, external_id: str) -> Candidate:
         try:
-            return selectors.candidate_detail(external_id)
+            return pool.candidate_detail(external_id)
         except Candidate.DoesNotExist:
             raise Http404("No candidate with this id.") from None
 
@@ -54,7 +55,7 @@ class CandidateDetailView(RoleRequiredMixin, TemplateView):
     def _context(self, decision_form: DecisionForm | None, **kwargs: Any) -> dict[str, Any]:
         candidate = self._detail(kwargs["external_id"])
         diff = diffing.side_by_side(candidate.source_task.instruction, candidate.instruction)
-        bounds = selectors.ranking_bounds()
+        bounds = pool.ranking_bounds()
         flags = candidate_flags([candidate.pk]).get(candidate.pk, [])
         user = self.request.user
         can_decide = user.has_perm(self.decide_permission)

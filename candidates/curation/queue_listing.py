@@ -10,9 +10,9 @@ from typing import Any
 
 from django.db.models import F, QuerySet
 
-from ..human_verdicts import human_majorities, human_state, study_candidate_ids
+from ..hooks.human_verdicts import human_majorities, human_state, study_candidate_ids
 from ..models import Candidate, Verdict
-from ..selectors import candidate_ranking
+from ..pool.selectors import candidate_ranking
 from .selectors import ReviewQueue, review_queue
 
 # Every order ends on the rank, so equal keys keep the ranking's order and pages are stable. The

@@ -18,11 +18,10 @@ from django.db import transaction
 
 from veriharm_site.refusals import Refused
 
-from ..flags import candidate_flags, flag_warning
-from ..hooks import HumanMajority
-from ..human_verdicts import human_majorities, human_warning
+from ..hooks.flags import candidate_flags, flag_warning
+from ..hooks.human_verdicts import HumanMajority, human_majorities, human_warning
 from ..models import APPROVE_REASONS, REJECT_REASONS, Candidate, Decision, DecisionReason, Verdict
-from ..synthetic import synthetic_ids, synthetic_warning
+from ..pool.synthetic import synthetic_ids, synthetic_warning
 
 if TYPE_CHECKING:
     from veriharm_site.accounts.models import User
@@ -70,7 +69,7 @@ class HumanRejectionNotAcknowledged(DecisionRefused):
 
 
 class SyntheticNotAcknowledged(DecisionRefused):
-    """An approval of synthetic candidates (`candidates.synthetic`) without the curator confirming it."""
+    """An approval of synthetic candidates (`candidates.pool.synthetic`) without the curator confirming it."""
 
     def __init__(self, message: str, synthetic: list[str]) -> None:
         super().__init__("acknowledge_synthetic", message)
@@ -127,9 +126,9 @@ def decision_record(
     """Record a decision; `seen_revision` is the revision the curator looked at, and a decision
     on text that has been edited since is refused rather than silently applied to the new text.
 
-    Approving a flagged candidate (`candidates.flags`) needs `acknowledge_flags`, and one humans
-    judged invalid (`candidates.human_verdicts`) `acknowledge_human_verdict`, and a synthetic one
-    (`candidates.synthetic`) `acknowledge_synthetic`; the decision then keeps the warning. `warning_seen`, the warning as a page showed it, must be the current one:
+    Approving a flagged candidate (`candidates.hooks.flags`) needs `acknowledge_flags`, and one humans
+    judged invalid (`candidates.hooks.human_verdicts`) `acknowledge_human_verdict`, and a synthetic one
+    (`candidates.pool.synthetic`) `acknowledge_synthetic`; the decision then keeps the warning. `warning_seen`, the warning as a page showed it, must be the current one:
     flags or votes that changed since (a reference trial finished, a label came in) are read
     before they are acknowledged.
     """

@@ -20,7 +20,7 @@ from django.db import transaction
 
 from veriharm_site.refusals import Refused
 
-from ..diffing import AddedWords, search_text
+from ..diffs.diffing import AddedWords, search_text
 from ..models import Candidate, Revision
 
 if TYPE_CHECKING:

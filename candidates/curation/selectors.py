@@ -18,10 +18,10 @@ from django.utils.safestring import SafeString, mark_safe
 
 from veriharm_site.distinct_on import first_of_each
 
-from .. import diffing
-from ..flags import candidate_flags
+from ..diffs import diffing
+from ..hooks.flags import candidate_flags
 from ..models import Candidate, Decision, DecisionReason, Revision, Search, Verdict
-from ..selectors import RankingBounds, ranking_bounds
+from ..pool.selectors import RankingBounds, ranking_bounds
 from .descriptive import CountRow, Counts
 from .search_report import FunnelStage, SearchGroup, funnel
 
@@ -128,6 +128,12 @@ def current_decisions(candidate_ids: list[int]) -> dict[int, Decision]:
     return current
 
 
+def candidate_to_curate(external_id: str) -> Candidate | None:
+    """The candidate with this id, with the revision a decision or an edit is checked against; None
+    when no candidate has it."""
+    return Candidate.objects.filter(external_id=external_id).only("pk", "external_id", "revision").first()
+
+
 def decision_history(candidate_id: int) -> list[Decision]:
     """Every decision on the candidate, latest first."""
     return list(
@@ -143,7 +149,7 @@ class QueueEntry:
     verdict: str  # "" while undecided
     reason: str = ""
     decided_at: datetime | None = None
-    flags: tuple[str, ...] = ()  # why its tests are flagged, in words (`candidates.flags`)
+    flags: tuple[str, ...] = ()  # why its tests are flagged, in words (`candidates.hooks.flags`)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ from rest_framework import serializers
 
 from veriharm_site.interval_fields import IntervalSerializer
 
-from ..hooks import REFERENCE_STATES
+from ..hooks.harm_test_verdicts import REFERENCE_STATES
 from ..models import Decision, DecisionReason, Revision, Verdict
 from .review import MAX_BULK_DECISIONS
 

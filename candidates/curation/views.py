@@ -21,13 +21,12 @@ from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import QueryPageMixin, query_string
 from veriharm_site.url_filling import url_filler
 
-from ..flags import candidate_flags
-from ..harm_test_verdicts import reference_states_for
-from ..human_verdicts import HUMAN_STATES, human_majorities_for, human_studies
+from ..hooks.flags import candidate_flags
+from ..hooks.harm_test_verdicts import reference_states_for
+from ..hooks.human_verdicts import HUMAN_STATES, human_majorities_for, human_studies
 from ..models import Candidate, DecisionReason, Perturbation, Verdict
-from ..queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueuePageQuery, ReviewQueueQuery
-from ..selectors import demo_candidate_count, filter_choices
-from ..synthetic import synthetic_ids
+from ..pool.selectors import demo_candidate_count, filter_choices
+from ..pool.synthetic import synthetic_ids
 from . import review, revisions, selectors
 from .candidate_page import CandidateDetailView
 from .decision_forms import decided_message, decision_from_form, field_of
@@ -37,6 +36,7 @@ from .forms import (
     DecisionForm,
     RevisionForm,
 )
+from .queries import DECISION_STATES, REVIEW_SORTS, GroupSizeQuery, ReviewQueuePageQuery, ReviewQueueQuery
 from .queue_listing import review_queue_listing
 from .queue_strip import queue_strip
 from .search_report import ALL, FunnelStage, SearchReport, search_report

@@ -15,7 +15,7 @@ from veriharm_site.api_errors import API_ERRORS
 from veriharm_site.permissions import api_permission, signed_in_user
 
 from ..models import ImportJob
-from ..selectors import import_job_get
+from ..pool.selectors import import_job_get
 from . import import_job_create
 from .selectors import import_job_state
 from .serializers import ImportJobSerializer, ImportRequestSerializer

@@ -13,7 +13,7 @@ from django.views.generic import TemplateView
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 
 from ..models import ImportJob
-from ..selectors import import_job_get
+from ..pool.selectors import import_job_get
 from . import import_job_create
 from .forms import ImportForm
 from .selectors import import_job_state

@@ -8,11 +8,11 @@ from typing import Any
 
 from django.db import transaction
 
-from ..bulk import insert_rows, update_column
-from ..diffing import AddedWords
+from ..diffs.diffing import AddedWords
 from ..models import Candidate, Judgement, SourceTask
 from ..pipeline import format as fmt
-from ..records import source_task_content
+from ..pool.bulk import insert_rows, update_column
+from ..pool.records import source_task_content
 from .outcome import ImportRefused, ImportSummary
 from .ranking import ranks_after_import
 from .rows import (

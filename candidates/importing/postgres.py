@@ -30,10 +30,10 @@ import orjson
 from django.db import connection, transaction
 from psycopg.copy import QueuedLibpqWriter
 
-from ..bulk import insert_rows
-from ..diffing import AddedWords, search_text
+from ..diffs.diffing import AddedWords, search_text
 from ..models import SCORE_KEYS, Candidate, Judgement, SourceTask
 from ..pipeline import format as fmt
+from ..pool.bulk import insert_rows
 from .outcome import ImportRefused, ImportSummary
 from .ranking import rank_sql
 from .rows import ANALYZE_AFTER, Progress, import_searches, judgement_rows, refresh_statistics, replacement_revision

@@ -9,12 +9,12 @@ from typing import Any
 
 from django.db import connection
 
-from ..bulk import insert_rows
 from ..curation.revisions import revision_append
 from ..curation.search_report import first_success
-from ..diffing import AddedWords, search_text
+from ..diffs.diffing import AddedWords, search_text
 from ..models import Candidate, Judgement, Search, SearchAttempt, SourceTask
 from ..pipeline import format as fmt
+from ..pool.bulk import insert_rows
 from .outcome import ImportSummary
 
 CHUNK = 2000

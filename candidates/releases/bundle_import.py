@@ -10,8 +10,8 @@ from django.db import transaction
 from ..importing import ImportRefused, candidate_import
 from ..models import Candidate, Release
 from ..pipeline import format as fmt
-from ..records import candidate_to_record
-from ..selectors import judgements_prefetch
+from ..pool.records import candidate_to_record
+from ..pool.selectors import judgements_prefetch
 from .bundle import RELEASE_JSONL, BundleContent, BundleRefused, bundle_read
 from .services import HumanRejectedInRelease, ReleaseRefused, release_adopt
 from .snapshots import candidate_snapshot

@@ -11,9 +11,9 @@ from typing import Any
 
 from django.db.models import Count, QuerySet
 
-from ..human_verdicts import human_majorities
+from ..hooks.human_verdicts import human_majorities
 from ..models import Release, ReleaseItem
-from ..synthetic import synthetic_ids
+from ..pool.synthetic import synthetic_ids
 from .snapshots import (
     Changelog,
     ItemState,

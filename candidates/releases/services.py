@@ -145,7 +145,7 @@ def _acknowledged(snapshots: Sequence[Snapshot], acknowledged: bool, what: str, 
 
 
 class SyntheticInRelease(ReleaseRefused):
-    """A freeze that would take synthetic candidates (`candidates.synthetic`) without the curator confirming it."""
+    """A freeze that would take synthetic candidates (`candidates.pool.synthetic`) without the curator confirming it."""
 
     def __init__(self, message: str, synthetic: list[str]) -> None:
         super().__init__("acknowledge_synthetic", message)

@@ -12,8 +12,8 @@ from typing import Any, Protocol
 from ..curation.selectors import approved_candidates
 from ..models import Candidate
 from ..pipeline import format as fmt
-from ..records import candidate_to_record
-from ..selectors import judgements_prefetch
+from ..pool.records import candidate_to_record
+from ..pool.selectors import judgements_prefetch
 
 # --- Changelog (pure) --------------------------------------------------------------------------
 

@@ -20,11 +20,11 @@ from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 
 from ..curation import selectors as curation_selectors
 from ..curation.decision_forms import field_of
-from ..flags import candidate_flags
-from ..harm_test_verdicts import reference_states_for
-from ..human_verdicts import human_majorities_for
+from ..hooks.flags import candidate_flags
+from ..hooks.harm_test_verdicts import reference_states_for
+from ..hooks.human_verdicts import human_majorities_for
 from ..models import Release, ReleaseFrozen
-from ..synthetic import synthetic_ids
+from ..pool.synthetic import synthetic_ids
 from . import selectors
 from . import services as releases
 from .bundle import BundleRefused, release_bundle

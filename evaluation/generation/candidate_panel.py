@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from candidates.hooks import Panel
+from candidates.hooks.panels import Panel
 from candidates.models import Candidate
 
 from .selectors import candidate_search

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from candidates.importing import ImportRefused, candidate_import_lines
 from candidates.pipeline import format as fmt
-from candidates.synthetic import candidates_mark_synthetic
+from candidates.pool.synthetic import candidates_mark_synthetic
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
 from evaluation.synthetic import generation_scripted

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Protocol
 
-from candidates.bashbench import load_bashbench
+from candidates.pool.bashbench import load_bashbench
 
 from .contracts import (
     CRITERIA,

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from candidates import diff_cache, diffing
-from candidates.diffing import SideBySide
+from candidates.diffs import diff_cache, diffing
+from candidates.diffs.diffing import SideBySide
 from candidates.models import Candidate
 from evaluation.results import transcript_view
 from evaluation.results.transcript_view import Headline

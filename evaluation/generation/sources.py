@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from candidates.bashbench import load_bashbench
 from candidates.models import SourceTask
+from candidates.pool.bashbench import load_bashbench
 
 from .contracts import SeedTask
 

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from candidates.models import Candidate
-from candidates.selectors import candidate_found
+from candidates.pool.selectors import candidate_found
 from evaluation.results import selectors, trial_selectors
 from evaluation.results.serializers import (
     CandidateRerunSerializer,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from candidates.harm_test_verdicts import VIEW_PERMISSION
-from candidates.hooks import Panel, ReferenceState
+from candidates.hooks.harm_test_verdicts import VIEW_PERMISSION, ReferenceState
+from candidates.hooks.panels import Panel
 from candidates.models import Candidate
 from evaluation.models import ReferenceCheck, Trial
 from evaluation.results import selectors
@@ -38,7 +38,7 @@ class CandidateEvaluation:
 
 
 def candidate_evaluation_panel(candidate: Candidate, user: Any) -> Panel | None:
-    """Shown to readers of evaluations (the rule of `candidates.harm_test_verdicts`), with re-run and
+    """Shown to readers of evaluations (the rule of `candidates.hooks.harm_test_verdicts`), with re-run and
     re-score buttons for those who may run evaluations."""
     if not user.has_perm(VIEW_PERMISSION):
         return None

@@ -8,7 +8,7 @@ and calling that a discrimination would contradict the check's own detail.
 
 from __future__ import annotations
 
-from candidates.hooks import ReferenceState
+from candidates.hooks.harm_test_verdicts import ReferenceState
 from evaluation.models import ReferenceCheck, ReferenceVerdict
 from evaluation.trials.reference_checks import discrimination_compared, scripts_of
 

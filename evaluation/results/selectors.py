@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import F, QuerySet
 
-from candidates.hooks import AgentResult, HarmTestVerdict, ReferenceState
-from candidates.panels import panel_read
+from candidates.hooks.harm_test_verdicts import AgentResult, HarmTestVerdict, ReferenceState
+from candidates.hooks.panels import panel_read
 from evaluation.models import (
     ReferenceCheck,
     ReferenceVerdict,
@@ -182,7 +182,7 @@ def reference_checks_on_page(candidate_ids: list[int]) -> dict[int, ReferenceChe
 
 
 def reference_states(candidate_ids: list[int]) -> dict[int, ReferenceState]:
-    """`reference_state` of each candidate's current check, for `candidates.harm_test_verdicts` (read
+    """`reference_state` of each candidate's current check, for `candidates.hooks.harm_test_verdicts` (read
     once with the panels where the page shares its reads)."""
     checks = reference_checks_on_page(candidate_ids)
     return {pk: reference_state(checks.get(pk)) for pk in candidate_ids}
@@ -214,7 +214,7 @@ def candidate_flag_reasons(candidate_ids: list[int]) -> dict[int, list[str]]:
 
 
 def harm_test_verdicts(candidate_ids: list[int]) -> dict[int, HarmTestVerdict]:
-    """harm_test_summaries as read models, for `candidates.harm_test_verdicts` (registered in ready())."""
+    """harm_test_summaries as read models, for `candidates.hooks.harm_test_verdicts` (registered in ready())."""
     checks = reference_checks_on_page(candidate_ids)
     return {
         pk: HarmTestVerdict(

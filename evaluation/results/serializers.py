@@ -6,7 +6,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from candidates.hooks import REFERENCE_STATES
+from candidates.hooks.harm_test_verdicts import REFERENCE_STATES
 from evaluation.models import (
     ModelCall,
     ReferenceCheck,

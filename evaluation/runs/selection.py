@@ -11,10 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from candidates import selectors as candidate_selectors
-from candidates.hooks import human_study_sources
-from candidates.human_verdicts import human_studies, study_candidates_in_order
+from candidates.hooks.human_verdicts import human_studies, human_study_sources, study_candidates_in_order
 from candidates.models import Candidate, Release
+from candidates.pool import selectors as candidate_selectors
 from candidates.releases import selectors as releases
 from evaluation.trials.pinning import PinnedCandidate, live_candidates
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from candidates.selectors import candidate_ranking, ranking_bounds
+from candidates.pool.selectors import candidate_ranking, ranking_bounds
 from tests.factories import CandidateLineFactory, jsonl, with_judges
 from tests.importing import candidate_import_streams
 
@@ -68,7 +68,7 @@ def test_filters_and_search(db):
 def test_pages_of_the_ranking_follow_rank_order_into_the_unranked(db):
     from django.core.paginator import Paginator
 
-    from candidates.selectors import candidate_ranking_pageable
+    from candidates.ranking.selectors import candidate_ranking_pageable
 
     lines = [with_judges(CandidateLineFactory(id=f"r{i:02d}"), (1 + i % 5,) * 5) for i in range(7)]
     lines += [with_judges(CandidateLineFactory(id=f"u{i}")) for i in range(2)]
@@ -85,7 +85,7 @@ def test_pages_of_the_ranking_follow_rank_order_into_the_unranked(db):
 def test_filtered_and_searched_pages_follow_rank_order_on_the_page_and_the_api(db, curator_client):
     from django.core.paginator import Paginator
 
-    from candidates.selectors import candidate_ranking_pageable
+    from candidates.ranking.selectors import candidate_ranking_pageable
 
     perturbations = ("underspecification", "delegation_of_control")
     lines = [

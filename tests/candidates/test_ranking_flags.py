@@ -64,7 +64,7 @@ def annotators_and_study(db, curator):
 
 
 def test_a_reader_of_the_ranking_who_may_not_read_evaluations_sees_no_harm_results(annotators_and_study):
-    """The one rule for evaluation data on a candidate's page (candidates.harm_test_verdicts): without
+    """The one rule for evaluation data on a candidate's page (candidates.hooks.harm_test_verdicts): without
     evaluation.view_evaluations, neither the evaluation panel nor the harm column beside human verdicts."""
     from django.contrib.auth.models import Permission
     from django.test import Client

@@ -11,8 +11,8 @@ from django.db import connection, transaction
 from django.test import Client
 
 from candidates.models import Candidate
-from candidates.queries import RANKING_SORTS
-from candidates.selectors import candidate_ranking
+from candidates.pool.selectors import candidate_ranking
+from candidates.ranking.queries import RANKING_SORTS
 from tests.annotation.conftest import import_pool
 from tests.factories import CandidateLineFactory, jsonl, with_judges
 from tests.importing import candidate_import_streams

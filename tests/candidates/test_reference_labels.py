@@ -107,7 +107,7 @@ def test_the_api_names_the_state(state, curator_client):
 
 
 def test_a_reader_who_may_not_see_evaluations_gets_no_state(examples_imported):
-    """The rule of candidates.harm_test_verdicts: without evaluation.view_evaluations, no state at all."""
+    """The rule of candidates.hooks.harm_test_verdicts: without evaluation.view_evaluations, no state at all."""
     from django.contrib.auth.models import Permission
     from rest_framework.test import APIClient
 

@@ -21,7 +21,8 @@ from django.db.models import ProtectedError
 from candidates.curation.revisions import candidate_revise
 from candidates.models import Candidate, Release, ReleaseFrozen, ReleaseItem, Revision, Search, SourceTask
 from candidates.pipeline import format as fmt
-from candidates.records import candidate_to_record
+from candidates.pool.records import candidate_to_record
+from candidates.pool.selectors import judgements_prefetch
 from candidates.releases.bundle import BundleRefused, bundle_read, release_bundle
 from candidates.releases.bundle_import import release_bundle_import
 from candidates.releases.selectors import (
@@ -31,7 +32,6 @@ from candidates.releases.selectors import (
     release_jsonl_lines,
 )
 from candidates.releases.services import ReleaseRefused, release_create, release_freeze
-from candidates.selectors import judgements_prefetch
 from tests.candidates.curation_support import decide, import_lines
 from tests.factories import CandidateLineFactory
 from tests.importing import candidate_import_streams

@@ -191,6 +191,26 @@ def test_the_decisions_api(examples_imported, curator_client, annotator_client):
     assert refused.status_code == 403 and Decision.objects.count() == 1
 
 
+UNKNOWN_CANDIDATE = {"errors": [{"field": "candidate", "message": "No candidate with this id."}]}
+
+
+@pytest.mark.parametrize(
+    "path, body",
+    [
+        ("/api/decisions/", {"verdict": "approve", "reason": "valid"}),
+        ("/api/revisions/", {"instruction": "Do it.", "harm_test": "assert True", "reason": "r", "base_revision": 1}),
+    ],
+)
+def test_a_history_api_refuses_an_unknown_candidate_on_its_field(curator_client, path, body):
+    # Listing and adding to a candidate's decisions or revisions: one 404, naming `candidate`,
+    # whether the id is unknown or missing.
+    for listed in (curator_client.get(path, {"candidate": "nope"}), curator_client.get(path)):
+        assert (listed.status_code, listed.json()) == (404, UNKNOWN_CANDIDATE)
+    added = curator_client.post(path, {"candidate": "nope", **body}, format="json")
+    assert (added.status_code, added.json()) == (404, UNKNOWN_CANDIDATE)
+    assert not Decision.objects.exists() and not Revision.objects.exists()
+
+
 CURATION_PAGES = [
     "/candidates/review/",
     "/candidates/review/1/",

@@ -1,5 +1,5 @@
 """The review queue beside the studies: each row's human majority and its votes (annotation plugs
-them in through `candidates.human_verdicts`), a filter by study and by human majority, and from a
+them in through `candidates.hooks.human_verdicts`), a filter by study and by human majority, and from a
 study's results page the items humans judged valid approved in one batch, the guards still standing."""
 
 from __future__ import annotations

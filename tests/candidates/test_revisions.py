@@ -11,7 +11,7 @@ from candidates.curation.revisions import RevisionRefused, candidate_revise
 from candidates.curation.selectors import revision_history
 from candidates.models import AppendOnly, Candidate, Revision
 from candidates.pipeline import format as fmt
-from candidates.selectors import pipeline_export_lines
+from candidates.pool.selectors import pipeline_export_lines
 from candidates.services import candidate_import_files
 from tests.conftest import EXAMPLES
 

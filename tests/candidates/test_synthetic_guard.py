@@ -11,11 +11,11 @@ import pytest
 
 from candidates.curation.review import decision_record
 from candidates.models import Candidate, Decision, Release
+from candidates.pool.synthetic import candidates_mark_synthetic
 from candidates.releases import services as releases
 from candidates.releases.bundle import release_bundle
 from candidates.releases.bundle_import import release_bundle_import
 from candidates.releases.interop.exports import HARNESS_EXPORTS
-from candidates.synthetic import candidates_mark_synthetic
 from tests.candidates.test_releases import _members, empty_pool, forgotten
 from tests.hostile.seed import table_counts
 

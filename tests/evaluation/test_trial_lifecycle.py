@@ -309,7 +309,7 @@ def test_harm_test_summaries_for_human_verdicts(run):
     assert summary["tests_valid"] is True and summary["harm_observed"] is True
     assert selectors.disagrees_with_humans(False, summary) and not selectors.disagrees_with_humans(True, summary)
     assert not selectors.disagrees_with_humans(None, summary)
-    # The same as the read model pages and API get (candidates.harm_test_verdicts), and as rendered.
+    # The same as the read model pages and API get (candidates.hooks.harm_test_verdicts), and as rendered.
     verdict = selectors.harm_test_verdicts([pk])[pk]
     assert verdict.tests_valid is True and verdict.harm_observed is True
     assert verdict.disagrees_with(False) and not verdict.disagrees_with(True) and not verdict.disagrees_with(None)

@@ -1,7 +1,8 @@
 """Imports travel one way (`.importlinter`): annotation and evaluation are built on candidates,
-never the reverse, the site package renders no app's data, and annotation's labelling side never
-reaches its studies side, directly or through the write rules below both. A violation fails the
-suite, and every contract is shown to fail on a back edge planted in a copy of the packages."""
+never the reverse, the site package renders no app's data, annotation's labelling side never
+reaches its studies side, directly or through the write rules below both, and candidates' packages
+import one way. A violation fails the suite, and every contract is shown to fail on a back edge
+planted in a copy of the packages."""
 
 from __future__ import annotations
 
@@ -107,6 +108,41 @@ def test_the_labelling_side_may_not_reach_the_studies_side_through_what_it_stand
         result.stdout.split()
     ), result.stdout
     assert "annotation.write_rules.refusals -> annotation.studies.selectors.users" in result.stdout, result.stdout
+
+
+# A back edge between each two neighbouring layers of candidates' packages, and between siblings of
+# one layer, which import none of each other: (importer, imported).
+CANDIDATES_BACK_EDGES = (
+    ("candidates.pipeline.format", "candidates.diffs.diffing"),
+    ("candidates.diffs.diffing", "candidates.pool.records"),
+    ("candidates.pool.selectors", "candidates.hooks.flags"),
+    ("candidates.hooks.panels", "candidates.ranking.selectors"),
+    ("candidates.ranking.views", "candidates.curation.queries"),
+    ("candidates.curation.selectors", "candidates.importing.ranking"),
+    ("candidates.importing.rows", "candidates.services.files"),
+    ("candidates.releases.selectors", "candidates.import_jobs.selectors"),
+)
+
+
+def test_candidates_packages_import_one_way(tmp_path):
+    # The project's layers contract of candidates on a copy of the app: kept as the copy stands,
+    # broken once a package imports one above it or a sibling of its own layer, naming every edge.
+    shutil.copytree(ROOT / "candidates", tmp_path / "candidates", ignore=shutil.ignore_patterns("__pycache__"))
+    config = tmp_path / "candidates.ini"
+    config.write_text(
+        "[importlinter]\nroot_packages =\n    candidates\n\n" + _contract_section("candidates-packages-one-way")
+    )
+    kept = _lint(config, cwd=tmp_path)
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+
+    for importer, imported in CANDIDATES_BACK_EDGES:
+        path = _module_file(tmp_path, importer)
+        path.write_text(path.read_text() + f"\nimport {imported}  # a back edge\n")
+    result = _lint(config, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "BROKEN" in result.stdout
+    for importer, imported in CANDIDATES_BACK_EDGES:
+        assert f"{importer} -> {imported}" in result.stdout, (importer, imported, result.stdout)
 
 
 def _contracts() -> dict[str, dict[str, list[str]]]:

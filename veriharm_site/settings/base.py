@@ -200,7 +200,7 @@ SPECTACULAR_SETTINGS = {
     # re-scores a "status": name them apart.
     "ENUM_NAME_OVERRIDES": {
         "DecisionVerdictEnum": "candidates.models.Verdict",
-        "ReferenceStateEnum": "candidates.hooks.REFERENCE_STATES",
+        "ReferenceStateEnum": "candidates.hooks.harm_test_verdicts.REFERENCE_STATES",
         "RescoreStatusEnum": "evaluation.models.RescoreStatus",
         "TrialStatusEnum": "evaluation.models.TrialStatus",
         "TrialEndEnum": "evaluation.models.taxonomy.TrialEnd",

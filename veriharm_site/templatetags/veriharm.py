@@ -28,7 +28,7 @@ def interval(value: Interval | None) -> str:
 
 @register.simple_tag(takes_context=True)
 def render_panel(context: template.Context, panel: Any) -> str:
-    """Render a panel's read model (`candidates.hooks.Panel`) with its template; no queries here,
+    """Render a panel's read model (`candidates.hooks.panels.Panel`) with its template; no queries here,
     the view built it. The page's context (csrf_token, can, request) stays visible to it."""
     # Only ever rendered from a template, so the context has one.
     assert context.template is not None

@@ -18,10 +18,9 @@ from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquer
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from candidates.harm_test_verdicts import harm_test_verdicts_for
-from candidates.hooks import HarmTestVerdict
+from candidates.hooks.harm_test_verdicts import HarmTestVerdict, harm_test_verdicts_for
 from candidates.models import Candidate, Judgement
-from candidates.selectors import candidate_judge_scores
+from candidates.pool.selectors import candidate_judge_scores
 from veriharm_site.any_of import AnyOf
 
 from ...labelling.criteria import MEASURES

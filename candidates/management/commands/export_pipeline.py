@@ -3,7 +3,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from candidates.selectors import pipeline_export_lines
+from candidates.pool.selectors import pipeline_export_lines
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import DemoStudy, Study
 from annotation.studies import services as annotation_services
-from candidates.selectors import ranking_bounds
+from candidates.pool.selectors import ranking_bounds
 from candidates.services import candidate_import_files, candidates_mark_demo
 from demo import checked, generated
 from demo.users import DEMO_USERS, demo_refusal, demo_users_ensure

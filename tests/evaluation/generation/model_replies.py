@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from functools import cache
 
-from candidates.bashbench import load_bashbench
+from candidates.pool.bashbench import load_bashbench
 from evaluation.generation.contracts import Proposal
 
 

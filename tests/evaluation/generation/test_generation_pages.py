@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from candidates import diffing
+from candidates.diffs import diffing
 from evaluation.generation.launch import generation_launch
 from evaluation.generation.models import GenerationRun, GenerationSearch, GenerationStep
 from evaluation.generation.scripted import PROPOSER_NAME

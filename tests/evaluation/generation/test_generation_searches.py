@@ -15,8 +15,8 @@ from candidates.curation.search_report import search_report
 from candidates.curation.selectors import search_rows
 from candidates.models import Candidate, Search
 from candidates.pipeline import format as fmt
+from candidates.pool.synthetic import synthetic_count, synthetic_ids
 from candidates.services import candidate_import_lines
-from candidates.synthetic import synthetic_count, synthetic_ids
 from demo.runs import demo_agents_ensure
 from evaluation.generation import recording
 from evaluation.generation.contracts import ProposalRequest, ProposalResult

@@ -1,7 +1,7 @@
 import random
 import re
 
-from candidates.diffing import diff_segments, segments_html, side_by_side
+from candidates.diffs.diffing import diff_segments, segments_html, side_by_side
 
 
 def test_a_word_level_diff_keeps_words_whole():
@@ -82,7 +82,7 @@ def test_html_is_escaped_and_marked_for_colour_blind_readers():
 
 
 def test_added_words_are_the_new_words_of_the_edit_once_each():
-    from candidates.diffing import AddedWords
+    from candidates.diffs.diffing import AddedWords
 
     added = AddedWords()
     before = "Create solution.sh\nSet its mode to 755.\nLog to run.log"
@@ -92,7 +92,7 @@ def test_added_words_are_the_new_words_of_the_edit_once_each():
 
 
 def test_a_bounded_diff_compares_short_texts_word_by_word_long_ones_by_line_and_not_beyond_the_cap():
-    from candidates.diffing import LINES, MAX_DIFF_CHARS, TOO_LARGE, WORDS, bounded_side_by_side
+    from candidates.diffs.diffing import LINES, MAX_DIFF_CHARS, TOO_LARGE, WORDS, bounded_side_by_side
 
     short = bounded_side_by_side("Set its permissions to 755.", "Set its permissions however you see fit.")
     assert short.mode == WORDS and short == side_by_side(
@@ -111,7 +111,7 @@ def test_a_bounded_diff_compares_short_texts_word_by_word_long_ones_by_line_and_
 def test_a_cached_diff_is_computed_once_per_pair_of_texts(monkeypatch):
     from django.core.cache import cache
 
-    from candidates import diff_cache
+    from candidates.diffs import diff_cache
 
     cache.clear()
     computed = []

@@ -1,24 +1,26 @@
 """Pages of the candidate pool: the ranking and the export in the pipeline format (the import and its
-jobs have theirs in `import_jobs.views`). The candidate page is `curation.candidate_page` (curators decide there), curation's and
-releases' pages are in their packages."""
+jobs have theirs in `candidates.import_jobs.views`). The candidate page is
+`candidates.curation.candidate_page` (curators decide there); curation's and releases' pages are in
+their packages."""
 
 from __future__ import annotations
 
 from django.core.paginator import Page, Paginator
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, StreamingHttpResponse
 from django.views import View
 from django.views.generic import TemplateView
 
 from veriharm_site.permissions import RoleRequiredMixin
 from veriharm_site.queries import QueryPageMixin, query_string
 
-from . import highlight, selectors
-from .flags import candidate_flags
-from .harm_test_verdicts import reference_states_for
-from .models import Candidate, Perturbation
+from ..hooks.flags import candidate_flags
+from ..hooks.harm_test_verdicts import reference_states_for
+from ..hooks.ranking_actions import ranking_actions_for
+from ..models import Candidate, Perturbation
+from ..pool import selectors as pool
+from ..pool.synthetic import synthetic_ids
+from . import selectors
 from .queries import RankingPageQuery
-from .ranking_actions import ranking_actions_for
-from .synthetic import synthetic_ids
 
 # The table's sortable columns and the order a first click on each gives.
 SORTABLE_COLUMNS = {
@@ -68,8 +70,8 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
     def get_context_data(self, **kwargs):
         params = self.request.GET
         query = self.query
-        bounds = selectors.ranking_bounds(query["k"])
-        filters = {name: query[name] for name in selectors.FILTER_FIELDS}
+        bounds = pool.ranking_bounds(query["k"])
+        filters = {name: query[name] for name in pool.FILTER_FIELDS}
         rows_source = selectors.candidate_ranking_pageable(
             search=query["q"],
             group=query["group"],
@@ -120,16 +122,14 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
             ],
             bounds=bounds,
             filters=filters,
-            choices=[
-                (name, selectors.FILTER_LABELS[name], values) for name, values in selectors.filter_choices().items()
-            ],
+            choices=[(name, pool.FILTER_LABELS[name], values) for name, values in pool.filter_choices().items()],
             perturbation_labels=dict(Perturbation.choices),
             q=query["q"],
             group=query["group"],
             querystring=kept.urlencode(),
-            demo_candidates=selectors.demo_candidate_count(),
+            demo_candidates=pool.demo_candidate_count(),
             # The batch of one import job, when the ranking is opened from the job's page.
-            import_job=selectors.import_job_get(query["import_job"]) if query["import_job"] else None,
+            import_job=pool.import_job_get(query["import_job"]) if query["import_job"] else None,
             **kwargs,
         )
 
@@ -138,12 +138,6 @@ class ExportView(RoleRequiredMixin, View):
     permission_required = "candidates.import_pipeline"
 
     def get(self, request: HttpRequest) -> StreamingHttpResponse:
-        response = StreamingHttpResponse(selectors.pipeline_export_lines(), content_type="application/x-ndjson")
+        response = StreamingHttpResponse(pool.pipeline_export_lines(), content_type="application/x-ndjson")
         response["Content-Disposition"] = 'attachment; filename="veriharm-candidates.jsonl"'
         return response
-
-
-def highlight_css(request: HttpRequest) -> HttpResponse:
-    response = HttpResponse(highlight.stylesheet(), content_type="text/css")
-    response["Cache-Control"] = "max-age=86400"
-    return response

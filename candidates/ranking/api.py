@@ -1,5 +1,5 @@
 """API of the candidate pool: the ranking, one candidate, the export in the pipeline format and the
-format's JSON Schema (the import and its jobs have theirs in `import_jobs.api`). One APIView per
+format's JSON Schema (the import and its jobs have theirs in `candidates.import_jobs.api`). One APIView per
 endpoint; the serializers beside them in serializers.py."""
 
 from typing import Any
@@ -16,13 +16,14 @@ from veriharm_site.api_paging import CheckedPageNumberPagination, paged
 from veriharm_site.permissions import api_any_permission, api_permission
 from veriharm_site.queries import query_of
 
+from ..hooks.flags import candidate_flags
+from ..hooks.harm_test_verdicts import reference_states_for
+from ..models import Candidate
+from ..pipeline.schema import pipeline_schema
+from ..pool import selectors as pool
+from ..pool.selectors import RankingBounds
 from . import selectors
-from .flags import candidate_flags
-from .harm_test_verdicts import reference_states_for
-from .models import Candidate
-from .pipeline.schema import pipeline_schema
 from .queries import RankingQuery
-from .selectors import RankingBounds
 from .serializers import (
     CandidateDetailSerializer,
     CandidateListSerializer,
@@ -53,7 +54,7 @@ class CandidateListApi(APIView):
     )
     def get(self, request: Request) -> Response:
         query = query_of(RankingQuery, request.query_params)
-        bounds = selectors.ranking_bounds(query["k"])
+        bounds = pool.ranking_bounds(query["k"])
         # The page's own reading: a rank range where the selection is contiguous in rank, so the
         # last page of 100,000 candidates reads its 50 rows instead of skipping 99,950 (OFFSET).
         rows = selectors.candidate_ranking_pageable(
@@ -62,7 +63,7 @@ class CandidateListApi(APIView):
             bounds=bounds,
             sort=query["sort"],
             import_job=query["import_job"],
-            **{name: query[name] for name in selectors.FILTER_FIELDS},
+            **{name: query[name] for name in pool.FILTER_FIELDS},
         )
         return paged(
             request,
@@ -78,12 +79,12 @@ class CandidateDetailApi(APIView):
     @extend_schema(responses=CandidateDetailSerializer, operation_id="candidates_retrieve")
     def get(self, request: Request, external_id: str) -> Response:
         candidate = get_object_or_404(
-            Candidate.objects.select_related("source_task").prefetch_related(selectors.judgements_prefetch()),
+            Candidate.objects.select_related("source_task").prefetch_related(pool.judgements_prefetch()),
             external_id=external_id,
         )
         context = {
             "request": request,
-            "bounds": selectors.ranking_bounds(),
+            "bounds": pool.ranking_bounds(),
             # The judgements are prefetched: their sums need no query.
             "sums": {candidate.pk: [(j.judge, j.total) for j in candidate.judgements.all()]},
             "flags": candidate_flags([candidate.pk]),
@@ -97,7 +98,7 @@ class ExportApi(APIView):
 
     @extend_schema(responses={(200, "application/x-ndjson"): OpenApiTypes.STR})
     def get(self, request: Request) -> StreamingHttpResponse:
-        response = StreamingHttpResponse(selectors.pipeline_export_lines(), content_type="application/x-ndjson")
+        response = StreamingHttpResponse(pool.pipeline_export_lines(), content_type="application/x-ndjson")
         response["Content-Disposition"] = 'attachment; filename="veriharm-candidates.jsonl"'
         return response
 

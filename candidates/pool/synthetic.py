@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from django.db.models import QuerySet
 
-from .models import Candidate
+from ..models import Candidate
 
 # Said beside a synthetic candidate's figures: on its page, in the queue, the ranking and the releases.
 CANDIDATE_TEXT = "Synthetic: no model produced its judge scores and Q (a scripted proposer or judges, or demo data)"

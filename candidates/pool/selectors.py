@@ -1,5 +1,7 @@
-"""Reads of the candidate pool: the ranking with its filters and the top-K / bottom-K groups, and the
-pool as lines of the pipeline format (the export; each record from `records.py`)."""
+"""Reads of the candidate pool that every slice stands on: the ranking's order, its filters and the
+top-K / bottom-K groups, a candidate with its judgements, and the pool as lines of the pipeline
+format (the export; each record from `records.py`). The ranking's pages page it through
+`candidates.ranking.selectors`."""
 
 from __future__ import annotations
 
@@ -10,10 +12,8 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Max, Prefetch, Q, QuerySet
 
-from veriharm_site.paging import KeysFirst, PagedRows
-
-from .models import SCORE_KEYS, Candidate, ImportJob, Judgement, Search, SourceTask
-from .pipeline import format as fmt
+from ..models import SCORE_KEYS, Candidate, ImportJob, Judgement, Search, SourceTask
+from ..pipeline import format as fmt
 from .records import candidate_to_record, search_to_record
 from .synthetic import synthetic_count
 
@@ -31,7 +31,6 @@ RANKING_ORDER: dict[str, tuple[str, ...]] = {
     **{column: (column, "rank", "external_id") for column in FILTER_FIELDS},
     **{f"-{column}": (f"-{column}", "-rank", "-external_id") for column in FILTER_FIELDS},
 }
-RANK_ORDERS = ("", "rank", "-quality")
 FILTER_LABELS = {
     "perturbation": "perturbation",
     "risk_category": "risk category",
@@ -171,85 +170,12 @@ def candidate_detail(external_id: str) -> Candidate:
     )
 
 
-def candidate_judge_sums(candidate_ids: list[int]) -> dict[int, list[tuple[str, int]]]:
-    """Per candidate, each judge's sum of five scores, in the imported order."""
-    sums: dict[int, list[tuple[str, int]]] = {pk: [] for pk in candidate_ids}
-    rows = Judgement.objects.filter(candidate_id__in=candidate_ids).order_by("candidate_id", "position")
-    for j in rows.only("candidate_id", "judge", *SCORE_KEYS):
-        sums[j.candidate_id].append((j.judge, j.total))
-    return sums
-
-
 def candidate_judge_scores(candidate_ids: list[int]) -> dict[int, dict[str, dict[str, int]]]:
     """Per candidate, each judge's five scores by key (a candidate no judge scored maps to {})."""
     scores: dict[int, dict[str, dict[str, int]]] = {pk: {} for pk in candidate_ids}
     for j in Judgement.objects.filter(candidate_id__in=candidate_ids).only("candidate_id", "judge", *SCORE_KEYS):
         scores[j.candidate_id][j.judge] = j.scores
     return scores
-
-
-class RankWindow(PagedRows[Candidate]):
-    """A contiguous run of ranks (the whole ranking, the top-K or the bottom-K) that pages by
-    rank range instead of OFFSET, so the last page of 100,000 candidates costs what the first does.
-    Unranked candidates, when included, follow the ranked ones."""
-
-    def __init__(self, queryset: QuerySet[Candidate], first: int, last: int, with_unranked: bool) -> None:
-        self.queryset = queryset
-        self.first, self.last = first, last
-        self.with_unranked = with_unranked
-
-    def _ranked_count(self) -> int:
-        return max(0, self.last - self.first + 1)
-
-    def _unranked(self) -> QuerySet[Candidate]:
-        return self.queryset.filter(rank__isnull=True)
-
-    def count(self) -> int:
-        return self._ranked_count() + (self._unranked().count() if self.with_unranked else 0)
-
-    def _window(self, window: slice) -> list[Candidate]:
-        start, stop = window.start or 0, window.stop
-        ranked = self._ranked_count()
-        rows: list[Candidate] = []
-        if start < ranked:
-            low, high = self.first + start, self.first + min(stop, ranked) - 1
-            rows = list(self.queryset.filter(rank__gte=low, rank__lte=high))
-        if self.with_unranked and stop > ranked:
-            rows += list(self._unranked()[max(0, start - ranked) : stop - ranked])
-        return rows
-
-
-def candidate_ranking_pageable(
-    *,
-    search: str = "",
-    group: str = "",
-    bounds: RankingBounds,
-    sort: str = "",
-    import_job: int | None = None,
-    **filters: str,
-) -> RankWindow | KeysFirst[Candidate]:
-    """What a paginator should walk: a rank window when the selection is contiguous in rank,
-    the page's ids first otherwise (each way of filtering has an index holding (filter, rank,
-    id), so a deep page's ids come from an index-only scan; skipping 50,000 whole rows by OFFSET
-    sorted them on disk)."""
-    narrowed = (
-        search
-        or import_job is not None
-        or any(filters.get(name) for name in FILTER_FIELDS)
-        or group not in ("", "top", "bottom")
-    )
-    if narrowed or sort not in RANK_ORDERS:
-        # k named, so that the type checker does not take one of the filters for it.
-        ranked = candidate_ranking(
-            search=search, group=group, k=None, bounds=bounds, sort=sort, import_job=import_job, **filters
-        )
-        return KeysFirst(ranked, key="external_id")
-    base = candidate_ranking()
-    if group == "top":
-        return RankWindow(base, 1, bounds.top_end, with_unranked=False)
-    if group == "bottom":
-        return RankWindow(base, bounds.bottom_start, bounds.ranked, with_unranked=False)
-    return RankWindow(base, 1, bounds.ranked, with_unranked=True)
 
 
 # --- import jobs ----------------------------------------------------------------------------------
@@ -260,7 +186,7 @@ def import_job_get(job_id: int) -> ImportJob:
 
 
 def demo_candidate_count() -> int:
-    """How many candidates of the pool are synthetic (`candidates.synthetic`: their judge scores, Q
+    """How many candidates of the pool are synthetic (`candidates.pool.synthetic`: their judge scores, Q
     and search logs no model produced), for the pages that show the pool to say so."""
     return synthetic_count()
 

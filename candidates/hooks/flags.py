@@ -1,17 +1,28 @@
-"""Flags against approving a candidate, raised by other apps, in words.
+"""Flags against approving a candidate, raised by other apps, in words: the hook and its read.
 
 The candidates app never imports the apps built on it (evaluation reads candidates, not the
-reverse), so they register a source of flags in `candidates.hooks` when they load
-(`AppConfig.ready`). A source takes candidate pks and returns, for each flagged one, its reasons
-in words, e.g. the evaluation app's "V_harm passes on the untouched environment".
+reverse), so they register a source of flags here when they load (`AppConfig.ready`). A source
+takes candidate pks and returns, for each flagged one, its reasons in words, e.g. the evaluation
+app's "V_harm passes on the untouched environment".
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-# Registered through candidates.hooks; named here too for the apps that register through this module.
-from .hooks import flag_sources
+# Candidate pks -> for each flagged one, its reasons in words.
+FlagSource = Callable[[list[int]], dict[int, list[str]]]
+
+_flag_sources: list[FlagSource] = []
+
+
+def flag_source_register(source: FlagSource) -> None:
+    if source not in _flag_sources:
+        _flag_sources.append(source)
+
+
+def flag_sources() -> list[FlagSource]:
+    return list(_flag_sources)
 
 
 def candidate_flags(candidate_ids: Iterable[int]) -> dict[int, list[str]]:

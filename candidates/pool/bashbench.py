@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 BASHBENCH_PATH = DATA_DIR / "bashbench" / "bash_tasks.json"
 EXAMPLES_DIR = DATA_DIR / "examples"
 

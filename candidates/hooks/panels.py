@@ -1,7 +1,8 @@
-"""Panels that the apps built on candidates add to a candidate's page, as read models.
+"""Panels that the apps built on candidates add to a candidate's page, as read models: the hook
+and its read.
 
-The candidates app never imports those apps: each registers a source in `candidates.hooks` when it
-loads (`AppConfig.ready`). A source takes the candidate and the reader and returns a `Panel` (its
+The candidates app never imports those apps: each registers a source here when it loads
+(`AppConfig.ready`). A source takes the candidate and the reader and returns a `Panel` (its
 template and a frozen read model, built and permission-gated by the source), or None when this
 reader sees nothing of it. The page's view asks for them; templates only render what it got.
 Sources that show the same facts read them once per page through `panel_read`.
@@ -9,14 +10,43 @@ Sources that show the same facts read them once per page through `panel_read`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
-# Registered through candidates.hooks; named here too for the apps that register through this module.
-from .hooks import Panel, panel_sources
-from .models import Candidate
+from ..models import Candidate
+
+
+@dataclass(frozen=True)
+class Panel:
+    template: str  # rendered with the read model's fields as its context
+    data: Any  # a frozen dataclass
+
+    def fields(self) -> dict[str, Any]:
+        return {f.name: getattr(self.data, f.name) for f in dataclasses.fields(self.data)}
+
+
+# The candidate and the reader -> its panel (template and frozen read model, built and
+# permission-gated by the source), or None when this reader sees nothing of it.
+PanelSource = Callable[[Candidate, Any], "Panel | None"]
+
+_panel_sources: list[tuple[int, PanelSource]] = []
+
+
+def panel_source_register(order: int, source: PanelSource) -> None:
+    """Add a source; panels show by `order`."""
+    if all(existing is not source for _, existing in _panel_sources):
+        _panel_sources.append((order, source))
+        _panel_sources.sort(key=lambda entry: entry[0])
+
+
+def panel_sources() -> list[PanelSource]:
+    """The sources in their order."""
+    return [source for _, source in _panel_sources]
+
 
 # What the panels of one page have read so far; None outside `candidate_panels`.
 _page_reads: ContextVar[dict[Hashable, Any] | None] = ContextVar("candidate_panel_reads", default=None)

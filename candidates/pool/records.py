@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .models import SCORE_KEYS, Candidate, Search, SourceTask
+from ..models import SCORE_KEYS, Candidate, Search, SourceTask
 
 
 def source_task_content(task: SourceTask) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .hooks import REFERENCE_STATES
-from .models import Candidate, Judgement, SourceTask
+from ..hooks.harm_test_verdicts import REFERENCE_STATES
+from ..models import Candidate, Judgement, SourceTask
 
 
 class JudgementSerializer(serializers.ModelSerializer):

@@ -1,0 +1,42 @@
+"""What the ranking page offers to do with its current filter or with the rows ticked on it: the
+hook the apps built on candidates (which this app never imports) register in, e.g. the annotation
+app's "new study from this filter", and its read. Each action says which permission it needs, so
+the page offers it only to those who may use it (its own view checks again)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, PermissionsMixin
+
+
+@dataclass(frozen=True)
+class RankingAction:
+    permission: str  # the page offers it only to those who hold it (its own view checks again)
+    filter_label: str
+    # The ranking's query string (its filters, without the page) -> where the filter goes.
+    filter_url: Callable[[str], str]
+    rows_label: str
+    # A GET form's action: the ticked rows go as `candidates` (their ids), with `rows_fields`.
+    rows_url: Callable[[], str]
+    rows_fields: dict[str, str] = field(default_factory=dict)
+
+
+_ranking_actions: list[RankingAction] = []
+
+
+def ranking_action_register(action: RankingAction) -> None:
+    if action not in _ranking_actions:
+        _ranking_actions.append(action)
+
+
+def ranking_actions() -> list[RankingAction]:
+    return list(_ranking_actions)
+
+
+def ranking_actions_for(user: PermissionsMixin | AnonymousUser) -> list[RankingAction]:
+    """The actions this user may take."""
+    return [action for action in ranking_actions() if user.has_perm(action.permission)]
