@@ -14,7 +14,7 @@ from candidates.models import Search
 from candidates.pipeline.models import PERTURBATIONS
 from evaluation import queue
 from evaluation.agents.factory import check_network, model_upstream
-from evaluation.budgets import budget_usd_parse
+from evaluation.model_ledger.budgets import budget_usd_parse
 from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Backend
 from evaluation.trials.pinning import agent_pin_sha256
 from evaluation.trials.sandbox_status import runtimes_of, sandbox_status

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from candidates.models import Candidate
 from evaluation import queue
-from evaluation.budgets import budget_usd_parse
+from evaluation.model_ledger.budgets import budget_usd_parse
 from evaluation.models.taxonomy import TrialEnd
 from evaluation.runs.selection import Pinned, SelectionError, pinned_for_selection, release_candidates
 from evaluation.trials import pinning
@@ -218,7 +218,7 @@ def _check_common(
 
 
 def _check_budget(budget: Any, agents: list[Agent], errors: list[str]) -> Decimal | None:
-    """The run's budget in USD (None: none; its range is `evaluation.budgets`'). With one, every
+    """The run's budget in USD (None: none; its range is `model_ledger.budgets`'). With one, every
     agent that calls a model must have a price for its model, or its calls could not be counted
     against it."""
     try:
