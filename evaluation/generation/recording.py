@@ -20,9 +20,9 @@ from django.utils import timezone
 from candidates.importing import ImportRefused, candidate_import_lines
 from candidates.pipeline import format as fmt
 from candidates.synthetic import candidates_mark_synthetic
+from evaluation.provenance.synthetic import generation_scripted
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
-from evaluation.synthetic import generation_scripted
 from veriharm_site.refusals import Refused
 
 from . import decision, output

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
-from evaluation.synthetic import generation_scripted, generation_synthetic_text
+from evaluation.provenance.synthetic import generation_scripted, generation_synthetic_text
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import PageNumberQuery, QueryPageMixin

@@ -26,7 +26,7 @@ from evaluation.generation.scripted import PROPOSER_NAME, ScriptedProposer
 from evaluation.generation.states import RunStatus, SearchEnding, StepKind
 from evaluation.generation.steps import PASSES_UNTOUCHED
 from evaluation.models import Agent, AgentKind, Trial
-from evaluation.synthetic import run_synthetic_text
+from evaluation.provenance.synthetic import run_synthetic_text
 from evaluation.trials.pinning import agent_pin_sha256
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_until

@@ -22,9 +22,9 @@ from typing import Any
 
 from django.db.models import Q
 
-from .agents.upstreams import RESERVED_DOMAIN
-from .generation.models import GenerationRun
-from .models import AgentKind, Run, Trial
+from evaluation.agents.upstreams import RESERVED_DOMAIN
+from evaluation.generation.models import GenerationRun
+from evaluation.models import AgentKind, Run, Trial
 
 # The harness name of the scripted demo agents (`demo.agents`), which replay reference scripts.
 SCRIPTED_HARNESS = "demo-script"
