@@ -20,7 +20,6 @@ from django.utils import timezone
 from candidates.importing import ImportRefused, candidate_import_lines
 from candidates.pipeline import format as fmt
 from candidates.synthetic import candidates_mark_synthetic
-from evaluation.provenance.synthetic import generation_scripted
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
 from veriharm_site.refusals import Refused
@@ -29,6 +28,7 @@ from . import decision, output
 from .leases import Claim, search_locked
 from .models import GenerationRun, GenerationSearch, GenerationStep
 from .states import RunStatus, SearchEnding, SearchStatus, StepKind
+from .synthetic import generation_scripted
 from .targets import target_pin
 
 logger = logging.getLogger(__name__)
