@@ -18,6 +18,7 @@ from candidates.pipeline import format as fmt
 from candidates.services import candidate_import_lines
 from candidates.synthetic import synthetic_count, synthetic_ids
 from demo.runs import demo_agents_ensure
+from evaluation.agents.pinning import agent_pin_sha256
 from evaluation.generation import recording
 from evaluation.generation.contracts import ProposalRequest, ProposalResult
 from evaluation.generation.launch import generation_cancel, generation_launch
@@ -27,7 +28,6 @@ from evaluation.generation.states import RunStatus, SearchEnding, StepKind
 from evaluation.generation.steps import PASSES_UNTOUCHED
 from evaluation.models import Agent, AgentKind, Trial
 from evaluation.provenance.synthetic import run_synthetic_text
-from evaluation.trials.pinning import agent_pin_sha256
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_until
 from veriharm_site.refusals import Conflict
