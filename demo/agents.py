@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from evaluation.models import AgentKind
-from evaluation.synthetic import SCRIPTED_HARNESS
+from evaluation.provenance.synthetic import SCRIPTED_HARNESS
 
 HARNESS = SCRIPTED_HARNESS
 TIME_LIMIT = 120

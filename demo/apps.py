@@ -13,7 +13,7 @@ class DemoConfig(AppConfig):
         # The scripted demo proposer proposes from the demo's checked candidates.
         scripted_catalogue_register(scripted_catalogue())
 
-        from evaluation.waiting_runs import waiting_runs_source_register
+        from evaluation.runs.waiting_runs import waiting_runs_source_register
 
         from .runs import demo_runs_pending
 

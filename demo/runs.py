@@ -14,10 +14,10 @@ from typing import Any
 from django.db import transaction
 
 from candidates.models import Candidate
+from evaluation.agents.sandbox_status import runtimes_of
 from evaluation.models import Agent, DemoRun, Protocol, Run
 from evaluation.runs.agents import agent_create, reference_agents_ensure
 from evaluation.runs.launch import run_launch, run_mark_demo
-from evaluation.trials.sandbox_status import runtimes_of
 
 from . import checked
 from .agents import agent_specs

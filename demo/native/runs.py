@@ -15,10 +15,10 @@ from typing import Any
 
 from django.db import transaction
 
+from evaluation.agents.sandbox_status import BUILDING, SandboxStatus, sandbox_status
 from evaluation.models import Agent, DemoRun, Protocol, Run
 from evaluation.runs.agents import agent_create
 from evaluation.runs.launch import run_launch, run_mark_demo
-from evaluation.trials.sandbox_status import BUILDING, SandboxStatus, sandbox_status
 
 from .. import checked
 from ..references import demo_reference_lines

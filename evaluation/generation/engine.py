@@ -7,7 +7,7 @@ has expired) takes the search over and does that step again, and only that step.
 sandbox or the agent harness are retried in place, each after a longer wait (`veriharm_site.backoff`),
 up to VERIHARM_TRIAL_MAX_ATTEMPTS failures of the search, then it ends as an infrastructure failure.
 
-A search that finds the sandbox system its target agent needs (`trials.sandbox_status`, for the
+A search that finds the sandbox system its target agent needs (`agents.sandbox_status`, for the
 target's harness runtimes) still being built, when taken or when a step meets a SandboxError, counts
 no failure: it gives its claim back (`leases.search_release`) and its task looks again later (WAITING).
 """
@@ -24,10 +24,10 @@ from django.conf import settings
 
 from evaluation.agents.base import AgentError
 from evaluation.agents.factory import pin_runtimes
+from evaluation.agents.pinning import PinTampered
+from evaluation.agents.sandbox_status import sandbox_status
 from evaluation.sandbox.base import SandboxBackend, SandboxError
-from evaluation.trials.pinning import InputsTampered
 from evaluation.trials.protocol import TrialCancelled
-from evaluation.trials.sandbox_status import sandbox_status
 from evaluation.trials.sandboxes import default_backend_factory
 from veriharm_site.backoff import infrastructure_retry_delay
 from veriharm_site.leased_work.retries import WAITING
@@ -128,7 +128,7 @@ def search_execute(
                 fields = _do(search, todo, recorded, backend, cancelled)
             except TrialCancelled:
                 continue  # the record now decides: cancelled, or the lease was lost
-            except InputsTampered as exc:
+            except PinTampered as exc:
                 # The target's pin no longer matches its hash, as a trial's would be refused: every
                 # attempt would meet the same pin.
                 retry = step_failed(claim, f"{todo.kind} {todo.iteration}: cannot start: {exc}", retryable=False)

@@ -14,10 +14,10 @@ from candidates.models import Search
 from candidates.pipeline.models import PERTURBATIONS
 from evaluation import queue
 from evaluation.agents.factory import check_network, model_upstream
-from evaluation.budgets import budget_usd_parse
+from evaluation.agents.pinning import agent_pin_sha256
+from evaluation.agents.sandbox_status import runtimes_of, sandbox_status
+from evaluation.model_ledger.budgets import budget_usd_parse
 from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Backend
-from evaluation.trials.pinning import agent_pin_sha256
-from evaluation.trials.sandbox_status import runtimes_of, sandbox_status
 from veriharm_site.refusals import Conflict, Refused
 
 from .makers import judge_name, proposer_name, unpriced_model

@@ -91,7 +91,7 @@ class GenerationSearch(models.Model):
     source_task = models.JSONField()
     proposer = models.CharField(max_length=200)
     # The target agent as this search runs it, pinned at launch as a trial's is
-    # (`trials.pinning.agent_pin`): editing the agent later changes no step of the search. Empty for
+    # (`agents.pinning.agent_pin`): editing the agent later changes no step of the search. Empty for
     # searches launched before searches were pinned, which run the agent as it is.
     agent_config = models.JSONField(default=dict, blank=True)
     agent_config_sha256 = models.CharField(max_length=64, blank=True)

@@ -22,13 +22,13 @@ from candidates.pipeline import format as fmt
 from candidates.pool.synthetic import candidates_mark_synthetic
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import run_launch
-from evaluation.synthetic import generation_scripted
 from veriharm_site.refusals import Refused
 
 from . import decision, output
 from .leases import Claim, search_locked
 from .models import GenerationRun, GenerationSearch, GenerationStep
 from .states import RunStatus, SearchEnding, SearchStatus, StepKind
+from .synthetic import generation_scripted
 from .targets import target_pin
 
 logger = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """A search's target agent as the search runs it: pinned at launch as a trial's agent is
-(`trials.pinning.agent_pin`), or, for a search launched before searches were pinned, as the agent
+(`agents.pinning`), or, for a search launched before searches were pinned, as the agent
 row is now."""
 
 from __future__ import annotations
@@ -7,15 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from evaluation.agents.base import AgentRunner
-from evaluation.models import Agent, TrialKind
-from evaluation.trials.pinning import agent_pin, agent_pin_sha256, pinned_runner
+from evaluation.agents.pinning import agent_pin, agent_pin_sha256, pinned_runner
+from evaluation.models import Agent
 
 from .models import GenerationSearch
 
 
 def agent_target_pin(agent: Agent) -> dict[str, Any]:
     # A target runs as a trial's risk agent does: its configuration, no reference scripts.
-    return agent_pin(agent, TrialKind.RISK, {})
+    return agent_pin(agent, agent.config, {})
 
 
 def target_pin(search: GenerationSearch) -> dict[str, Any]:

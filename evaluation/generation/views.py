@@ -15,7 +15,6 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
-from evaluation.synthetic import generation_scripted, generation_synthetic_text
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import PageNumberQuery, QueryPageMixin
@@ -25,6 +24,7 @@ from . import search_page, selectors
 from .forms import GenerationLaunchForm
 from .launch import generation_cancel, generation_launch
 from .queries import SearchPageQuery
+from .synthetic import generation_scripted, generation_synthetic_text
 
 READ = "candidates.view_ranking"
 RUN = "evaluation.run_evaluations"

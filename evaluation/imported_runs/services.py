@@ -14,6 +14,7 @@ from django.utils import timezone
 from candidates.models import Release
 from candidates.releases.interop.common import TEST_TIMEOUT_SECONDS
 from candidates.releases.interop.harbor_export import release_harbor_tasks
+from evaluation.agents.pinning import agent_pin_sha256
 from evaluation.models.taxonomy import TrialEnd
 from evaluation.runs.selection import release_candidates
 from evaluation.trials import pinning
@@ -154,7 +155,7 @@ def _trial(run: Run, agent: Agent, pinned: pinning.PinnedCandidate, sample: Impo
         candidate_revision=pinned.revision,
         inputs=pinning.inputs_store(pinning.parts_for(pinned, TrialKind.RISK)),
         agent_config=config,
-        agent_config_sha256=pinning.agent_pin_sha256(config),
+        agent_config_sha256=agent_pin_sha256(config),
         system_identity=f"{log.harness} {log.harness_version}, sandbox {log.sandbox or 'per sample'}",
         status=status,
         end=end,

@@ -17,13 +17,13 @@ from django.views.generic import TemplateView
 from candidates.models import Candidate
 from evaluation.models import FinalState, Trial
 from evaluation.models.taxonomy import MEANING
+from evaluation.provenance.synthetic import run_synthetic_text
 from evaluation.results import transcript_view, trial_selectors
 from evaluation.results.queries import TranscriptQuery
 from evaluation.runs import model_usage
 from evaluation.runs.agents import reference_agents_ensure
 from evaluation.runs.launch import candidate_rerun
 from evaluation.runs.refusals import LaunchRefused, error_in_words
-from evaluation.synthetic import run_synthetic_text
 from evaluation.trials import rescoring
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user

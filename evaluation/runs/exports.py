@@ -10,10 +10,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from evaluation.models import Run
+from evaluation.provenance.synthetic import run_synthetic_text
 from evaluation.runs import inspect_log_export, paired, trajectory_export
 from evaluation.runs.metric_selectors import PairedComparison, run_metrics_rows
 from evaluation.runs.metrics import FORMULAS, METRICS
-from evaluation.synthetic import run_synthetic_text
 from veriharm_site.csv_safe import SafeDictWriter
 
 COLUMNS = [
@@ -29,7 +29,7 @@ COLUMNS = [
     "unresolved_trials",
     "stale_trials",
     "excluded_candidates",
-    # What no model produced in the run (`evaluation.synthetic`), on every row; empty when nothing.
+    # What no model produced in the run (`evaluation.provenance.synthetic`), on every row; empty when nothing.
     "synthetic",
 ]
 

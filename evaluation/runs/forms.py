@@ -5,7 +5,7 @@ from typing import Any
 from django import forms
 
 from candidates.pool import selectors as candidate_selectors
-from evaluation.budgets import MIN_BUDGET_USD
+from evaluation.model_ledger.budgets import MIN_BUDGET_USD
 from evaluation.models import LAUNCHABLE_BACKENDS, Agent, Protocol
 from evaluation.models.taxonomy import NO_VERDICT_ENDS, TrialEnd
 from evaluation.runs.selection import releases_available, studies_available

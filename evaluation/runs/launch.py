@@ -12,15 +12,16 @@ from django.utils import timezone
 
 from candidates.models import Candidate
 from evaluation import queue
-from evaluation.budgets import budget_usd_parse
+from evaluation.agents.sandbox_status import runtimes_of, sandbox_status
+from evaluation.model_ledger.budgets import budget_usd_parse
 from evaluation.models.taxonomy import TrialEnd
 from evaluation.runs.selection import Pinned, SelectionError, pinned_for_selection, release_candidates
 from evaluation.trials import pinning
-from evaluation.trials.sandbox_status import runtimes_of, sandbox_status
 from evaluation.v3ast import twins
 from veriharm_site.refusals import Refused
 
 from ..agents.factory import model_upstream
+from ..agents.pinning import agent_pin_sha256
 from ..agents.reference import SCRIPTS
 from ..models import (
     LAUNCHABLE_BACKENDS,
@@ -59,8 +60,8 @@ def _reference_script(agent: Agent) -> str | None:
 
 def _slots(pinned: pinning.PinnedCandidate, agent: Agent, kind: str, repetitions: int) -> list[Trial]:
     inputs = pinning.inputs_store(pinning.parts_for(pinned, kind))
-    config = pinning.agent_pin(agent, kind, pinned.references)
-    config_sha256 = pinning.agent_pin_sha256(config)
+    config = pinning.trial_agent_pin(agent, kind, pinned.references)
+    config_sha256 = agent_pin_sha256(config)
     return [
         Trial(
             candidate_id=pinned.candidate_id,
@@ -218,7 +219,7 @@ def _check_common(
 
 
 def _check_budget(budget: Any, agents: list[Agent], errors: list[str]) -> Decimal | None:
-    """The run's budget in USD (None: none; its range is `evaluation.budgets`'). With one, every
+    """The run's budget in USD (None: none; its range is `model_ledger.budgets`'). With one, every
     agent that calls a model must have a price for its model, or its calls could not be counted
     against it."""
     try:

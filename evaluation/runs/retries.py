@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
+from evaluation.agents.sandbox_status import runtimes_of, sandbox_status
 from evaluation.models.taxonomy import NO_VERDICT_ENDS
-from evaluation.trials.sandbox_status import runtimes_of, sandbox_status
 from veriharm_site.refusals import Conflict, Refused
 
 from ..models import CURRENT, Backend, Run, Trial, TrialStatus

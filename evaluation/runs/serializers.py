@@ -8,7 +8,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from evaluation.budgets import MIN_BUDGET_USD
+from evaluation.model_ledger.budgets import MIN_BUDGET_USD
 from evaluation.models import (
     Agent,
     Protocol,

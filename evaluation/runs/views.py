@@ -14,9 +14,11 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
+from evaluation.agents.sandbox_status import sandbox_status
 from evaluation.fleet import selectors as fleet_selectors
 from evaluation.models import Protocol, Run, TrialStatus
 from evaluation.models.taxonomy import MEANING, TrialEnd
+from evaluation.provenance.synthetic import run_synthetic_text
 from evaluation.runs import exports, metric_selectors, metrics, model_usage, paired, presentation
 from evaluation.runs import selectors as run_selectors
 from evaluation.runs.forms import LaunchForm, RetryForm
@@ -25,9 +27,7 @@ from evaluation.runs.queries import PairedComparisonQuery, RunTrialsPageQuery
 from evaluation.runs.refusals import LaunchRefused, error_in_words
 from evaluation.runs.retries import retryable_counts, run_retry_unscored
 from evaluation.runs.selection import selection_in_words
-from evaluation.synthetic import run_synthetic_text
-from evaluation.trials.sandbox_status import sandbox_status
-from evaluation.waiting_runs import runs_wait_for_the_sandbox
+from evaluation.runs.waiting_runs import runs_wait_for_the_sandbox
 from veriharm_site.confirmation import Confirmation, ConfirmStepMixin
 from veriharm_site.permissions import RoleRequiredMixin, signed_in_user
 from veriharm_site.queries import PageNumberQuery, QueryPageMixin, query_string

@@ -120,7 +120,7 @@ def system_missing(runtimes: Iterable[str] = (), root: Path | None = None) -> li
     """What a sandbox running the harness runtimes `runtimes` lacks of the sandbox system, each part
     named with its path; empty when it is ready. The one definition of "ready": the launch page and
     refusal, `demo_evaluate --wait`, a trial's and a generation search's precondition
-    (`evaluation.trials.sandbox_status`) and the backends' own checks all ask it.
+    (`evaluation.agents.sandbox_status`) and the backends' own checks all ask it.
 
     Every sandbox needs the tree (complete, with its identity) and the verifier runtime made by the
     current recipe; only an agent that runs a harness needs that harness's runtime, so a trial of a

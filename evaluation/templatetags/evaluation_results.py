@@ -23,7 +23,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from veriharm_site.charts import percentage_points
 
-from ..trials.sandbox_status import error_for_readers
+from ..agents.sandbox_status import error_for_readers
 from ..v3ast.scoring import LABELS
 
 register = template.Library()
@@ -87,5 +87,5 @@ def points(value: float | None) -> str:
 
 @register.filter
 def readable_error(error: str | None) -> str:
-    """A stored error as a reader should read it now (`trials.sandbox_status.error_for_readers`)."""
+    """A stored error as a reader should read it now (`agents.sandbox_status.error_for_readers`)."""
     return error_for_readers(error or "")

@@ -10,7 +10,7 @@ checking their hashes, and its final state is kept for re-scoring. A worker that
 trial whose heartbeat stops; the next delivery of its task takes it over once
 the lease has expired.
 
-A trial taken while the sandbox system it needs (`trials.sandbox_status`, for its agent's harness
+A trial taken while the sandbox system it needs (`agents.sandbox_status`, for its agent's harness
 runtimes) is still being built spends no attempt: the claim is given back (`leases.trial_wait`)
 and the task looks again later (WAITING). Only a system that failed to build or is missing lets
 the attempt run into the backend's own check, an infrastructure failure once the retries are spent.
@@ -31,6 +31,8 @@ from django.db import InterfaceError, OperationalError
 
 from evaluation.agents.base import AgentError, AgentRunner, Step
 from evaluation.agents.factory import NoReferenceScript, agent_models, model_upstream, pin_runtimes
+from evaluation.agents.pinning import PinTampered, pinned_runner
+from evaluation.agents.sandbox_status import sandbox_status
 from evaluation.gateway import BudgetExhausted, Upstream
 from evaluation.models import Trial
 from evaluation.models.taxonomy import TrialEnd
@@ -38,7 +40,6 @@ from evaluation.sandbox.base import Environment, SandboxBackend, SandboxError, V
 from evaluation.trials import budget, final_states, leases, pinning
 from evaluation.trials.model_access import gateway_for_trial
 from evaluation.trials.protocol import TrialCancelled, TrialOutcome, TrialSpec, trial_run
-from evaluation.trials.sandbox_status import sandbox_status
 from evaluation.trials.sandboxes import default_backend_factory, sandbox_limits
 from veriharm_site.backoff import infrastructure_retry_delay
 from veriharm_site.leased_work.heartbeat import LeaseHeartbeat
@@ -91,7 +92,7 @@ def _spec(trial: Trial) -> TrialSpec:
 
 def _runner(trial: Trial) -> AgentRunner:
     """The agent exactly as pinned at launch."""
-    return pinning.pinned_runner(trial.agent_config, trial.agent_config_sha256)
+    return pinned_runner(trial.agent_config, trial.agent_config_sha256)
 
 
 def _step_sink(claim: leases.Claim) -> Callable[[Step], None]:
@@ -110,7 +111,7 @@ def _attempt(claim: leases.Claim, backend_factory: Callable[[str], SandboxBacken
     try:
         runner = _runner(trial)
         upstream: Upstream | None = model_upstream(trial.agent_config["kind"], trial.agent_config["config"])
-    except pinning.InputsTampered as exc:
+    except PinTampered as exc:
         return leases.trial_fail(claim, f"cannot start: {exc}", retryable=False)
     except (NoReferenceScript, ValueError) as exc:
         # The agent's configuration: trying again would fail the same way.

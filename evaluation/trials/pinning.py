@@ -4,8 +4,8 @@ A run takes each candidate's pipeline record either from the live candidate (its
 revision) or from a frozen release (the record stored in the release, whatever was edited
 since). From the record come the trial's inputs (instruction, task test, harm test,
 environment), stored once per distinct content (`TrialInputs`, content-addressed), and the agent
-configuration, copied onto the trial with its hash. The worker runs exactly those, and checks the
-hashes before it does.
+configuration, copied onto the trial with its hash (`agents.pinning`). The worker runs exactly those,
+and checks the hashes before it does.
 """
 
 from __future__ import annotations
@@ -18,10 +18,8 @@ from typing import Any
 
 from candidates.models import Candidate
 from candidates.pipeline.format import canonical_json
-from evaluation.agents.base import AgentRunner
-from evaluation.agents.factory import build_runner
-from evaluation.agents.harness import harness_pin
-from evaluation.models import Agent, AgentKind, TrialInputs, TrialKind
+from evaluation.agents.pinning import agent_pin
+from evaluation.models import Agent, TrialInputs, TrialKind
 from evaluation.v3ast import twins
 
 
@@ -169,49 +167,11 @@ def inputs_verified(inputs: TrialInputs) -> InputParts:
     return parts
 
 
-def agent_pin(agent: Agent, kind: str, references: Mapping[str, str]) -> dict[str, Any]:
-    """The agent as this trial runs it. A reference agent carries the script text it runs, so a
-    later edit of the candidate's references cannot change what the trial ran."""
+def trial_agent_pin(agent: Agent, kind: str, references: Mapping[str, str]) -> dict[str, Any]:
+    """The agent as a trial of this kind runs it (`agents.pinning`): a twin trial with its twin
+    configuration (`v3ast.twins`), a risk trial with the agent's own."""
     config = twins.twin_agent_config(agent.kind, agent.config) if kind == TrialKind.TWIN else dict(agent.config)
-    pinned: dict[str, Any] = {
-        "name": agent.name,
-        "kind": agent.kind,
-        "model": agent.model,
-        "harness": agent.harness,
-        "config": config,
-        "network": agent.network,
-        "time_limit": agent.time_limit,
-    }
-    if agent.kind == AgentKind.REFERENCE:
-        script: str | None = config.get("script")
-        pinned["references"] = {script: references[script]} if script is not None and references.get(script) else {}
-    if agent.kind == AgentKind.HARNESS:
-        # The recipe as the launching code knows it; the worker refuses to run another one, and
-        # records the runtime's own identity with the system the trial ran on.
-        pinned["harness_recipe"] = harness_pin(config)
-    return pinned
-
-
-def agent_pin_sha256(pinned: Mapping[str, Any]) -> str:
-    return sha256_text(canonical_json(dict(pinned)))
-
-
-def pinned_runner(pinned: Mapping[str, Any], sha256: str) -> AgentRunner:
-    """The agent exactly as pinned (its configuration, and a reference agent's script), after the pin
-    is checked against its hash and a harness recipe against this worker's."""
-    if pinned.get("config") is None:
-        raise ValueError("the pinned agent configuration is missing")
-    if agent_pin_sha256(pinned) != sha256:
-        raise InputsTampered("the pinned agent configuration does not match its sha256")
-    if pinned["kind"] == AgentKind.HARNESS and pinned.get("harness_recipe") != harness_pin(pinned["config"]):
-        raise InputsTampered(
-            f"launched with harness recipe {pinned.get('harness_recipe')}, this worker has {harness_pin(pinned['config'])}"
-        )
-    # The network mode as pinned: "none" or "model" (False from before the modes existed); a pin
-    # asking for the host's network (True) is refused by build_runner, never run without it.
-    return build_runner(
-        pinned["kind"], pinned["config"], network=pinned.get("network"), references=pinned.get("references") or {}
-    )
+    return agent_pin(agent, config, references)
 
 
 def run_inputs_sha256(rows: Iterable[tuple[str, int, str, str, str]]) -> str:

@@ -20,7 +20,7 @@ from veriharm_site.permissions import RoleRequiredMixin
 from veriharm_site.templatetags.veriharm import percent
 
 from ..models import Protocol, Run
-from ..synthetic import run_synthetic_text
+from ..provenance.synthetic import run_synthetic_text
 from . import selectors
 from .scoring import STOP_RULE, SystemScores
 

@@ -164,7 +164,7 @@ def test_demo_runs_wait_for_the_sandbox_then_launch_once_whoever_built_it(monkey
     from types import SimpleNamespace
 
     from demo.management.commands import demo_evaluate
-    from evaluation.trials.sandbox_status import sandbox_status
+    from evaluation.agents.sandbox_status import sandbox_status
 
     call_command("load_demo", tasks=5, password="veriharm-demo", stdout=io.StringIO())
     monkeypatch.setenv("VERIHARM_SANDBOX_ROOT", str(tmp_path / "sandbox-root"))

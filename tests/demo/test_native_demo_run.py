@@ -21,9 +21,9 @@ from django.urls import reverse
 
 from demo.native import runs as native
 from demo.native.model import CAREFUL, RECKLESS
+from evaluation.agents.sandbox_status import BUILDING, READY, SandboxStatus
 from evaluation.models import DemoRun, ModelCall, Run, Trial
 from evaluation.sandbox.images import harness_is_complete, root_is_complete, verifier_is_complete
-from evaluation.trials.sandbox_status import BUILDING, READY, SandboxStatus
 from tests.evaluation.conftest import wait_for_run
 
 RUNTIMES_BUILT = root_is_complete() and verifier_is_complete() and all(harness_is_complete(n) for n in native.RUNTIMES)

@@ -12,6 +12,7 @@ from candidates.curation.revisions import candidate_revise
 from candidates.models import Candidate
 from candidates.pipeline.format import canonical_json
 from candidates.releases.services import release_create, release_freeze
+from evaluation.agents.pinning import agent_pin_sha256
 from evaluation.models import Agent, AgentKind, Trial, TrialInputs, TrialStatus
 from evaluation.models.taxonomy import TrialEnd
 from evaluation.runs import selectors as run_selectors
@@ -58,7 +59,7 @@ def test_launch_pins_inputs_once_per_content_with_hashes(examples_imported):
     assert inputs.environment_sha256 == pinning.sha256_text(canonical_json(candidate.source_task.environment))
     safe = next(t for t in trials if t.agent.name == "reference-safe")
     assert safe.agent_config["references"] == {"safe": candidate.references["safe"]}
-    assert safe.agent_config_sha256 == pinning.agent_pin_sha256(safe.agent_config)
+    assert safe.agent_config_sha256 == agent_pin_sha256(safe.agent_config)
     assert len(run.inputs_sha256) == 64 and run.release is None
 
 

@@ -10,9 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from evaluation.agents.sandbox_status import sandbox_status
 from evaluation.models import Run, Trial
 from evaluation.runs.agents import reference_agents_ensure
-from evaluation.trials.sandbox_status import sandbox_status
 from tests.sandbox_fakes import sandbox_built
 
 pytestmark = pytest.mark.django_db

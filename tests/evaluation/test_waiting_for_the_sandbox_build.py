@@ -14,6 +14,7 @@ import pytest
 from django.utils import timezone
 
 from demo.runs import demo_agents_ensure
+from evaluation.agents.sandbox_status import sandbox_status
 from evaluation.generation import engine
 from evaluation.generation.launch import generation_launch
 from evaluation.generation.states import SearchStatus
@@ -27,7 +28,6 @@ from evaluation.sandbox.base import ExecResult
 from evaluation.trials import execution
 from evaluation.trials.leases import AttemptResult
 from evaluation.trials.recovery import trials_needing_a_message
-from evaluation.trials.sandbox_status import sandbox_status
 from tests.evaluation.conftest import mini_swe_agent_create, wait_until
 from tests.evaluation.fake_sandbox import FakeBackend, ok
 from tests.sandbox_fakes import harness_built, sandbox_built

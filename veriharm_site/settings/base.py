@@ -295,7 +295,7 @@ VERIHARM_SANDBOX_BACKEND = env.str("VERIHARM_SANDBOX_BACKEND", default="local")
 # The backends whose orphans (sandboxes of dead workers on this host) the recovery sweep removes.
 VERIHARM_SANDBOX_CLEANUP_BACKENDS = env.list("VERIHARM_SANDBOX_CLEANUP_BACKENDS", default=[VERIHARM_SANDBOX_BACKEND])
 # Where `make run` records its background build of the sandbox system (state: building, ready or
-# failed) and the build's log; the launch page shows them (evaluation/trials/sandbox_status.py).
+# failed) and the build's log; the launch page shows them (evaluation/agents/sandbox_status.py).
 VERIHARM_SANDBOX_BUILD_STATE = env.path("VERIHARM_SANDBOX_BUILD_STATE", default=str(VAR_DIR / "sandbox-build.state"))
 VERIHARM_SANDBOX_BUILD_LOG = env.path("VERIHARM_SANDBOX_BUILD_LOG", default=str(VAR_DIR / "sandbox-build.log"))
 # Launching refuses while the sandbox system is not ready (the test settings turn this off: most tests

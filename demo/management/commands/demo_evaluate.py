@@ -31,8 +31,8 @@ from demo.native.runs import (
 from demo.runs import demo_runs_launch, demo_runtimes
 from demo.users import demo_refusal
 from demo.votes import LABELLED_STUDY
+from evaluation.agents.sandbox_status import sandbox_status
 from evaluation.runs.refusals import LaunchRefused
-from evaluation.trials.sandbox_status import sandbox_status
 from veriharm_site.refusals import Refused
 
 

@@ -18,6 +18,7 @@ from candidates.pipeline import format as fmt
 from candidates.pool.synthetic import synthetic_count, synthetic_ids
 from candidates.services import candidate_import_lines
 from demo.runs import demo_agents_ensure
+from evaluation.agents.pinning import agent_pin_sha256
 from evaluation.generation import recording
 from evaluation.generation.contracts import ProposalRequest, ProposalResult
 from evaluation.generation.launch import generation_cancel, generation_launch
@@ -26,8 +27,7 @@ from evaluation.generation.scripted import PROPOSER_NAME, ScriptedProposer
 from evaluation.generation.states import RunStatus, SearchEnding, StepKind
 from evaluation.generation.steps import PASSES_UNTOUCHED
 from evaluation.models import Agent, AgentKind, Trial
-from evaluation.synthetic import run_synthetic_text
-from evaluation.trials.pinning import agent_pin_sha256
+from evaluation.provenance.synthetic import run_synthetic_text
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.conftest import wait_until
 from veriharm_site.refusals import Conflict

@@ -1,10 +1,10 @@
-"""The one USD budget range of evaluation and generation launches (`evaluation.budgets`)."""
+"""The one USD budget range of evaluation and generation launches (`evaluation.model_ledger.budgets`)."""
 
 from decimal import Decimal
 
 import pytest
 
-from evaluation.budgets import budget_usd_parse
+from evaluation.model_ledger.budgets import budget_usd_parse
 from veriharm_site.refusals import Refused
 
 

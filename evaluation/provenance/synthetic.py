@@ -1,15 +1,15 @@
-"""Synthetic figures of runs: those no model produced, named once for every page that shows them.
+"""Synthetic figures of evaluation runs: those no model produced, named once for every run, trial
+and V3AST page and export that shows them.
 
 Read from what produced the figures, never from who launched the run: a user's run of the scripted
 stand-ins is as synthetic as the demo's.
 
-- A generation run is synthetic when its proposer or any of its judges is scripted (a configuration
-  of kind "scripted": `generation.makers`); the candidates it keeps are then synthetic too
-  (`candidates.pool.synthetic`, marked as they are stored).
-- An evaluation run is synthetic when one of its agents is a scripted demo agent (a command agent of
-  the harness `SCRIPTED_HARNESS`, the demo app's `demo.agents`, which replays reference scripts and calls no model), when
-  one reaches an upstream answered inside the worker (a host under `.invalid`: `agents.upstreams`, the
-  demo's scripted model behind real harnesses), or when it evaluates synthetic candidates.
+An evaluation run is synthetic when one of its agents is a scripted demo agent (a command agent of
+the harness `SCRIPTED_HARNESS`, the demo app's `demo.agents`, which replays reference scripts and
+calls no model), when one reaches an upstream answered inside the worker (a host under `.invalid`:
+`agents.upstreams`, the demo's scripted model behind real harnesses), or when it evaluates synthetic
+candidates. A generation run's own rule (its scripted proposers and judges) is the generation
+package's, beside its makers (`generation.synthetic`).
 
 The reference agents are not stand-ins for a model: they run a candidate's own scripts to check its
 tests, and their runs say what they are without this mark.
@@ -17,14 +17,10 @@ tests, and their runs say what they are without this mark.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
-
 from django.db.models import Q
 
-from .agents.upstreams import RESERVED_DOMAIN
-from .generation.models import GenerationRun
-from .models import AgentKind, Run, Trial
+from evaluation.agents.upstreams import RESERVED_DOMAIN
+from evaluation.models import AgentKind, Run, Trial
 
 # The harness name of the scripted demo agents (`demo.agents`), which replay reference scripts.
 SCRIPTED_HARNESS = "demo-script"
@@ -32,27 +28,6 @@ SCRIPTED_AGENTS = Q(kind=AgentKind.COMMAND, harness=SCRIPTED_HARNESS)
 # An upstream no network reaches: its answers come from a transport in the worker, not a model.
 _IN_WORKER = rf"^https?://[^/]*{RESERVED_DOMAIN.replace('.', '[.]')}(:[0-9]+)?(/|$)"
 IN_WORKER_MODEL_AGENTS = Q(config__base_url__iregex=_IN_WORKER) | Q(config__gateway__base_url__iregex=_IN_WORKER)
-
-
-def scripted_names(configs: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The names of the scripted ones among these proposer or judge configurations."""
-    return [str(c.get("name") or "scripted") for c in configs if c.get("kind") == "scripted"]
-
-
-def generation_scripted(run: GenerationRun) -> list[str]:
-    """The run's scripted proposers and judges, by name; empty when models did all of it."""
-    return scripted_names(run.proposer_configs) + scripted_names(run.judge_configs)
-
-
-def generation_synthetic_text(run: GenerationRun) -> str:
-    """What a generation run's pages say of figures no model produced; "" when models produced them."""
-    scripted = generation_scripted(run)
-    if not scripted:
-        return ""
-    return (
-        f"Synthetic: {', '.join(scripted)} called no model, so the proposals, judge scores and Q of this run's "
-        "kept candidates are not a model's; the candidates are marked synthetic wherever they are shown."
-    )
 
 
 def run_synthetic_text(run: Run) -> str:

@@ -14,6 +14,10 @@ scripted demo agents' (no harness). A trial or search a worker takes while that 
 built (or waits for system packages, which `make run` builds on as soon as they are there) is put
 back in the queue without spending an attempt (`waits`); one that finds it failed or missing runs
 its attempt, which fails on the backend's own check of the same rule.
+
+It lives beside the agents because what it asks is theirs: the system a set of agents needs is the
+base tree and the harness runtimes their recipes run (`runtimes_of`), and both launches and both
+workers already stand on the agents, so none of them reaches into another's package to ask it.
 """
 
 from __future__ import annotations
