@@ -1,10 +1,11 @@
-"""Fixtures for the evaluation tests: real sandboxes, a real Celery worker on Redis, waiting helpers."""
+"""Fixtures for the evaluation tests: real sandboxes, a real Celery worker on Redis, waiting helpers, the
+containment probe's web server."""
 
 from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -15,6 +16,7 @@ from evaluation.sandbox.images import (
     start_docker_engine,
     verifier_is_complete,
 )
+from tests.evaluation import containment_probe
 
 
 def _docker_answers() -> bool:
@@ -37,6 +39,13 @@ def sandboxes_ready() -> None:
     assert root_is_complete() and verifier_is_complete() and _image_present(), (
         "the sandbox root tree, verifier runtime or image is missing after the build"
     )
+
+
+@pytest.fixture
+def web_server() -> Iterator[int]:
+    """The port of a web server on the host, on every address: a target of the containment probe."""
+    with containment_probe.web_server() as port:
+        yield port
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.25) -> None:

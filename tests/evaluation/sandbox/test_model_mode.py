@@ -4,23 +4,17 @@ A real gateway (evaluation.gateway, with a unique random key in this process's e
 scripted upstream on the host's loopback. Commands inside the sandbox then try, as an agent would,
 the host's PostgreSQL and Redis, a web server on the host (all addresses), the host's other
 addresses and Docker's bridge gateway, and the outside world; they talk to the gateway, which must
-refuse what it does not serve; and they look for the key everywhere they can.
+refuse what it does not serve; and they look for the key everywhere they can. The probe is the one
+the native harnesses run with their own shell tools (tests/evaluation/containment_probe.py).
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import secrets
-import socket
-import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import docker
-import docker.errors
 import pytest
 
 from evaluation.gateway import Gateway, serve, upstream_from_config
@@ -28,93 +22,9 @@ from evaluation.sandbox import Environment, Sandbox, SandboxBackend
 from evaluation.sandbox.base import WRITABLE_SYSTEM_DIRS
 from evaluation.sandbox.network import GATEWAY_MOUNT, MODEL_PORT, ModelAccess, harness_env
 from tests.evaluation.chat_server import ScriptedChat, chat_server
+from tests.evaluation.containment_probe import assert_contained, findings, probe_command, probe_targets
 
 KEY_ENV = "VERIHARM_AGENT_KEY_CONTAINMENT"
-
-
-class _Web(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"web")
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def web_server() -> Iterator[int]:
-    """A web server on the host, on every address (as `runserver 0.0.0.0` would be)."""
-    server = ThreadingHTTPServer(("0.0.0.0", 0), _Web)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
-
-
-def host_addresses() -> list[str]:
-    """The host's non-loopback IPv4 addresses and, when the engine has one, Docker's bridge gateway."""
-    listed = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, check=True).stdout
-    addresses = [line.split()[3].split("/")[0] for line in listed.splitlines() if line.split()[1] != "lo"]
-    try:
-        bridge = docker.from_env().networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
-        addresses.append(bridge)
-    except (docker.errors.DockerException, KeyError, IndexError):
-        pass  # this engine runs without a bridge network (--bridge=none): no such address to try
-    assert addresses, "the host has no non-loopback address to probe"
-    return sorted(set(addresses))
-
-
-_PROBE = r"""
-import base64, glob, http.client, json, os, socket, subprocess, sys
-args = json.loads(sys.argv[1])
-# Given encoded, so that this probe's own command line does not hold what it looks for.
-args["key"] = base64.b64decode(args["key"]).decode()
-out = {"reached": [], "gateway": {}, "routes": open("/proc/net/route").read().splitlines()[1:]}
-for host, port in args["targets"]:
-    try:
-        socket.create_connection((host, port), timeout=2).close()
-        out["reached"].append(f"{host}:{port}")
-    except OSError:
-        pass
-try:
-    socket.getaddrinfo("deb.debian.org", 443)
-    out["reached"].append("dns")
-except OSError:
-    pass
-body = json.dumps({"model": "scripted-1", "messages": [{"role": "user", "content": "hi"}]})
-headers = {"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]}
-def ask(name, method, target, extra=None):
-    connection = http.client.HTTPConnection("127.0.0.1", args["port"], timeout=30)
-    try:
-        connection.request(method, target, body=body, headers={**headers, **(extra or {})})
-        answer = connection.getresponse()
-        out["gateway"][name] = [answer.status, answer.read().decode("utf-8", "replace")]
-    except OSError as exc:
-        out["gateway"][name] = [0, str(exc)]
-ask("chat", "POST", "/v1/chat/completions")
-ask("models", "GET", "/v1/models")
-ask("embeddings", "POST", "/v1/embeddings")
-ask("other_host", "POST", "/v1/chat/completions", {"Host": "api.openai.com"})
-ask("absolute", "POST", "http://api.openai.com/v1/chat/completions")
-key = args["key"].encode()
-found = []
-for path in glob.glob("/proc/[0-9]*/environ") + glob.glob("/proc/[0-9]*/cmdline"):
-    try:
-        if key in open(path, "rb").read():
-            found.append(path)
-    except OSError:
-        pass
-out["processes"] = [open(p, "rb").read().replace(b"\0", b" ").decode("utf-8", "replace")
-                    for p in glob.glob("/proc/[0-9]*/cmdline") if os.path.exists(p)]
-grep = subprocess.run(["grep", "-rlsF", "-f", "/dev/stdin", *args["dirs"]], input=args["key"], capture_output=True,
-                      text=True)
-found += grep.stdout.split()
-out["key_found"] = found
-print(json.dumps(out))
-"""
 
 
 @pytest.fixture
@@ -129,16 +39,16 @@ def model_gateway(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ScriptedCha
 
 
 def _probe(sandbox: Sandbox, key: str, targets: list[tuple[str, int]]) -> dict[str, Any]:
-    sandbox.write_file("/tmp/probe.py", _PROBE)
-    args = {
-        "targets": targets,
-        "port": MODEL_PORT,
-        "key": base64.b64encode(key.encode()).decode(),
-        "dirs": [*WRITABLE_SYSTEM_DIRS, sandbox.workdir, GATEWAY_MOUNT],
-    }
-    result = sandbox.exec(f"python3 /tmp/probe.py {json.dumps(json.dumps(args))}", 120, env=harness_env("openai"))
+    command = probe_command(
+        targets=targets,
+        key=key,
+        dirs=[*WRITABLE_SYSTEM_DIRS, sandbox.workdir, GATEWAY_MOUNT],
+        gateway_port=MODEL_PORT,
+        list_processes=True,
+    )
+    result = sandbox.exec(command, 120, env=harness_env("openai"))
     assert result.exit_code == 0, result
-    return json.loads(result.stdout)
+    return findings(result.stdout)
 
 
 @pytest.mark.parametrize("mode", ["model", "none"])
@@ -151,23 +61,15 @@ def test_only_the_gateway_answers_and_no_key_is_inside(
     processes_in: Any,
 ) -> None:
     chat, gateway, key = model_gateway
-    addresses = host_addresses()
-    targets = [("127.0.0.1", 5432), ("127.0.0.1", 6379), ("127.0.0.1", web_server), ("1.1.1.1", 53), ("1.1.1.1", 443)]
-    targets += [(address, port) for address in addresses for port in (web_server, 5432, 6379, 22)]
-    # Controls: the host itself reaches the database, Redis and the web server on every address.
-    for host, port in [("127.0.0.1", 5432), ("127.0.0.1", 6379), ("127.0.0.1", web_server)] + [
-        (address, web_server) for address in addresses
-    ]:
-        socket.create_connection((host, port), timeout=2).close()
+    # Checked first as controls: the host itself reaches the database, Redis and the web server on every address.
+    targets = probe_targets(web_server)
 
     access = ModelAccess(socket_dir=gateway.socket_dir) if mode == "model" else None
     sandbox = backend.create(Environment(files={"task.txt": "x"}), **({"model": access} if access else {}))
     sandboxes.append(sandbox)
     seen = _probe(sandbox, key, targets)
 
-    assert seen["reached"] == [], seen["reached"]
-    assert seen["routes"] == []  # no route at all: loopback only
-    assert seen["key_found"] == [], seen["key_found"]
+    assert_contained(seen, f"{backend.name} {mode}")
     if mode == "none":
         assert all(status == 0 for status, _ in seen["gateway"].values()), seen["gateway"]
         assert chat.requests == []
