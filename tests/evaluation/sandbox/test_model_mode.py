@@ -13,16 +13,20 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from evaluation.gateway import Gateway, serve, upstream_from_config
+from evaluation.models import ModelCall
 from evaluation.sandbox import Environment, Sandbox, SandboxBackend
 from evaluation.sandbox.base import WRITABLE_SYSTEM_DIRS
 from evaluation.sandbox.network import GATEWAY_MOUNT, MODEL_PORT, ModelAccess, harness_env
+from evaluation.trials.model_access import gateway_for_trial
 from tests.evaluation.chat_server import ScriptedChat, chat_server
 from tests.evaluation.containment_probe import assert_contained, findings, probe_command, probe_targets
+from tests.evaluation.test_gateway import make_trial
 
 KEY_ENV = "VERIHARM_AGENT_KEY_CONTAINMENT"
 
@@ -152,12 +156,6 @@ def test_parallel_calls_from_inside_cannot_overshoot_a_one_call_budget_nor_see_a
     monkeypatch: pytest.MonkeyPatch,
     settings: Any,
 ) -> None:
-    from decimal import Decimal
-
-    from evaluation.models import ModelCall
-    from evaluation.trials.model_access import gateway_for_trial
-    from tests.evaluation.test_gateway import make_trial
-
     key = f"sk-containment-{secrets.token_hex(20)}"
     monkeypatch.setenv(KEY_ENV, key)
     settings.VERIHARM_GATEWAY_MAX_CONNECTIONS = 64
