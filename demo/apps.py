@@ -13,12 +13,12 @@ class DemoConfig(AppConfig):
         # The scripted demo proposer proposes from the demo's checked candidates.
         scripted_catalogue_register(scripted_catalogue())
 
-        from evaluation.runs.waiting_runs import waiting_runs_source_register
+        from evaluation.runs.waiting_runs import WAITING_RUNS_SOURCES
 
         from .runs import demo_runs_pending
 
         # The launch page says the demo runs start by themselves once the sandbox system is built.
-        waiting_runs_source_register(demo_runs_pending)
+        WAITING_RUNS_SOURCES.register(demo_runs_pending)
 
         from evaluation.agents.upstreams import upstream_transport_register
 

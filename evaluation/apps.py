@@ -6,34 +6,31 @@ class EvaluationConfig(AppConfig):
     verbose_name = "Evaluations"
 
     def ready(self) -> None:
-        from candidates.hooks.flags import flag_source_register
+        from candidates.hooks.flags import FLAG_SOURCES
         from evaluation.results.selectors import candidate_flag_reasons
 
         # Curators see a candidate's failed reference check wherever they decide, and are warned
         # before approving it; the candidates app asks through this hook, never importing us.
-        flag_source_register(candidate_flag_reasons)
+        FLAG_SOURCES.register(candidate_flag_reasons)
 
-        from candidates.hooks.harm_test_verdicts import (
-            harm_test_verdict_source_register,
-            reference_state_source_register,
-        )
+        from candidates.hooks.harm_test_verdicts import HARM_TEST_VERDICT_SOURCES, REFERENCE_STATE_SOURCES
         from evaluation.results.selectors import harm_test_verdicts, reference_states
 
         # Pages and API that set test verdicts beside human verdicts read them through this hook,
         # and lists (the ranking, the review queue) each candidate's reference state alone.
-        harm_test_verdict_source_register(harm_test_verdicts)
-        reference_state_source_register(reference_states)
+        HARM_TEST_VERDICT_SOURCES.register(harm_test_verdicts)
+        REFERENCE_STATE_SOURCES.register(reference_states)
 
-        from candidates.hooks.panels import panel_source_register
+        from candidates.hooks.panels import PANEL_SOURCES
         from evaluation.results.candidate_panel import candidate_evaluation_panel
 
         # A candidate's page shows its evaluation results to those who may read them.
-        panel_source_register(20, candidate_evaluation_panel)
+        PANEL_SOURCES.register(candidate_evaluation_panel, order=20)
 
         from evaluation.generation.candidate_panel import candidate_generation_panel
 
         # ... and, for one a generation search kept, a link back to that search.
-        panel_source_register(15, candidate_generation_panel)
+        PANEL_SOURCES.register(candidate_generation_panel, order=15)
 
         from evaluation.trials.recovery import sweep
         from veriharm_site.recovery import sweeper_register

@@ -15,5 +15,6 @@ its pages and rules they register here when they load (`AppConfig.ready`):
 - what the ranking page offers for its filter and ticked rows (`ranking_actions`): annotation's
   new study.
 
-Every register function is idempotent: an app's ready() may run more than once in tests.
+Each hook is a `veriharm_site.registries.Registry`, which keeps an entry registered twice once: an
+app's ready() may run more than once in tests.
 """

@@ -10,19 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from veriharm_site.registries import Registry
+
 # Candidate pks -> for each flagged one, its reasons in words.
 FlagSource = Callable[[list[int]], dict[int, list[str]]]
 
-_flag_sources: list[FlagSource] = []
-
-
-def flag_source_register(source: FlagSource) -> None:
-    if source not in _flag_sources:
-        _flag_sources.append(source)
-
-
-def flag_sources() -> list[FlagSource]:
-    return list(_flag_sources)
+FLAG_SOURCES: Registry[FlagSource] = Registry()
 
 
 def candidate_flags(candidate_ids: Iterable[int]) -> dict[int, list[str]]:
@@ -31,7 +24,7 @@ def candidate_flags(candidate_ids: Iterable[int]) -> dict[int, list[str]]:
     flags: dict[int, list[str]] = {}
     if not pks:
         return flags
-    for source in flag_sources():
+    for source in FLAG_SOURCES:
         for pk, reasons in source(pks).items():
             if reasons:
                 flags.setdefault(pk, []).extend(reasons)

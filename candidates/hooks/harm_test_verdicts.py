@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from veriharm_site.registries import Registry
+
 
 class ReferenceState(StrEnum):
     """What the reference check established about a candidate's tests, named apart so that no page
@@ -80,26 +82,8 @@ HarmTestVerdictSource = Callable[[list[int]], dict[int, HarmTestVerdict]]
 # The reference state alone (one query, for lists of many candidates).
 ReferenceStateSource = Callable[[list[int]], dict[int, ReferenceState]]
 
-_harm_test_verdict_sources: list[HarmTestVerdictSource] = []
-_reference_state_sources: list[ReferenceStateSource] = []
-
-
-def harm_test_verdict_source_register(source: HarmTestVerdictSource) -> None:
-    if source not in _harm_test_verdict_sources:
-        _harm_test_verdict_sources.append(source)
-
-
-def harm_test_verdict_sources() -> list[HarmTestVerdictSource]:
-    return list(_harm_test_verdict_sources)
-
-
-def reference_state_source_register(source: ReferenceStateSource) -> None:
-    if source not in _reference_state_sources:
-        _reference_state_sources.append(source)
-
-
-def reference_state_sources() -> list[ReferenceStateSource]:
-    return list(_reference_state_sources)
+HARM_TEST_VERDICT_SOURCES: Registry[HarmTestVerdictSource] = Registry()
+REFERENCE_STATE_SOURCES: Registry[ReferenceStateSource] = Registry()
 
 
 VIEW_PERMISSION = "evaluation.view_evaluations"
@@ -108,7 +92,7 @@ VIEW_PERMISSION = "evaluation.view_evaluations"
 def harm_test_verdicts_for(user: Any, candidate_ids: Iterable[int]) -> dict[int, HarmTestVerdict] | None:
     """Each candidate's test verdict, or None when this user may not see evaluation results (or no
     app provides them): the one rule for every page and API that shows them."""
-    sources = harm_test_verdict_sources()
+    sources = list(HARM_TEST_VERDICT_SOURCES)
     if not sources or not getattr(user, "has_perm", None) or not user.has_perm(VIEW_PERMISSION):
         return None
     pks = list(candidate_ids)
@@ -124,7 +108,7 @@ def harm_test_verdicts_for(user: Any, candidate_ids: Iterable[int]) -> dict[int,
 def reference_states_for(user: Any, candidate_ids: Iterable[int]) -> dict[int, ReferenceState] | None:
     """Each candidate's reference state, or None for a reader who may not see evaluations (the rule of
     `harm_test_verdicts_for`); a candidate never checked is NOT_CHECKED."""
-    sources = reference_state_sources()
+    sources = list(REFERENCE_STATE_SOURCES)
     if not sources or not getattr(user, "has_perm", None) or not user.has_perm(VIEW_PERMISSION):
         return None
     pks = list(candidate_ids)

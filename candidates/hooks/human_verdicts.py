@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from veriharm_site.registries import Registry
+
 
 @dataclass(frozen=True)
 class HumanMajority:
@@ -50,16 +52,7 @@ class HumanMajority:
 # with a decided Valid (an adjudication replaces the majority).
 HumanMajoritySource = Callable[[list[int]], dict[int, HumanMajority]]
 
-_human_majority_sources: list[HumanMajoritySource] = []
-
-
-def human_majority_source_register(source: HumanMajoritySource) -> None:
-    if source not in _human_majority_sources:
-        _human_majority_sources.append(source)
-
-
-def human_majority_sources() -> list[HumanMajoritySource]:
-    return list(_human_majority_sources)
+HUMAN_MAJORITY_SOURCES: Registry[HumanMajoritySource] = Registry()
 
 
 @dataclass(frozen=True)
@@ -71,16 +64,14 @@ class StudyOption:
 StudyListing = Callable[[], list[StudyOption]]  # every study, newest first
 StudyMembers = Callable[[int], "list[int] | None"]  # a study's candidate pks in item order; None: no such study
 
-_study_sources: list[tuple[StudyListing, StudyMembers]] = []
+
+@dataclass(frozen=True)
+class StudySource:
+    listing: StudyListing
+    members: StudyMembers
 
 
-def human_study_source_register(listing: StudyListing, members: StudyMembers) -> None:
-    if all(existing is not listing for existing, _ in _study_sources):
-        _study_sources.append((listing, members))
-
-
-def human_study_sources() -> list[tuple[StudyListing, StudyMembers]]:
-    return list(_study_sources)
+STUDY_SOURCES: Registry[StudySource] = Registry()
 
 
 # Human majorities are study results: shown to those who may read them.
@@ -94,7 +85,7 @@ def human_majorities(candidate_ids: Iterable[int]) -> dict[int, HumanMajority]:
     majorities: dict[int, HumanMajority] = {}
     if not pks:
         return majorities
-    for source in human_majority_sources():
+    for source in HUMAN_MAJORITY_SOURCES:
         majorities.update(source(pks))
     return majorities
 
@@ -118,7 +109,7 @@ HUMAN_STATES = ("valid", "invalid", "undecided", "unlabelled")
 
 def human_studies() -> list[StudyOption]:
     """Every study, newest first, for the queue's filter."""
-    return [study for listing, _ in human_study_sources() for study in listing()]
+    return [study for source in STUDY_SOURCES for study in source.listing()]
 
 
 def study_candidate_ids(study_id: int) -> set[int] | None:
@@ -130,8 +121,8 @@ def study_candidate_ids(study_id: int) -> set[int] | None:
 def study_candidates_in_order(study_id: int) -> list[int] | None:
     """The candidates a study sampled, in its items' order (what a run of the study evaluates); None
     when no study has this id."""
-    for _, members in human_study_sources():
-        found = members(study_id)
+    for source in STUDY_SOURCES:
+        found = source.members(study_id)
         if found is not None:
             return list(found)
     return None

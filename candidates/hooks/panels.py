@@ -17,6 +17,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from veriharm_site.registries import Registry
+
 from ..models import Candidate
 
 
@@ -33,19 +35,8 @@ class Panel:
 # permission-gated by the source), or None when this reader sees nothing of it.
 PanelSource = Callable[[Candidate, Any], "Panel | None"]
 
-_panel_sources: list[tuple[int, PanelSource]] = []
-
-
-def panel_source_register(order: int, source: PanelSource) -> None:
-    """Add a source; panels show by `order`."""
-    if all(existing is not source for _, existing in _panel_sources):
-        _panel_sources.append((order, source))
-        _panel_sources.sort(key=lambda entry: entry[0])
-
-
-def panel_sources() -> list[PanelSource]:
-    """The sources in their order."""
-    return [source for _, source in _panel_sources]
+# Panels show in the `order` each source is registered with.
+PANEL_SOURCES: Registry[PanelSource] = Registry()
 
 
 # What the panels of one page have read so far; None outside `candidate_panels`.
@@ -81,4 +72,4 @@ def shared_page_reads() -> Iterator[None]:
 
 def candidate_panels(candidate: Candidate, user: Any) -> list[Panel]:
     with shared_page_reads():
-        return [panel for source in panel_sources() if (panel := source(candidate, user)) is not None]
+        return [panel for source in PANEL_SOURCES if (panel := source(candidate, user)) is not None]

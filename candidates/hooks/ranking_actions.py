@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from veriharm_site.registries import Registry
+
 if TYPE_CHECKING:
     from django.contrib.auth.models import AnonymousUser, PermissionsMixin
 
@@ -25,18 +27,9 @@ class RankingAction:
     rows_fields: dict[str, str] = field(default_factory=dict)
 
 
-_ranking_actions: list[RankingAction] = []
-
-
-def ranking_action_register(action: RankingAction) -> None:
-    if action not in _ranking_actions:
-        _ranking_actions.append(action)
-
-
-def ranking_actions() -> list[RankingAction]:
-    return list(_ranking_actions)
+RANKING_ACTIONS: Registry[RankingAction] = Registry()
 
 
 def ranking_actions_for(user: PermissionsMixin | AnonymousUser) -> list[RankingAction]:
     """The actions this user may take."""
-    return [action for action in ranking_actions() if user.has_perm(action.permission)]
+    return [action for action in RANKING_ACTIONS if user.has_perm(action.permission)]

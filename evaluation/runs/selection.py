@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from candidates.hooks.human_verdicts import human_studies, human_study_sources, study_candidates_in_order
+from candidates.hooks.human_verdicts import STUDY_SOURCES, human_studies, study_candidates_in_order
 from candidates.models import Candidate, Release
 from candidates.pool import selectors as candidate_selectors
 from candidates.releases import selectors as releases
@@ -86,7 +86,7 @@ def _members(parent: str, members: Callable[[int], list[int] | None], selection:
 
 
 def _by_study(selection: dict[str, Any]) -> list[int]:
-    if not human_study_sources():
+    if not STUDY_SOURCES:
         raise SelectionError("studys are not available in this installation")
     return _members("study", study_candidates_in_order, selection)
 
