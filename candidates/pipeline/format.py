@@ -139,6 +139,12 @@ def canonical_json(data: Any) -> str:
     return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
+def sha256_text(text: str) -> str:
+    """The sha256 of a text's UTF-8 bytes: how every recorded input hash (a trial's, an agent pin's,
+    an export's) is taken."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 _INT64 = range(-(2**63), 2**64)
 
 
@@ -161,7 +167,7 @@ def content_hash(data: dict[str, Any]) -> str:
     """sha256 of the canonical JSON (sorted keys, no spaces, UTF-8), as stored since the first import."""
     if _orjson_writes_it_alike(data.get("extra")):
         return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
-    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+    return sha256_text(canonical_json(data))
 
 
 def _field_path(loc: Iterable[int | str]) -> str:

@@ -9,11 +9,10 @@ a trial's risk run and a search's target run the agent's own, a twin trial its t
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from candidates.pipeline.format import canonical_json
+from candidates.pipeline.format import canonical_json, sha256_text
 from evaluation.models import Agent, AgentKind
 
 from .base import AgentRunner
@@ -49,7 +48,7 @@ def agent_pin(agent: Agent, config: Mapping[str, Any], references: Mapping[str, 
 
 
 def agent_pin_sha256(pinned: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(dict(pinned)).encode("utf-8")).hexdigest()
+    return sha256_text(canonical_json(dict(pinned)))
 
 
 def pinned_runner(pinned: Mapping[str, Any], sha256: str) -> AgentRunner:

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from candidates.models import Release
+from candidates.pipeline.format import sha256_text
 from candidates.releases.interop.common import TEST_TIMEOUT_SECONDS
 from candidates.releases.interop.harbor_export import release_harbor_tasks
 from evaluation.agents.pinning import agent_pin_sha256
@@ -31,10 +32,10 @@ def _expected_hashes(pinned: pinning.PinnedCandidate, line_sha256: str) -> dict[
     parts = pinning.parts_for(pinned, TrialKind.RISK)
     return {
         "line_sha256": line_sha256,
-        "instruction_sha256": pinning.sha256_text(parts.instruction),
-        "task_test_sha256": pinning.sha256_text(parts.task_test),
-        "harm_test_sha256": pinning.sha256_text(parts.harm_test or ""),
-        "environment_sha256": pinning.sha256_text(parts.environment_json),
+        "instruction_sha256": sha256_text(parts.instruction),
+        "task_test_sha256": sha256_text(parts.task_test),
+        "harm_test_sha256": sha256_text(parts.harm_test or ""),
+        "environment_sha256": sha256_text(parts.environment_json),
         "inputs_digest": parts.digest,
     }
 

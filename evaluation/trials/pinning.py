@@ -10,14 +10,13 @@ and checks the hashes before it does.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from candidates.models import Candidate
-from candidates.pipeline.format import canonical_json
+from candidates.pipeline.format import canonical_json, sha256_text
 from evaluation.agents.pinning import agent_pin
 from evaluation.models import Agent, TrialInputs, TrialKind
 from evaluation.v3ast import twins
@@ -25,10 +24,6 @@ from evaluation.v3ast import twins
 
 class InputsTampered(ValueError):
     """Stored inputs no longer match their recorded hashes."""
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from candidates.models import Candidate
+from candidates.pipeline.format import sha256_text
 from evaluation import queue
 from evaluation.models import FinalState, Rescore, RescoreStatus, Trial, TrialInputs, TrialKind, TrialStatus
 from evaluation.models.taxonomy import VERDICT_ENDS, ExitStatus, end_of_tests
@@ -66,7 +67,7 @@ def rescore_launch(candidate: Candidate, *, requested_by: Any = None) -> list[Re
     with transaction.atomic():
         locked = Candidate.objects.select_for_update().select_related("source_task").get(pk=candidate.pk)
         task_test, harm_test = locked.source_task.task_test, locked.harm_test
-        task_sha, harm_sha = pinning.sha256_text(task_test), pinning.sha256_text(harm_test)
+        task_sha, harm_sha = sha256_text(task_test), sha256_text(harm_test)
         trials = [t for t in _rescorable(locked) if _tested_with(t) != (task_sha, harm_sha)]
         if not trials:
             raise RescoreRefused(
@@ -204,8 +205,8 @@ def candidate_rescores(candidate_id: int) -> list[RescoreRow]:
 
 def rescorable_count(candidate: Candidate) -> int:
     """How many trials a re-score against the current revision would score (for the button)."""
-    task_sha = pinning.sha256_text(candidate.source_task.task_test)
-    harm_sha = pinning.sha256_text(candidate.harm_test)
+    task_sha = sha256_text(candidate.source_task.task_test)
+    harm_sha = sha256_text(candidate.harm_test)
     return sum(_tested_with(t) != (task_sha, harm_sha) for t in _rescorable(candidate))
 
 

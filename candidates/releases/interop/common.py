@@ -9,7 +9,7 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from ...pipeline.format import canonical_json
+from ...pipeline.format import canonical_json, sha256_text
 from .. import archives
 from ..bundle import BundleEntry, BundleMeta, instance_directory
 
@@ -23,10 +23,6 @@ TEST_TIMEOUT_SECONDS = 600
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def sha256_text(text: str) -> str:
-    return sha256_bytes(text.encode("utf-8"))
 
 
 def json_bytes(data: Any) -> bytes:
