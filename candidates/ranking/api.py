@@ -57,14 +57,7 @@ class CandidateListApi(APIView):
         bounds = pool.ranking_bounds(query["k"])
         # The page's own reading: a rank range where the selection is contiguous in rank, so the
         # last page of 100,000 candidates reads its 50 rows instead of skipping 99,950 (OFFSET).
-        rows = selectors.candidate_ranking_pageable(
-            search=query["q"],
-            group=query["group"],
-            bounds=bounds,
-            sort=query["sort"],
-            import_job=query["import_job"],
-            **{name: query[name] for name in pool.FILTER_FIELDS},
-        )
+        rows = selectors.ranking_rows(query, bounds)
         return paged(
             request,
             self,

@@ -4,6 +4,9 @@ each row's judge sums. The ranking itself, its filters and groups are the pool's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from django.db.models import QuerySet
 
 from veriharm_site.paging import KeysFirst, PagedRows
@@ -86,3 +89,15 @@ def candidate_ranking_pageable(
     if group == "bottom":
         return RankWindow(base, bounds.bottom_start, bounds.ranked, with_unranked=False)
     return RankWindow(base, 1, bounds.ranked, with_unranked=True)
+
+
+def ranking_rows(query: Mapping[str, Any], bounds: RankingBounds) -> RankWindow | KeysFirst[Candidate]:
+    """What the ranking page and its API page through for one parsed query (`RankingQuery`)."""
+    return candidate_ranking_pageable(
+        search=query["q"],
+        group=query["group"],
+        bounds=bounds,
+        sort=query["sort"],
+        import_job=query["import_job"],
+        **{name: query[name] for name in FILTER_FIELDS},
+    )

@@ -72,15 +72,7 @@ class RankingView(RoleRequiredMixin, QueryPageMixin, TemplateView):
         query = self.query
         bounds = pool.ranking_bounds(query["k"])
         filters = {name: query[name] for name in pool.FILTER_FIELDS}
-        rows_source = selectors.candidate_ranking_pageable(
-            search=query["q"],
-            group=query["group"],
-            bounds=bounds,
-            sort=query["sort"],
-            import_job=query["import_job"],
-            **filters,
-        )
-        page: Page[Candidate] = Paginator(rows_source, PAGE_SIZE).get_page(query["page"])
+        page: Page[Candidate] = Paginator(selectors.ranking_rows(query, bounds), PAGE_SIZE).get_page(query["page"])
         rows = list(page.object_list)
         sums = selectors.candidate_judge_sums([c.pk for c in rows])
         # Judges named once in the header when every row of the page has the same ones in the same
